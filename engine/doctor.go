@@ -1,0 +1,146 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"warden/engine/caps"
+	"warden/engine/jail"
+	"warden/storage"
+)
+
+// Check is one line of `warden doctor`.
+type Check struct {
+	Name    string `json:"name"`
+	Status  string `json:"status"` // "ok" or "problem"
+	Detail  string `json:"detail"`
+	Fix     string `json:"fix,omitempty"`
+	Warning bool   `json:"warning,omitempty"` // a problem that does not stop warden
+}
+
+// Report is the whole doctor run.
+type Report struct {
+	DataDir string  `json:"dataDir"`
+	Checks  []Check `json:"checks"`
+}
+
+// OK is true when no check is a problem (warnings aside).
+func (r Report) OK() bool {
+	for _, c := range r.Checks {
+		if c.Status != "ok" && !c.Warning {
+			return false
+		}
+	}
+	return true
+}
+
+// DoctorOptions configure Doctor.
+type DoctorOptions struct {
+	DataDir   string
+	BwrapPath string // default /usr/bin/bwrap
+}
+
+// Doctor checks the data dir policy, the store and its schema, the trust
+// root and bubblewrap admission. It opens the store (creating a fresh data
+// dir as any command would) only if no other process holds it.
+func Doctor(opts DoctorOptions) Report {
+	dir := opts.DataDir
+	if dir == "" {
+		d, err := storage.DefaultDir()
+		if err != nil {
+			return Report{Checks: []Check{{Name: "data dir", Status: "problem", Detail: err.Error(), Fix: "pass --data-dir"}}}
+		}
+		dir = d
+	}
+	dir, _ = filepath.Abs(dir)
+	rep := Report{DataDir: dir}
+	add := func(c Check) { rep.Checks = append(rep.Checks, c) }
+	problem := func(name, detail, fix string) {
+		add(Check{Name: name, Status: "problem", Detail: detail, Fix: fix})
+	}
+
+	if err := storage.EnsureDir(dir); err != nil {
+		var pe *storage.PolicyError
+		if errors.As(err, &pe) {
+			problem("data dir", pe.Path+": "+pe.Problem, pe.Fix)
+		} else {
+			problem("data dir", err.Error(), "check the path and its parent's permissions")
+		}
+	} else {
+		add(Check{Name: "data dir", Status: "ok", Detail: dir + " is yours and private (0700)"})
+		if pid := storage.HolderPID(dir); pid != 0 && pid != os.Getpid() {
+			add(Check{Name: "store", Status: "ok", Detail: fmt.Sprintf("held by warden pid %d; store and trust checks need it to be stopped", pid)})
+		} else {
+			doctorStore(dir, add, problem)
+		}
+	}
+	doctorBwrap(opts.BwrapPath, add, problem)
+	return rep
+}
+
+func doctorStore(dir string, add func(Check), problem func(string, string, string)) {
+	e, err := Open(Options{DataDir: dir})
+	if err != nil {
+		var te *caps.TrustError
+		var pe *storage.PolicyError
+		var se *storage.SchemaError
+		var ce *storage.CorruptError
+		var le *storage.LockedError
+		switch {
+		case errors.As(err, &le):
+			add(Check{Name: "store", Status: "ok", Detail: le.Error()})
+		case errors.As(err, &pe):
+			problem("store", pe.Path+": "+pe.Problem, pe.Fix)
+		case errors.As(err, &se):
+			problem("store", se.Error(), "upgrade warden")
+		case errors.As(err, &ce):
+			problem("store", ce.Error(), "restore warden.db from a backup")
+		case errors.As(err, &te):
+			problem("trust root", te.Problem, "warden trust rotate")
+		default:
+			problem("store", err.Error(), "see the error above")
+		}
+		return
+	}
+	defer e.Close()
+	v, err := e.VerifyReceipts()
+	switch {
+	case err != nil:
+		problem("store", err.Error(), "restore warden.db from a backup")
+	case !v.Intact:
+		problem("store", fmt.Sprintf("schema %d; receipt chain broken at seq %d: %s", storage.SchemaVersion, v.BrokenSeq, v.Reason), "run `warden receipts verify`; restore warden.db from a backup")
+	default:
+		add(Check{Name: "store", Status: "ok", Detail: fmt.Sprintf("%s, schema %d, %d receipts, chain intact", e.store.Path(), storage.SchemaVersion, v.Count)})
+	}
+	if terr := e.auth.Err(); terr != nil {
+		var te *caps.TrustError
+		detail := terr.Error()
+		if errors.As(terr, &te) {
+			detail = te.Problem
+		}
+		problem("trust root", detail, "warden trust rotate")
+	} else {
+		st, _ := e.auth.Status()
+		add(Check{Name: "trust root", Status: "ok", Detail: fmt.Sprintf("host.secret agrees with generation %d (fingerprint %s…)", st.Generation, st.Fingerprint[:12])})
+	}
+}
+
+func doctorBwrap(path string, add func(Check), problem func(string, string, string)) {
+	b, err := jail.AdmitBwrap(path)
+	if err != nil {
+		var ae *jail.AdmissionError
+		if errors.As(err, &ae) {
+			state := "untrusted"
+			if ae.Absent {
+				state = "absent"
+			}
+			problem("bubblewrap", fmt.Sprintf("%s: %s (%s)", ae.Path, ae.Problem, state), ae.Fix)
+			return
+		}
+		problem("bubblewrap", err.Error(), "apt-get install bubblewrap")
+		return
+	}
+	add(Check{Name: "bubblewrap", Status: "ok", Detail: fmt.Sprintf("%s, version %s, admitted", b.Path, b.Version)})
+}

@@ -1,0 +1,139 @@
+// Package engine is warden's facade: the one surface the CLI, the console
+// and (later) the control socket and SSH server call. Storage is the truth;
+// every event a subscriber sees is durable before it is published.
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/user"
+	"time"
+
+	"warden/engine/caps"
+	"warden/storage"
+)
+
+// Re-exported so callers above the engine never import storage.
+type (
+	Receipt       = storage.Receipt
+	ReceiptFilter = storage.ReceiptFilter
+	Verification  = storage.Verification
+	TrustStatus   = caps.Status
+)
+
+// Errors callers may test for.
+var (
+	ErrNotFound = storage.ErrNotFound
+)
+
+// Actor names who asks for a change; receipts carry it.
+// Local operators are "local:<user>".
+type Actor string
+
+// LocalActor is the operator at this terminal.
+func LocalActor() Actor {
+	name := fmt.Sprint(os.Geteuid())
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		name = u.Username
+	}
+	return Actor("local:" + name)
+}
+
+// Options configure Open.
+type Options struct {
+	DataDir     string
+	LockTimeout time.Duration // default 1s
+	// SubscriberBuffer bounds each subscriber's queue (default 4096).
+	SubscriberBuffer int
+}
+
+// Engine is an open data dir with everything that runs on it.
+type Engine struct {
+	store *storage.Store
+	auth  *caps.Authority
+	bus   *bus
+	opts  Options
+}
+
+// Open opens the data dir and the store, and loads the trust root.
+func Open(opts Options) (*Engine, error) {
+	if opts.DataDir == "" {
+		d, err := storage.DefaultDir()
+		if err != nil {
+			return nil, err
+		}
+		opts.DataDir = d
+	}
+	if opts.SubscriberBuffer <= 0 {
+		opts.SubscriberBuffer = DefaultSubscriberBuffer
+	}
+	e := &Engine{bus: newBus(), opts: opts}
+	st, err := storage.Open(storage.Options{Dir: opts.DataDir, LockTimeout: opts.LockTimeout, OnCommit: e.receiptsCommitted})
+	if err != nil {
+		return nil, err
+	}
+	e.store = st
+	if e.auth, err = caps.Open(st, string(LocalActor())); err != nil {
+		st.Close()
+		return nil, err
+	}
+	// Tokens of finished runs are worthless after a week; keep the bucket small.
+	if _, err := e.auth.Prune(7 * 24 * time.Hour); err != nil {
+		st.Close()
+		return nil, err
+	}
+	return e, nil
+}
+
+// receiptsCommitted runs on the commit path: it must not block.
+func (e *Engine) receiptsCommitted(rs []storage.Receipt) {
+	evs := make([]Event, len(rs))
+	for i := range rs {
+		r := rs[i]
+		evs[i] = Event{Kind: EventReceipt, Receipt: &r}
+	}
+	e.bus.publish(evs...)
+}
+
+// Close closes subscriptions and the store.
+func (e *Engine) Close() error {
+	e.bus.close()
+	return e.store.Close()
+}
+
+// DataDir is the open data dir.
+func (e *Engine) DataDir() string { return e.store.Dir() }
+
+// Subscribe returns a bounded subscription to engine events.
+func (e *Engine) Subscribe() *Subscription { return e.bus.subscribe(e.opts.SubscriberBuffer) }
+
+// Receipts lists receipts matching f, ascending by seq.
+func (e *Engine) Receipts(f ReceiptFilter) (rs []Receipt, err error) {
+	err = e.store.View(func(tx *storage.Tx) error {
+		rs, err = tx.Receipts(f)
+		return err
+	})
+	return rs, err
+}
+
+// Receipt reads one receipt.
+func (e *Engine) Receipt(seq uint64) (r Receipt, err error) {
+	err = e.store.View(func(tx *storage.Tx) error {
+		r, err = tx.Receipt(seq)
+		return err
+	})
+	if errors.Is(err, storage.ErrNotFound) {
+		return r, fmt.Errorf("no receipt %d (see `warden receipts list`): %w", seq, ErrNotFound)
+	}
+	return r, err
+}
+
+// VerifyReceipts walks the whole chain.
+func (e *Engine) VerifyReceipts() (Verification, error) { return e.store.VerifyReceipts() }
+
+// TrustStatus reports the trust root.
+func (e *Engine) TrustStatus() (TrustStatus, error) { return e.auth.Status() }
+
+// RotateTrust makes a new trust root and revokes every token.
+func (e *Engine) RotateTrust(actor Actor) (TrustStatus, error) { return e.auth.Rotate(string(actor)) }

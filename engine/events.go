@@ -1,0 +1,157 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"sync"
+)
+
+// EventKind names what an Event carries.
+type EventKind string
+
+const (
+	// EventReceipt: a receipt was appended (durable before it is published).
+	EventReceipt EventKind = "receipt"
+	// EventMissed: this subscriber fell behind and Missed events were
+	// dropped for it; re-read from storage to catch up.
+	EventMissed EventKind = "missed"
+)
+
+// Event is one item of a subscription.
+type Event struct {
+	Kind    EventKind `json:"kind"`
+	Receipt *Receipt  `json:"receipt,omitempty"`
+	Missed  int       `json:"missed,omitempty"`
+}
+
+// ErrSubscriptionClosed is returned by Next once the subscription or the
+// engine is closed and every buffered event has been read.
+var ErrSubscriptionClosed = errors.New("subscription closed")
+
+// DefaultSubscriberBuffer bounds each subscriber's queue.
+const DefaultSubscriberBuffer = 4096
+
+// bus fans events out to subscribers. Publishing never blocks: each
+// subscriber has a bounded queue, and when it is full the subscriber is
+// marked as having missed events instead of slowing the publisher down.
+type bus struct {
+	mu   sync.Mutex
+	subs map[*Subscription]struct{}
+}
+
+// Subscription is one subscriber's bounded queue.
+//
+// Invariant: once missed > 0, nothing more is queued until the subscriber
+// has read the "missed" marker, so everything after the marker is newer
+// than what the subscriber re-reads from storage.
+type Subscription struct {
+	bus    *bus
+	mu     sync.Mutex
+	queue  []Event
+	limit  int
+	missed int
+	closed bool
+	wake   chan struct{} // capacity 1: "something changed"
+}
+
+func newBus() *bus { return &bus{subs: map[*Subscription]struct{}{}} }
+
+func (b *bus) subscribe(limit int) *Subscription {
+	s := &Subscription{bus: b, limit: limit, wake: make(chan struct{}, 1)}
+	b.mu.Lock()
+	if b.subs == nil { // bus closed
+		s.closed = true
+	} else {
+		b.subs[s] = struct{}{}
+	}
+	b.mu.Unlock()
+	return s
+}
+
+func (b *bus) publish(evs ...Event) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for s := range b.subs {
+		s.push(evs)
+	}
+}
+
+func (b *bus) close() {
+	b.mu.Lock()
+	subs := b.subs
+	b.subs = nil
+	b.mu.Unlock()
+	for s := range subs {
+		s.shut()
+	}
+}
+
+func (s *Subscription) push(evs []Event) {
+	s.mu.Lock()
+	for _, ev := range evs {
+		if s.missed > 0 || len(s.queue) >= s.limit {
+			s.missed++
+			continue
+		}
+		s.queue = append(s.queue, ev)
+	}
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (s *Subscription) shut() {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Next returns the next event, waiting until one arrives, ctx ends or the
+// subscription closes.
+func (s *Subscription) Next(ctx context.Context) (Event, error) {
+	for {
+		s.mu.Lock()
+		if len(s.queue) > 0 {
+			ev := s.queue[0]
+			s.queue[0] = Event{}
+			s.queue = s.queue[1:]
+			if len(s.queue) == 0 {
+				s.queue = nil // let the backing array go
+			}
+			s.mu.Unlock()
+			return ev, nil
+		}
+		if s.missed > 0 {
+			n := s.missed
+			s.missed = 0
+			s.mu.Unlock()
+			return Event{Kind: EventMissed, Missed: n}, nil
+		}
+		closed := s.closed
+		s.mu.Unlock()
+		if closed {
+			return Event{}, ErrSubscriptionClosed
+		}
+		select {
+		case <-s.wake:
+		case <-ctx.Done():
+			return Event{}, ctx.Err()
+		}
+	}
+}
+
+// Close stops the subscription; Next then drains and reports closed.
+func (s *Subscription) Close() {
+	s.bus.mu.Lock()
+	if s.bus.subs != nil {
+		delete(s.bus.subs, s)
+	}
+	s.bus.mu.Unlock()
+	s.shut()
+}

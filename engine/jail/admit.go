@@ -1,0 +1,103 @@
+// Package jail runs hooks inside bubblewrap: admission of the bwrap
+// binary, the mount plan, the bwrap argv and the seccomp filter (DESIGN
+// section 5).
+package jail
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// DefaultBwrap is where Debian's bubblewrap package puts bwrap.
+const DefaultBwrap = "/usr/bin/bwrap"
+
+// Bwrap is an admitted bubblewrap binary.
+type Bwrap struct {
+	Path    string
+	Version string
+}
+
+// AdmissionError says why a bwrap path was refused, and how to fix it.
+type AdmissionError struct {
+	Path    string
+	Absent  bool // the file is missing (as opposed to present but untrusted)
+	Problem string
+	Fix     string
+}
+
+func (e *AdmissionError) Error() string {
+	return fmt.Sprintf("bubblewrap %s refused: %s; fix: %s", e.Path, e.Problem, e.Fix)
+}
+
+// AdmitBwrap holds path to the rules: absolute and never searched on PATH;
+// a regular file owned by root and not group- or world-writable; every
+// ancestor a root-owned directory held to the same rule. It then reads the
+// version once.
+func AdmitBwrap(path string) (*Bwrap, error) {
+	if path == "" {
+		path = DefaultBwrap
+	}
+	refuse := func(problem, fix string) (*Bwrap, error) {
+		return nil, &AdmissionError{Path: path, Problem: problem, Fix: fix}
+	}
+	if !filepath.IsAbs(path) || filepath.Clean(path) != path {
+		return refuse("not an absolute, clean path (bwrap is never searched on PATH)", "give the full path, e.g. "+DefaultBwrap)
+	}
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return nil, &AdmissionError{Path: path, Absent: true, Problem: "not found", Fix: "apt-get install bubblewrap"}
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		target, _ := filepath.EvalSymlinks(path)
+		return refuse("is a symlink", "point warden at the real file "+target)
+	}
+	if !fi.Mode().IsRegular() {
+		return refuse("not a regular file", "apt-get install --reinstall bubblewrap")
+	}
+	if err := rootOwnedNotWritable(path, fi); err != nil {
+		return refuse(err.Error(), fmt.Sprintf("chown root:root %s && chmod go-w %s (or apt-get install --reinstall bubblewrap)", path, path))
+	}
+	for dir := filepath.Dir(path); ; dir = filepath.Dir(dir) {
+		dfi, err := os.Lstat(dir)
+		if err != nil {
+			return refuse("ancestor "+dir+": "+err.Error(), "check the path")
+		}
+		if dfi.Mode()&fs.ModeSymlink != 0 {
+			// /bin -> usr/bin style links on merged-usr systems are fine only if root's.
+			if st := dfi.Sys().(*syscall.Stat_t); st.Uid != 0 {
+				return refuse("ancestor "+dir+" is a symlink not owned by root", "use a path under root-owned directories")
+			}
+		} else if err := rootOwnedNotWritable(dir, dfi); err != nil {
+			return refuse("ancestor "+err.Error(), fmt.Sprintf("chown root:root %s && chmod go-w %s", dir, dir))
+		}
+		if dir == "/" {
+			break
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, path, "--version").Output()
+	if err != nil {
+		return refuse("`"+path+" --version` failed: "+err.Error(), "apt-get install --reinstall bubblewrap")
+	}
+	return &Bwrap{Path: path, Version: strings.TrimSpace(string(bytes.TrimPrefix(out, []byte("bubblewrap "))))}, nil
+}
+
+func rootOwnedNotWritable(path string, fi fs.FileInfo) error {
+	st := fi.Sys().(*syscall.Stat_t)
+	if st.Uid != 0 {
+		return fmt.Errorf("%s is owned by uid %d, not root", path, st.Uid)
+	}
+	if fi.Mode().Perm()&0o022 != 0 {
+		return fmt.Errorf("%s is group- or world-writable (mode %04o)", path, fi.Mode().Perm())
+	}
+	return nil
+}

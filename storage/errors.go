@@ -1,0 +1,61 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrNotFound is returned when a record does not exist.
+var ErrNotFound = errors.New("not found")
+
+// ErrClosed is returned by operations on a closed store.
+var ErrClosed = errors.New("store is closed")
+
+// PolicyError says a file or directory of the data dir breaks the open
+// policy of DESIGN section 2, and how to fix it.
+type PolicyError struct {
+	Path    string
+	Problem string
+	Fix     string
+}
+
+func (e *PolicyError) Error() string {
+	return fmt.Sprintf("%s: %s; fix: %s", e.Path, e.Problem, e.Fix)
+}
+
+// LockedError says another process holds the data dir.
+type LockedError struct {
+	Dir string
+	PID int // 0 when the pid file could not be read
+}
+
+func (e *LockedError) Error() string {
+	if e.PID == 0 {
+		return fmt.Sprintf("data dir %s is in use by another warden process (no readable pid file); find it with `fuser %s/warden.db` and stop it, or use another --data-dir", e.Dir, e.Dir)
+	}
+	return fmt.Sprintf("data dir %s is in use by warden pid %d; see it with `ps -o pid,args -p %d`, stop it with `kill %d`, or use another --data-dir", e.Dir, e.PID, e.PID, e.PID)
+}
+
+// SchemaError says the store was written by a schema this build does not know.
+type SchemaError struct {
+	Found     int
+	Supported int
+}
+
+func (e *SchemaError) Error() string {
+	return fmt.Sprintf("warden.db has schema version %d but this warden supports up to %d: upgrade warden (or open a different --data-dir)", e.Found, e.Supported)
+}
+
+// CorruptError says a stored record failed its strict codec. It names the
+// bucket and key so the operator can find it; it never carries the value.
+type CorruptError struct {
+	Bucket string
+	Key    string
+	Err    error
+}
+
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("storage corrupt: bucket %q key %q: %v (run `warden doctor`; restore warden.db from a backup if it persists)", e.Bucket, e.Key, e.Err)
+}
+
+func (e *CorruptError) Unwrap() error { return e.Err }

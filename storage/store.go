@@ -1,0 +1,248 @@
+// Package storage is warden's single source of truth: one bbolt file in a
+// private data dir, with strict codecs for every record, an append-only
+// hash-chained receipt log, sealed secrets and per-run stream chunks.
+//
+// Invariants:
+//   - Only one process opens a data dir (bbolt's flock, plus warden.pid so
+//     a second process can name the holder).
+//   - Every value read back goes through decodeRecord; nothing is defaulted.
+//   - Every write goes through the committer, which folds concurrent writers
+//     into one fsync'd transaction (group commit).
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// SchemaVersion is the schema this build writes and the newest it reads.
+const SchemaVersion = 1
+
+// File names inside the data dir.
+const (
+	DBFile      = "warden.db"
+	PIDFile     = "warden.pid"
+	SealKeyFile = "seal.key"
+)
+
+// Options configure Open.
+type Options struct {
+	Dir string
+	// LockTimeout bounds the wait for another process's lock (default 1s).
+	LockTimeout time.Duration
+	// NoSync skips fsync; only for benchmarks of the codec path.
+	NoSync bool
+	// OnCommit, when set, is called by the committer after every commit
+	// with the receipts it appended, in seq order. It must not block: it
+	// runs on the commit path.
+	OnCommit func([]Receipt)
+}
+
+// Store is an open data dir.
+type Store struct {
+	dir  string
+	db   *bolt.DB
+	seal *sealer
+
+	commits  chan *commitOp
+	wg       sync.WaitGroup
+	onCommit func([]Receipt)
+
+	mu     sync.RWMutex // guards closed and head against Close
+	closed bool
+	head   chainHead // last committed receipt; only the committer writes it
+}
+
+// Open opens (creating if needed) the data dir and its store, holding both
+// to the policy of DESIGN section 2.
+func Open(opts Options) (*Store, error) {
+	dir, err := filepath.Abs(opts.Dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := EnsureDir(dir); err != nil {
+		return nil, err
+	}
+	dbPath := filepath.Join(dir, DBFile)
+	if err := prepareDBFile(dbPath); err != nil {
+		return nil, err
+	}
+	timeout := opts.LockTimeout
+	if timeout <= 0 {
+		timeout = time.Second
+	}
+	db, err := bolt.Open(dbPath, 0o600, &bolt.Options{Timeout: timeout, NoSync: opts.NoSync, NoFreelistSync: true, FreelistType: bolt.FreelistMapType})
+	if err != nil {
+		if errors.Is(err, bolt.ErrTimeout) {
+			return nil, &LockedError{Dir: dir, PID: readPID(dir)}
+		}
+		return nil, fmt.Errorf("open %s: %w", dbPath, err)
+	}
+	s := &Store{dir: dir, db: db, commits: make(chan *commitOp, 1024), onCommit: opts.OnCommit}
+	fail := func(err error) (*Store, error) {
+		db.Close()
+		return nil, err
+	}
+	if err := writePID(dir); err != nil {
+		return fail(err)
+	}
+	if err := s.initSchema(); err != nil {
+		return fail(err)
+	}
+	key, err := LoadKeyFile(dir, SealKeyFile, true)
+	if err != nil {
+		return fail(err)
+	}
+	if s.seal, err = newSealer(key); err != nil {
+		return fail(err)
+	}
+	if err := db.View(func(tx *bolt.Tx) error {
+		h, err := loadHead(tx)
+		s.head = h
+		return err
+	}); err != nil {
+		return fail(err)
+	}
+	s.wg.Add(1)
+	go s.committer()
+	return s, nil
+}
+
+// prepareDBFile creates warden.db exclusively at 0600 when missing, and
+// otherwise holds it to the private-file policy before bbolt follows the
+// path (the dir is ours and private, so nobody can swap it in between).
+func prepareDBFile(path string) error {
+	_, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL|noFollow, 0o600)
+		if err != nil {
+			return err
+		}
+		if err := f.Chmod(0o600); err != nil {
+			f.Close()
+			return err
+		}
+		return f.Close()
+	}
+	if err != nil {
+		return err
+	}
+	return checkPrivateFile(path)
+}
+
+func writePID(dir string) error {
+	return WriteFileAtomic(filepath.Join(dir, PIDFile), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o600)
+}
+
+func readPID(dir string) int {
+	b, err := os.ReadFile(filepath.Join(dir, PIDFile))
+	if err != nil {
+		return 0
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 {
+		return 0
+	}
+	return pid
+}
+
+// HolderPID reports the pid recorded as holding dir, when it is alive.
+func HolderPID(dir string) int {
+	pid := readPID(dir)
+	if pid == 0 || syscall.Kill(pid, 0) != nil {
+		return 0
+	}
+	return pid
+}
+
+// Dir is the data dir this store lives in.
+func (s *Store) Dir() string { return s.dir }
+
+// Path is the bbolt file.
+func (s *Store) Path() string { return s.db.Path() }
+
+// Close stops the committer (after it drains queued writes) and closes
+// the file. The pid file is removed only if it still names this process.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	close(s.commits)
+	s.mu.Unlock()
+	s.wg.Wait()
+	if readPID(s.dir) == os.Getpid() {
+		os.Remove(filepath.Join(s.dir, PIDFile))
+	}
+	return s.db.Close()
+}
+
+var (
+	bucketMeta = []byte("meta")
+	keySchema  = []byte("schema")
+)
+
+type schemaRecord struct {
+	Version int `json:"version"`
+}
+
+func (r *schemaRecord) validate() error {
+	if r.Version < 1 {
+		return fmt.Errorf("schema version %d out of range", r.Version)
+	}
+	return nil
+}
+
+// allBuckets are created at open so readers never meet a missing bucket.
+var allBuckets = [][]byte{bucketMeta, bucketReceipts, bucketSecrets, bucketConfig, bucketTokens, bucketModules, bucketRuns, bucketStreams, bucketPolicies, bucketRequests}
+
+func (s *Store) initSchema() error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		meta := tx.Bucket(bucketMeta)
+		if meta == nil {
+			// A store with buckets but no meta is not ours to adopt.
+			if err := tx.ForEach(func(name []byte, _ *bolt.Bucket) error {
+				return &CorruptError{Bucket: string(name), Key: "-", Err: errors.New("store has data but no schema record")}
+			}); err != nil {
+				return err
+			}
+			var err error
+			if meta, err = tx.CreateBucket(bucketMeta); err != nil {
+				return err
+			}
+			b, _ := encodeRecord(&schemaRecord{Version: SchemaVersion})
+			if err := meta.Put(keySchema, b); err != nil {
+				return err
+			}
+		}
+		var sr schemaRecord
+		raw := meta.Get(keySchema)
+		if raw == nil {
+			return &CorruptError{Bucket: "meta", Key: "schema", Err: errors.New("missing schema record")}
+		}
+		if err := decodeRecord("meta", "schema", raw, &sr); err != nil {
+			return err
+		}
+		if sr.Version > SchemaVersion {
+			return &SchemaError{Found: sr.Version, Supported: SchemaVersion}
+		}
+		for _, name := range allBuckets {
+			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}

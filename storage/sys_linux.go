@@ -1,0 +1,5 @@
+package storage
+
+import "syscall"
+
+const noFollow = syscall.O_NOFOLLOW
