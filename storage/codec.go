@@ -64,10 +64,12 @@ func marshalCanonical(v any) ([]byte, error) {
 }
 
 // CanonicalJSON re-encodes arbitrary JSON with sorted object keys, compact
-// and without HTML escaping; numbers keep their literal spelling.
+// and without HTML escaping. Numbers are normalised to how encoding/json
+// writes a float64 (1.0 -> 1, 1E3 -> 1000; integers beyond 2^53 round), so
+// a verifier that decodes into map[string]any and re-encodes gets the same
+// bytes back. Pass values that must stay exact as strings.
 func CanonicalJSON(raw []byte) ([]byte, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
 		return nil, err

@@ -66,18 +66,23 @@ func ReplaceKeyFile(dir, name string) ([]byte, error) {
 	return key, nil
 }
 
+// writeFileExclusive creates path with data, failing if it exists. The
+// data is written and fsynced under a temp name and then hard-linked into
+// place, so a crash never leaves a short key file behind.
 func writeFileExclusive(path string, data []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|noFollow, 0o600)
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".new-*")
 	if err != nil {
 		return err
 	}
+	tmp := f.Name()
+	defer os.Remove(tmp)
 	if err := f.Chmod(0o600); err != nil {
 		f.Close()
 		return err
 	}
 	if _, err := f.Write(data); err != nil {
 		f.Close()
-		os.Remove(path)
 		return err
 	}
 	if err := f.Sync(); err != nil {
@@ -87,7 +92,13 @@ func writeFileExclusive(path string, data []byte) error {
 	if err := f.Close(); err != nil {
 		return err
 	}
-	return syncDir(filepath.Dir(path))
+	if err := os.Link(tmp, path); err != nil { // EEXIST: someone made it first
+		return err
+	}
+	if err := os.Remove(tmp); err != nil { // back to one link
+		return err
+	}
+	return syncDir(dir)
 }
 
 // WriteFileAtomic writes data to path through a temp file in the same dir,

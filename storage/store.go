@@ -61,6 +61,8 @@ type Store struct {
 	mu     sync.RWMutex // guards closed and head against Close
 	closed bool
 	head   chainHead // last committed receipt; only the committer writes it
+
+	headErr error // set at Open when the last receipt is corrupt; appends fail with it
 }
 
 // Open opens (creating if needed) the data dir and its store, holding both
@@ -91,6 +93,9 @@ func Open(opts Options) (*Store, error) {
 	s := &Store{dir: dir, db: db, commits: make(chan *commitOp, 1024), onCommit: opts.OnCommit}
 	fail := func(err error) (*Store, error) {
 		db.Close()
+		if readPID(dir) == os.Getpid() {
+			os.Remove(filepath.Join(dir, PIDFile))
+		}
 		return nil, err
 	}
 	if err := writePID(dir); err != nil {
@@ -99,17 +104,31 @@ func Open(opts Options) (*Store, error) {
 	if err := s.initSchema(); err != nil {
 		return fail(err)
 	}
-	key, err := LoadKeyFile(dir, SealKeyFile, true)
+	// A missing seal.key is made fresh only while nothing is sealed: with
+	// secrets stored, a new key would silently orphan every one of them.
+	var sealed bool
+	db.View(func(tx *bolt.Tx) error {
+		k, _ := tx.Bucket(bucketSecrets).Cursor().First()
+		sealed = k != nil
+		return nil
+	})
+	key, err := LoadKeyFile(dir, SealKeyFile, !sealed)
 	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			err = &PolicyError{Path: filepath.Join(dir, SealKeyFile), Problem: "is missing but sealed secrets are stored",
+				Fix: "restore seal.key from a backup (a new key cannot open the stored secrets)"}
+		}
 		return fail(err)
 	}
 	if s.seal, err = newSealer(key); err != nil {
 		return fail(err)
 	}
 	if err := db.View(func(tx *bolt.Tx) error {
-		h, err := loadHead(tx)
-		s.head = h
-		return err
+		// An unreadable last receipt must not lock the operator out of the
+		// whole store (verify and doctor need it open): it only stops the
+		// chain from growing on a head nobody can check.
+		s.head, s.headErr = loadHead(tx)
+		return nil
 	}); err != nil {
 		return fail(err)
 	}
