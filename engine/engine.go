@@ -8,8 +8,12 @@ import (
 	"fmt"
 	"os"
 	"os/user"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"time"
 
+	"warden/engine/broker"
 	"warden/engine/caps"
 	"warden/storage"
 )
@@ -46,6 +50,10 @@ type Options struct {
 	LockTimeout time.Duration // default 1s
 	// SubscriberBuffer bounds each subscriber's queue (default 4096).
 	SubscriberBuffer int
+	// StreamLimit bounds one run's stored stream bytes (default 64 MiB);
+	// StreamBudget bounds them across runs (default 1 GiB).
+	StreamLimit  uint64
+	StreamBudget uint64
 }
 
 // Engine is an open data dir with everything that runs on it.
@@ -54,6 +62,16 @@ type Engine struct {
 	auth  *caps.Authority
 	bus   *bus
 	opts  Options
+
+	runsMu     sync.Mutex
+	active     map[string]*RunHandle
+	lingering  map[*broker.Broker]*time.Timer
+	lingerDirs map[*broker.Broker]string
+	closing    bool
+
+	reqMu     sync.Mutex
+	waiting   map[uint64]*waiter
+	operators atomic.Int64
 }
 
 // Open opens the data dir and the store, and loads the trust root.
@@ -68,7 +86,14 @@ func Open(opts Options) (*Engine, error) {
 	if opts.SubscriberBuffer <= 0 {
 		opts.SubscriberBuffer = DefaultSubscriberBuffer
 	}
-	e := &Engine{bus: newBus(), opts: opts}
+	if opts.StreamLimit == 0 {
+		opts.StreamLimit = DefaultStreamLimit
+	}
+	if opts.StreamBudget == 0 {
+		opts.StreamBudget = DefaultStreamBudget
+	}
+	e := &Engine{bus: newBus(), opts: opts, active: map[string]*RunHandle{}, lingering: map[*broker.Broker]*time.Timer{},
+		lingerDirs: map[*broker.Broker]string{}, waiting: map[uint64]*waiter{}}
 	st, err := storage.Open(storage.Options{Dir: opts.DataDir, LockTimeout: opts.LockTimeout, OnCommit: e.receiptsCommitted})
 	if err != nil {
 		return nil, err
@@ -83,7 +108,43 @@ func Open(opts Options) (*Engine, error) {
 		st.Close()
 		return nil, err
 	}
+	if err := e.reconcileRuns(); err != nil {
+		st.Close()
+		return nil, err
+	}
 	return e, nil
+}
+
+// reconcileRuns closes the books on runs a previous engine left running
+// (it crashed or was killed): only one engine holds the store, so any
+// "running" run now is one nobody is running. Its process died with that
+// engine (Pdeathsig, --die-with-parent).
+func (e *Engine) reconcileRuns() error {
+	runs, err := e.Runs(0)
+	if err != nil {
+		return err
+	}
+	for _, r := range runs {
+		if r.Status != storage.RunRunning {
+			continue
+		}
+		now := time.Now().UTC()
+		r.Status, r.Ended = storage.RunFailed, &now
+		r.Error = fmt.Sprintf("the engine (pid %d) stopped while the run was in progress", r.PID)
+		if _, err := e.store.Update(func(tx *storage.Tx) error {
+			if err := tx.PutRun(r); err != nil {
+				return err
+			}
+			_, err := tx.AppendReceipt(storage.Draft{Kind: "hook.end", Actor: "engine", Subject: r.Module + "/" + r.Hook,
+				Summary: fmt.Sprintf("run %s of %s/%s failed: %s", r.ID, r.Module, r.Hook, r.Error),
+				Details: map[string]any{"run": r.ID, "verdict": r.Status, "jail": r.JailMode, "error": r.Error}})
+			return err
+		}); err != nil {
+			return err
+		}
+		os.RemoveAll(filepath.Join(e.DataDir(), "runs", r.ID))
+	}
+	return nil
 }
 
 // receiptsCommitted runs on the commit path: it must not block.
@@ -96,8 +157,30 @@ func (e *Engine) receiptsCommitted(rs []storage.Receipt) {
 	e.bus.publish(evs...)
 }
 
-// Close closes subscriptions and the store.
+// Close cancels running hooks (each is receipted), closes lingering
+// brokers, subscriptions and the store.
 func (e *Engine) Close() error {
+	e.runsMu.Lock()
+	e.closing = true
+	running := make([]*RunHandle, 0, len(e.active))
+	for _, h := range e.active {
+		running = append(running, h)
+	}
+	e.runsMu.Unlock()
+	for _, h := range running {
+		h.r.cancel("the engine is shutting down")
+	}
+	for _, h := range running {
+		<-h.done
+	}
+	e.runsMu.Lock()
+	for b, t := range e.lingering {
+		t.Stop()
+		b.Close()
+		os.RemoveAll(e.lingerDirs[b])
+	}
+	e.lingering = map[*broker.Broker]*time.Timer{}
+	e.runsMu.Unlock()
 	e.bus.close()
 	return e.store.Close()
 }

@@ -15,13 +15,22 @@ const (
 	// EventMissed: this subscriber fell behind and Missed events were
 	// dropped for it; re-read from storage to catch up.
 	EventMissed EventKind = "missed"
+	// EventRun: a run started or ended (Run holds its record).
+	EventRun EventKind = "run"
+	// EventLines: a batch of one run's stream lines, already durable.
+	EventLines EventKind = "lines"
+	// EventRequest: a request was opened or decided.
+	EventRequest EventKind = "request"
 )
 
 // Event is one item of a subscription.
 type Event struct {
-	Kind    EventKind `json:"kind"`
-	Receipt *Receipt  `json:"receipt,omitempty"`
-	Missed  int       `json:"missed,omitempty"`
+	Kind    EventKind   `json:"kind"`
+	Receipt *Receipt    `json:"receipt,omitempty"`
+	Run     *RunRecord  `json:"run,omitempty"`
+	Lines   *LinesEvent `json:"lines,omitempty"`
+	Request *Request    `json:"request,omitempty"`
+	Missed  int         `json:"missed,omitempty"`
 }
 
 // ErrSubscriptionClosed is returned by Next once the subscription or the
@@ -154,4 +163,12 @@ func (s *Subscription) Close() {
 	}
 	s.bus.mu.Unlock()
 	s.shut()
+}
+
+// Pending reports how many events are queued for this subscriber (so a
+// reader can flush its output when it has caught up).
+func (s *Subscription) Pending() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.queue)
 }

@@ -9,14 +9,15 @@ import (
 // SetSecret seals and stores a module secret. The receipt names the module
 // and the secret, never the value.
 func (e *Engine) SetSecret(actor Actor, module, name, value string) error {
-	return e.writeName(actor, "secret.set", module, name, func(tx *storage.Tx) error { return tx.SecretSet(module, name, value) })
+	return e.writeName(actor, "secret.set", module, name, func(tx *storage.Tx) (bool, error) { return true, tx.SecretSet(module, name, value) })
 }
 
 // DeleteSecret removes a module secret; it reports whether one was set.
 func (e *Engine) DeleteSecret(actor Actor, module, name string) (existed bool, err error) {
-	err = e.writeName(actor, "secret.delete", module, name, func(tx *storage.Tx) (err error) {
-		existed, err = tx.SecretDelete(module, name)
-		return err
+	err = e.writeName(actor, "secret.delete", module, name, func(tx *storage.Tx) (bool, error) {
+		ok, err := tx.SecretDelete(module, name)
+		existed = ok
+		return ok, err
 	})
 	return existed, err
 }
@@ -32,14 +33,15 @@ func (e *Engine) SecretNames(module string) (names []string, err error) {
 
 // SetConfig stores a module config value.
 func (e *Engine) SetConfig(actor Actor, module, name, value string) error {
-	return e.writeName(actor, "config.set", module, name, func(tx *storage.Tx) error { return tx.ConfigSet(module, name, value) })
+	return e.writeName(actor, "config.set", module, name, func(tx *storage.Tx) (bool, error) { return true, tx.ConfigSet(module, name, value) })
 }
 
 // DeleteConfig removes a module config value.
 func (e *Engine) DeleteConfig(actor Actor, module, name string) (existed bool, err error) {
-	err = e.writeName(actor, "config.delete", module, name, func(tx *storage.Tx) (err error) {
-		existed, err = tx.ConfigDelete(module, name)
-		return err
+	err = e.writeName(actor, "config.delete", module, name, func(tx *storage.Tx) (bool, error) {
+		ok, err := tx.ConfigDelete(module, name)
+		existed = ok
+		return ok, err
 	})
 	return existed, err
 }
@@ -63,13 +65,14 @@ func (e *Engine) ConfigAll(module string) (m map[string]string, err error) {
 }
 
 // writeName applies one named write and its receipt in one transaction:
-// either both land or neither does.
-func (e *Engine) writeName(actor Actor, kind, module, name string, write func(*storage.Tx) error) error {
+// either both land or neither does. A write that changed nothing (deleting
+// a name that was not set) records no receipt: the log lists store writes.
+func (e *Engine) writeName(actor Actor, kind, module, name string, write func(*storage.Tx) (changed bool, err error)) error {
 	if err := storage.CheckName(module, name); err != nil {
 		return err
 	}
 	_, err := e.store.Update(func(tx *storage.Tx) error {
-		if err := write(tx); err != nil {
+		if changed, err := write(tx); err != nil || !changed {
 			return err
 		}
 		_, err := tx.AppendReceipt(storage.Draft{Kind: kind, Actor: string(actor), Subject: module,

@@ -46,6 +46,7 @@ func main() {
 
 func (a *app) run(args []string) int {
 	root := a.rootCommand()
+	refuseUnknownVerbs(root)
 	root.SetArgs(args)
 	root.SetOut(a.stdout)
 	root.SetErr(a.stderr)
@@ -103,6 +104,8 @@ override it with --data-dir or WARDEN_DATA_DIR.`,
 		a.configCommand(),
 		a.trustCommand(),
 		a.doctorCommand(),
+		a.moduleCommand(),
+		a.hookCommand(),
 	)
 	return root
 }

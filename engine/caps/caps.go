@@ -299,6 +299,17 @@ func (a *Authority) revokeWhere(actor, summary string, match func(storage.TokenR
 func (a *Authority) Prune(keep time.Duration) (int, error) {
 	cutoff := a.now().Add(-keep)
 	n := 0
+	// Look first: most opens have nothing to prune and should not pay
+	// for a write transaction (an fsync) to find that out.
+	stale := false
+	if err := a.store.View(func(tx *storage.Tx) error {
+		return tx.EachToken(func(r storage.TokenRecord) error {
+			stale = stale || r.Expires.Before(cutoff) || (r.Revoked != nil && r.Revoked.Before(cutoff))
+			return nil
+		})
+	}); err != nil || !stale {
+		return 0, err
+	}
 	_, err := a.store.Update(func(tx *storage.Tx) error {
 		var old []string
 		if err := tx.EachToken(func(r storage.TokenRecord) error {
@@ -386,6 +397,10 @@ func (a *Authority) Rotate(actor string) (Status, error) {
 		return err
 	})
 	if err != nil {
+		// The file on disk is no longer the secret storage vouches for:
+		// authorize nothing (as a reopen would find) rather than keep
+		// minting tokens under a secret that is gone.
+		a.broken = &TrustError{Problem: "host.secret was replaced but its fingerprint could not be recorded: " + err.Error()}
 		a.mu.Unlock()
 		return Status{}, fmt.Errorf("rotate: new host.secret written but not recorded (%w); run `warden trust rotate` again", err)
 	}

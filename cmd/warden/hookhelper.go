@@ -1,0 +1,398 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/spf13/cobra"
+
+	"warden/engine/hookkit"
+	"warden/engine/protocol"
+)
+
+// The shell helper verbs of DESIGN section 4: `warden hook context|log|
+// secret|config|call|result`, run by a hook from inside its jail. They
+// talk to the run's broker through hookkit (WARDEN_SOCKET, WARDEN_TOKEN)
+// and never open a data dir: inside the jail there is none.
+//
+// Exit codes: 0 success; 1 when the engine threw or refused (stderr says
+// `warden: <code>: <message>`) or could not be reached; 2 on usage, which
+// includes not running inside a hook at all.
+
+var errNotHook = errors.New("not running inside a warden hook (WARDEN_SOCKET/WARDEN_TOKEN unset)")
+
+var logLevels = []string{"debug", "info", "warn", "error", "success"}
+
+func (a *app) hookHelperCommands() []*cobra.Command {
+	return []*cobra.Command{
+		a.hookContextCommand(),
+		a.hookLogCommand(),
+		a.hookStoreCommand("secret", "secrets", "visit_token"),
+		a.hookStoreCommand("config", "config", "greeting_word"),
+		a.hookCallCommand(),
+		a.hookResultCommand(),
+	}
+}
+
+// withHook connects to the run's broker, runs fn and closes the
+// connection. Close reports a failure the engine sent outside a call (for
+// instance a log frame answered run_ended), so it counts too.
+func (a *app) withHook(fn func(c *hookkit.Client) error) error {
+	// A helper's errors go to stderr as plain text even under --json: its
+	// stdout is the value the hook script captures.
+	a.json = false
+	c, err := hookkit.Connect()
+	if err != nil {
+		return hookErr(err)
+	}
+	err = fn(c)
+	if cerr := c.Close(); err == nil {
+		err = cerr
+	}
+	return hookErr(err)
+}
+
+// hookErr maps a hookkit failure to the helper exit codes.
+func hookErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, hookkit.ErrNoEngine):
+		return usageError{errNotHook}
+	case isUsage(err):
+		return err
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return err
+	}
+	var he *hookkit.Error
+	if errors.As(err, &he) {
+		return &exitError{code: 1, err: he} // prints "warden: <code>: <message>"
+	}
+	return &exitError{code: 1, err: err}
+}
+
+// writeJSON prints one JSON value and a newline, without HTML escaping.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+// printRaw prints a JSON value as compact JSON and a newline.
+func printRaw(w io.Writer, v json.RawMessage) error {
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, v); err != nil {
+		buf.Reset()
+		buf.Write(v)
+	}
+	buf.WriteByte('\n')
+	_, err := w.Write(buf.Bytes())
+	return err
+}
+
+// parseJSONArg decodes a JSON command-line argument strictly: valid UTF-8,
+// one value, of the given kind ('[' array or '{' object).
+func parseJSONArg(what, s string, kind byte, into any) error {
+	t := strings.TrimSpace(s)
+	want := map[byte]string{'[': "a JSON array", '{': "a JSON object"}[kind]
+	if !utf8.ValidString(s) {
+		return usageError{fmt.Errorf("%s is not valid UTF-8", what)}
+	}
+	if !json.Valid([]byte(t)) {
+		return usageError{fmt.Errorf("%s is not valid JSON (want %s, e.g. %s): %s", what, want, map[byte]string{'[': `'["Reboot now?"]'`, '{': `'{"address":"203.0.113.7"}'`}[kind], clipArg(s))}
+	}
+	if t[0] != kind {
+		return usageError{fmt.Errorf("%s must be %s, got %s", what, want, clipArg(t))}
+	}
+	if err := json.Unmarshal([]byte(t), into); err != nil {
+		return usageError{fmt.Errorf("%s: %v", what, err)}
+	}
+	return nil
+}
+
+func clipArg(s string) string {
+	if len(s) > 60 {
+		s = s[:60] + "…"
+	}
+	return fmt.Sprintf("%q", s)
+}
+
+func (a *app) hookContextCommand() *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "context [KEY]",
+		Short: "Print the run's context (inputs, config, declared names, capabilities) as JSON",
+		Long: `context prints the run's context as one line of JSON: run, module, hook,
+inputs, config, declared secret and config names, and capabilities.
+
+With KEY (a dotted path such as inputs.target) it prints just that value:
+a string as plain text, anything else as JSON; nothing when it is absent
+(or null with --json). That saves a shell hook from parsing JSON.`,
+		Example: `  warden hook context
+  target=$(warden hook context inputs.target)
+  warden hook context capabilities --json`,
+		Args: args(cobra.MaximumNArgs(1)),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			return a.withHook(func(c *hookkit.Client) error {
+				b, err := protocol.Encode(c.Context())
+				if err != nil {
+					return err
+				}
+				b = bytes.TrimSuffix(b, []byte("\n"))
+				if len(argv) == 0 {
+					_, err := fmt.Fprintf(a.stdout, "%s\n", b)
+					return err
+				}
+				v, ok := lookupKey(b, argv[0])
+				switch {
+				case !ok && asJSON:
+					_, err = fmt.Fprintln(a.stdout, "null")
+				case !ok:
+				case asJSON:
+					err = printRaw(a.stdout, v)
+				default:
+					err = printValue(a.stdout, v)
+				}
+				return err
+			})
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print KEY's value as JSON (strings quoted, null when absent)")
+	return c
+}
+
+// lookupKey walks a dotted path through a JSON object.
+func lookupKey(doc []byte, key string) (json.RawMessage, bool) {
+	cur := json.RawMessage(doc)
+	for _, part := range strings.Split(key, ".") {
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(cur, &m); err != nil || m == nil {
+			return nil, false
+		}
+		v, ok := m[part]
+		if !ok {
+			return nil, false
+		}
+		cur = v
+	}
+	if string(cur) == "null" {
+		return nil, false
+	}
+	return cur, true
+}
+
+// printValue prints a JSON string as plain text and anything else as JSON.
+func printValue(w io.Writer, v json.RawMessage) error {
+	var s string
+	if len(v) > 0 && v[0] == '"' && json.Unmarshal(v, &s) == nil {
+		_, err := fmt.Fprintln(w, s)
+		return err
+	}
+	return printRaw(w, v)
+}
+
+func (a *app) hookLogCommand() *cobra.Command {
+	var level string
+	c := &cobra.Command{
+		Use:   "log [--level L] MSG...",
+		Short: "Add a line to the run's stream (levels: debug, info, warn, error, success)",
+		Long: `log sends one stream line to the engine; the operator sees it live and it
+is kept with the run. The words of MSG are joined with spaces.
+
+Plain stdout and stderr lines are stream lines too (info and warn); log
+adds the other levels and never mixes with output a script captures.`,
+		Example: `  warden hook log "fetching the release"
+  warden hook log --level success "installed $version"
+  warden hook log --level warn disk is almost full`,
+		Args: args(cobra.MinimumNArgs(1)),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			if !slices.Contains(logLevels, level) {
+				return usageError{fmt.Errorf("--level %q: want one of %s", level, strings.Join(logLevels, ", "))}
+			}
+			msg := strings.Join(argv, " ")
+			if !utf8.ValidString(msg) {
+				return usageError{errors.New("the message is not valid UTF-8")}
+			}
+			return a.withHook(func(c *hookkit.Client) error {
+				return c.Log(level, msg)
+			})
+		},
+	}
+	c.Flags().StringVar(&level, "level", "info", "debug, info, warn, error or success")
+	return c
+}
+
+// hookStoreCommand builds `secret` or `config` with get, set and delete.
+func (a *app) hookStoreCommand(verb, store, example string) *cobra.Command {
+	open := func(c *hookkit.Client) *hookkit.Store {
+		if store == "secrets" {
+			return c.Secrets()
+		}
+		return c.Config()
+	}
+	noun, rule := "secret", "Only the names the module declares under `secrets:` may be read or written."
+	if store == "config" {
+		noun, rule = "config value", "Any of the module's config may be read; only the names it declares\nunder `config:` may be written."
+	}
+	c := &cobra.Command{
+		Use:   verb,
+		Short: fmt.Sprintf("Get, set or delete the module's %ss", noun),
+		Long: fmt.Sprintf(`%s get|set|delete reads and writes the module's %ss through the engine.
+%s Writes land at once and are receipted (names only, never values).`, verb, noun, rule),
+	}
+
+	var asJSON bool
+	get := &cobra.Command{
+		Use:   "get NAME",
+		Short: fmt.Sprintf("Print a %s (nothing when it is not set)", noun),
+		Long: fmt.Sprintf(`get prints the %s followed by a newline, or nothing when it is not set.
+With --json it prints the JSON value instead: a quoted string, or null.`, noun),
+		Example: fmt.Sprintf(`  value=$(warden hook %s get %s)
+  warden hook %s get %s --json     # "..." or null`, verb, example, verb, example),
+		Args: args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			return a.withHook(func(c *hookkit.Client) error {
+				v, ok, err := open(c).Get(argv[0])
+				if err != nil {
+					return err
+				}
+				switch {
+				case asJSON && !ok:
+					_, err = fmt.Fprintln(a.stdout, "null")
+				case asJSON:
+					err = writeJSON(a.stdout, v)
+				case ok:
+					_, err = fmt.Fprintln(a.stdout, v)
+				}
+				return err
+			})
+		},
+	}
+	get.Flags().BoolVar(&asJSON, "json", false, "print the JSON value (a string, or null when not set)")
+
+	set := &cobra.Command{
+		Use:   "set NAME VALUE|-",
+		Short: fmt.Sprintf("Set a %s; - reads the value from stdin", noun),
+		Long: fmt.Sprintf(`set stores the %s; it lands at once. With - as VALUE the value is read
+from stdin and one trailing newline is dropped, which keeps it out of the
+process list.`, noun),
+		Example: fmt.Sprintf(`  warden hook %s set %s "$value"
+  head -c16 /dev/urandom | od -An -tx1 | tr -d ' \n' | warden hook %s set %s -`, verb, example, verb, example),
+		Args: args(cobra.ExactArgs(2)),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			value := argv[1]
+			if value == "-" {
+				var err error
+				if value, err = a.readStdinValue(); err != nil {
+					return err
+				}
+			}
+			if !utf8.ValidString(value) {
+				return usageError{errors.New("the value is not valid UTF-8")}
+			}
+			return a.withHook(func(c *hookkit.Client) error {
+				return open(c).Set(argv[0], value)
+			})
+		},
+	}
+
+	del := &cobra.Command{
+		Use:     "delete NAME",
+		Short:   fmt.Sprintf("Delete a %s (deleting one that is not set is fine)", noun),
+		Example: fmt.Sprintf(`  warden hook %s delete %s`, verb, example),
+		Args:    args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			return a.withHook(func(c *hookkit.Client) error {
+				return open(c).Delete(argv[0])
+			})
+		},
+	}
+	c.AddCommand(get, set, del)
+	return c
+}
+
+// readStdinValue reads a value from stdin, dropping one trailing newline.
+func (a *app) readStdinValue() (string, error) {
+	b, err := io.ReadAll(io.LimitReader(a.stdin, protocol.MaxFrame+1))
+	if err != nil {
+		return "", &exitError{code: 1, err: fmt.Errorf("reading the value from stdin: %w", err)}
+	}
+	if len(b) > protocol.MaxFrame {
+		return "", usageError{fmt.Errorf("the value on stdin is larger than %d bytes", protocol.MaxFrame)}
+	}
+	b = bytes.TrimSuffix(b, []byte("\n"))
+	return string(b), nil
+}
+
+func (a *app) hookCallCommand() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "call CAP METHOD [JSON_ARGS]",
+		Short: "Call a capability method and print the JSON value it returns",
+		Long: `call invokes CAP.METHOD with JSON_ARGS, a JSON array (default []), and
+prints the returned JSON value. The run's context lists the capabilities
+the hook may call; operator.confirm is always there.
+
+operator.confirm asks the operator a yes/no question and prints true or
+false; while it waits, the hook's idle clock is paused.`,
+		Example: `  warden hook call operator confirm '["Reboot now?"]'
+  if [ "$(warden hook call operator confirm '["Wipe the cache?"]')" = true ]; then ...; fi
+  warden hook call hands exec '["web", ["uname", "-a"]]'`,
+		Args: args(cobra.RangeArgs(2, 3)),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			var callArgs []json.RawMessage
+			if len(argv) == 3 {
+				if err := parseJSONArg("JSON_ARGS", argv[2], '[', &callArgs); err != nil {
+					return err
+				}
+			}
+			anyArgs := make([]any, len(callArgs))
+			for i, v := range callArgs {
+				anyArgs[i] = v
+			}
+			return a.withHook(func(c *hookkit.Client) error {
+				v, err := c.Call(argv[0], argv[1], anyArgs...)
+				if err != nil {
+					return err
+				}
+				return printRaw(a.stdout, v)
+			})
+		},
+	}
+	return c
+}
+
+func (a *app) hookResultCommand() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "result JSON",
+		Short: "Set the run's outputs (a JSON object; once per run)",
+		Long: `result sends the run's outputs, a JSON object, and waits for the engine to
+check them against the outputs the manifest declares. A run has at most
+one result; a refused result (wrong names or types) exits 1 and may be
+sent again, fixed.`,
+		Example: `  warden hook result '{"address":"203.0.113.7"}'
+  warden hook result "{\"greeting\":\"Hello, $target\",\"confirmed\":true}"`,
+		Args: args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			var outputs map[string]json.RawMessage
+			if err := parseJSONArg("the result", argv[0], '{', &outputs); err != nil {
+				return err
+			}
+			out := make(map[string]any, len(outputs))
+			for k, v := range outputs {
+				out[k] = v
+			}
+			return a.withHook(func(c *hookkit.Client) error {
+				return c.Result(out)
+			})
+		},
+	}
+	return c
+}

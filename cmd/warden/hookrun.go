@@ -1,0 +1,334 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"warden/engine"
+)
+
+// hookCommand holds the operator's hook verbs (run, runs, logs) and the
+// helpers a hook calls from inside its jail (context, log, secret, ...).
+func (a *app) hookCommand() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "hook",
+		Short: "Run hooks and read their streams; inside a hook, talk to the engine",
+		Long: `Operator verbs: run, runs, logs.
+
+Inside a running hook (WARDEN_SOCKET and WARDEN_TOKEN set), the same binary
+is the shell helper: context, log, secret, config, call, result. They exit
+0 on success, 1 when the engine threw (message on stderr), 2 on usage.`,
+	}
+	c.AddCommand(a.hookRunCommand(), a.hookRunsCommand(), a.hookLogsCommand())
+	c.AddCommand(a.hookHelperCommands()...)
+	return c
+}
+
+func (a *app) hookRunCommand() *cobra.Command {
+	var inputs []string
+	var jail string
+	c := &cobra.Command{
+		Use:   "run MODULE HOOK",
+		Short: "Run a hook, stream its lines here, and exit with its verdict",
+		Long: `run starts the hook, prints its stream lines as they become durable and exits
+0 when the run succeeded, 1 when it failed. Ctrl-C cancels the run (it is
+receipted). When the hook asks operator.confirm, a terminal gets a [y/N]
+prompt; without a terminal the answer is no.`,
+		Example: `  warden hook run hello on_install --input target=world --jail=off
+  warden hook run hello on_install --json`,
+		Args: args(cobra.ExactArgs(2)),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			raw := map[string]string{}
+			for _, kv := range inputs {
+				k, v, ok := strings.Cut(kv, "=")
+				if !ok || k == "" {
+					return usageError{fmt.Errorf("--input %q: want NAME=VALUE", kv)}
+				}
+				if _, dup := raw[k]; dup {
+					return usageError{fmt.Errorf("--input %s given twice", k)}
+				}
+				raw[k] = v
+			}
+			if jail != engine.JailOff && jail != engine.JailBwrap {
+				return usageError{fmt.Errorf("--jail %q: want bwrap or off", jail)}
+			}
+			return a.withEngine(func(e *engine.Engine) error {
+				req := engine.RunRequest{Module: argv[0], Hook: argv[1], RawInputs: raw, Jail: jail}
+				if tty := openTTY(a.stdin); tty != nil {
+					defer tty.Close()
+					req.Confirm = ttyConfirm(tty)
+				}
+				sub := e.Subscribe()
+				defer sub.Close()
+				h, err := e.StartRun(engine.LocalActor(), req)
+				if err != nil {
+					return err
+				}
+				if !a.json {
+					fmt.Fprintf(a.stderr, "run %s of %s/%s started (jail %s)\n", h.ID, argv[0], argv[1], jailName(jail))
+				}
+				sigs := make(chan os.Signal, 1)
+				signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+				defer signal.Stop(sigs)
+				go func() {
+					select {
+					case <-sigs:
+						h.Cancel()
+					case <-h.Done():
+					}
+				}()
+				var out io.Writer = a.stdout
+				if a.json {
+					out = io.Discard
+				}
+				a.follow(e, sub, h.ID, 0, out, h.Done())
+				o := h.Wait()
+				if a.json {
+					a.emitJSON(o)
+				} else {
+					fmt.Fprintf(a.stderr, "run %s %s in %s", o.Run.ID, o.Run.Status, o.Duration.Round(time.Millisecond))
+					if o.Run.Error != "" {
+						fmt.Fprintf(a.stderr, ": %s", o.Run.Error)
+					}
+					fmt.Fprintln(a.stderr)
+					if len(o.Run.Outputs) > 0 {
+						fmt.Fprintf(a.stderr, "outputs %s\n", o.Run.Outputs)
+					}
+				}
+				if !o.OK() {
+					return &exitError{code: 1}
+				}
+				return nil
+			})
+		},
+	}
+	c.Flags().StringArrayVar(&inputs, "input", nil, "an input as NAME=VALUE (repeatable); typed by the manifest")
+	c.Flags().StringVar(&jail, "jail", engine.JailBwrap, "bwrap (default) or off; off runs the hook unjailed and every receipt says so")
+	return c
+}
+
+func jailName(j string) string {
+	if j == engine.JailOff {
+		return "OFF"
+	}
+	return j
+}
+
+// follow prints a run's lines from line from, reading storage (the truth)
+// whenever events say there is more, until stop is closed and the stream
+// is drained.
+func (a *app) follow(e *engine.Engine, sub *engine.Subscription, run string, from uint64, out io.Writer, stop <-chan struct{}) {
+	w := bufio.NewWriterSize(out, 64<<10)
+	defer w.Flush()
+	next := from
+	drain := func() {
+		for {
+			lines, err := e.StreamLines(run, next, 8192)
+			if err != nil || len(lines) == 0 {
+				return
+			}
+			for _, l := range lines {
+				writeLine(w, l)
+			}
+			next = lines[len(lines)-1].N + 1
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-stop
+		cancel()
+	}()
+	drain()
+	for {
+		ev, err := sub.Next(ctx)
+		if err != nil {
+			drain()
+			return
+		}
+		switch ev.Kind {
+		case engine.EventLines:
+			if ev.Lines.Run != run {
+				continue
+			}
+			ls := ev.Lines.Lines
+			if len(ls) > 0 && ls[0].N == next { // contiguous: no need to re-read
+				for _, l := range ls {
+					writeLine(w, l)
+				}
+				next = ls[len(ls)-1].N + 1
+			} else {
+				drain()
+			}
+		case engine.EventMissed:
+			drain()
+		}
+		if sub.Pending() == 0 {
+			w.Flush()
+		}
+	}
+}
+
+func writeLine(w *bufio.Writer, l engine.Line) {
+	fmt.Fprintf(w, "%s %-7s %s\n", l.At.Local().Format("15:04:05.000"), l.Level, l.Text)
+}
+
+func (a *app) hookRunsCommand() *cobra.Command {
+	var limit int
+	c := &cobra.Command{
+		Use:   "runs",
+		Short: "List hook runs, newest first",
+		Args:  args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.withEngine(func(e *engine.Engine) error {
+				rs, err := e.Runs(limit)
+				if err != nil {
+					return err
+				}
+				if a.json {
+					if rs == nil {
+						rs = []engine.RunRecord{}
+					}
+					return a.emitJSON(rs)
+				}
+				if len(rs) == 0 {
+					a.printf("no runs yet: start one with `warden hook run MODULE HOOK`\n")
+					return nil
+				}
+				tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "RUN\tSTATUS\tMODULE/HOOK\tJAIL\tSTARTED\tDURATION\tERROR")
+				for _, r := range rs {
+					dur := "-"
+					if r.Ended != nil {
+						dur = r.Ended.Sub(r.Started).Round(time.Millisecond).String()
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s/%s\t%s\t%s\t%s\t%s\n", r.ID, r.Status, r.Module, r.Hook, jailName(r.JailMode), r.Started.Local().Format("2006-01-02 15:04:05"), dur, oneLine(r.Error, 60))
+				}
+				return tw.Flush()
+			})
+		},
+	}
+	c.Flags().IntVar(&limit, "limit", 50, "at most this many (0 for all)")
+	return c
+}
+
+func (a *app) hookLogsCommand() *cobra.Command {
+	var followFlag bool
+	c := &cobra.Command{
+		Use:   "logs RUN",
+		Short: "Replay a run's stream lines; --follow keeps printing while it runs",
+		Args:  args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			run := argv[0]
+			return a.withEngine(func(e *engine.Engine) error {
+				rec, err := e.Run(run)
+				if err != nil {
+					if errors.Is(err, engine.ErrNotFound) {
+						return fmt.Errorf("no run %q (see `warden hook runs`)", run)
+					}
+					return err
+				}
+				info, err := e.StreamInfo(run)
+				if err != nil {
+					return err
+				}
+				if a.json {
+					lines, err := e.StreamLines(run, 0, 0)
+					if err != nil {
+						return err
+					}
+					type jl struct {
+						N     uint64    `json:"n"`
+						At    time.Time `json:"at"`
+						Level string    `json:"level"`
+						Text  string    `json:"text"`
+					}
+					out := make([]jl, len(lines))
+					for i, l := range lines {
+						out[i] = jl{l.N, l.At, l.Level.String(), l.Text}
+					}
+					return a.emitJSON(map[string]any{"run": rec, "dropped": info.Dropped, "lines": out})
+				}
+				if info.Dropped > 0 {
+					fmt.Fprintf(a.stdout, "… %d earlier lines were dropped (stream retention)\n", info.Dropped)
+				}
+				stop := make(chan struct{})
+				if !followFlag || rec.Status != "running" {
+					close(stop)
+				}
+				sub := e.Subscribe()
+				defer sub.Close()
+				if followFlag && rec.Status == "running" {
+					go func() {
+						for {
+							r, err := e.Run(run)
+							if err != nil || r.Status != "running" {
+								close(stop)
+								return
+							}
+							time.Sleep(200 * time.Millisecond)
+						}
+					}()
+				}
+				a.follow(e, sub, run, info.First, a.stdout, stop)
+				return nil
+			})
+		},
+	}
+	c.Flags().BoolVarP(&followFlag, "follow", "f", false, "keep printing new lines until the run ends")
+	return c
+}
+
+// openTTY returns the controlling terminal when stdin is one.
+func openTTY(stdin io.Reader) *os.File {
+	f, ok := stdin.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return nil
+	}
+	tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0)
+	if err != nil {
+		return nil
+	}
+	return tty
+}
+
+// ttyConfirm asks operator.confirm questions at the terminal, one at a time.
+func ttyConfirm(tty *os.File) func(context.Context, string) (bool, error) {
+	lines := make(chan string)
+	go func() {
+		r := bufio.NewReader(tty)
+		for {
+			s, err := r.ReadString('\n')
+			if err != nil {
+				close(lines)
+				return
+			}
+			lines <- strings.TrimSpace(s)
+		}
+	}()
+	return func(ctx context.Context, msg string) (bool, error) {
+		fmt.Fprintf(tty, "\n? %s [y/N] ", msg)
+		select {
+		case s, ok := <-lines:
+			if !ok {
+				return false, io.EOF
+			}
+			return strings.EqualFold(s, "y") || strings.EqualFold(s, "yes"), nil
+		case <-ctx.Done():
+			fmt.Fprintln(tty, "(answered elsewhere)")
+			return false, ctx.Err()
+		}
+	}
+}

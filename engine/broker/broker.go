@@ -1,0 +1,319 @@
+// Package broker is the engine's end of the hook wire protocol: one broker
+// per hook run, listening on a Unix socket in the run's private dir.
+//
+// The broker owns the protocol mechanics (hello, token, version, framing,
+// ordering, run_ended, result-once); the run's Handler owns the meaning
+// (what a store op or a capability call does). A bad frame answers a
+// throw or refused frame and never crashes the engine or another run.
+package broker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"warden/engine/protocol"
+)
+
+// SocketName is the broker's socket file inside the run dir.
+const SocketName = "broker.sock"
+
+// Limits that keep one hook from exhausting the engine.
+const (
+	helloTimeout = 10 * time.Second
+	maxConns     = 64
+	maxCalls     = 64 // concurrent capability calls per run
+)
+
+// Handler is the run's side of the broker. Its methods are called from
+// connection goroutines, concurrently.
+type Handler interface {
+	// Authorize checks a hello's token. Any error answers "unauthorized";
+	// the handler records the token's class for the operator.
+	Authorize(token string) error
+	// Context is the frame a good hello is answered with.
+	Context() *protocol.Context
+	// Activity feeds the idle clock: called for every frame received.
+	Activity()
+	Log(level, message string)
+	Store(ctx context.Context, op *protocol.StoreOp) (json.RawMessage, *protocol.Error)
+	Call(ctx context.Context, c *protocol.Call) (json.RawMessage, *protocol.Error)
+	// Result is called at most once per run.
+	Result(outputs map[string]json.RawMessage) *protocol.Error
+	HookError(e protocol.ErrorBody)
+}
+
+// Broker serves one run's socket.
+type Broker struct {
+	path string
+	ln   *net.UnixListener
+	h    Handler
+
+	ctx    context.Context // cancelled when the run ends: waiting calls give up
+	cancel context.CancelFunc
+	calls  chan struct{} // semaphore of concurrent calls
+
+	mu        sync.Mutex
+	ended     bool
+	closed    bool // Close was called: accept no more connections
+	resultSet bool
+	conns     map[net.Conn]struct{}
+	wg        sync.WaitGroup
+}
+
+// Start listens on dir/broker.sock (0600; dir must already be private).
+func Start(dir string, h Handler) (*Broker, error) {
+	path := filepath.Join(dir, SocketName)
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		return nil, fmt.Errorf("broker: listen on %s: %w", path, err)
+	}
+	// The dir is 0700 and ours, so nobody can reach the socket between
+	// its creation and this chmod.
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	ln.SetUnlinkOnClose(true)
+	ctx, cancel := context.WithCancel(context.Background())
+	b := &Broker{path: path, ln: ln, h: h, ctx: ctx, cancel: cancel, calls: make(chan struct{}, maxCalls), conns: map[net.Conn]struct{}{}}
+	b.wg.Add(1)
+	go b.accept()
+	return b, nil
+}
+
+// SocketPath is the socket's host path.
+func (b *Broker) SocketPath() string { return b.path }
+
+// End marks the run as ended: from now on every frame and every hello is
+// answered run_ended, and waiting calls are cancelled. The socket stays
+// open until Close so late callers get that answer, not a missing file.
+func (b *Broker) End() {
+	b.mu.Lock()
+	b.ended = true
+	b.mu.Unlock()
+	b.cancel()
+}
+
+func (b *Broker) isEnded() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.ended
+}
+
+// Close ends the run if needed, stops listening, closes every connection
+// and waits for the connection goroutines.
+func (b *Broker) Close() error {
+	b.End()
+	err := b.ln.Close()
+	b.mu.Lock()
+	b.closed = true
+	for c := range b.conns {
+		c.Close()
+	}
+	b.mu.Unlock()
+	b.wg.Wait()
+	return err
+}
+
+func (b *Broker) accept() {
+	defer b.wg.Done()
+	for {
+		c, err := b.ln.Accept()
+		if err != nil {
+			return // closed
+		}
+		b.mu.Lock()
+		if b.closed { // accepted just before Close: nobody will close it later
+			b.mu.Unlock()
+			c.Close()
+			return
+		}
+		if len(b.conns) >= maxConns {
+			b.mu.Unlock()
+			w := protocol.NewWriter(c)
+			w.WriteFrame(protocol.Refuse(protocol.CodeBadFrame, fmt.Sprintf("too many connections (limit %d per run)", maxConns)))
+			c.Close()
+			continue
+		}
+		b.conns[c] = struct{}{}
+		b.wg.Add(1)
+		b.mu.Unlock()
+		go b.serve(c)
+	}
+}
+
+// conn is one hook connection after a good hello.
+type conn struct {
+	b   *Broker
+	c   net.Conn
+	w   *protocol.Writer
+	wg  sync.WaitGroup // calls in flight on this connection
+	err error
+}
+
+func (b *Broker) serve(c net.Conn) {
+	defer b.wg.Done()
+	defer func() {
+		b.mu.Lock()
+		delete(b.conns, c)
+		b.mu.Unlock()
+		c.Close()
+	}()
+	cn := &conn{b: b, c: c, w: protocol.NewWriter(c)}
+	r := protocol.NewReader(c)
+	if !cn.hello(r) {
+		return
+	}
+	for {
+		f, err := r.ReadFrame()
+		if err != nil {
+			if cn.readFailed(err) {
+				break
+			}
+			continue
+		}
+		b.h.Activity()
+		cn.dispatch(f)
+	}
+	cn.wg.Wait()
+}
+
+// hello reads and checks the first frame; false means the connection is
+// refused (the refusal has been sent).
+func (cn *conn) hello(r *protocol.Reader) bool {
+	cn.c.SetReadDeadline(time.Now().Add(helloTimeout))
+	f, err := r.ReadFrame()
+	cn.c.SetReadDeadline(time.Time{})
+	refuse := func(code, msg string) bool {
+		cn.w.WriteFrame(protocol.Refuse(code, msg))
+		return false
+	}
+	if err != nil {
+		switch {
+		case protocol.ErrorCode(err) != "":
+			var pe *protocol.Error
+			errors.As(err, &pe)
+			return refuse(pe.Code, pe.Message)
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			return refuse(protocol.CodeBadFrame, fmt.Sprintf("no hello within %s", helloTimeout))
+		}
+		return false // EOF or a torn frame: nobody to answer
+	}
+	h, ok := f.(*protocol.Hello)
+	if !ok {
+		return refuse(protocol.CodeBadFrame, fmt.Sprintf("the first frame must be hello, got %q", f.FrameType()))
+	}
+	cn.b.h.Activity()
+	if cn.b.isEnded() {
+		return refuse(protocol.CodeRunEnded, "the run has ended")
+	}
+	if h.Protocol != protocol.Version {
+		return refuse(protocol.CodeVersionMismatch, fmt.Sprintf("hook speaks protocol %d, this engine speaks protocol %d", h.Protocol, protocol.Version))
+	}
+	if err := cn.b.h.Authorize(h.Token); err != nil {
+		return refuse(protocol.CodeUnauthorized, "unauthorized")
+	}
+	if cn.b.isEnded() { // the run may have ended while we checked
+		return refuse(protocol.CodeRunEnded, "the run has ended")
+	}
+	return cn.w.WriteFrame(cn.b.h.Context()) == nil
+}
+
+// readFailed answers a read error; true means stop reading.
+func (cn *conn) readFailed(err error) bool {
+	var pe *protocol.Error
+	if errors.As(err, &pe) {
+		cn.w.WriteFrame(protocol.ThrowErr(0, pe.Code, pe.Message))
+		// An oversized frame leaves the stream mid-line: close it.
+		return pe.Code == protocol.CodeFrameTooLarge
+	}
+	// io.EOF, a torn last frame (io.ErrUnexpectedEOF: ignored, so a hook
+	// killed mid-frame changes nothing) or a closed connection.
+	_ = io.EOF
+	return true
+}
+
+func (cn *conn) throw(id int64, e *protocol.Error) {
+	cn.w.WriteFrame(protocol.ThrowErr(id, e.Code, e.Message))
+}
+
+func (cn *conn) reply(id int64, v json.RawMessage, e *protocol.Error) {
+	if e != nil {
+		cn.throw(id, e)
+		return
+	}
+	if v == nil {
+		v = json.RawMessage("null")
+	}
+	cn.w.WriteFrame(&protocol.Return{ID: id, Value: v})
+}
+
+var errRunEnded = &protocol.Error{Code: protocol.CodeRunEnded, Message: "the run has ended"}
+
+func (cn *conn) dispatch(f protocol.Frame) {
+	b := cn.b
+	var id int64
+	switch f := f.(type) {
+	case *protocol.Call:
+		id = f.ID
+	case *protocol.StoreOp:
+		id = f.ID
+	}
+	if b.isEnded() {
+		cn.throw(id, errRunEnded)
+		return
+	}
+	switch f := f.(type) {
+	case *protocol.Hello:
+		cn.throw(0, &protocol.Error{Code: protocol.CodeBadFrame, Message: "hello was already said on this connection"})
+	case *protocol.Log:
+		b.h.Log(f.Level, f.Message)
+	case *protocol.StoreOp:
+		v, e := b.h.Store(b.ctx, f)
+		cn.reply(f.ID, v, e)
+	case *protocol.Call:
+		select {
+		case b.calls <- struct{}{}:
+		default:
+			cn.throw(f.ID, &protocol.Error{Code: protocol.CodeBadFrame, Message: fmt.Sprintf("too many calls in flight (limit %d per run)", maxCalls)})
+			return
+		}
+		cn.wg.Add(1)
+		go func() { // a call may wait on the operator; the connection reads on
+			defer cn.wg.Done()
+			defer func() { <-b.calls }()
+			v, e := b.h.Call(b.ctx, f)
+			if e == nil && b.isEnded() {
+				e = errRunEnded
+			}
+			cn.reply(f.ID, v, e)
+		}()
+	case *protocol.Result:
+		b.mu.Lock()
+		already := b.resultSet
+		b.resultSet = true
+		b.mu.Unlock()
+		if already {
+			cn.throw(0, &protocol.Error{Code: protocol.CodeResultAlreadySet, Message: "the run's result was already set; a run has at most one result"})
+			return
+		}
+		if e := b.h.Result(f.Outputs); e != nil {
+			b.mu.Lock()
+			b.resultSet = false // a refused result does not count
+			b.mu.Unlock()
+			cn.throw(0, e)
+		}
+	case *protocol.HookError:
+		b.h.HookError(f.Error)
+	default:
+		cn.throw(id, &protocol.Error{Code: protocol.CodeBadFrame, Message: fmt.Sprintf("%q frames are sent by the engine, not by hooks", f.FrameType())})
+	}
+}

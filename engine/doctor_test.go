@@ -1,0 +1,220 @@
+package engine
+
+import (
+	"crypto/rand"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"warden/engine/caps"
+	"warden/engine/jail"
+)
+
+func needBwrap(t *testing.T) {
+	t.Helper()
+	if _, err := os.Stat(jail.DefaultBwrap); err != nil {
+		t.Skipf("%s not installed", jail.DefaultBwrap)
+	}
+}
+
+func doctorCheck(t *testing.T, rep Report, name string) Check {
+	t.Helper()
+	for _, c := range rep.Checks {
+		if c.Name == name {
+			return c
+		}
+	}
+	t.Fatalf("no %q check in %+v", name, rep.Checks)
+	return Check{}
+}
+
+func TestDoctorFreshDir(t *testing.T) {
+	needBwrap(t)
+	dir := newDataDir(t)
+	rep := Doctor(DoctorOptions{DataDir: dir})
+	if !rep.OK() || rep.DataDir != dir {
+		t.Fatalf("fresh dir: %+v", rep)
+	}
+	var names []string
+	for _, c := range rep.Checks {
+		names = append(names, c.Name)
+		if c.Status != "ok" || c.Fix != "" {
+			t.Errorf("check %+v", c)
+		}
+	}
+	if got := strings.Join(names, ","); got != "data dir,store,trust root,bubblewrap" {
+		t.Errorf("checks %s", got)
+	}
+	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("doctor left the data dir %v, %v", fi.Mode(), err)
+	}
+	// Doctor released the store: an engine opens at once.
+	e := openEngine(t, Options{DataDir: dir})
+	if v, err := e.VerifyReceipts(); err != nil || !v.Intact {
+		t.Errorf("after doctor: %+v, %v", v, err)
+	}
+}
+
+func TestDoctorBwrapAbsent(t *testing.T) {
+	rep := Doctor(DoctorOptions{DataDir: newDataDir(t), BwrapPath: "/nonexistent/bwrap"})
+	if rep.OK() {
+		t.Fatal("OK with bubblewrap absent")
+	}
+	c := doctorCheck(t, rep, "bubblewrap")
+	if c.Status != "problem" || !strings.Contains(c.Detail, "absent") || c.Fix != "apt-get install bubblewrap" {
+		t.Errorf("bubblewrap check %+v", c)
+	}
+	if s := doctorCheck(t, rep, "store"); s.Status != "ok" {
+		t.Errorf("store check %+v", s)
+	}
+}
+
+// untrustedDir makes a root-owned 0755 dir outside /tmp (whose sticky,
+// world-writable mode would refuse any bwrap under it anyway).
+func untrustedDir(t *testing.T) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to make a root-owned copy of bwrap")
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A dot-dir in the package dir: go tooling ignores it.
+	dir, err := os.MkdirTemp(wd, ".doctor-bwrap-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func copyFileMode(t *testing.T, from, to string, mode os.FileMode) {
+	t.Helper()
+	in, err := os.Open(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	out, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		t.Fatal(err)
+	}
+	if err := out.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(to, mode); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestDoctorBwrapWorldWritable(t *testing.T) {
+	needBwrap(t)
+	dir := untrustedDir(t)
+	bw := filepath.Join(dir, "bwrap")
+	copyFileMode(t, jail.DefaultBwrap, bw, 0o777)
+	rep := Doctor(DoctorOptions{DataDir: newDataDir(t), BwrapPath: bw})
+	if rep.OK() {
+		t.Fatal("OK with a world-writable bwrap")
+	}
+	c := doctorCheck(t, rep, "bubblewrap")
+	if c.Status != "problem" || !strings.Contains(c.Detail, "untrusted") || strings.Contains(c.Detail, "absent") ||
+		!strings.Contains(c.Detail, bw) || !strings.Contains(c.Detail, "writable") || !strings.Contains(c.Fix, "chmod go-w") {
+		t.Errorf("bubblewrap check %+v", c)
+	}
+}
+
+func TestDoctorDataDirMode(t *testing.T) {
+	dir := newDataDir(t)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rep := Doctor(DoctorOptions{DataDir: dir, BwrapPath: "/nonexistent/bwrap"})
+	if rep.OK() {
+		t.Fatal("OK with a 0755 data dir")
+	}
+	c := doctorCheck(t, rep, "data dir")
+	if c.Status != "problem" || c.Fix != "chmod 700 "+dir || !strings.Contains(c.Detail, "0755") {
+		t.Errorf("data dir check %+v", c)
+	}
+	for _, c := range rep.Checks {
+		if c.Name == "store" || c.Name == "trust root" {
+			t.Errorf("store checked despite a refused data dir: %+v", c)
+		}
+	}
+	// Doctor diagnoses; it does not fix or create anything.
+	if fi, _ := os.Stat(dir); fi.Mode().Perm() != 0o755 {
+		t.Errorf("doctor changed the mode to %v", fi.Mode())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "warden.db")); err == nil {
+		t.Error("doctor created warden.db in a refused data dir")
+	}
+}
+
+func TestDoctorTamperedHostSecret(t *testing.T) {
+	dir := newDataDir(t)
+	e := openEngine(t, Options{DataDir: dir})
+	e.Close()
+	var b [32]byte
+	rand.Read(b[:])
+	if err := os.WriteFile(filepath.Join(dir, caps.HostSecretFile), b[:], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rep := Doctor(DoctorOptions{DataDir: dir, BwrapPath: "/nonexistent/bwrap"})
+	c := doctorCheck(t, rep, "trust root")
+	if c.Status != "problem" || c.Fix != "warden trust rotate" || !strings.Contains(c.Detail, "fingerprint") {
+		t.Errorf("trust root check %+v", c)
+	}
+	if s := doctorCheck(t, rep, "store"); s.Status != "ok" {
+		t.Errorf("store check %+v", s)
+	}
+	// Rotating is the way out.
+	e = openEngine(t, Options{DataDir: dir})
+	if _, err := e.RotateTrust(testActor); err != nil {
+		t.Fatal(err)
+	}
+	e.Close()
+	rep = Doctor(DoctorOptions{DataDir: dir, BwrapPath: "/nonexistent/bwrap"})
+	if c := doctorCheck(t, rep, "trust root"); c.Status != "ok" {
+		t.Errorf("after rotate: %+v", c)
+	}
+}
+
+func TestDoctorBrokenChain(t *testing.T) {
+	dir := newDataDir(t)
+	e := openEngine(t, Options{DataDir: dir})
+	for _, n := range []string{"a", "b"} {
+		if err := e.SetConfig(testActor, "mod", n, "v"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.Close()
+	flipSummaryByte(t, dir, 2)
+	rep := Doctor(DoctorOptions{DataDir: dir, BwrapPath: "/nonexistent/bwrap"})
+	c := doctorCheck(t, rep, "store")
+	if c.Status != "problem" || !strings.Contains(c.Detail, "seq 2") || !strings.Contains(c.Fix, "warden receipts verify") {
+		t.Errorf("store check %+v", c)
+	}
+}
+
+// TestDoctorWhileHeld: with the store held, doctor reports it rather than
+// waiting forever or failing (here the holder is this very process).
+func TestDoctorWhileHeld(t *testing.T) {
+	e := openEngine(t, Options{})
+	rep := Doctor(DoctorOptions{DataDir: e.DataDir(), BwrapPath: "/nonexistent/bwrap"})
+	c := doctorCheck(t, rep, "store")
+	if c.Status != "ok" || !strings.Contains(c.Detail, "in use") {
+		t.Errorf("store check while held: %+v", c)
+	}
+}

@@ -1,0 +1,267 @@
+// Package hookkit is the Go SDK for hook authors: the client half of the
+// hook wire protocol v1 (DESIGN section 4).
+//
+//	c, err := hookkit.Connect()        // from WARDEN_SOCKET and WARDEN_TOKEN
+//	if err != nil { log.Fatal(err) }
+//	defer c.Close()
+//	c.Log("info", "hello from "+c.Context().Module)
+//	token, ok, err := c.Secrets().Get("bot_token")
+//	yes, err := c.Confirm("Reboot now?")
+//	err = c.Result(map[string]any{"address": "203.0.113.7"})
+//
+// A Client is safe for concurrent use: calls are matched to their answers
+// by id, so several may be in flight on one connection.
+package hookkit
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	"warden/engine/protocol"
+)
+
+// Error is a failure the engine reported: a refused hello or a thrown
+// call. Code is one of the protocol's error codes (e.g. "undeclared_name").
+type Error struct {
+	Code    string
+	Name    string
+	Message string
+}
+
+func (e *Error) Error() string {
+	if e.Message == "" {
+		return e.Code
+	}
+	return e.Code + ": " + e.Message
+}
+
+// Code returns the protocol error code of err, or "" if it has none.
+func Code(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return ""
+}
+
+// ErrNoEngine means the process is not running as a hook.
+var ErrNoEngine = errors.New("hookkit: WARDEN_SOCKET and WARDEN_TOKEN are not set: this is not running as a warden hook")
+
+// Client is one connection to the run's broker.
+type Client struct {
+	conn *net.UnixConn
+	w    *protocol.Writer
+	ctx  *protocol.Context
+
+	mu      sync.Mutex
+	nextID  int64
+	pending map[int64]chan answer
+	async   error // a throw with id 0 (e.g. a refused result), reported by Close
+	readErr error
+	done    chan struct{} // closed when the reader stops
+}
+
+type answer struct {
+	value json.RawMessage
+	err   error
+}
+
+// Connect dials the broker named by WARDEN_SOCKET with WARDEN_TOKEN.
+func Connect() (*Client, error) {
+	sock, tok := os.Getenv("WARDEN_SOCKET"), os.Getenv("WARDEN_TOKEN")
+	if sock == "" || tok == "" {
+		return nil, ErrNoEngine
+	}
+	return Dial(sock, tok)
+}
+
+// Dial connects to a broker socket, says hello and reads the context.
+func Dial(socket, token string) (*Client, error) {
+	conn, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: socket, Net: "unix"})
+	if err != nil {
+		return nil, fmt.Errorf("hookkit: connect to the engine at %s: %w", socket, err)
+	}
+	c := &Client{conn: conn, w: protocol.NewWriter(conn), pending: map[int64]chan answer{}, done: make(chan struct{})}
+	werr := c.w.WriteFrame(&protocol.Hello{Protocol: protocol.Version, Token: token})
+	r := protocol.NewReader(conn)
+	// Even when the hello could not be written, the engine may already have
+	// answered (it refuses a connection over its limit without reading):
+	// that refusal says more than "broken pipe".
+	wait := 30 * time.Second
+	if werr != nil {
+		wait = time.Second
+	}
+	conn.SetReadDeadline(time.Now().Add(wait))
+	f, err := r.ReadFrame()
+	conn.SetReadDeadline(time.Time{})
+	if ref, ok := f.(*protocol.Refused); err == nil && ok {
+		conn.Close()
+		return nil, &Error{Code: ref.Error.Code, Message: ref.Error.Message}
+	}
+	if werr != nil {
+		conn.Close()
+		return nil, fmt.Errorf("hookkit: hello: %w", werr)
+	}
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("hookkit: reading the engine's answer to hello: %w", err)
+	}
+	ctx, ok := f.(*protocol.Context)
+	if !ok {
+		conn.Close()
+		return nil, fmt.Errorf("hookkit: the engine answered hello with %q", f.FrameType())
+	}
+	c.ctx = ctx
+	go c.read(r)
+	return c, nil
+}
+
+// Context is the run's context: run, module, hook, inputs, config,
+// declared names and capabilities.
+func (c *Client) Context() *protocol.Context { return c.ctx }
+
+func (c *Client) read(r *protocol.Reader) {
+	defer close(c.done)
+	for {
+		f, err := r.ReadFrame()
+		if err != nil {
+			c.mu.Lock()
+			c.readErr = err
+			for id, ch := range c.pending {
+				ch <- answer{err: fmt.Errorf("hookkit: connection to the engine lost: %w", err)}
+				delete(c.pending, id)
+			}
+			c.mu.Unlock()
+			return
+		}
+		var id int64
+		var a answer
+		switch f := f.(type) {
+		case *protocol.Return:
+			id, a = f.ID, answer{value: f.Value}
+		case *protocol.Throw:
+			id, a = f.ID, answer{err: &Error{Code: f.Error.Code, Name: f.Error.Name, Message: f.Error.Message}}
+		default:
+			continue
+		}
+		c.mu.Lock()
+		if ch, ok := c.pending[id]; ok {
+			delete(c.pending, id)
+			ch <- a
+		} else if id == 0 && a.err != nil && c.async == nil {
+			c.async = a.err
+		}
+		c.mu.Unlock()
+	}
+}
+
+// roundTrip sends a frame built for a fresh id and waits for its answer.
+func (c *Client) roundTrip(build func(id int64) protocol.Frame) (json.RawMessage, error) {
+	ch := make(chan answer, 1)
+	c.mu.Lock()
+	if c.readErr != nil {
+		c.mu.Unlock()
+		return nil, fmt.Errorf("hookkit: connection to the engine lost: %w", c.readErr)
+	}
+	c.nextID++
+	id := c.nextID
+	c.pending[id] = ch
+	c.mu.Unlock()
+	if err := c.w.WriteFrame(build(id)); err != nil {
+		c.mu.Lock()
+		delete(c.pending, id)
+		c.mu.Unlock()
+		return nil, err
+	}
+	a := <-ch
+	return a.value, a.err
+}
+
+// Log sends a stream line. Level is debug, info, warn, error or success.
+func (c *Client) Log(level, message string) error {
+	return c.w.WriteFrame(&protocol.Log{Level: level, Message: message})
+}
+
+// Logf formats an info line.
+func (c *Client) Logf(format string, args ...any) error {
+	return c.Log("info", fmt.Sprintf(format, args...))
+}
+
+// Call invokes capability.method with args (each marshalled to JSON).
+func (c *Client) Call(capability, method string, args ...any) (json.RawMessage, error) {
+	raw, err := marshalArgs(args)
+	if err != nil {
+		return nil, err
+	}
+	return c.roundTrip(func(id int64) protocol.Frame {
+		return &protocol.Call{ID: id, Capability: capability, Method: method, Args: raw}
+	})
+}
+
+// Confirm asks the operator a yes/no question (operator.confirm).
+func (c *Client) Confirm(message string) (bool, error) {
+	v, err := c.Call("operator", "confirm", message)
+	if err != nil {
+		return false, err
+	}
+	var ok bool
+	if err := json.Unmarshal(v, &ok); err != nil {
+		return false, fmt.Errorf("hookkit: operator.confirm returned %s, not a bool", v)
+	}
+	return ok, nil
+}
+
+// Result sets the run's outputs (once per run) and closes this
+// connection's sending side, waiting for the engine to accept or refuse
+// them; a refusal comes back as an *Error.
+func (c *Client) Result(outputs map[string]any) error {
+	raw := make(map[string]json.RawMessage, len(outputs))
+	for k, v := range outputs {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return fmt.Errorf("hookkit: output %q: %w", k, err)
+		}
+		raw[k] = b
+	}
+	if err := c.w.WriteFrame(&protocol.Result{Outputs: raw}); err != nil {
+		return err
+	}
+	return c.Close()
+}
+
+// Fail reports the hook's own failure (an error frame); the run fails.
+func (c *Client) Fail(name, message string) error {
+	return c.w.WriteFrame(&protocol.HookError{Error: protocol.ErrorBody{Name: name, Message: message}})
+}
+
+// Close half-closes the connection, waits for the engine to finish
+// answering what was sent, and returns the first failure the engine
+// reported outside a call (e.g. a refused result or log frame).
+func (c *Client) Close() error {
+	c.conn.CloseWrite()
+	select {
+	case <-c.done:
+	case <-time.After(30 * time.Second):
+	}
+	c.conn.Close()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.async
+}
+
+func marshalArgs(args []any) ([]json.RawMessage, error) {
+	raw := make([]json.RawMessage, len(args))
+	for i, a := range args {
+		b, err := json.Marshal(a)
+		if err != nil {
+			return nil, fmt.Errorf("hookkit: argument %d: %w", i, err)
+		}
+		raw[i] = b
+	}
+	return raw, nil
+}

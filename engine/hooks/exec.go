@@ -1,0 +1,667 @@
+package hooks
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unicode/utf8"
+	"unsafe"
+)
+
+// maxLine is the longest output line delivered in one piece. It matches
+// storage.MaxLineBytes (not imported: the executor must not depend on the
+// store); a longer line is cut into pieces of at most this many bytes.
+const maxLine = 1 << 20
+
+// maxBatch bounds how many lines one sink call carries, so that a chatty
+// hook cannot make one batch (and its memory) grow without limit.
+const maxBatch = 4096
+
+// readBufSize is the size of each stream's bufio.Reader. Bigger than a pipe
+// write burst so that a burst is usually seen whole and batched.
+const readBufSize = 64 << 10
+
+// outputCap is how long Wait keeps reading after the process has exited.
+// Its whole process group is killed at that point, so the pipes normally
+// close at once; only something that escaped the group (setsid) can hold
+// them open, and it must not hold the run open with them.
+const outputCap = 3 * time.Second
+
+// groupGoneCap bounds how long Wait waits for killed group members to
+// actually be gone (SIGKILL delivery is asynchronous).
+const groupGoneCap = 2 * time.Second
+
+// DefaultKillGrace is the time between SIGTERM and SIGKILL (DESIGN section 3).
+const DefaultKillGrace = 2 * time.Second
+
+// Spawn is what to start.
+type Spawn struct {
+	Argv []string
+	Dir  string
+	Env  []string
+	// ExtraFiles become fds 3, 4, ... in the child. They stay the caller's:
+	// Start does not close them (the caller closes its copies after Start).
+	ExtraFiles []*os.File
+}
+
+// Spawner is the seam the jail fills: it turns a Spawn into a command (for
+// the jail, a bwrap command line wrapping s.Argv). Start owns the returned
+// command's Stdout, Stderr and process-group settings.
+type Spawner interface {
+	Command(s Spawn) (*exec.Cmd, error)
+}
+
+// DirectSpawner runs the Spawn as is, with no jail (jail mode "off").
+type DirectSpawner struct{}
+
+// Command implements Spawner.
+func (DirectSpawner) Command(s Spawn) (*exec.Cmd, error) {
+	if len(s.Argv) == 0 || s.Argv[0] == "" {
+		return nil, errors.New("hooks: empty argv")
+	}
+	cmd := exec.Command(s.Argv[0], s.Argv[1:]...)
+	cmd.Dir = s.Dir
+	// A nil Env would mean "inherit everything": never for a hook.
+	cmd.Env = s.Env
+	if cmd.Env == nil {
+		cmd.Env = []string{}
+	}
+	cmd.ExtraFiles = s.ExtraFiles
+	return cmd, nil
+}
+
+// Limits for one run. Zero Timeout or IdleTimeout means no such limit.
+type Limits struct {
+	Timeout     time.Duration // whole run; never paused
+	IdleTimeout time.Duration // no Touch and no output line for this long
+	KillGrace   time.Duration // SIGTERM to SIGKILL; DefaultKillGrace if zero
+}
+
+// OutputLine is one line of the child's stdout or stderr, without its line
+// end; valid UTF-8, at most maxLine bytes.
+type OutputLine struct {
+	At     time.Time
+	Stderr bool
+	Text   string
+}
+
+// Limit values of Exit.Limit.
+const (
+	LimitTimeout     = "timeout"
+	LimitIdleTimeout = "idle_timeout"
+	LimitCancelled   = "cancelled"
+)
+
+// Exit is how a hook process ended.
+type Exit struct {
+	Code       int    // exit status; -1 if killed by a signal
+	Signal     string // "SIGKILL" etc. when killed by a signal
+	Limit      string // "", LimitTimeout, LimitIdleTimeout or LimitCancelled
+	LimitAfter time.Duration
+	// Reason is the human text of the limit, or Cancel's argument.
+	Reason string
+	// Err is a problem of the executor, not of the hook: waiting failed, or
+	// output was cut off because something outside the process group kept
+	// the pipes open. Output may be incomplete when Err is set.
+	Err error
+}
+
+// Describe says how the process ended, for an operator.
+func (e Exit) Describe() string {
+	var s string
+	switch {
+	case e.Limit == LimitIdleTimeout:
+		s = fmt.Sprintf("killed after its idle limit of %s with no activity", e.LimitAfter)
+	case e.Limit == LimitTimeout:
+		s = fmt.Sprintf("exceeded its overall timeout of %s", e.LimitAfter)
+	case e.Limit == LimitCancelled && e.Reason != "":
+		s = "cancelled: " + e.Reason
+	case e.Limit == LimitCancelled:
+		s = "cancelled"
+	case e.Signal != "":
+		s = "killed by signal " + e.Signal
+	default:
+		s = "exit code " + strconv.Itoa(e.Code)
+	}
+	if e.Err != nil {
+		s += " (" + e.Err.Error() + ")"
+	}
+	return s
+}
+
+// Process is a started hook process. Its methods are safe for concurrent
+// use.
+type Process struct {
+	cmd   *exec.Cmd
+	pid   int // also the process group id: the child is the group leader
+	lim   Limits
+	start time.Time
+
+	// lastActive is the time of the last activity, as a duration since
+	// start (monotonic). An atomic store, so that marking each output line
+	// as activity costs next to nothing; the clock goroutine re-reads it
+	// when its timer fires instead of being woken on every line.
+	lastActive atomic.Int64
+	wake       chan struct{} // the last PauseIdle resumed: re-arm the idle timer
+
+	mu         sync.Mutex
+	pauses     int
+	limit      string
+	limitAfter time.Duration
+	reason     string
+	exited     bool // the leader has exited (a zombie until reaped)
+	// reaped is set just before the leader is reaped. Until then its zombie
+	// pins the pid, so kill(-pid) can only reach our group; after, the pid
+	// may be reused and no signal may be sent to it any more.
+	reaped bool
+
+	exitedCh chan struct{} // closed when the leader has exited
+	outDone  sync.WaitGroup
+	outR     [2]*os.File // stdout, stderr read ends
+	done     chan struct{}
+	exit     Exit
+}
+
+// Start starts s through sp, watched by lim. sink receives the output in
+// batches (see readStream); it must not block for long, as a blocked sink
+// stops reading and so eventually stalls the child on a full pipe.
+func Start(sp Spawner, s Spawn, lim Limits, sink func([]OutputLine)) (*Process, error) {
+	if lim.KillGrace <= 0 {
+		lim.KillGrace = DefaultKillGrace
+	}
+	if sink == nil {
+		sink = func([]OutputLine) {}
+	}
+	cmd, err := sp.Command(s)
+	if err != nil {
+		return nil, err
+	}
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	// Its own process group, so that a signal reaches everything the hook
+	// forked. A spawner asking for a new session already gets a new group
+	// (and setpgid would then fail with EPERM).
+	if !cmd.SysProcAttr.Setsid {
+		cmd.SysProcAttr.Setpgid = true
+		cmd.SysProcAttr.Pgid = 0
+	}
+	// If the engine dies, so does the hook. (Linux ties this to the thread
+	// that forked; the Go runtime does not end threads behind our back.)
+	if cmd.SysProcAttr.Pdeathsig == 0 {
+		cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	}
+
+	// Our own pipes rather than StdoutPipe: exec.Cmd.Wait closes those as
+	// soon as the process exits, which could drop output still in the pipe.
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return nil, err
+	}
+	cmd.Stdin = nil // /dev/null
+	cmd.Stdout = outW
+	cmd.Stderr = errW
+	if err := cmd.Start(); err != nil {
+		outR.Close()
+		outW.Close()
+		errR.Close()
+		errW.Close()
+		return nil, err
+	}
+	// The child has its copies; ours would keep the pipes from ever
+	// reaching EOF.
+	outW.Close()
+	errW.Close()
+
+	p := &Process{
+		cmd:      cmd,
+		pid:      cmd.Process.Pid,
+		lim:      lim,
+		start:    time.Now(),
+		wake:     make(chan struct{}, 1),
+		exitedCh: make(chan struct{}),
+		outR:     [2]*os.File{outR, errR},
+		done:     make(chan struct{}),
+	}
+	p.outDone.Add(2)
+	go p.readStream(outR, false, sink)
+	go p.readStream(errR, true, sink)
+	go p.clock()
+	go p.reap()
+	return p, nil
+}
+
+// Pid is the process id of the hook process (with a jail, of bwrap). It is
+// also its process group id.
+func (p *Process) Pid() int { return p.pid }
+
+// Touch records activity (a protocol frame): it resets the idle clock.
+func (p *Process) Touch() { p.lastActive.Store(int64(time.Since(p.start))) }
+
+// PauseIdle stops the idle clock while a call waits on the operator, who may
+// take longer than any idle limit; the overall timeout keeps running.
+// Pauses nest (a count); the returned resume is idempotent. When the last
+// pause ends, the idle clock restarts from full.
+func (p *Process) PauseIdle() (resume func()) {
+	p.mu.Lock()
+	p.pauses++
+	p.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			p.pauses--
+			if p.pauses == 0 {
+				p.Touch()
+				select {
+				case p.wake <- struct{}{}:
+				default: // a wake-up is already pending
+				}
+			}
+		})
+	}
+}
+
+// Cancel ends the process: SIGTERM to its process group, SIGKILL after
+// KillGrace. The first cancellation (or limit) wins; later ones, and any
+// after the process has exited, do nothing.
+func (p *Process) Cancel(reason string) {
+	p.cancel(LimitCancelled, time.Since(p.start), reason)
+}
+
+func (p *Process) cancel(limit string, after time.Duration, reason string) {
+	p.mu.Lock()
+	if p.exited || p.limit != "" {
+		p.mu.Unlock()
+		return
+	}
+	p.limit, p.limitAfter, p.reason = limit, after, reason
+	p.signalGroupLocked(syscall.SIGTERM)
+	p.mu.Unlock()
+
+	go func() {
+		t := time.NewTimer(p.lim.KillGrace)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			p.mu.Lock()
+			p.signalGroupLocked(syscall.SIGKILL)
+			p.mu.Unlock()
+		case <-p.exitedCh:
+			// reap kills whatever of the group is left.
+		}
+	}()
+}
+
+// signalGroupLocked signals the whole process group, unless the leader has
+// been reaped (see Process.reaped). ESRCH (nothing left) is fine.
+func (p *Process) signalGroupLocked(sig syscall.Signal) {
+	if !p.reaped {
+		_ = syscall.Kill(-p.pid, sig)
+	}
+}
+
+// Wait waits for the process to exit and for all its output to have been
+// delivered to the sink, and for nothing of its process group to be left.
+// It may be called any number of times.
+func (p *Process) Wait() Exit {
+	<-p.done
+	return p.exit
+}
+
+// clock is the single timer goroutine: the overall timeout and the idle
+// clock.
+func (p *Process) clock() {
+	var overall <-chan time.Time
+	if p.lim.Timeout > 0 {
+		t := time.NewTimer(p.lim.Timeout)
+		defer t.Stop()
+		overall = t.C
+	}
+	var idle *time.Timer
+	var idleC <-chan time.Time
+	if p.lim.IdleTimeout > 0 {
+		idle = time.NewTimer(p.lim.IdleTimeout)
+		defer idle.Stop()
+		idleC = idle.C
+	}
+	for {
+		select {
+		case <-p.exitedCh:
+			return
+		case <-overall:
+			p.cancel(LimitTimeout, p.lim.Timeout,
+				fmt.Sprintf("ran longer than its overall timeout of %s", p.lim.Timeout))
+			return
+		case <-idleC:
+			p.mu.Lock()
+			paused := p.pauses > 0
+			p.mu.Unlock()
+			if paused {
+				idleC = nil // until the last resume wakes us
+				continue
+			}
+			quiet := time.Since(p.start) - time.Duration(p.lastActive.Load())
+			if left := p.lim.IdleTimeout - quiet; left > 0 {
+				idle.Reset(left)
+				continue
+			}
+			p.cancel(LimitIdleTimeout, p.lim.IdleTimeout,
+				fmt.Sprintf("no activity for %s", p.lim.IdleTimeout))
+			return
+		case <-p.wake:
+			if idle != nil {
+				// Go 1.23+ timers: Reset leaves no stale tick behind.
+				idle.Reset(p.lim.IdleTimeout)
+				idleC = idle.C
+			}
+		}
+	}
+}
+
+// reap waits for the leader to exit, kills what is left of its group,
+// reaps it and waits for the output.
+func (p *Process) reap() {
+	// Wait for the exit without reaping: the zombie keeps the pid (and so
+	// the group id) ours while we kill the rest of the group.
+	werr := waitExitedNoReap(p.pid)
+	p.mu.Lock()
+	p.exited = true
+	close(p.exitedCh)
+	// Whatever the hook left behind in its group (a background job, a
+	// daemon) goes now: the run is over, and stragglers would hold the
+	// output pipes open. SIGKILL at once: the hook itself is gone, there is
+	// no one left to shut them down in order.
+	p.signalGroupLocked(syscall.SIGKILL)
+	p.reaped = true
+	p.mu.Unlock()
+
+	err := p.cmd.Wait()
+	var ex Exit
+	if st := p.cmd.ProcessState; st != nil {
+		ex.Code = st.ExitCode()
+		if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			ex.Code = -1
+			ex.Signal = signalName(ws.Signal())
+		}
+	} else {
+		ex.Code = -1
+	}
+	var exitErr *exec.ExitError
+	if err != nil && !errors.As(err, &exitErr) {
+		ex.Err = err
+	} else if werr != nil {
+		ex.Err = fmt.Errorf("waiting for exit: %w", werr)
+	}
+
+	outputs := make(chan struct{})
+	go func() { p.outDone.Wait(); close(outputs) }()
+	t := time.NewTimer(outputCap)
+	select {
+	case <-outputs:
+	case <-t.C:
+		// Closing the read ends makes the blocked reads return; the
+		// readers then deliver what they hold and finish.
+		p.outR[0].Close()
+		p.outR[1].Close()
+		<-outputs
+		if ex.Err == nil {
+			ex.Err = fmt.Errorf("output cut off: pipes still open %s after exit (a process outside the hook's group holds them)", outputCap)
+		}
+	}
+	t.Stop()
+
+	waitGroupGone(p.pid, groupGoneCap)
+
+	p.mu.Lock()
+	ex.Limit, ex.LimitAfter, ex.Reason = p.limit, p.limitAfter, p.reason
+	p.mu.Unlock()
+	p.exit = ex
+	close(p.done)
+}
+
+// waitExitedNoReap blocks until pid has exited, leaving it a zombie
+// (waitid with WNOWAIT; not in package syscall, hence the raw call).
+func waitExitedNoReap(pid int) error {
+	const pPID = 1     // idtype P_PID
+	var info [128]byte // siginfo_t
+	for {
+		_, _, e := syscall.Syscall6(syscall.SYS_WAITID, pPID, uintptr(pid),
+			uintptr(unsafe.Pointer(&info[0])), syscall.WEXITED|syscall.WNOWAIT, 0, 0)
+		switch e {
+		case 0:
+			return nil
+		case syscall.EINTR:
+			continue
+		default:
+			return e
+		}
+	}
+}
+
+// waitGroupGone waits, at most limit, until no live process is left in
+// process group pgid. Zombies count as gone: once killed, a grandchild is
+// reparented to init (or a subreaper), which may be slow to reap it, or
+// never reap it in a container without a real init.
+func waitGroupGone(pgid int, limit time.Duration) {
+	deadline := time.Now().Add(limit)
+	for {
+		if syscall.Kill(-pgid, 0) == syscall.ESRCH || !groupHasLive(pgid) {
+			return
+		}
+		if time.Now().After(deadline) {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// groupHasLive reports whether /proc shows a non-zombie process in group
+// pgid.
+func groupHasLive(pgid int) bool {
+	d, err := os.Open("/proc")
+	if err != nil {
+		return false
+	}
+	defer d.Close()
+	names, _ := d.Readdirnames(-1)
+	for _, name := range names {
+		if name[0] < '0' || name[0] > '9' {
+			continue
+		}
+		state, pgrp, ok := procStat(name)
+		if ok && pgrp == pgid && state != 'Z' && state != 'X' {
+			return true
+		}
+	}
+	return false
+}
+
+// procStat reads the state and process group of /proc/<pid>/stat.
+func procStat(pid string) (state byte, pgrp int, ok bool) {
+	b, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return 0, 0, false
+	}
+	// "pid (comm) S ppid pgrp ...": comm may hold spaces and parentheses,
+	// so parse from the last ')'.
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return 0, 0, false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 3 || len(f[0]) != 1 {
+		return 0, 0, false
+	}
+	g, err := strconv.Atoi(f[2])
+	if err != nil {
+		return 0, 0, false
+	}
+	return f[0][0], g, true
+}
+
+// readStream delivers one stream's lines to sink in batches: lines are
+// gathered while more input is already buffered (up to maxBatch), and the
+// batch is handed over when the reader would have to wait. So a quiet hook
+// gets its lines delivered at once and a burst costs a few calls, never one
+// per line. sink is called by at most one goroutine at a time per stream;
+// stdout and stderr have a goroutine each, so their batches may interleave
+// (and sink must be safe for that). The batch slice is the sink's to keep.
+func (p *Process) readStream(f *os.File, stderr bool, sink func([]OutputLine)) {
+	defer p.outDone.Done()
+	defer f.Close()
+	lr := newLineReader(f)
+	var batch []OutputLine
+	for {
+		text, ok := lr.next()
+		if !ok {
+			break
+		}
+		now := time.Now()
+		// Every line is activity: an atomic store, no wake-up.
+		p.lastActive.Store(int64(now.Sub(p.start)))
+		batch = append(batch, OutputLine{At: now, Stderr: stderr, Text: text})
+		if len(batch) >= maxBatch || !lr.more() {
+			sink(batch)
+			batch = nil
+		}
+	}
+	if len(batch) > 0 {
+		sink(batch)
+	}
+}
+
+// lineReader splits a stream into lines with bounded memory: a line longer
+// than maxLine is cut into pieces of at most maxLine bytes on a UTF-8
+// boundary; invalid UTF-8 becomes U+FFFD; "\n" and a trailing "\r" are
+// stripped; a last line without "\n" is still returned at EOF.
+type lineReader struct {
+	r        *bufio.Reader
+	buf      []byte // the current line, as read so far
+	complete bool   // buf holds the whole line (its "\n" seen, or EOF)
+	eof      bool
+}
+
+func newLineReader(r io.Reader) *lineReader {
+	return &lineReader{r: bufio.NewReaderSize(r, readBufSize)}
+}
+
+// more reports whether a line can be returned without reading the stream.
+func (lr *lineReader) more() bool {
+	return lr.r.Buffered() > 0 || (lr.complete && len(lr.buf) > 0) || len(lr.buf) >= maxLine+utf8.UTFMax
+}
+
+// next returns the next line or piece of a line; false at the end of the
+// stream (EOF or a read error: either way nothing more will come).
+func (lr *lineReader) next() (string, bool) {
+	for {
+		if lr.complete {
+			text, n := sanitize(lr.buf, maxLine, true)
+			if n == len(lr.buf) {
+				lr.buf, lr.complete = lr.buf[:0], false
+			} else {
+				lr.buf = lr.buf[:copy(lr.buf, lr.buf[n:])]
+			}
+			return text, true
+		}
+		// Cut only once more than a piece's worth (plus one whole rune) is
+		// in: the piece is then certainly full, and never followed by an
+		// empty piece when the "\n" arrives.
+		if len(lr.buf) >= maxLine+utf8.UTFMax {
+			text, n := sanitize(lr.buf, maxLine, false)
+			lr.buf = lr.buf[:copy(lr.buf, lr.buf[n:])]
+			return text, true
+		}
+		if lr.eof {
+			if len(lr.buf) > 0 {
+				lr.complete = true
+				continue
+			}
+			return "", false
+		}
+		frag, err := lr.r.ReadSlice('\n')
+		lr.buf = append(lr.buf, frag...)
+		switch {
+		case err == nil:
+			lr.buf = lr.buf[:len(lr.buf)-1]
+			if n := len(lr.buf); n > 0 && lr.buf[n-1] == '\r' {
+				lr.buf = lr.buf[:n-1]
+			}
+			lr.complete = true // even when empty: an empty line is a line
+		case err == bufio.ErrBufferFull:
+		default:
+			lr.eof = true
+		}
+	}
+}
+
+// sanitize turns the start of b into valid UTF-8 text of at most limit bytes,
+// each invalid byte becoming U+FFFD (which is 3 bytes, so the count is of
+// output bytes). It returns the text and how many bytes of b it used. With
+// final false, b may end inside a rune, which is then left for later.
+func sanitize(b []byte, limit int, final bool) (string, int) {
+	if len(b) <= limit && utf8.Valid(b) {
+		return string(b), len(b)
+	}
+	var sb strings.Builder
+	sb.Grow(min(len(b), limit))
+	i := 0
+	for i < len(b) {
+		r, size := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && size <= 1 {
+			if !final && !utf8.FullRune(b[i:]) {
+				break
+			}
+			if sb.Len()+utf8.RuneLen(utf8.RuneError) > limit {
+				break
+			}
+			sb.WriteRune(utf8.RuneError)
+			i++
+			continue
+		}
+		if sb.Len()+size > limit {
+			break
+		}
+		sb.Write(b[i : i+size])
+		i += size
+	}
+	return sb.String(), i
+}
+
+// signalName names a signal the way operators know it ("SIGKILL").
+func signalName(s syscall.Signal) string {
+	if n, ok := signalNames[s]; ok {
+		return n
+	}
+	return "signal " + strconv.Itoa(int(s))
+}
+
+var signalNames = map[syscall.Signal]string{
+	syscall.SIGHUP: "SIGHUP", syscall.SIGINT: "SIGINT", syscall.SIGQUIT: "SIGQUIT",
+	syscall.SIGILL: "SIGILL", syscall.SIGTRAP: "SIGTRAP", syscall.SIGABRT: "SIGABRT",
+	syscall.SIGBUS: "SIGBUS", syscall.SIGFPE: "SIGFPE", syscall.SIGKILL: "SIGKILL",
+	syscall.SIGUSR1: "SIGUSR1", syscall.SIGSEGV: "SIGSEGV", syscall.SIGUSR2: "SIGUSR2",
+	syscall.SIGPIPE: "SIGPIPE", syscall.SIGALRM: "SIGALRM", syscall.SIGTERM: "SIGTERM",
+	syscall.SIGSTKFLT: "SIGSTKFLT", syscall.SIGCHLD: "SIGCHLD", syscall.SIGCONT: "SIGCONT",
+	syscall.SIGSTOP: "SIGSTOP", syscall.SIGTSTP: "SIGTSTP", syscall.SIGTTIN: "SIGTTIN",
+	syscall.SIGTTOU: "SIGTTOU", syscall.SIGURG: "SIGURG", syscall.SIGXCPU: "SIGXCPU",
+	syscall.SIGXFSZ: "SIGXFSZ", syscall.SIGVTALRM: "SIGVTALRM", syscall.SIGPROF: "SIGPROF",
+	syscall.SIGWINCH: "SIGWINCH", syscall.SIGIO: "SIGIO", syscall.SIGPWR: "SIGPWR",
+	syscall.SIGSYS: "SIGSYS",
+}

@@ -1,0 +1,175 @@
+package protocol
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"reflect"
+	"sync"
+)
+
+// Encode returns f as compact JSON plus '\n'. It refuses (bad_frame) a
+// frame Decode would refuse, and (frame_too_large) one longer than
+// MaxFrame, so the engine never sends what its peer must reject.
+func Encode(f Frame) ([]byte, error) {
+	if f == nil || (reflect.ValueOf(f).Kind() == reflect.Pointer && reflect.ValueOf(f).IsNil()) {
+		return nil, badf("frame", "nil frame")
+	}
+	if err := f.check(); err != nil {
+		return nil, err
+	}
+	b, err := encodeJSON(f.wire())
+	if err != nil {
+		return nil, badf(f.FrameType(), "%s", clip(err.Error(), 120))
+	}
+	if len(b) > MaxFrame {
+		return nil, &Error{Code: CodeFrameTooLarge, Message: fmt.Sprintf(
+			"%s frame: %d bytes, over the %d byte limit", f.FrameType(), len(b), MaxFrame)}
+	}
+	return b, nil
+}
+
+// encodeJSON is json.Marshal plus '\n' without HTML escaping: frames are
+// never embedded in HTML, and \u003c only makes logs harder to read.
+func encodeJSON(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+func marshal(f Frame) ([]byte, error) {
+	b, err := encodeJSON(f.wire())
+	if err != nil {
+		return nil, err
+	}
+	return b[:len(b)-1], nil
+}
+
+// initialBuf is where a Reader's buffer starts; it doubles up to MaxFrame
+// only for connections that actually send big frames.
+const initialBuf = 4 << 10
+
+// Reader reads newline-terminated frames. It never holds more than
+// MaxFrame bytes: a longer line fails with frame_too_large as soon as the
+// limit is passed, without reading the rest of it. That error is final
+// (the line has no end to resync on), so the caller should close the
+// connection. A bad_frame error is not final: the next call reads the next
+// line.
+type Reader struct {
+	r       io.Reader
+	buf     []byte
+	start   int   // first unconsumed byte of buf
+	end     int   // end of buffered data
+	scanned int   // bytes after start known to hold no '\n'
+	err     error // read error, returned once buffered lines are used up
+}
+
+// NewReader returns a Reader reading from r.
+func NewReader(r io.Reader) *Reader { return &Reader{r: r} }
+
+// ReadFrame reads and decodes the next frame. At a clean end of input it
+// returns io.EOF; input ending inside a line returns io.ErrUnexpectedEOF
+// and that partial line is never decoded.
+func (r *Reader) ReadFrame() (Frame, error) {
+	line, err := r.readLine()
+	if err != nil {
+		return nil, err
+	}
+	return Decode(line)
+}
+
+// ReadLine returns a copy of the next line without its '\n', with the same
+// errors as ReadFrame short of decoding.
+func (r *Reader) ReadLine() ([]byte, error) {
+	line, err := r.readLine()
+	if err != nil {
+		return nil, err
+	}
+	return bytes.Clone(line[:len(line)-1]), nil
+}
+
+// readLine returns the next line including '\n', valid until the next call.
+func (r *Reader) readLine() ([]byte, error) {
+	empty := 0
+	for {
+		if i := bytes.IndexByte(r.buf[r.start+r.scanned:r.end], '\n'); i >= 0 {
+			line := r.buf[r.start : r.start+r.scanned+i+1]
+			r.start += len(line)
+			r.scanned = 0
+			return line, nil
+		}
+		n := r.end - r.start
+		r.scanned = n
+		if n >= MaxFrame { // even a '\n' next would make it MaxFrame+1
+			r.err = &Error{Code: CodeFrameTooLarge, Message: fmt.Sprintf(
+				"line longer than %d bytes", MaxFrame)}
+			r.buf, r.start, r.end, r.scanned = nil, 0, 0, 0
+		}
+		if r.err != nil {
+			if n > 0 && n < MaxFrame {
+				r.start, r.scanned = r.end, 0 // drop the partial line
+				if r.err == io.EOF {
+					return nil, io.ErrUnexpectedEOF
+				}
+			}
+			return nil, r.err
+		}
+		if r.start > 0 { // slide the partial line to the front
+			copy(r.buf, r.buf[r.start:r.end])
+			r.start, r.end = 0, n
+		}
+		if r.end == len(r.buf) {
+			nb := make([]byte, min(max(2*len(r.buf), initialBuf), MaxFrame))
+			copy(nb, r.buf[:r.end])
+			r.buf = nb
+		}
+		m, err := r.r.Read(r.buf[r.end:])
+		r.end += m
+		switch {
+		case err != nil:
+			r.err = err
+		case m == 0:
+			if empty++; empty >= 100 {
+				r.err = io.ErrNoProgress
+			}
+		}
+	}
+}
+
+// Writer writes frames, one Write call per frame, and is safe for
+// concurrent use so that replies from different calls never interleave.
+// After a failed Write every later WriteFrame fails with the same error:
+// a torn frame leaves the stream unusable.
+type Writer struct {
+	mu  sync.Mutex
+	w   io.Writer
+	err error
+}
+
+// NewWriter returns a Writer writing to w.
+func NewWriter(w io.Writer) *Writer { return &Writer{w: w} }
+
+// WriteFrame encodes f and writes it. An encoding error writes nothing and
+// leaves the Writer usable.
+func (w *Writer) WriteFrame(f Frame) error {
+	b, err := Encode(f)
+	if err != nil {
+		return err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return w.err
+	}
+	n, err := w.w.Write(b)
+	if err == nil && n < len(b) {
+		err = io.ErrShortWrite
+	}
+	w.err = err
+	return err
+}

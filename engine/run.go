@@ -1,0 +1,434 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"warden/engine/broker"
+	"warden/engine/caps"
+	"warden/engine/hooks"
+	"warden/engine/protocol"
+	"warden/storage"
+)
+
+// Jail modes.
+const (
+	JailBwrap = "bwrap"
+	JailOff   = "off"
+)
+
+// RunRecord is one hook run.
+type RunRecord = storage.RunRecord
+
+// Line is one stream line.
+type Line = storage.Line
+
+// RunRequest asks for a hook run.
+type RunRequest struct {
+	Module string
+	Hook   string
+	// Inputs are typed values (from a form or JSON); RawInputs are CLI
+	// k=v strings parsed by the hook's declared types. Use one or the other.
+	Inputs    map[string]any
+	RawInputs map[string]string
+	// Jail is JailBwrap (the default) or JailOff, which must be asked for.
+	Jail string
+	// Confirm answers operator.confirm inline (a terminal prompt). Without
+	// it, requests wait for an attached operator, or are answered "no" at
+	// once when none is attached.
+	Confirm func(ctx context.Context, message string) (bool, error)
+}
+
+// Outcome is how a run ended.
+type Outcome struct {
+	Run      RunRecord     `json:"run"`
+	Duration time.Duration `json:"duration"`
+}
+
+// OK is true for a successful run.
+func (o Outcome) OK() bool { return o.Run.Status == storage.RunSucceeded }
+
+// RunHandle follows a started run.
+type RunHandle struct {
+	ID   string
+	done chan struct{}
+	out  Outcome
+	r    *activeRun
+}
+
+// Wait blocks until the run has ended and its receipt is written.
+func (h *RunHandle) Wait() Outcome {
+	<-h.done
+	return h.out
+}
+
+// Done is closed when the run has ended.
+func (h *RunHandle) Done() <-chan struct{} { return h.done }
+
+// Cancel stops the run (SIGTERM, then SIGKILL).
+func (h *RunHandle) Cancel() { h.r.cancel("cancelled by the operator") }
+
+// Run limits that are not per hook.
+const (
+	DefaultStreamLimit  = 64 << 20 // stored bytes per run
+	DefaultStreamBudget = 1 << 30  // stored bytes across runs
+	brokerLinger        = 10 * time.Second
+	killGrace           = 2 * time.Second
+)
+
+// activeRun is a run in flight: the broker's Handler and the executor's
+// sink both land here.
+type activeRun struct {
+	e        *Engine
+	rec      RunRecord
+	manifest *hooks.Manifest
+	hook     *hooks.Hook
+	inputs   map[string]any
+	token    string
+	confirm  func(context.Context, string) (bool, error)
+	actor    string // "run:<id>": who the hook's own writes are recorded as
+
+	proc    atomic.Pointer[hooks.Process]
+	ingest  *ingester
+	brk     *broker.Broker
+	started time.Time
+
+	mu         sync.Mutex
+	outputs    map[string]json.RawMessage
+	resultErr  string // why a result was refused
+	hookErr    *protocol.ErrorBody
+	cancelWhy  string
+	cancelOnce sync.Once
+}
+
+// StartRun preflights and starts a hook run. Preflight failures (unknown
+// module or hook, bad inputs, a missing capability, jail not chosen) are
+// returned here, before anything is spawned or recorded as a run.
+func (e *Engine) StartRun(actor Actor, req RunRequest) (*RunHandle, error) {
+	mod, err := e.Module(req.Module)
+	if err != nil {
+		return nil, err
+	}
+	if mod.Manifest == nil {
+		return nil, fmt.Errorf("module %s cannot run: %s", req.Module, mod.Problem)
+	}
+	m := mod.Manifest
+	hook, ok := m.Hooks[req.Hook]
+	if !ok {
+		return nil, fmt.Errorf("module %s has no hook %q (it has: %s)", m.ID, req.Hook, hookNames(m))
+	}
+	inputs := req.Inputs
+	switch {
+	case req.RawInputs != nil && req.Inputs != nil:
+		return nil, errors.New("give inputs either typed or as k=v strings, not both")
+	case req.RawInputs != nil:
+		if inputs, err = hooks.ParseInputs(hook.Inputs, req.RawInputs); err != nil {
+			return nil, err
+		}
+	default:
+		if inputs == nil {
+			inputs = map[string]any{}
+		}
+		if err := hooks.CheckInputs(hook.Inputs, inputs); err != nil {
+			return nil, err
+		}
+	}
+	for _, c := range hook.Requires {
+		if _, ok := capabilities[c]; !ok {
+			return nil, fmt.Errorf("hook %s/%s requires capability %q, which this engine does not provide (available: %s)", m.ID, hook.Name, c, capabilityNames())
+		}
+	}
+	jailMode := req.Jail
+	if jailMode == "" {
+		jailMode = JailBwrap
+	}
+	spawner, err := e.spawner(jailMode)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.auth.Err(); err != nil {
+		return nil, err
+	}
+
+	now := time.Now().UTC()
+	rec := RunRecord{ID: storage.NewRunID(now), Module: m.ID, Hook: hook.Name, Actor: string(actor), Status: storage.RunRunning,
+		JailMode: jailMode, Started: now, Deadline: now.Add(hook.Timeout), PID: os.Getpid()}
+	if raw, err := json.Marshal(inputs); err == nil {
+		rec.Inputs = raw
+	}
+	r := &activeRun{e: e, rec: rec, manifest: m, hook: hook, inputs: inputs, confirm: req.Confirm, actor: "run:" + rec.ID, started: time.Now()}
+	runDir := filepath.Join(e.DataDir(), "runs", rec.ID)
+	if err := os.MkdirAll(filepath.Dir(runDir), 0o700); err != nil {
+		return nil, err
+	}
+	if err := os.Mkdir(runDir, 0o700); err != nil {
+		return nil, err
+	}
+	if err := linkWarden(runDir); err != nil {
+		os.RemoveAll(runDir)
+		return nil, err
+	}
+	// The token lives as long as the run may, plus the kill grace.
+	if r.token, err = e.auth.Issue(string(actor), rec.ID, "hook", rec.ID, hook.Timeout+killGrace+time.Second); err != nil {
+		os.RemoveAll(runDir)
+		return nil, err
+	}
+	if r.brk, err = broker.Start(runDir, r); err != nil {
+		e.auth.RevokeSession(string(actor), rec.ID)
+		os.RemoveAll(runDir)
+		return nil, err
+	}
+	e.pruneStreams()
+	if _, err := e.store.Update(func(tx *storage.Tx) error {
+		if err := tx.PutRun(rec); err != nil {
+			return err
+		}
+		_, err := tx.AppendReceipt(storage.Draft{Kind: "hook.start", Actor: string(actor), Subject: m.ID + "/" + hook.Name,
+			Summary: fmt.Sprintf("run %s of %s/%s started (jail %s)", rec.ID, m.ID, hook.Name, jailMode),
+			Details: map[string]any{"run": rec.ID, "module": m.ID, "hook": hook.Name, "jail": jailMode, "inputs": sortedKeys(inputs)}})
+		return err
+	}); err != nil {
+		r.brk.Close()
+		e.auth.RevokeSession(string(actor), rec.ID)
+		os.RemoveAll(runDir)
+		return nil, err
+	}
+	e.bus.publish(Event{Kind: EventRun, Run: &rec})
+	r.ingest = e.newIngester(rec.ID)
+
+	h := &RunHandle{ID: rec.ID, done: make(chan struct{}), r: r}
+	e.runsMu.Lock()
+	e.active[rec.ID] = h
+	e.runsMu.Unlock()
+
+	spawn := hooks.Spawn{
+		Argv: append([]string{filepath.Join(m.Dir, hook.Run[0])}, hook.Run[1:]...),
+		Dir:  m.Dir,
+		Env: hooks.BuildEnv(os.Environ(), map[string]string{
+			"WARDEN_SOCKET": r.brk.SocketPath(),
+			"WARDEN_TOKEN":  r.token,
+			"WARDEN_RUN":    rec.ID,
+			"WARDEN_MODULE": m.ID,
+			"WARDEN_HOOK":   hook.Name,
+		}, filepath.Join(runDir, "bin")),
+	}
+	proc, err := hooks.Start(spawner, spawn, hooks.Limits{Timeout: hook.Timeout, IdleTimeout: hook.IdleTimeout, KillGrace: killGrace}, r.output)
+	if err != nil {
+		go r.finish(h, hooks.Exit{Code: -1, Err: err, Reason: "could not start: " + err.Error()})
+		return h, nil
+	}
+	r.proc.Store(proc)
+	go func() { r.finish(h, proc.Wait()) }()
+	return h, nil
+}
+
+// RunHook starts a run and waits for its outcome.
+func (e *Engine) RunHook(actor Actor, req RunRequest) (Outcome, error) {
+	h, err := e.StartRun(actor, req)
+	if err != nil {
+		return Outcome{}, err
+	}
+	return h.Wait(), nil
+}
+
+// CancelRun cancels a running hook.
+func (e *Engine) CancelRun(actor Actor, id string) error {
+	e.runsMu.Lock()
+	h := e.active[id]
+	e.runsMu.Unlock()
+	if h == nil {
+		return fmt.Errorf("run %s is not running here: %w", id, ErrNotFound)
+	}
+	h.r.cancel("cancelled by " + string(actor))
+	return nil
+}
+
+func (r *activeRun) cancel(why string) {
+	r.cancelOnce.Do(func() {
+		r.mu.Lock()
+		r.cancelWhy = why
+		r.mu.Unlock()
+		if p := r.proc.Load(); p != nil {
+			p.Cancel(why)
+		}
+	})
+}
+
+// finish decides the verdict, ends the broker, revokes the token and
+// writes the run's end receipt.
+func (r *activeRun) finish(h *RunHandle, exit hooks.Exit) {
+	e := r.e
+	r.ingest.close() // every output line is durable before the verdict
+	r.brk.End()
+	ended := time.Now().UTC()
+	rec := r.rec
+	rec.Ended = &ended
+	code := exit.Code
+	rec.Exit = &code
+
+	r.mu.Lock()
+	outputs, resultErr, hookErr, cancelWhy := r.outputs, r.resultErr, r.hookErr, r.cancelWhy
+	r.mu.Unlock()
+	switch {
+	case exit.Limit == "cancelled" || (cancelWhy != "" && exit.Limit == ""):
+		rec.Status = storage.RunCancelled
+		rec.Error = cancelWhy
+	case exit.Limit != "":
+		rec.Status = storage.RunFailed
+		rec.Error = exit.Describe()
+	case exit.Err != nil:
+		rec.Status = storage.RunFailed
+		rec.Error = exit.Reason
+	case hookErr != nil:
+		rec.Status = storage.RunFailed
+		rec.Error = "the hook reported an error: " + hookErr.Name + ": " + hookErr.Message
+	case exit.Code != 0:
+		rec.Status = storage.RunFailed
+		rec.Error = exit.Describe()
+	case len(r.hook.Outputs) > 0 && outputs == nil:
+		rec.Status = storage.RunFailed
+		if resultErr != "" {
+			rec.Error = "result refused: " + resultErr
+		} else {
+			rec.Error = "exited 0 without a result, but the hook declares outputs (" + joinNames(sortedKeys(r.hook.Outputs)) + ")"
+		}
+	default:
+		rec.Status = storage.RunSucceeded
+	}
+	if outputs != nil {
+		rec.Outputs, _ = json.Marshal(outputs)
+	}
+	dur := ended.Sub(r.rec.Started)
+	details := map[string]any{"run": rec.ID, "verdict": rec.Status, "exit": code, "durationMs": dur.Milliseconds(), "jail": rec.JailMode}
+	if exit.Signal != "" {
+		details["signal"] = exit.Signal
+	}
+	if exit.Limit != "" {
+		details["limit"] = exit.Limit
+	}
+	if rec.Error != "" {
+		details["error"] = rec.Error
+	}
+	summary := fmt.Sprintf("run %s of %s/%s %s in %s (jail %s)", rec.ID, rec.Module, rec.Hook, rec.Status, dur.Round(time.Millisecond), rec.JailMode)
+	if _, err := e.store.Update(func(tx *storage.Tx) error {
+		if err := tx.PutRun(rec); err != nil {
+			return err
+		}
+		_, err := tx.AppendReceipt(storage.Draft{Kind: "hook.end", Actor: r.rec.Actor, Subject: rec.Module + "/" + rec.Hook, Summary: summary, Details: details})
+		return err
+	}); err != nil {
+		rec.Error += "; recording the outcome failed: " + err.Error()
+	}
+	e.auth.RevokeSession(r.rec.Actor, rec.ID)
+	e.bus.publish(Event{Kind: EventRun, Run: &rec})
+
+	h.out = Outcome{Run: rec, Duration: dur}
+	e.runsMu.Lock()
+	delete(e.active, rec.ID)
+	e.runsMu.Unlock()
+	close(h.done)
+	// Late connections get run_ended for a while, then the dir goes.
+	e.linger(r.brk, filepath.Dir(r.brk.SocketPath()))
+}
+
+func (e *Engine) linger(b *broker.Broker, dir string) {
+	cleanup := func() {
+		b.Close()
+		os.RemoveAll(dir)
+	}
+	e.runsMu.Lock()
+	defer e.runsMu.Unlock()
+	if e.closing {
+		go cleanup()
+		return
+	}
+	e.lingering[b] = time.AfterFunc(brokerLinger, func() {
+		e.runsMu.Lock()
+		delete(e.lingering, b)
+		e.runsMu.Unlock()
+		cleanup()
+	})
+	e.lingerDirs[b] = dir
+}
+
+// output is the executor's sink: stdout is info, stderr is warn.
+func (r *activeRun) output(lines []hooks.OutputLine) {
+	batch := make([]storage.Line, len(lines))
+	for i, l := range lines {
+		lvl := storage.LevelInfo
+		if l.Stderr {
+			lvl = storage.LevelWarn
+		}
+		batch[i] = storage.Line{At: l.At, Level: lvl, Text: l.Text}
+	}
+	r.ingest.add(batch)
+}
+
+// streamLine records one engine-made line in the run's stream.
+func (r *activeRun) streamLine(lvl storage.Level, text string) {
+	r.ingest.add([]storage.Line{{At: time.Now(), Level: lvl, Text: text}})
+}
+
+func hookNames(m *hooks.Manifest) string {
+	return joinNames(sortedKeys(m.Hooks))
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+func joinNames(ss []string) string {
+	if len(ss) == 0 {
+		return "none"
+	}
+	out := ss[0]
+	for _, s := range ss[1:] {
+		out += ", " + s
+	}
+	return out
+}
+
+// linkWarden puts a `warden` link to this very binary in the run's bin
+// dir, which is first on the hook's PATH: shell hooks then reach the
+// engine's own helper whatever the binary is called (a test binary, a
+// renamed build) and never some other warden found on PATH.
+func linkWarden(runDir string) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("cannot find the warden binary to offer hooks: %w", err)
+	}
+	if real, err := filepath.EvalSymlinks(exe); err == nil {
+		exe = real
+	}
+	bin := filepath.Join(runDir, "bin")
+	if err := os.Mkdir(bin, 0o700); err != nil {
+		return err
+	}
+	return os.Symlink(exe, filepath.Join(bin, "warden"))
+}
+
+// spawner picks the jail for a run.
+func (e *Engine) spawner(mode string) (hooks.Spawner, error) {
+	switch mode {
+	case JailOff:
+		return hooks.DirectSpawner{}, nil
+	case JailBwrap:
+		return nil, errors.New("the bubblewrap jail is not available in this build yet: run with --jail=off to run the hook unjailed (the receipt will say so)")
+	}
+	return nil, fmt.Errorf("unknown jail mode %q (want bwrap or off)", mode)
+}
+
+var _ = caps.Valid

@@ -1,0 +1,309 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+
+	"warden/engine/caps"
+	"warden/engine/hooks"
+	"warden/engine/protocol"
+	"warden/storage"
+)
+
+// The broker.Handler side of a run.
+
+// Authorize checks a hello's token against this run. The class is recorded
+// when it is not VALID; the hook only ever hears "unauthorized".
+func (r *activeRun) Authorize(token string) error {
+	class, err := r.e.auth.Check(token, r.rec.ID, "hook", r.rec.ID)
+	if err != nil {
+		if class == caps.Malformed || class == caps.Unknown {
+			// Not even shaped like this run's token: say so in the stream
+			// (never the token itself) but do not flood receipts.
+			r.streamLine(storage.LevelWarn, fmt.Sprintf("a connection was refused: token %s", class))
+			return err
+		}
+		r.e.store.AppendReceipt(storage.Draft{Kind: "token.refused", Actor: r.actor, Subject: r.rec.ID,
+			Summary: "hook connection refused: token " + string(class), Details: map[string]any{"class": string(class)}})
+		return err
+	}
+	return nil
+}
+
+// Context is the answer to a good hello.
+func (r *activeRun) Context() *protocol.Context {
+	cfg, err := r.e.ConfigAll(r.manifest.ID)
+	if err != nil {
+		cfg = map[string]string{}
+	}
+	capMap := map[string][]string{}
+	for _, c := range r.hook.Requires {
+		capMap[c] = capabilityMethods(c)
+	}
+	// operator.confirm is always offered: any hook may ask the operator.
+	capMap["operator"] = capabilityMethods("operator")
+	return &protocol.Context{
+		Protocol: protocol.Version, Run: r.rec.ID, Module: r.manifest.ID, Hook: r.hook.Name,
+		Inputs: r.inputs, Config: cfg,
+		Declared:     protocol.Declared{Secrets: nonNil(r.manifest.Secrets), Config: nonNil(r.manifest.Config)},
+		Capabilities: capMap,
+	}
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// Activity feeds the idle clock.
+func (r *activeRun) Activity() {
+	if p := r.proc.Load(); p != nil {
+		p.Touch()
+	}
+}
+
+// Log turns a log frame into a stream line.
+func (r *activeRun) Log(level, message string) {
+	lvl, ok := storage.ParseLevel(level)
+	if !ok {
+		lvl = storage.LevelInfo
+	}
+	r.ingest.add([]storage.Line{{At: nowUTC(), Level: lvl, Text: message}})
+}
+
+// Result validates the outputs against the manifest.
+func (r *activeRun) Result(outputs map[string]json.RawMessage) *protocol.Error {
+	if err := hooks.CheckOutputs(r.hook.Outputs, outputs); err != nil {
+		r.mu.Lock()
+		r.resultErr = err.Error()
+		r.mu.Unlock()
+		r.streamLine(storage.LevelError, "result refused: "+err.Error())
+		return &protocol.Error{Code: protocol.CodeBadFrame, Message: "result refused: " + err.Error()}
+	}
+	r.mu.Lock()
+	r.outputs = outputs
+	r.resultErr = ""
+	r.mu.Unlock()
+	return nil
+}
+
+// HookError records the hook's own failure report.
+func (r *activeRun) HookError(e protocol.ErrorBody) {
+	r.mu.Lock()
+	r.hookErr = &e
+	r.mu.Unlock()
+	r.streamLine(storage.LevelError, fmt.Sprintf("hook error: %s: %s", e.Name, e.Message))
+}
+
+// Store runs a secrets or config operation, limited to declared names.
+func (r *activeRun) Store(_ context.Context, op *protocol.StoreOp) (json.RawMessage, *protocol.Error) {
+	m := r.manifest
+	declared := m.Secrets
+	kind := "secret"
+	if op.Store == "config" {
+		declared, kind = m.Config, "config"
+	}
+	checkName := func(name string, write bool) *protocol.Error {
+		if op.Store == "config" && !write {
+			return nil // hooks may read any of their module's config
+		}
+		if !slices.Contains(declared, name) {
+			return &protocol.Error{Code: protocol.CodeUndeclaredName, Message: fmt.Sprintf(
+				"module %s did not declare %s %q; its declared %s names are: %s", m.ID, kind, name, kind, joinNames(sortedCopy(declared)))}
+		}
+		return nil
+	}
+	bad := func(format string, args ...any) (json.RawMessage, *protocol.Error) {
+		return nil, &protocol.Error{Code: protocol.CodeBadFrame, Message: fmt.Sprintf("%s.%s: ", op.Store, op.Method) + fmt.Sprintf(format, args...)}
+	}
+	if err := json.Unmarshal(nilSafe(op.Args), &[]any{}); err != nil {
+		return bad("args must be an array")
+	}
+	switch op.Method {
+	case "get":
+		name, ok := stringArgs(op.Args, 1)
+		if !ok {
+			return bad(`want ["name"]`)
+		}
+		if e := checkName(name[0], false); e != nil {
+			return nil, e
+		}
+		var v string
+		var found bool
+		err := r.e.store.View(func(tx *storage.Tx) (err error) {
+			if op.Store == "secrets" {
+				v, found, err = tx.SecretGet(m.ID, name[0])
+			} else {
+				v, found, err = tx.ConfigGet(m.ID, name[0])
+			}
+			return err
+		})
+		if err != nil {
+			return bad("%v", err)
+		}
+		if !found {
+			return json.RawMessage("null"), nil
+		}
+		b, _ := json.Marshal(v)
+		return b, nil
+	case "set", "delete":
+		want := 2
+		if op.Method == "delete" {
+			want = 1
+		}
+		a, ok := stringArgs(op.Args, want)
+		if !ok {
+			if want == 2 {
+				return bad(`want ["name","value"] (both strings)`)
+			}
+			return bad(`want ["name"]`)
+		}
+		if e := checkName(a[0], true); e != nil {
+			return nil, e
+		}
+		o := txOp{Op: op.Method, Name: a[0]}
+		if want == 2 {
+			o.Value = &a[1]
+		}
+		if err := r.applyWrites(op.Store, []txOp{o}); err != nil {
+			return bad("%v", err)
+		}
+		return json.RawMessage("null"), nil
+	case "transaction":
+		var ops []txOp
+		if len(op.Args) != 1 || decodeTxOps(op.Args[0], &ops) != nil {
+			return bad(`want [[{"op":"set","name":"a","value":"x"},{"op":"delete","name":"b"}]]`)
+		}
+		if len(ops) == 0 {
+			return bad("empty transaction")
+		}
+		for i, o := range ops {
+			if o.Op != "set" && o.Op != "delete" {
+				return bad("op %d: unknown op %q (want set or delete); nothing was applied", i, o.Op)
+			}
+			if o.Op == "delete" && o.Value != nil {
+				return bad("op %d: delete takes no value; nothing was applied", i)
+			}
+			if o.Op == "set" && o.Value == nil {
+				return bad("op %d: set needs a value; nothing was applied", i)
+			}
+			if e := checkName(o.Name, true); e != nil {
+				e.Message += "; nothing was applied"
+				return nil, e
+			}
+		}
+		if err := r.applyWrites(op.Store, ops); err != nil {
+			return bad("%v; nothing was applied", err)
+		}
+		return json.RawMessage("null"), nil
+	}
+	return bad("unknown method")
+}
+
+type txOp struct {
+	Op    string  `json:"op"`
+	Name  string  `json:"name"`
+	Value *string `json:"value,omitempty"`
+}
+
+func decodeTxOps(raw json.RawMessage, ops *[]txOp) error {
+	var tmp []struct {
+		Op    string  `json:"op"`
+		Name  string  `json:"name"`
+		Value *string `json:"value"`
+	}
+	dec := json.NewDecoder(bytesReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&tmp); err != nil {
+		return err
+	}
+	for _, t := range tmp {
+		*ops = append(*ops, txOp{Op: t.Op, Name: t.Name, Value: t.Value})
+	}
+	return nil
+}
+
+// applyWrites lands every write and one receipt in a single transaction:
+// all or nothing. The receipt names the names, never the values.
+func (r *activeRun) applyWrites(store string, ops []txOp) error {
+	m := r.manifest
+	var set, del []string
+	_, err := r.e.store.Update(func(tx *storage.Tx) error {
+		set, del = set[:0], del[:0]
+		for _, o := range ops {
+			var err error
+			switch {
+			case o.Op == "set" && store == "secrets":
+				v := ""
+				if o.Value != nil {
+					v = *o.Value
+				}
+				err = tx.SecretSet(m.ID, o.Name, v)
+				set = append(set, o.Name)
+			case o.Op == "set":
+				v := ""
+				if o.Value != nil {
+					v = *o.Value
+				}
+				err = tx.ConfigSet(m.ID, o.Name, v)
+				set = append(set, o.Name)
+			case store == "secrets":
+				_, err = tx.SecretDelete(m.ID, o.Name)
+				del = append(del, o.Name)
+			default:
+				_, err = tx.ConfigDelete(m.ID, o.Name)
+				del = append(del, o.Name)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		kind := "secret.write"
+		if store == "config" {
+			kind = "config.write"
+		}
+		details := map[string]any{"module": m.ID, "run": r.rec.ID}
+		if len(set) > 0 {
+			details["set"] = set
+		}
+		if len(del) > 0 {
+			details["deleted"] = del
+		}
+		_, err := tx.AppendReceipt(storage.Draft{Kind: kind, Actor: r.actor, Subject: m.ID,
+			Summary: fmt.Sprintf("%s by %s/%s: set %s; deleted %s", store, m.ID, r.hook.Name, joinNames(set), joinNames(del)), Details: details})
+		return err
+	})
+	return err
+}
+
+func stringArgs(args []json.RawMessage, n int) ([]string, bool) {
+	if len(args) != n {
+		return nil, false
+	}
+	out := make([]string, n)
+	for i, a := range args {
+		if err := json.Unmarshal(a, &out[i]); err != nil || (len(a) > 0 && a[0] != '"') {
+			return nil, false
+		}
+	}
+	return out, true
+}
+
+func nilSafe(args []json.RawMessage) []byte {
+	if args == nil {
+		return []byte("[]")
+	}
+	b, _ := json.Marshal(args)
+	return b
+}
+
+func sortedCopy(s []string) []string {
+	c := append([]string(nil), s...)
+	sort.Strings(c)
+	return c
+}
