@@ -15,6 +15,7 @@ import (
 
 	"warden/engine/broker"
 	"warden/engine/caps"
+	"warden/engine/jail"
 	"warden/storage"
 )
 
@@ -54,6 +55,9 @@ type Options struct {
 	// StreamBudget bounds them across runs (default 1 GiB).
 	StreamLimit  uint64
 	StreamBudget uint64
+	// BwrapPath is the bubblewrap binary (default /usr/bin/bwrap; never
+	// searched on PATH).
+	BwrapPath string
 }
 
 // Engine is an open data dir with everything that runs on it.
@@ -68,6 +72,10 @@ type Engine struct {
 	lingering  map[*broker.Broker]*time.Timer
 	lingerDirs map[*broker.Broker]string
 	closing    bool
+
+	jailOnce sync.Once
+	jailAdm  *jail.Jail
+	jailErr  error
 
 	reqMu     sync.Mutex
 	waiting   map[uint64]*waiter

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"sync"
@@ -13,8 +14,8 @@ import (
 	"time"
 
 	"warden/engine/broker"
-	"warden/engine/caps"
 	"warden/engine/hooks"
+	"warden/engine/jail"
 	"warden/engine/protocol"
 	"warden/storage"
 )
@@ -107,6 +108,8 @@ type activeRun struct {
 	hookErr    *protocol.ErrorBody
 	cancelWhy  string
 	cancelOnce sync.Once
+
+	streamLater string // a line for the stream once it exists
 }
 
 // StartRun preflights and starts a hook run. Preflight failures (unknown
@@ -150,9 +153,16 @@ func (e *Engine) StartRun(actor Actor, req RunRequest) (*RunHandle, error) {
 	if jailMode == "" {
 		jailMode = JailBwrap
 	}
-	spawner, err := e.spawner(jailMode)
-	if err != nil {
-		return nil, err
+	var jl *jail.Jail
+	switch jailMode {
+	case JailOff:
+	case JailBwrap:
+		var err error
+		if jl, err = e.jail(); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, fmt.Errorf("unknown jail mode %q (want bwrap or off)", jailMode)
 	}
 	if err := e.auth.Err(); err != nil {
 		return nil, err
@@ -187,13 +197,54 @@ func (e *Engine) StartRun(actor Actor, req RunRequest) (*RunHandle, error) {
 		return nil, err
 	}
 	e.pruneStreams()
+
+	// The jail's plan is laid out before the start receipt, which lists
+	// what is absent on this host; a missing required path fails the run
+	// before anything is spawned.
+	var spawner hooks.Spawner = hooks.DirectSpawner{}
+	var planErr error
+	startDetails := map[string]any{"run": rec.ID, "module": m.ID, "hook": hook.Name, "jail": jailMode, "inputs": sortedKeys(inputs)}
+	spawn := hooks.Spawn{
+		Argv: append([]string{filepath.Join(m.Dir, hook.Run[0])}, hook.Run[1:]...),
+		Dir:  m.Dir,
+	}
+	socket, pathFirst := r.brk.SocketPath(), filepath.Join(runDir, "bin")
+	if jl != nil {
+		network := hook.Network && e.networkGranted(m.ID)
+		startDetails["network"] = network
+		plan, err := jail.BuildPlan(jail.PlanInput{ModuleDir: m.Dir, RunDir: runDir, Warden: wardenBinary(), Inputs: pathInputs(hook, inputs), Network: network})
+		if plan != nil && len(plan.Missing) > 0 {
+			startDetails["absent"] = plan.Missing
+		}
+		if err != nil {
+			planErr = err
+		} else if err := jl.HandOver(runDir, socket); err != nil {
+			planErr = err
+		}
+		js := jl.Spawner(plan, network)
+		spawner = js
+		spawn.Argv = append([]string{path.Join(jail.ModuleTarget, hook.Run[0])}, hook.Run[1:]...)
+		spawn.Dir = jail.ModuleTarget
+		socket, pathFirst = jail.SocketTarget, jail.BinDir
+		if hook.Network && !network {
+			r.streamLater = fmt.Sprintf("this hook asks for network, but module %s has no network grant: it runs without network (grant it with `warden perms policy set module:%s --network true --revision N`)", m.ID, m.ID)
+		}
+	}
+	spawn.Env = hooks.BuildEnv(os.Environ(), map[string]string{
+		"WARDEN_SOCKET": socket,
+		"WARDEN_TOKEN":  r.token,
+		"WARDEN_RUN":    rec.ID,
+		"WARDEN_MODULE": m.ID,
+		"WARDEN_HOOK":   hook.Name,
+	}, pathFirst)
+
 	if _, err := e.store.Update(func(tx *storage.Tx) error {
 		if err := tx.PutRun(rec); err != nil {
 			return err
 		}
 		_, err := tx.AppendReceipt(storage.Draft{Kind: "hook.start", Actor: string(actor), Subject: m.ID + "/" + hook.Name,
-			Summary: fmt.Sprintf("run %s of %s/%s started (jail %s)", rec.ID, m.ID, hook.Name, jailMode),
-			Details: map[string]any{"run": rec.ID, "module": m.ID, "hook": hook.Name, "jail": jailMode, "inputs": sortedKeys(inputs)}})
+			Summary: fmt.Sprintf("run %s of %s/%s started (jail %s)", rec.ID, m.ID, hook.Name, jailName(jailMode)),
+			Details: startDetails})
 		return err
 	}); err != nil {
 		r.brk.Close()
@@ -209,18 +260,17 @@ func (e *Engine) StartRun(actor Actor, req RunRequest) (*RunHandle, error) {
 	e.active[rec.ID] = h
 	e.runsMu.Unlock()
 
-	spawn := hooks.Spawn{
-		Argv: append([]string{filepath.Join(m.Dir, hook.Run[0])}, hook.Run[1:]...),
-		Dir:  m.Dir,
-		Env: hooks.BuildEnv(os.Environ(), map[string]string{
-			"WARDEN_SOCKET": r.brk.SocketPath(),
-			"WARDEN_TOKEN":  r.token,
-			"WARDEN_RUN":    rec.ID,
-			"WARDEN_MODULE": m.ID,
-			"WARDEN_HOOK":   hook.Name,
-		}, filepath.Join(runDir, "bin")),
+	if r.streamLater != "" {
+		r.streamLine(storage.LevelWarn, r.streamLater)
+	}
+	if planErr != nil {
+		go r.finish(h, hooks.Exit{Code: -1, Err: planErr, Reason: planErr.Error()})
+		return h, nil
 	}
 	proc, err := hooks.Start(spawner, spawn, hooks.Limits{Timeout: hook.Timeout, IdleTimeout: hook.IdleTimeout, KillGrace: killGrace}, r.output)
+	if rel, ok := spawner.(interface{ Release() }); ok {
+		rel.Release()
+	}
 	if err != nil {
 		go r.finish(h, hooks.Exit{Code: -1, Err: err, Reason: "could not start: " + err.Error()})
 		return h, nil
@@ -317,7 +367,7 @@ func (r *activeRun) finish(h *RunHandle, exit hooks.Exit) {
 	if rec.Error != "" {
 		details["error"] = rec.Error
 	}
-	summary := fmt.Sprintf("run %s of %s/%s %s in %s (jail %s)", rec.ID, rec.Module, rec.Hook, rec.Status, dur.Round(time.Millisecond), rec.JailMode)
+	summary := fmt.Sprintf("run %s of %s/%s %s in %s (jail %s)", rec.ID, rec.Module, rec.Hook, rec.Status, dur.Round(time.Millisecond), jailName(rec.JailMode))
 	if _, err := e.store.Update(func(tx *storage.Tx) error {
 		if err := tx.PutRun(rec); err != nil {
 			return err
@@ -420,15 +470,45 @@ func linkWarden(runDir string) error {
 	return os.Symlink(exe, filepath.Join(bin, "warden"))
 }
 
-// spawner picks the jail for a run.
-func (e *Engine) spawner(mode string) (hooks.Spawner, error) {
-	switch mode {
-	case JailOff:
-		return hooks.DirectSpawner{}, nil
-	case JailBwrap:
-		return nil, errors.New("the bubblewrap jail is not available in this build yet: run with --jail=off to run the hook unjailed (the receipt will say so)")
+// jail admits bubblewrap once per engine (its version is read once).
+func (e *Engine) jail() (*jail.Jail, error) {
+	e.jailOnce.Do(func() { e.jailAdm, e.jailErr = jail.New(e.opts.BwrapPath) })
+	if e.jailErr != nil {
+		return nil, fmt.Errorf("%w\n(or run the hook unjailed with --jail=off; every receipt of that run says so)", e.jailErr)
 	}
-	return nil, fmt.Errorf("unknown jail mode %q (want bwrap or off)", mode)
+	return e.jailAdm, nil
 }
 
-var _ = caps.Valid
+// wardenBinary is this binary, bound read-only into the jail.
+func wardenBinary() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return "/proc/self/exe"
+	}
+	if real, err := filepath.EvalSymlinks(exe); err == nil {
+		exe = real
+	}
+	return exe
+}
+
+// pathInputs lists the hook's declared path inputs with their values.
+func pathInputs(h *hooks.Hook, inputs map[string]any) []jail.PathInput {
+	var out []jail.PathInput
+	for _, name := range sortedKeys(h.Inputs) {
+		t := h.Inputs[name]
+		if t.Kind != "path" {
+			continue
+		}
+		if v, ok := inputs[name].(string); ok {
+			out = append(out, jail.PathInput{Name: name, Path: v, RW: t.RW})
+		}
+	}
+	return out
+}
+
+func jailName(mode string) string {
+	if mode == JailOff {
+		return "OFF"
+	}
+	return mode
+}

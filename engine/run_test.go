@@ -104,7 +104,7 @@ func TestRunAllFrames(t *testing.T) {
 	if end["jail"] != "off" || end["verdict"] != "succeeded" || end["exit"] != float64(0) || end["durationMs"] == nil {
 		t.Errorf("end receipt details: %s", rs[1].Details)
 	}
-	if !strings.Contains(rs[0].Summary, "jail off") {
+	if !strings.Contains(rs[0].Summary, "jail OFF") {
 		t.Errorf("start receipt does not show jail off: %s", rs[0].Summary)
 	}
 }

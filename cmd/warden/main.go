@@ -106,6 +106,7 @@ override it with --data-dir or WARDEN_DATA_DIR.`,
 		a.doctorCommand(),
 		a.moduleCommand(),
 		a.hookCommand(),
+		a.permsCommand(),
 	)
 	return root
 }

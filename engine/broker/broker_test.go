@@ -475,6 +475,10 @@ func TestResultOnce(t *testing.T) {
 	c.send(&protocol.Result{Outputs: map[string]json.RawMessage{"bad": json.RawMessage("1")}})
 	c.thrown(0, protocol.CodeBadFrame)
 	c.send(&protocol.Result{Outputs: map[string]json.RawMessage{"a": json.RawMessage(`"x"`)}})
+	// A round trip on c: frames are handled in order, so once this is
+	// answered the result above has been taken.
+	c.send(&protocol.Call{ID: 9, Capability: "teleport", Method: "now"})
+	c.thrown(9, protocol.CodeUnknownCapability)
 	// The second result, even from another connection, is refused.
 	d := dial(t, b)
 	d.hello()

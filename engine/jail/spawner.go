@@ -1,0 +1,286 @@
+package jail
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+
+	"warden/engine/hooks"
+)
+
+// Default unprivileged identity of jailed hooks, inside the user namespace
+// and (when warden runs as root) on the host too.
+const (
+	DefaultUID = 60999
+	DefaultGID = 60999
+)
+
+// DefaultSetpriv drops the outer jail's root to the hook's identity.
+const DefaultSetpriv = "/usr/bin/setpriv"
+
+// Jail is an admitted bubblewrap with the identity hooks run as.
+type Jail struct {
+	Bwrap    *Bwrap
+	Setpriv  string
+	UID, GID int
+}
+
+// New admits bwrap (and setpriv, needed when warden runs as root).
+func New(bwrapPath string) (*Jail, error) {
+	b, err := AdmitBwrap(bwrapPath)
+	if err != nil {
+		return nil, err
+	}
+	j := &Jail{Bwrap: b, Setpriv: DefaultSetpriv, UID: DefaultUID, GID: DefaultGID}
+	if os.Geteuid() == 0 {
+		fi, err := os.Lstat(j.Setpriv)
+		if err != nil {
+			return nil, &AdmissionError{Path: j.Setpriv, Absent: true, Problem: "setpriv not found (needed to run hooks as an unprivileged host user when warden runs as root)", Fix: "apt-get install util-linux"}
+		}
+		if err := rootOwnedNotWritable(j.Setpriv, fi); err != nil {
+			return nil, &AdmissionError{Path: j.Setpriv, Problem: err.Error(), Fix: "apt-get install --reinstall util-linux"}
+		}
+	}
+	return j, nil
+}
+
+// Spawner returns the hooks.Spawner for one run's plan. Argv, Dir and Env
+// of the hooks.Spawn it is given must already be in jail terms (/module,
+// /run/warden/broker.sock, ...).
+func (j *Jail) Spawner(plan *Plan, network bool) *Spawner {
+	return &Spawner{j: j, plan: plan, network: network}
+}
+
+// Spawner builds the bwrap command of one run. Release must be called
+// once the command has started (or failed to): it closes the parent's
+// copies of the files handed to bwrap.
+type Spawner struct {
+	j       *Jail
+	plan    *Plan
+	network bool
+	files   []*os.File
+}
+
+// Release closes the files handed to bwrap.
+func (s *Spawner) Release() {
+	for _, f := range s.files {
+		f.Close()
+	}
+	s.files = nil
+}
+
+// Fds handed to bwrap: ExtraFiles[i] is fd 3+i in the child.
+const (
+	fdSeccomp = 3
+	fdPasswd  = 4
+	fdGroup   = 5
+	fdArgs    = 6
+)
+
+// Paths of the jail's own tools inside the outer layer.
+const (
+	innerBwrap   = "/opt/warden/libexec/bwrap"
+	innerSetpriv = "/opt/warden/libexec/setpriv"
+)
+
+// Command implements hooks.Spawner.
+//
+// As root the jail has two layers. The outer bwrap runs as root only to
+// lay out the mount plan (it can reach sources an unprivileged user
+// cannot, such as the 0700 data dir) and a pid namespace; setpriv then
+// drops to the unprivileged host uid, and the inner bwrap unshares the
+// remaining namespaces, maps that uid, drops capabilities, clears the
+// environment and loads the seccomp filter. So the hook is an unprivileged
+// user on the host as well as in its namespace: a uid that maps to host
+// root could read every root-only file it is shown.
+//
+// Not as root, one bwrap does all of it.
+//
+// The inner options travel through --args FD, never argv: they carry
+// WARDEN_TOKEN, and a process's argv is world-readable in /proc. Only the
+// hook's own command (which holds no secret) is on argv.
+func (s *Spawner) Command(sp hooks.Spawn) (*exec.Cmd, error) {
+	if len(sp.Argv) == 0 {
+		return nil, errors.New("jail: empty argv")
+	}
+	seccomp, err := SeccompFile(s.network)
+	if err != nil {
+		return nil, fmt.Errorf("jail: seccomp filter: %w", err)
+	}
+	s.files = append(s.files, seccomp)
+	passwd, err := memFile("passwd", []byte(fmt.Sprintf("hook:x:%d:%d:warden hook:/tmp:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n", s.j.UID, s.j.GID)))
+	if err != nil {
+		s.Release()
+		return nil, err
+	}
+	s.files = append(s.files, passwd)
+	group, err := memFile("group", []byte(fmt.Sprintf("hook:x:%d:\nnogroup:x:65534:\n", s.j.GID)))
+	if err != nil {
+		s.Release()
+		return nil, err
+	}
+	s.files = append(s.files, group)
+
+	root := os.Geteuid() == 0
+	inner := s.innerArgs(sp, !root)
+	argsFile, err := memFile("bwrap-args", nulJoin(inner))
+	if err != nil {
+		s.Release()
+		return nil, err
+	}
+	s.files = append(s.files, argsFile)
+
+	var argv []string
+	if root {
+		argv = append([]string{s.j.Bwrap.Path}, s.outerArgs()...)
+		argv = append(argv, "--", innerSetpriv,
+			"--reuid", strconv.Itoa(s.j.UID), "--regid", strconv.Itoa(s.j.GID), "--clear-groups",
+			"--inh-caps=-all", "--bounding-set=-all", "--",
+			innerBwrap, "--args", strconv.Itoa(fdArgs))
+	} else {
+		argv = []string{s.j.Bwrap.Path, "--args", strconv.Itoa(fdArgs)}
+	}
+	argv = append(append(argv, "--"), sp.Argv...)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = []string{"PATH=/usr/bin:/bin"} // bwrap's own; the hook's is set inside
+	cmd.ExtraFiles = []*os.File{seccomp, passwd, group, argsFile}
+	return cmd, nil
+}
+
+// mountArgs turns the plan into bwrap mount options.
+func (s *Spawner) mountArgs() []string {
+	var a []string
+	// bwrap makes missing parents of a target 0700 as root, which the
+	// unprivileged hook could not enter: make every parent 0755 first.
+	made := map[string]bool{"/": true}
+	dirs := func(target string) {
+		var chain []string
+		for d := path.Dir(target); !made[d]; d = path.Dir(d) {
+			chain = append([]string{d}, chain...)
+			made[d] = true
+		}
+		for _, d := range chain {
+			a = append(a, "--perms", "0755", "--dir", d)
+		}
+	}
+	for _, r := range s.plan.Rows {
+		dirs(r.Target)
+	}
+	dirs("/etc/passwd")
+	dirs(innerBwrap)
+	for _, r := range s.plan.Rows {
+		switch {
+		case r.Symlink != "":
+			a = append(a, "--symlink", r.Symlink, r.Target)
+		case r.Mode == ModeTmpfs:
+			a = append(a, "--perms", "1777", "--tmpfs", r.Target)
+		case r.Mode == ModeRW:
+			a = append(a, "--bind", r.Source, r.Target)
+		default:
+			a = append(a, "--ro-bind", r.Source, r.Target)
+		}
+	}
+	return append(a,
+		"--ro-bind-data", strconv.Itoa(fdPasswd), "/etc/passwd",
+		"--ro-bind-data", strconv.Itoa(fdGroup), "/etc/group",
+		"--dev", "/dev")
+}
+
+// outerArgs: the root layer. Mounts and a pid namespace, nothing else;
+// it ends by exec'ing setpriv.
+func (s *Spawner) outerArgs() []string {
+	a := []string{"--die-with-parent", "--unshare-pid"}
+	a = append(a, s.mountArgs()...)
+	return append(a, "--proc", "/proc",
+		"--ro-bind", s.j.Bwrap.Path, innerBwrap,
+		"--ro-bind", s.j.Setpriv, innerSetpriv)
+}
+
+// innerArgs: the jail proper. With standalone set (not root) it also lays
+// out the mounts; nested, it takes the outer layer's root as it is.
+func (s *Spawner) innerArgs(sp hooks.Spawn, standalone bool) []string {
+	a := []string{"--unshare-user", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"}
+	if !s.network {
+		a = append(a, "--unshare-net")
+	}
+	a = append(a, "--uid", strconv.Itoa(s.j.UID), "--gid", strconv.Itoa(s.j.GID),
+		"--die-with-parent", "--new-session", "--cap-drop", "ALL", "--hostname", "warden-hook")
+	if standalone {
+		a = append(a, "--unshare-pid")
+		a = append(a, s.mountArgs()...)
+		a = append(a, "--proc", "/proc")
+	} else {
+		// The outer layer's /proc already shows only the jail's pid
+		// namespace; a fresh proc mount is refused in a nested user
+		// namespace because the outer one has locked submounts.
+		a = append(a, "--bind", "/", "/", "--dev-bind", "/dev", "/dev")
+	}
+	a = append(a, "--seccomp", strconv.Itoa(fdSeccomp), "--clearenv")
+	for _, kv := range sp.Env {
+		if k, v, ok := cut(kv); ok {
+			a = append(a, "--setenv", k, v)
+		}
+	}
+	dir := sp.Dir
+	if dir == "" {
+		dir = ModuleTarget
+	}
+	// bwrap takes options from --args FD but the command only from argv.
+	return append(a, "--chdir", dir)
+}
+
+func cut(kv string) (string, string, bool) {
+	i := bytes.IndexByte([]byte(kv), '=')
+	if i <= 0 {
+		return "", "", false
+	}
+	return kv[:i], kv[i+1:], true
+}
+
+func nulJoin(args []string) []byte {
+	var b bytes.Buffer
+	for _, a := range args {
+		b.WriteString(a)
+		b.WriteByte(0)
+	}
+	return b.Bytes()
+}
+
+// memFile holds data in an anonymous memory file, positioned at 0.
+func memFile(name string, data []byte) (*os.File, error) {
+	fd, err := unix.MemfdCreate("warden-"+name, unix.MFD_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("jail: memfd for %s: %w", name, err)
+	}
+	f := os.NewFile(uintptr(fd), "warden-"+name)
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if _, err := f.Seek(0, 0); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// HandOver gives the run dir and its socket to the jail's uid when warden
+// runs as root, so the unprivileged hook can reach the broker. Both stay
+// private (0700/0600) and the data dir above them stays root's.
+func (j *Jail) HandOver(runDir, socket string) error {
+	if os.Geteuid() != 0 {
+		return nil
+	}
+	for _, p := range []string{runDir, socket} {
+		if err := os.Lchown(p, j.UID, j.GID); err != nil {
+			return fmt.Errorf("jail: hand %s to uid %d: %w", p, j.UID, err)
+		}
+	}
+	return nil
+}
