@@ -77,6 +77,7 @@ func Doctor(opts DoctorOptions) Report {
 		}
 	}
 	doctorBwrap(opts.BwrapPath, add, problem)
+	doctorKernel(add, problem)
 	return rep
 }
 
@@ -143,4 +144,25 @@ func doctorBwrap(path string, add func(Check), problem func(string, string, stri
 		return
 	}
 	add(Check{Name: "bubblewrap", Status: "ok", Detail: fmt.Sprintf("%s, version %s, admitted", b.Path, b.Version)})
+}
+
+// doctorKernel reports what the kernel gives the jail. Landlock is not
+// used yet; its ABI is reported so an operator knows what is available.
+func doctorKernel(add func(Check), problem func(string, string, string)) {
+	h := jail.ProbeHost()
+	if h.UserNamespaces {
+		add(Check{Name: "user namespaces", Status: "ok", Detail: h.UserNSDetail})
+	} else {
+		problem("user namespaces", h.UserNSDetail+": the jail cannot map an unprivileged user", "sysctl -w kernel.unprivileged_userns_clone=1 user.max_user_namespaces=15000")
+	}
+	if h.Seccomp {
+		add(Check{Name: "seccomp", Status: "ok", Detail: h.SeccompDetail})
+	} else {
+		problem("seccomp", h.SeccompDetail, "use a kernel built with CONFIG_SECCOMP_FILTER")
+	}
+	if h.LandlockABI > 0 {
+		add(Check{Name: "landlock", Status: "ok", Detail: fmt.Sprintf("ABI %d available (not used by the jail yet)", h.LandlockABI)})
+	} else {
+		add(Check{Name: "landlock", Status: "ok", Detail: "not available on this kernel (not required)"})
+	}
 }

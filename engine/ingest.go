@@ -118,9 +118,11 @@ func (e *Engine) noteStreamError(run string, err error) {
 
 // pruneStreams keeps the stored stream bytes across runs under budget by
 // deleting the streams of the oldest runs first (run ids sort by time).
-func (e *Engine) pruneStreams() {
+// It runs inside a run's start transaction; its failure (say a corrupt
+// stream record) only skips pruning, it never stops the run.
+func (e *Engine) pruneStreams(tx *storage.Tx) {
 	budget := e.opts.StreamBudget
-	e.store.Update(func(tx *storage.Tx) error {
+	func() error {
 		sizes, err := tx.StreamSizes()
 		if err != nil {
 			return err
@@ -145,7 +147,7 @@ func (e *Engine) pruneStreams() {
 			}
 		}
 		return nil
-	})
+	}()
 }
 
 // StreamLines reads a run's stored lines from line from (at most max).

@@ -186,17 +186,19 @@ func (e *Engine) StartRun(actor Actor, req RunRequest) (*RunHandle, error) {
 		os.RemoveAll(runDir)
 		return nil, err
 	}
-	// The token lives as long as the run may, plus the kill grace.
-	if r.token, err = e.auth.Issue(string(actor), rec.ID, "hook", rec.ID, hook.Timeout+killGrace+time.Second); err != nil {
+	// The token lives as long as the run may, plus the kill grace. It is
+	// recorded with the start receipt, in the same commit: until then it
+	// authorizes nothing, and nothing is spawned before.
+	tok, err := e.auth.Mint(string(actor), rec.ID, "hook", rec.ID, hook.Timeout+killGrace+time.Second)
+	if err != nil {
 		os.RemoveAll(runDir)
 		return nil, err
 	}
+	r.token = tok.Token
 	if r.brk, err = broker.Start(runDir, r); err != nil {
-		e.auth.RevokeSession(string(actor), rec.ID)
 		os.RemoveAll(runDir)
 		return nil, err
 	}
-	e.pruneStreams()
 
 	// The jail's plan is laid out before the start receipt, which lists
 	// what is absent on this host; a missing required path fails the run
@@ -239,6 +241,10 @@ func (e *Engine) StartRun(actor Actor, req RunRequest) (*RunHandle, error) {
 	}, pathFirst)
 
 	if _, err := e.store.Update(func(tx *storage.Tx) error {
+		e.pruneStreams(tx)
+		if err := tok.Record(tx); err != nil {
+			return err
+		}
 		if err := tx.PutRun(rec); err != nil {
 			return err
 		}
@@ -247,8 +253,7 @@ func (e *Engine) StartRun(actor Actor, req RunRequest) (*RunHandle, error) {
 			Details: startDetails})
 		return err
 	}); err != nil {
-		r.brk.Close()
-		e.auth.RevokeSession(string(actor), rec.ID)
+		r.brk.Close() // the token was not recorded: nothing to revoke
 		os.RemoveAll(runDir)
 		return nil, err
 	}
@@ -372,12 +377,16 @@ func (r *activeRun) finish(h *RunHandle, exit hooks.Exit) {
 		if err := tx.PutRun(rec); err != nil {
 			return err
 		}
-		_, err := tx.AppendReceipt(storage.Draft{Kind: "hook.end", Actor: r.rec.Actor, Subject: rec.Module + "/" + rec.Hook, Summary: summary, Details: details})
-		return err
+		if _, err := tx.AppendReceipt(storage.Draft{Kind: "hook.end", Actor: r.rec.Actor, Subject: rec.Module + "/" + rec.Hook, Summary: summary, Details: details}); err != nil {
+			return err
+		}
+		// The run's one token, revoked in the same commit (a point
+		// lookup: no walk of every token ever issued).
+		return e.auth.RevokeTx(tx, r.rec.Actor, r.token, "revoked session "+rec.ID)
 	}); err != nil {
 		rec.Error += "; recording the outcome failed: " + err.Error()
+		e.auth.RevokeSession(r.rec.Actor, rec.ID)
 	}
-	e.auth.RevokeSession(r.rec.Actor, rec.ID)
 	e.bus.publish(Event{Kind: EventRun, Run: &rec})
 
 	h.out = Outcome{Run: rec, Duration: dur}

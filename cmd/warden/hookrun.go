@@ -31,7 +31,7 @@ Inside a running hook (WARDEN_SOCKET and WARDEN_TOKEN set), the same binary
 is the shell helper: context, log, secret, config, call, result. They exit
 0 on success, 1 when the engine threw (message on stderr), 2 on usage.`,
 	}
-	c.AddCommand(a.hookRunCommand(), a.hookRunsCommand(), a.hookLogsCommand())
+	c.AddCommand(a.hookRunCommand(), a.hookRunsCommand(), a.hookLogsCommand(), a.hookPlanCommand())
 	c.AddCommand(a.hookHelperCommands()...)
 	return c
 }

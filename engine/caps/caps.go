@@ -153,15 +153,43 @@ func (a *Authority) Err() error {
 func (a *Authority) Issue(actor, subject, scope, session string, ttl time.Duration) (string, error) {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
+	m, err := a.mintLocked(actor, subject, scope, session, ttl)
+	if err != nil {
+		return "", err
+	}
+	if _, err := a.store.Update(m.Record); err != nil {
+		return "", err
+	}
+	return m.Token, nil
+}
+
+// Minted is a token whose record is not stored yet. Record stores it and
+// its token.issue receipt inside the caller's write transaction, so that
+// issuing can share one commit (one fsync) with the caller's own writes;
+// until that commits, the token is unknown and authorizes nothing.
+type Minted struct {
+	Token string
+	actor string
+	rec   storage.TokenRecord
+}
+
+// Mint makes a token as Issue does, without storing it: see Minted.
+func (a *Authority) Mint(actor, subject, scope, session string, ttl time.Duration) (*Minted, error) {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	return a.mintLocked(actor, subject, scope, session, ttl)
+}
+
+func (a *Authority) mintLocked(actor, subject, scope, session string, ttl time.Duration) (*Minted, error) {
 	if a.broken != nil {
-		return "", a.broken
+		return nil, a.broken
 	}
 	if subject == "" || scope == "" || ttl <= 0 {
-		return "", errors.New("issue: subject, scope and a positive ttl are required")
+		return nil, errors.New("issue: subject, scope and a positive ttl are required")
 	}
 	var raw [32]byte
 	if _, err := rand.Read(raw[:]); err != nil {
-		return "", err
+		return nil, err
 	}
 	token := "cap_" + hex.EncodeToString(raw[:])
 	now := a.now().UTC()
@@ -170,18 +198,26 @@ func (a *Authority) Issue(actor, subject, scope, session string, ttl time.Durati
 		Subject: subject, Scope: scope, Session: session, Generation: a.trust.Generation,
 		Created: now, Expires: now.Add(ttl),
 	}
-	_, err := a.store.Update(func(tx *storage.Tx) error {
-		if err := tx.PutToken(rec); err != nil {
-			return err
-		}
-		_, err := tx.AppendReceipt(storage.Draft{Kind: "token.issue", Actor: actor, Subject: subject,
-			Summary: "issued " + scope + " token", Details: map[string]any{"scope": scope, "session": session, "expires": rec.Expires, "generation": rec.Generation}})
-		return err
-	})
+	return &Minted{Token: token, actor: actor, rec: rec}, nil
+}
+
+// Record stores the minted token's record and its token.issue receipt in
+// tx. It fails if the trust root was rotated since the token was minted.
+// Like every Update function it may run more than once.
+func (m *Minted) Record(tx *storage.Tx) error {
+	trust, _, err := tx.Trust()
 	if err != nil {
-		return "", err
+		return err
 	}
-	return token, nil
+	if trust.Generation != m.rec.Generation {
+		return errors.New("issue: the trust root was rotated while the token was being issued; try again")
+	}
+	if err := tx.PutToken(m.rec); err != nil {
+		return err
+	}
+	_, err = tx.AppendReceipt(storage.Draft{Kind: "token.issue", Actor: m.actor, Subject: m.rec.Subject,
+		Summary: "issued " + m.rec.Scope + " token", Details: map[string]any{"scope": m.rec.Scope, "session": m.rec.Session, "expires": m.rec.Expires, "generation": m.rec.Generation}})
+	return err
 }
 
 // Classify says what a presented token is for the expected subject, scope
@@ -248,8 +284,33 @@ func (a *Authority) Revoke(actor, token string) error {
 	if !wellFormed(token) {
 		return nil
 	}
-	id := tokenID(token)
-	return a.revokeWhere(actor, "revoked token", func(r storage.TokenRecord) bool { return r.ID == id })
+	_, err := a.store.Update(func(tx *storage.Tx) error { return a.RevokeTx(tx, actor, token, "revoked token") })
+	return err
+}
+
+// RevokeTx revokes one token inside tx (a point lookup by its index, not a
+// walk of every token), with a token.revoke receipt saying summary.
+// Unknown, malformed and already revoked tokens are left alone, with no
+// receipt.
+func (a *Authority) RevokeTx(tx *storage.Tx, actor, token, summary string) error {
+	if !wellFormed(token) {
+		return nil
+	}
+	r, err := tx.Token(tokenID(token))
+	if errors.Is(err, storage.ErrNotFound) || (err == nil && r.Revoked != nil) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	now := a.now().UTC()
+	r.Revoked = &now
+	if err := tx.PutToken(r); err != nil {
+		return err
+	}
+	_, err = tx.AppendReceipt(storage.Draft{Kind: "token.revoke", Actor: actor, Subject: r.Subject, Summary: summary,
+		Details: map[string]any{"count": 1}})
+	return err
 }
 
 // RevokeSession revokes every live token of a session.

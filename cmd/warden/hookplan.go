@@ -1,0 +1,73 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"warden/engine"
+)
+
+func (a *app) hookPlanCommand() *cobra.Command {
+	var inputs []string
+	c := &cobra.Command{
+		Use:   "plan MODULE HOOK",
+		Short: "Print the jail's mount plan for a hook and what is absent on this host",
+		Long: `plan shows every mount a jailed run of the hook would get: source, target,
+mode (ro, rw, tmpfs), absence class and reason. A missing "required" row
+would fail the run before spawn; missing rows of other classes are dropped
+and listed in the run's receipt. Give path inputs with --input to plan them.`,
+		Example: `  warden hook plan hello greet
+  warden hook plan backup run --input target=/srv/data --json`,
+		Args: args(cobra.ExactArgs(2)),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			raw := map[string]string{}
+			for _, kv := range inputs {
+				k, v, ok := strings.Cut(kv, "=")
+				if !ok || k == "" {
+					return usageError{fmt.Errorf("--input %q: want NAME=VALUE", kv)}
+				}
+				raw[k] = v
+			}
+			return a.withEngine(func(e *engine.Engine) error {
+				hp, err := e.PlanHook(argv[0], argv[1], raw)
+				if err != nil {
+					return err
+				}
+				if a.json {
+					a.emitJSON(hp)
+				} else {
+					tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+					fmt.Fprintln(tw, "TARGET\tMODE\tABSENCE\tSOURCE\tREASON")
+					for _, r := range hp.Plan.Rows {
+						src := r.Source
+						if r.Symlink != "" {
+							src = "-> " + r.Symlink
+						}
+						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Target, r.Mode, r.Absence, src, r.Reason)
+					}
+					tw.Flush()
+					if len(hp.Plan.Missing) > 0 {
+						a.printf("\nabsent on this host:\n")
+						for _, r := range hp.Plan.Missing {
+							a.printf("  %-10s %s (%s)\n", r.Absence, r.Source, r.Reason)
+						}
+					}
+					net := "none (the jail has its own empty network namespace)"
+					if hp.Network {
+						net = "granted by policy module:" + hp.Module
+					}
+					a.printf("\nnetwork: %s\n", net)
+				}
+				if hp.Problem != "" {
+					return fmt.Errorf("%s", hp.Problem)
+				}
+				return nil
+			})
+		},
+	}
+	c.Flags().StringArrayVar(&inputs, "input", nil, "a path input as NAME=VALUE (repeatable)")
+	return c
+}

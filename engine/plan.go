@@ -1,0 +1,58 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"warden/engine/hooks"
+	"warden/engine/jail"
+)
+
+// HookPlan is what `warden hook plan` shows: the jail a run of the hook
+// would get on this host, and what is absent here.
+type HookPlan struct {
+	Module  string     `json:"module"`
+	Hook    string     `json:"hook"`
+	Network bool       `json:"network"`
+	Plan    *jail.Plan `json:"plan"`
+	Problem string     `json:"problem,omitempty"` // set when a run would fail before spawn
+}
+
+// PlanHook lays out the jail plan of a hook without running it. Path
+// inputs are planned when their values are given (k=v, as for a run).
+// The run dir row stands for the runs dir: each run gets its own under it.
+func (e *Engine) PlanHook(module, hook string, raw map[string]string) (*HookPlan, error) {
+	mod, err := e.Module(module)
+	if err != nil {
+		return nil, err
+	}
+	if mod.Manifest == nil {
+		return nil, fmt.Errorf("module %s cannot run: %s", module, mod.Problem)
+	}
+	h, ok := mod.Manifest.Hooks[hook]
+	if !ok {
+		return nil, fmt.Errorf("module %s has no hook %q (it has: %s)", module, hook, joinNames(sortedKeys(mod.Manifest.Hooks)))
+	}
+	inputs := map[string]any{}
+	if len(raw) > 0 {
+		if inputs, err = hooks.ParseInputs(h.Inputs, raw); err != nil {
+			return nil, err
+		}
+	}
+	runs := filepath.Join(e.DataDir(), "runs")
+	if err := os.MkdirAll(runs, 0o700); err != nil {
+		return nil, err
+	}
+	network := h.Network && e.networkGranted(module)
+	plan, err := jail.BuildPlan(jail.PlanInput{ModuleDir: mod.Manifest.Dir, RunDir: runs, Warden: wardenBinary(), Inputs: pathInputs(h, inputs), Network: network})
+	hp := &HookPlan{Module: module, Hook: hook, Network: network, Plan: plan}
+	var me *jail.MissingError
+	if errors.As(err, &me) {
+		hp.Problem = me.Error()
+	} else if err != nil {
+		return nil, err
+	}
+	return hp, nil
+}
