@@ -15,7 +15,10 @@ import (
 func needBwrap(t *testing.T) {
 	t.Helper()
 	if _, err := os.Stat(jail.DefaultBwrap); err != nil {
-		t.Skipf("%s not installed", jail.DefaultBwrap)
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s is missing in CI: the test command installs it (apt-get install bubblewrap)", jail.DefaultBwrap)
+		}
+		t.Skipf("%s not installed (apt-get install bubblewrap)", jail.DefaultBwrap)
 	}
 }
 

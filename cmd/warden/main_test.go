@@ -91,9 +91,7 @@ func TestVersion(t *testing.T) {
 
 func TestDoctor(t *testing.T) {
 	c := newCLI(t)
-	if _, err := os.Stat("/usr/bin/bwrap"); err != nil {
-		t.Skip("bubblewrap not installed")
-	}
+	needBwrap(t)
 	r := c.ok("doctor")
 	for _, name := range []string{"data dir", "store", "trust root", "bubblewrap"} {
 		if !strings.Contains(r.stdout, "ok  ") || !strings.Contains(r.stdout, name) {
@@ -102,7 +100,16 @@ func TestDoctor(t *testing.T) {
 	}
 	var rep engine.Report
 	c.json(0, &rep, "doctor")
-	if !rep.OK() || len(rep.Checks) != 4 || rep.DataDir != c.dir {
+	names := map[string]bool{}
+	for _, ch := range rep.Checks {
+		names[ch.Name] = true
+	}
+	for _, want := range []string{"data dir", "store", "trust root", "bubblewrap", "user namespaces", "seccomp", "landlock"} {
+		if !names[want] {
+			t.Errorf("doctor --json lacks the %q check", want)
+		}
+	}
+	if !rep.OK() || rep.DataDir != c.dir {
 		t.Errorf("doctor --json: %+v", rep)
 	}
 
