@@ -213,6 +213,13 @@ func hookScenario(name string) int {
 
 	case "noop":
 		return 0
+
+	// Jail escape attempts (jail_test.go): each prints one
+	// "CHECK escape-X ok" or "CHECK escape-X blocked: ERRNO" line.
+	case "escape-read", "escape-write", "escape-write-module", "escape-proc",
+		"escape-tcp", "escape-tiocsti", "escape-ptrace", "escape-mount",
+		"escape-unshare", "escape-keyctl", "escape-env", "escape-linger", "escape-fd":
+		return escapeScenario(name, os.Args[3:])
 	}
 	fmt.Println("unknown scenario", name)
 	return 2

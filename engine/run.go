@@ -239,6 +239,15 @@ func (e *Engine) StartRun(actor Actor, req RunRequest) (*RunHandle, error) {
 		"WARDEN_MODULE": m.ID,
 		"WARDEN_HOOK":   hook.Name,
 	}, pathFirst)
+	if jl != nil {
+		// The operator's HOME does not exist in the jail; /tmp is the
+		// hook's own (the synthesized passwd agrees).
+		for i, kv := range spawn.Env {
+			if len(kv) > 5 && kv[:5] == "HOME=" {
+				spawn.Env[i] = "HOME=/tmp"
+			}
+		}
+	}
 
 	if _, err := e.store.Update(func(tx *storage.Tx) error {
 		e.pruneStreams(tx)

@@ -15,6 +15,8 @@ import (
 	"time"
 	"unicode/utf8"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // maxLine is the longest output line delivered in one piece. It matches
@@ -216,6 +218,7 @@ func Start(sp Spawner, s Spawn, lim Limits, sink func([]OutputLine)) (*Process, 
 	cmd.Stdin = nil // /dev/null
 	cmd.Stdout = outW
 	cmd.Stderr = errW
+	closeInheritedOnExec()
 	if err := cmd.Start(); err != nil {
 		outR.Close()
 		outW.Close()
@@ -528,16 +531,27 @@ func (p *Process) readStream(f *os.File, stderr bool, sink func([]OutputLine)) {
 	defer f.Close()
 	lr := newLineReader(f)
 	var batch []OutputLine
+	var now time.Time
+	size := 16 // a batch's capacity: the last batch's length, so a flood's batches do not grow by copying
 	for {
+		reads := lr.src.reads
 		text, ok := lr.next()
 		if !ok {
 			break
 		}
-		now := time.Now()
-		// Every line is activity: an atomic store, no wake-up.
-		p.lastActive.Store(int64(now.Sub(p.start)))
+		// A line cut whole from input already buffered arrived with the
+		// one before it: only a line that needed a read gets a new time.
+		if lr.src.reads != reads || now.IsZero() {
+			now = time.Now()
+			// Every line is activity: an atomic store, no wake-up.
+			p.lastActive.Store(int64(now.Sub(p.start)))
+		}
+		if batch == nil {
+			batch = make([]OutputLine, 0, size)
+		}
 		batch = append(batch, OutputLine{At: now, Stderr: stderr, Text: text})
 		if len(batch) >= maxBatch || !lr.more() {
+			size = min(max(len(batch), 16), maxBatch)
 			sink(batch)
 			batch = nil
 		}
@@ -553,13 +567,28 @@ func (p *Process) readStream(f *os.File, stderr bool, sink func([]OutputLine)) {
 // stripped; a last line without "\n" is still returned at EOF.
 type lineReader struct {
 	r        *bufio.Reader
+	src      countingReader
 	buf      []byte // the current line, as read so far
 	complete bool   // buf holds the whole line (its "\n" seen, or EOF)
 	eof      bool
 }
 
+// countingReader counts the reads of the stream, so that a caller can
+// tell a line that needed new input from one that was already buffered.
+type countingReader struct {
+	r     io.Reader
+	reads uint64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	c.reads++
+	return c.r.Read(p)
+}
+
 func newLineReader(r io.Reader) *lineReader {
-	return &lineReader{r: bufio.NewReaderSize(r, readBufSize)}
+	lr := &lineReader{src: countingReader{r: r}}
+	lr.r = bufio.NewReaderSize(&lr.src, readBufSize)
+	return lr
 }
 
 // more reports whether a line can be returned without reading the stream.
@@ -596,6 +625,17 @@ func (lr *lineReader) next() (string, bool) {
 			return "", false
 		}
 		frag, err := lr.r.ReadSlice('\n')
+		if err == nil && len(lr.buf) == 0 {
+			// The common case: a whole line in the read buffer. Take
+			// it from there, without copying it into buf first.
+			line := frag[:len(frag)-1]
+			if n := len(line); n > 0 && line[n-1] == '\r' {
+				line = line[:n-1]
+			}
+			if len(line) <= maxLine && utf8.Valid(line) {
+				return string(line), true
+			}
+		}
 		lr.buf = append(lr.buf, frag...)
 		switch {
 		case err == nil:
@@ -664,4 +704,27 @@ var signalNames = map[syscall.Signal]string{
 	syscall.SIGXFSZ: "SIGXFSZ", syscall.SIGVTALRM: "SIGVTALRM", syscall.SIGPROF: "SIGPROF",
 	syscall.SIGWINCH: "SIGWINCH", syscall.SIGIO: "SIGIO", syscall.SIGPWR: "SIGPWR",
 	syscall.SIGSYS: "SIGSYS",
+}
+
+// closeInheritedOnExec marks every descriptor above stderr close-on-exec.
+// Go opens its own files so; any left without it were inherited by warden
+// from whatever started it (a shell's, a supervisor's), and bwrap passes
+// every open descriptor on to the hook: without this they reach into the
+// jail (a pipe or file of the operator's session, open for writing).
+// The files given to bwrap are unaffected: exec.Cmd dup2()s ExtraFiles
+// into the child without the flag.
+func closeInheritedOnExec() {
+	if unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC) == nil {
+		return
+	}
+	// Before Linux 5.11: one by one.
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if fd, err := strconv.Atoi(e.Name()); err == nil && fd > 2 {
+			unix.CloseOnExec(fd)
+		}
+	}
 }

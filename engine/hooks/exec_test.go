@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"golang.org/x/sys/unix"
 )
 
 // execSink collects what a Process delivers.
@@ -443,5 +445,31 @@ func TestExitDescribe(t *testing.T) {
 		if got := c.ex.Describe(); got != c.want {
 			t.Errorf("%+v: Describe = %q, want %q", c.ex, got, c.want)
 		}
+	}
+}
+
+// A descriptor warden inherited without close-on-exec (from a shell, a
+// supervisor) must not reach a hook, jailed or not: Start marks it.
+func TestStartMarksInheritedFdsCloseOnExec(t *testing.T) {
+	f, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	fd := int(f.Fd())
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFD, 0); err != nil {
+		t.Fatal(err)
+	}
+	p, err := Start(DirectSpawner{}, Spawn{Argv: []string{"/bin/sh", "-c", "ls /proc/self/fd"}}, Limits{Timeout: 10 * time.Second, IdleTimeout: 10 * time.Second}, func([]OutputLine) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Wait()
+	flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if flags&unix.FD_CLOEXEC == 0 {
+		t.Errorf("inherited fd %d is still inheritable after Start", fd)
 	}
 }

@@ -549,7 +549,10 @@ func runSeccompProbe(t *testing.T, bwrap, probe string, seccomp, network bool) m
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bwrap, args...)
-	cmd.Env = append(os.Environ(), seccompProbeEnv+"="+probe)
+	// Under -race the probe would otherwise sleep 1s at exit (tsan's
+	// atexit_sleep_ms); later GORACE options win, earlier ones are kept.
+	gorace := strings.TrimSpace(os.Getenv("GORACE") + " atexit_sleep_ms=0")
+	cmd.Env = append(os.Environ(), seccompProbeEnv+"="+probe, "GORACE="+gorace)
 	cmd.ExtraFiles = files
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

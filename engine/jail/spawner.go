@@ -186,9 +186,12 @@ func (s *Spawner) mountArgs() []string {
 			a = append(a, "--ro-bind", r.Source, r.Target)
 		}
 	}
+	// --ro-bind-data makes a 0600 file owned by whoever runs bwrap: as
+	// root, the outer layer, so the hook could not read its own passwd
+	// entry. 0644, as on any host.
 	return append(a,
-		"--ro-bind-data", strconv.Itoa(fdPasswd), "/etc/passwd",
-		"--ro-bind-data", strconv.Itoa(fdGroup), "/etc/group",
+		"--perms", "0644", "--ro-bind-data", strconv.Itoa(fdPasswd), "/etc/passwd",
+		"--perms", "0644", "--ro-bind-data", strconv.Itoa(fdGroup), "/etc/group",
 		"--dev", "/dev")
 }
 

@@ -1,0 +1,141 @@
+package engine
+
+// What the jail costs a hook run, against two baselines measured in the
+// same `go test -bench`:
+//
+//	no-op hook run, jailed      vs  the same run with --jail=off
+//	no-op hook run, jailed      vs  the bare bwrap command line the
+//	                                spawner builds for it (no engine)
+//
+//	go test ./engine/ -run '^$' -bench 'Noop|BareBwrap' -benchtime 50x
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"warden/engine/hooks"
+	"warden/engine/jail"
+)
+
+// jailBenchModule writes a module with one hook, noop.sh (`exit 0`).
+func jailBenchModule(b *testing.B) string {
+	b.Helper()
+	base, err := os.UserCacheDir()
+	if err != nil {
+		b.Fatal(err)
+	}
+	os.MkdirAll(base, 0o700)
+	dir, err := os.MkdirTemp(base, "warden-bench-module-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	os.Chmod(dir, 0o755)
+	b.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.WriteFile(filepath.Join(dir, "noop.sh"), []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
+		b.Fatal(err)
+	}
+	manifest := "id: testmod\nversion: 1.0.0\ndescription: bench\nhooks:\n  noop:\n    run: [./noop.sh]\n"
+	if err := os.WriteFile(filepath.Join(dir, "module.yaml"), []byte(manifest), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	return dir
+}
+
+// reportP50 adds the median of ds (the mean, ns/op, hides a few slow ops
+// such as an fsync or a GC).
+func reportP50(b *testing.B, ds []time.Duration) {
+	if len(ds) == 0 {
+		return
+	}
+	slices.Sort(ds)
+	b.ReportMetric(float64(ds[len(ds)/2].Nanoseconds()), "p50-ns")
+}
+
+func benchNoop(b *testing.B, mode string) {
+	if mode == JailBwrap {
+		needJail(b)
+	}
+	e := openTestEngine(b)
+	if _, err := e.AddModule(testActor, jailBenchModule(b)); err != nil {
+		b.Fatal(err)
+	}
+	ds := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t0 := time.Now()
+		o, err := e.RunHook(testActor, RunRequest{Module: "testmod", Hook: "noop", Jail: mode})
+		ds = append(ds, time.Since(t0))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if !o.OK() {
+			b.Fatalf("run %s: %s", o.Run.Status, o.Run.Error)
+		}
+	}
+	b.StopTimer()
+	reportP50(b, ds)
+}
+
+// BenchmarkNoopJailed: a no-op hook, jailed, from StartRun to its end
+// receipt.
+func BenchmarkNoopJailed(b *testing.B) { benchNoop(b, JailBwrap) }
+
+// BenchmarkNoopJailOff: the same with the jail off.
+func BenchmarkNoopJailOff(b *testing.B) { benchNoop(b, JailOff) }
+
+// BenchmarkBareBwrap: the bwrap command line the spawner builds for that
+// hook (same plan, same environment, fresh seccomp/passwd/args memfds each
+// time), run to its exit with no engine around it: "hook" runs the same
+// /module/noop.sh, "true" runs /bin/true (no shell).
+func BenchmarkBareBwrap(b *testing.B) {
+	needJail(b)
+	jl, err := jail.New(jail.DefaultBwrap)
+	if err != nil {
+		b.Fatal(err)
+	}
+	runDir := b.TempDir()
+	plan, err := jail.BuildPlan(jail.PlanInput{ModuleDir: jailBenchModule(b), RunDir: runDir, Warden: wardenBinary()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	env := hooks.BuildEnv(os.Environ(), map[string]string{
+		"WARDEN_SOCKET": jail.SocketTarget,
+		"WARDEN_TOKEN":  "cap_" + strings.Repeat("0", 64),
+		"WARDEN_RUN":    "bench",
+		"WARDEN_MODULE": "testmod",
+		"WARDEN_HOOK":   "noop",
+	}, jail.BinDir)
+	for _, c := range []struct {
+		name string
+		argv []string
+	}{
+		{"hook", []string{jail.ModuleTarget + "/noop.sh"}},
+		{"true", []string{"/bin/true"}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			ds := make([]time.Duration, 0, b.N)
+			for i := 0; i < b.N; i++ {
+				t0 := time.Now()
+				s := jl.Spawner(plan, false)
+				cmd, err := s.Command(hooks.Spawn{Argv: c.argv, Dir: jail.ModuleTarget, Env: env})
+				if err != nil {
+					b.Fatal(err)
+				}
+				err = cmd.Start()
+				s.Release()
+				if err == nil {
+					err = cmd.Wait()
+				}
+				ds = append(ds, time.Since(t0))
+				if err != nil {
+					b.Fatalf("%v: %v", c.argv, err)
+				}
+			}
+			reportP50(b, ds)
+		})
+	}
+}
