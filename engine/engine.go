@@ -80,6 +80,11 @@ type Engine struct {
 	reqMu     sync.Mutex
 	waiting   map[uint64]*waiter
 	operators atomic.Int64
+
+	// streamBytes is the stored stream text across runs, kept up to date
+	// by the ingesters and pruning, so that a run start walks every
+	// stream only when the budget is exceeded (see pruneStreams).
+	streamBytes atomic.Int64
 }
 
 // Open opens the data dir and the store, and loads the trust root.
@@ -120,6 +125,7 @@ func Open(opts Options) (*Engine, error) {
 		st.Close()
 		return nil, err
 	}
+	e.countStreamBytes()
 	return e, nil
 }
 

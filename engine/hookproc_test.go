@@ -220,6 +220,10 @@ func hookScenario(name string) int {
 		"escape-tcp", "escape-tiocsti", "escape-ptrace", "escape-mount",
 		"escape-unshare", "escape-keyctl", "escape-env", "escape-linger", "escape-fd":
 		return escapeScenario(name, os.Args[3:])
+
+	// Permission requests (perms_test.go).
+	case "perms-call", "perms-flood":
+		return permsScenario(name, os.Args[3:])
 	}
 	fmt.Println("unknown scenario", name)
 	return 2

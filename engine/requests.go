@@ -2,18 +2,22 @@ package engine
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
+	"sync/atomic"
 	"time"
 
+	"warden/engine/perms"
+	"warden/engine/protocol"
 	"warden/storage"
 )
 
 // Request is a permission request or an operator question.
 type Request = storage.RequestRecord
+
+// Rule is an exact operation a policy allows (added by approve-always).
+type Rule = storage.Rule
 
 // Verdicts.
 const (
@@ -23,64 +27,117 @@ const (
 )
 
 // DefaultRequestTTL is how long a request waits for a decision, at most.
-const DefaultRequestTTL = time.Hour
+const DefaultRequestTTL = perms.DefaultTTL
 
-// waiter is a run goroutine blocked on a request's decision.
-type waiter struct {
-	done     chan storage.Decision
-	revision uint64
+// MaxPendingRequests is how many undecided requests one subject may have.
+const MaxPendingRequests = perms.MaxPending
+
+// requestTTL is DefaultRequestTTL; tests shorten it (setRequestTTL).
+var requestTTL atomic.Int64
+
+func init() { requestTTL.Store(int64(DefaultRequestTTL)) }
+
+// setRequestTTL changes how long new requests wait; it returns the undo.
+func setRequestTTL(d time.Duration) (restore func()) {
+	old := requestTTL.Swap(int64(d))
+	return func() { requestTTL.Store(old) }
 }
 
-// openRequest stores a new request (immutable from here on but for its
-// decision) and its receipt, then publishes it.
-func (e *Engine) openRequest(r *activeRun, subject, operation string, content any, revision uint64) (Request, error) {
-	raw, err := json.Marshal(content)
-	if err != nil {
-		return Request{}, err
-	}
-	if raw, err = storage.CanonicalJSON(raw); err != nil {
-		return Request{}, err
-	}
-	sum := sha256.Sum256(append([]byte(operation+"\x00"), raw...))
-	now := time.Now().UTC()
-	expires := now.Add(DefaultRequestTTL)
-	if r.rec.Deadline.Before(expires) {
-		expires = r.rec.Deadline
-	}
-	req := Request{Subject: subject, Requester: storage.Requester{Run: r.rec.ID, Module: r.rec.Module, Hook: r.rec.Hook},
-		Operation: operation, Content: raw, Digest: hex.EncodeToString(sum[:]), Revision: revision, Created: now, Expires: expires}
-	_, err = e.store.Update(func(tx *storage.Tx) error {
-		id, err := tx.NextRequestID()
-		if err != nil {
-			return err
+// ErrAlreadyDecided is returned when a request already has a decision.
+var ErrAlreadyDecided = perms.ErrAlreadyDecided
+
+// Refusal is a request or decision refused by the rules (the pending
+// limit, a changed policy, an expired request); it is receipted.
+type Refusal = perms.Refusal
+
+// RequestSummary is a one-line description of what a request asks.
+func RequestSummary(r Request) string { return perms.Summary(r.Operation, r.Content) }
+
+// waiter is a call blocked on a request's decision.
+type waiter struct {
+	done chan wake
+	run  string
+}
+
+// wake is what a waiter is woken with: the decision, and whether the
+// request was superseded (the policy changed before a decision, so the
+// call asks again under the new policy).
+type wake struct {
+	decision   storage.Decision
+	superseded bool
+}
+
+// asked is how a request ended for the call that waited on it.
+type asked struct {
+	req        Request
+	decision   storage.Decision
+	superseded bool
+}
+
+// approved reports whether the decision lets the operation through.
+func (a asked) approved() bool {
+	return a.decision.Verdict == ApproveOnce || a.decision.Verdict == ApproveAlways
+}
+
+// openRequest records a request for op (not yet published: the waiter
+// registers first, so no decision can slip by unseen). A refusal by the
+// pending limit is receipted and returned as a *Refusal.
+func (e *Engine) openRequest(r *activeRun, op perms.Op) (Request, error) {
+	var req Request
+	var refused *perms.Refusal
+	_, err := e.store.Update(func(tx *storage.Tx) error {
+		refused = nil
+		var err error
+		req, err = perms.Open(tx, e.askFor(r, op), time.Now())
+		if errors.As(err, &refused) {
+			return nil // commit the refusal's receipt
 		}
-		req.ID = id
-		if err := tx.PutRequest(req); err != nil {
-			return err
-		}
-		_, err = tx.AppendReceipt(storage.Draft{Kind: "request.open", Actor: r.actor, Subject: subject,
-			Summary: fmt.Sprintf("request %d: %s by %s/%s", id, operation, r.rec.Module, r.rec.Hook),
-			Details: map[string]any{"request": id, "operation": operation, "run": r.rec.ID, "digest": req.Digest}})
 		return err
 	})
 	if err != nil {
 		return Request{}, err
 	}
-	e.bus.publish(Event{Kind: EventRequest, Request: &req})
+	if refused != nil {
+		return Request{}, refused
+	}
 	return req, nil
 }
 
-// confirm runs operator.confirm for a run.
-func (e *Engine) confirm(ctx context.Context, r *activeRun, message string) (bool, error) {
-	req, err := e.openRequest(r, "module:"+r.rec.Module, "operator.confirm", map[string]any{"message": message}, 0)
-	if err != nil {
-		return false, err
+func (e *Engine) askFor(r *activeRun, op perms.Op) perms.Ask {
+	return perms.Ask{Op: op, Requester: storage.Requester{Run: r.rec.ID, Module: r.rec.Module, Hook: r.rec.Hook},
+		Deadline: r.rec.Deadline, TTL: time.Duration(requestTTL.Load())}
+}
+
+// checkOrOpen evaluates op against its subject's policy, consumes a
+// matching retry claim, or else opens a request, all in one transaction.
+func (e *Engine) checkOrOpen(r *activeRun, op perms.Op) (allowed bool, via string, req Request, err error) {
+	var refused *perms.Refusal
+	_, err = e.store.Update(func(tx *storage.Tx) error {
+		refused, req = nil, Request{}
+		var err error
+		now := time.Now()
+		if allowed, via, err = perms.Check(tx, op, r.rec.ID, now); err != nil || allowed {
+			return err
+		}
+		req, err = perms.Open(tx, e.askFor(r, op), now)
+		if errors.As(err, &refused) {
+			return nil
+		}
+		return err
+	})
+	if err == nil && refused != nil {
+		err = refused
 	}
-	if p := r.proc.Load(); p != nil {
-		resume := p.PauseIdle()
-		defer resume()
-	}
-	w := &waiter{done: make(chan storage.Decision, 1)}
+	return allowed, via, req, err
+}
+
+// await waits for the decision on req (opened by this call). The idle
+// clock pauses meanwhile. An inline prompt (RunRequest.Confirm) is asked
+// prompt; with no prompt and no operator attached, the request is denied
+// at once and noOperator is said in the stream. It returns an error only
+// when the run ended first.
+func (e *Engine) await(ctx context.Context, r *activeRun, req Request, prompt, noOperator string) (asked, error) {
+	w := &waiter{done: make(chan wake, 1), run: r.rec.ID}
 	e.reqMu.Lock()
 	e.waiting[req.ID] = w
 	e.reqMu.Unlock()
@@ -89,14 +146,20 @@ func (e *Engine) confirm(ctx context.Context, r *activeRun, message string) (boo
 		delete(e.waiting, req.ID)
 		e.reqMu.Unlock()
 	}()
+	e.bus.publish(Event{Kind: EventRequest, Request: &req})
+	if p := r.proc.Load(); p != nil {
+		resume := p.PauseIdle()
+		defer resume()
+	}
 
 	ctx, stop := context.WithDeadline(ctx, req.Expires)
 	defer stop()
 	if r.confirm != nil {
-		// The inline prompt answers, unless the console or another CLI
-		// decides first; whichever comes first wins.
+		// The inline prompt answers, unless the console decides first;
+		// whichever comes first wins.
+		actor := Actor(r.rec.Actor)
 		go func() {
-			ok, err := r.confirm(ctx, message)
+			ok, err := r.confirm(ctx, prompt)
 			if err != nil || ctx.Err() != nil {
 				return
 			}
@@ -104,89 +167,353 @@ func (e *Engine) confirm(ctx context.Context, r *activeRun, message string) (boo
 			if ok {
 				v = ApproveOnce
 			}
-			e.DecideRequest(Actor(r.rec.Actor), req.ID, v, "answered at the terminal")
+			e.DecideRequest(actor, req.ID, v, "answered at the terminal")
 		}()
 	} else if e.operators.Load() == 0 {
-		r.streamLine(storage.LevelWarn, fmt.Sprintf("operator.confirm %q: no operator attached (no terminal, no console), so the answer is no", message))
-		e.DecideRequest("engine", req.ID, Deny, "no operator attached")
+		r.say(storage.LevelWarn, noOperator)
+		e.DecideRequest(perms.EngineActor, req.ID, Deny, "no operator attached")
 	}
 	select {
-	case d := <-w.done:
-		return d.Verdict == ApproveOnce || d.Verdict == ApproveAlways, nil
+	case wk := <-w.done:
+		return asked{req: req, decision: wk.decision, superseded: wk.superseded}, nil
 	case <-ctx.Done():
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			e.DecideRequest("engine", req.ID, Deny, "expired without a decision")
-			r.streamLine(storage.LevelWarn, fmt.Sprintf("request %d expired without a decision: answering no", req.ID))
-			return false, nil
-		}
-		e.DecideRequest("engine", req.ID, Deny, "the run ended before a decision")
-		return false, errors.New("the run ended while waiting for the operator")
 	}
+	expired := errors.Is(ctx.Err(), context.DeadlineExceeded)
+	why := "the run ended before a decision"
+	if expired {
+		why = "expired"
+	}
+	e.DecideRequest(perms.EngineActor, req.ID, Deny, why)
+	// Whoever decided (this deny, or a decision that raced it), the
+	// stored decision stands; its wake is in w.done unless it is still
+	// on its way, and then the store has it.
+	res := asked{req: req}
+	select {
+	case wk := <-w.done:
+		res.decision, res.superseded = wk.decision, wk.superseded
+	default:
+		got, err := e.Request(req.ID)
+		if err != nil || got.Decision == nil {
+			res.decision = storage.Decision{Verdict: Deny, By: perms.EngineActor, At: time.Now().UTC(), Reason: why}
+		} else {
+			res.decision = *got.Decision
+		}
+	}
+	if !expired {
+		return res, errors.New("the run ended while waiting for the operator")
+	}
+	return res, nil
+}
+
+// RequestPermission is what a capability calls before an effect: it
+// evaluates the subject's policy for operation with content. Allowed (by
+// the policy, an exact rule, or an unused retry claim of the identical
+// operation, which it consumes) returns nil at once. Otherwise it opens a
+// request and the call waits for the decision, the request's expiry or
+// the end of the run, with the idle clock paused: approve-once lets this
+// call through (it consumes the claim the decision issues, so a later
+// identical call is asked again), approve-always adds an exact rule, deny
+// and expiry return permission_denied with the reason. A request refused
+// by the pending limit is permission_denied at once.
+func (e *Engine) RequestPermission(ctx context.Context, r *activeRun, subject, operation string, content any) error {
+	op, err := perms.NewOp(subject, operation, content)
+	if err != nil {
+		return &protocol.Error{Code: protocol.CodeBadFrame, Message: err.Error()}
+	}
+	sum := perms.Summary(op.Operation, op.Content)
+	for attempt := 0; ; attempt++ {
+		allowed, _, req, err := e.checkOrOpen(r, op)
+		var refused *perms.Refusal
+		switch {
+		case errors.As(err, &refused):
+			return &protocol.Error{Code: protocol.CodePermissionDenied, Message: refused.Message}
+		case err != nil:
+			return err
+		case allowed:
+			return nil
+		}
+		r.say(storage.LevelWarn, fmt.Sprintf("request %d: %s needs a decision (`warden perms show %d`)", req.ID, sum, req.ID))
+		res, err := e.await(ctx, r, req,
+			fmt.Sprintf("Allow %s for %s/%s (request %d)?", sum, r.rec.Module, r.rec.Hook, req.ID),
+			fmt.Sprintf("%s is not allowed by the policy of %s, and no operator is attached (no terminal, no console) to decide request %d, so it is denied (allow it with `warden perms policy set %s ...`)",
+				sum, subject, req.ID, subject))
+		if err != nil {
+			return &protocol.Error{Code: protocol.CodeRunEnded, Message: operation + ": " + err.Error()}
+		}
+		if res.superseded && attempt < 8 {
+			continue // the policy changed: evaluate again, ask again
+		}
+		if res.approved() {
+			return nil
+		}
+		d := res.decision
+		msg := fmt.Sprintf("%s denied by %s (request %d)", sum, d.By, req.ID)
+		if d.Reason != "" {
+			msg += ": " + d.Reason
+		}
+		return &protocol.Error{Code: protocol.CodePermissionDenied, Message: msg}
+	}
+}
+
+// confirm runs operator.confirm for a run: a question, not governed by a
+// policy.
+func (e *Engine) confirm(ctx context.Context, r *activeRun, message string) (bool, error) {
+	op, err := perms.NewOp("module:"+r.rec.Module, perms.OpConfirm, map[string]any{"message": message})
+	if err != nil {
+		return false, err
+	}
+	req, err := e.openRequest(r, op)
+	var refused *perms.Refusal
+	if errors.As(err, &refused) {
+		r.say(storage.LevelWarn, fmt.Sprintf("operator.confirm %q: %s; so the answer is no", message, refused.Message))
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	res, err := e.await(ctx, r, req, message,
+		fmt.Sprintf("operator.confirm %q: no operator attached (no terminal, no console), so the answer is no", message))
+	if err != nil {
+		return false, err
+	}
+	if res.decision.By == perms.EngineActor && res.decision.Reason == "expired" {
+		r.say(storage.LevelWarn, fmt.Sprintf("request %d expired without a decision: answering no", req.ID))
+	}
+	return res.approved(), nil
 }
 
 // AttachOperator says an operator is watching (a console); requests then
 // wait for a decision instead of being answered "no" at once.
 func (e *Engine) AttachOperator() (detach func()) {
 	e.operators.Add(1)
-	var once bool
+	var once atomic.Bool
 	return func() {
-		if !once {
-			once = true
+		if once.CompareAndSwap(false, true) {
 			e.operators.Add(-1)
 		}
 	}
 }
 
-// ErrAlreadyDecided is returned when a request already has a decision.
-var ErrAlreadyDecided = errors.New("request already decided")
-
-// DecideRequest records a decision and wakes the waiting call.
+// DecideRequest records a decision and wakes the waiting call. A decision
+// the rules refuse (the request expired; the policy changed since it was
+// made) is receipted and returned as a *Refusal.
 func (e *Engine) DecideRequest(actor Actor, id uint64, verdict, reason string) (Request, error) {
-	if verdict != ApproveOnce && verdict != ApproveAlways && verdict != Deny {
-		return Request{}, fmt.Errorf("unknown verdict %q (want %s, %s or %s)", verdict, ApproveOnce, ApproveAlways, Deny)
-	}
-	var req Request
-	_, err := e.store.Update(func(tx *storage.Tx) error {
-		var err error
-		if req, err = tx.Request(id); err != nil {
-			if errors.Is(err, storage.ErrNotFound) {
-				return fmt.Errorf("no request %d (see `warden perms list`): %w", id, ErrNotFound)
-			}
-			return err
-		}
-		if req.Decision != nil {
-			return fmt.Errorf("request %d was already decided (%s by %s): %w", id, req.Decision.Verdict, req.Decision.By, ErrAlreadyDecided)
-		}
-		req.Decision = &storage.Decision{Verdict: verdict, By: string(actor), At: time.Now().UTC(), Reason: reason}
-		if err := tx.PutRequest(req); err != nil {
-			return err
-		}
-		_, err = tx.AppendReceipt(storage.Draft{Kind: "request.decide", Actor: string(actor), Subject: req.Subject,
-			Summary: fmt.Sprintf("request %d (%s): %s", id, req.Operation, verdict),
-			Details: map[string]any{"request": id, "verdict": verdict, "reason": reason}})
-		return err
-	})
-	if err != nil {
-		return Request{}, err
-	}
+	d, err := e.decide(actor, id, verdict, reason)
+	return d.Request, err
+}
+
+func (e *Engine) decide(actor Actor, id uint64, verdict, reason string) (perms.Decided, error) {
 	e.reqMu.Lock()
 	w := e.waiting[id]
 	e.reqMu.Unlock()
+	consumer := ""
 	if w != nil {
-		select {
-		case w.done <- *req.Decision:
-		default:
-		}
+		consumer = w.run
 	}
-	e.bus.publish(Event{Kind: EventRequest, Request: &req})
-	return req, nil
-}
-
-// Requests lists requests, newest first (limit 0 for all).
-func (e *Engine) Requests(limit int) (rs []Request, err error) {
-	err = e.store.View(func(tx *storage.Tx) error {
-		rs, err = tx.Requests(limit)
+	var d perms.Decided
+	var refused *perms.Refusal
+	_, err := e.store.Update(func(tx *storage.Tx) error {
+		refused = nil
+		var err error
+		d, err = perms.Decide(tx, id, verdict, string(actor), reason, time.Now(), consumer)
+		if errors.As(err, &refused) {
+			return nil // commit the refusal and the request's closing
+		}
 		return err
 	})
-	return rs, err
+	if err != nil {
+		return d, err
+	}
+	// The request is decided now (by this verdict, or closed by the
+	// refusal): wake its waiter and tell the subscribers.
+	if req := d.Request; req.Decision != nil {
+		if w != nil {
+			select {
+			case w.done <- wake{decision: *req.Decision, superseded: refused != nil && refused.Reason == perms.RefusedStale}:
+			default:
+			}
+		}
+		e.bus.publish(Event{Kind: EventRequest, Request: &req})
+	}
+	if refused != nil {
+		return d, refused
+	}
+	return d, nil
+}
+
+// Approve decides a request approve-once: the waiting call goes through,
+// or, with no call waiting any more, one retry claim opens that only the
+// identical operation consumes.
+func (e *Engine) Approve(actor Actor, id uint64, reason string) (Request, error) {
+	return e.DecideRequest(actor, id, ApproveOnce, reason)
+}
+
+// ApproveAlways decides a request approve-always: an exact rule for the
+// operation is added to the subject's policy, at a new revision.
+func (e *Engine) ApproveAlways(actor Actor, id uint64, reason string) (Request, Rule, Policy, error) {
+	d, err := e.decide(actor, id, ApproveAlways, reason)
+	if err != nil {
+		return d.Request, Rule{}, Policy{}, err
+	}
+	var rule Rule
+	var p Policy
+	if d.Rule != nil {
+		rule, p = *d.Rule, *d.Policy
+	}
+	return d.Request, rule, p, nil
+}
+
+// Deny decides a request deny; the reason reaches the hook.
+func (e *Engine) Deny(actor Actor, id uint64, reason string) (Request, error) {
+	return e.DecideRequest(actor, id, Deny, reason)
+}
+
+// RequestFilter selects requests to list.
+type RequestFilter struct {
+	// All lists decided requests too (newest first, after the pending).
+	All bool
+	// Limit caps the list; 0 for no cap.
+	Limit int
+}
+
+// Requests lists requests: the pending ones first, oldest first (the
+// nearest expiry first), then with All the decided ones, newest first.
+// Requests whose time is up are first decided as expired.
+func (e *Engine) Requests(f RequestFilter) ([]Request, error) {
+	if err := e.expireRequests(); err != nil {
+		return nil, err
+	}
+	var out []Request
+	err := e.store.View(func(tx *storage.Tx) error {
+		out = out[:0]
+		pending, err := tx.UndecidedRequests("")
+		if err != nil {
+			return err
+		}
+		sort.SliceStable(pending, func(i, j int) bool { return pending[i].Created.Before(pending[j].Created) })
+		out = append(out, pending...)
+		if !f.All {
+			return nil
+		}
+		all, err := tx.Requests(0)
+		if err != nil {
+			return err
+		}
+		for _, r := range all {
+			if r.Decision != nil {
+				out = append(out, r)
+			}
+		}
+		return nil
+	})
+	if f.Limit > 0 && len(out) > f.Limit {
+		out = out[:f.Limit]
+	}
+	return out, err
+}
+
+// expireRequests decides every request whose time is up (deny, by the
+// engine, "expired"), waking any waiter.
+func (e *Engine) expireRequests() error {
+	now := time.Now()
+	var any bool
+	if err := e.store.View(func(tx *storage.Tx) error {
+		rs, err := tx.UndecidedRequests("")
+		for _, r := range rs {
+			any = any || !r.Pending(now)
+		}
+		return err
+	}); err != nil || !any {
+		return err
+	}
+	var expired []Request
+	if _, err := e.store.Update(func(tx *storage.Tx) error {
+		var err error
+		expired, err = perms.Expire(tx, "", time.Now())
+		return err
+	}); err != nil {
+		return err
+	}
+	for i := range expired {
+		req := expired[i]
+		e.reqMu.Lock()
+		w := e.waiting[req.ID]
+		e.reqMu.Unlock()
+		if w != nil {
+			select {
+			case w.done <- wake{decision: *req.Decision}:
+			default:
+			}
+		}
+		e.bus.publish(Event{Kind: EventRequest, Request: &req})
+	}
+	return nil
+}
+
+// Request reads one request.
+func (e *Engine) Request(id uint64) (Request, error) {
+	var r Request
+	err := e.store.View(func(tx *storage.Tx) error {
+		var err error
+		r, err = tx.Request(id)
+		return err
+	})
+	if errors.Is(err, storage.ErrNotFound) {
+		return r, fmt.Errorf("no request %d (see `warden perms list --all`): %w", id, ErrNotFound)
+	}
+	return r, err
+}
+
+// networkFor decides, before spawn, whether a jailed hook that declares
+// network gets it: by its module's policy (network, or an approve-always
+// rule for exactly this hook's network), a retry claim, or else a
+// permission request the operator answers (approve-once: this run;
+// approve-always: a rule, so every later run of the hook; deny: the run
+// goes on without network). The stream says what was decided and why.
+func (e *Engine) networkFor(r *activeRun) (granted bool, details map[string]any) {
+	module, hook := r.rec.Module, r.rec.Hook
+	subject := "module:" + module
+	fix := fmt.Sprintf("grant it with `warden perms policy set %s --network true --revision N` (see `warden perms policy show %s`)", subject, subject)
+	op, err := perms.NewOp(subject, perms.OpNetwork, map[string]string{"module": module, "hook": hook})
+	if err != nil {
+		r.say(storage.LevelWarn, fmt.Sprintf("this hook asks for network, but its request could not be made (%v): it runs without network; %s", err, fix))
+		return false, map[string]any{"networkError": err.Error()}
+	}
+	for attempt := 0; ; attempt++ {
+		allowed, via, req, err := e.checkOrOpen(r, op)
+		if err != nil {
+			r.say(storage.LevelWarn, fmt.Sprintf("this hook asks for network, but module %s has no network grant and %v: it runs without network; %s", module, err, fix))
+			return false, map[string]any{"networkError": err.Error()}
+		}
+		if allowed {
+			return true, map[string]any{"networkVia": via}
+		}
+		res, err := e.await(context.Background(), r, req, fmt.Sprintf("Allow network for %s/%s?", module, hook),
+			fmt.Sprintf("this hook asks for network, but module %s has no network grant and no operator is attached (no terminal, no console) to decide request %d: it runs without network; %s, or run it from a terminal to be asked",
+				module, req.ID, fix))
+		if err == nil && res.superseded && attempt < 8 {
+			continue
+		}
+		details = map[string]any{"networkRequest": req.ID}
+		d := res.decision
+		switch {
+		case err != nil:
+			r.say(storage.LevelWarn, fmt.Sprintf("network request %d: %v: the hook runs without network", req.ID, err))
+			return false, details
+		case d.Verdict == ApproveAlways:
+			r.say(storage.LevelInfo, fmt.Sprintf("network granted by %s (request %d, approve-always): a rule in the policy of %s now lets every run of %s/%s have it", d.By, req.ID, subject, module, hook))
+			return true, details
+		case d.Verdict == ApproveOnce:
+			r.say(storage.LevelInfo, fmt.Sprintf("network granted for this run by %s (request %d, approve-once)", d.By, req.ID))
+			return true, details
+		}
+		why := d.Reason
+		if why == "" {
+			why = "no reason given"
+		}
+		if d.By != perms.EngineActor || d.Reason != "no operator attached" {
+			r.say(storage.LevelWarn, fmt.Sprintf("network denied by %s (request %d): %s: this hook runs without network; %s", d.By, req.ID, why, fix))
+		}
+		return false, details
+	}
 }

@@ -109,7 +109,7 @@ type activeRun struct {
 	cancelWhy  string
 	cancelOnce sync.Once
 
-	streamLater string // a line for the stream once it exists
+	streamLater []storage.Line // lines said before the stream exists (StartRun's goroutine only)
 }
 
 // StartRun preflights and starts a hook run. Preflight failures (unknown
@@ -175,6 +175,18 @@ func (e *Engine) StartRun(actor Actor, req RunRequest) (*RunHandle, error) {
 		rec.Inputs = raw
 	}
 	r := &activeRun{e: e, rec: rec, manifest: m, hook: hook, inputs: inputs, confirm: req.Confirm, actor: "run:" + rec.ID, started: time.Now()}
+	// A jailed hook that declares network gets it only by its module's
+	// policy, or by the operator's answer to a permission request, asked
+	// here before anything of the run exists (a run without a grant goes
+	// on without network; the stream says so, with the fix).
+	network, networkDetails := false, map[string]any(nil)
+	if jl != nil && hook.Network {
+		network, networkDetails = e.networkFor(r)
+		// The operator may have taken a while: the run's clock starts now.
+		now = time.Now().UTC()
+		rec.Started, rec.Deadline = now, now.Add(hook.Timeout)
+		r.rec, r.started = rec, time.Now()
+	}
 	runDir := filepath.Join(e.DataDir(), "runs", rec.ID)
 	if err := os.MkdirAll(filepath.Dir(runDir), 0o700); err != nil {
 		return nil, err
@@ -195,7 +207,10 @@ func (e *Engine) StartRun(actor Actor, req RunRequest) (*RunHandle, error) {
 		return nil, err
 	}
 	r.token = tok.Token
+	// The stream exists before the broker: a refused hello writes a line.
+	r.ingest = e.newIngester(rec.ID)
 	if r.brk, err = broker.Start(runDir, r); err != nil {
+		r.ingest.close()
 		os.RemoveAll(runDir)
 		return nil, err
 	}
@@ -212,8 +227,10 @@ func (e *Engine) StartRun(actor Actor, req RunRequest) (*RunHandle, error) {
 	}
 	socket, pathFirst := r.brk.SocketPath(), filepath.Join(runDir, "bin")
 	if jl != nil {
-		network := hook.Network && e.networkGranted(m.ID)
 		startDetails["network"] = network
+		for k, v := range networkDetails {
+			startDetails[k] = v
+		}
 		plan, err := jail.BuildPlan(jail.PlanInput{ModuleDir: m.Dir, RunDir: runDir, Warden: wardenBinary(), Inputs: pathInputs(hook, inputs), Network: network})
 		if plan != nil && len(plan.Missing) > 0 {
 			startDetails["absent"] = plan.Missing
@@ -228,9 +245,6 @@ func (e *Engine) StartRun(actor Actor, req RunRequest) (*RunHandle, error) {
 		spawn.Argv = append([]string{path.Join(jail.ModuleTarget, hook.Run[0])}, hook.Run[1:]...)
 		spawn.Dir = jail.ModuleTarget
 		socket, pathFirst = jail.SocketTarget, jail.BinDir
-		if hook.Network && !network {
-			r.streamLater = fmt.Sprintf("this hook asks for network, but module %s has no network grant: it runs without network (grant it with `warden perms policy set module:%s --network true --revision N`)", m.ID, m.ID)
-		}
 	}
 	spawn.Env = hooks.BuildEnv(os.Environ(), map[string]string{
 		"WARDEN_SOCKET": socket,
@@ -249,8 +263,9 @@ func (e *Engine) StartRun(actor Actor, req RunRequest) (*RunHandle, error) {
 		}
 	}
 
+	var freed int64
 	if _, err := e.store.Update(func(tx *storage.Tx) error {
-		e.pruneStreams(tx)
+		freed = e.pruneStreams(tx)
 		if err := tok.Record(tx); err != nil {
 			return err
 		}
@@ -263,20 +278,22 @@ func (e *Engine) StartRun(actor Actor, req RunRequest) (*RunHandle, error) {
 		return err
 	}); err != nil {
 		r.brk.Close() // the token was not recorded: nothing to revoke
+		r.ingest.close()
 		os.RemoveAll(runDir)
 		return nil, err
 	}
+	e.streamBytes.Add(-freed)
 	e.bus.publish(Event{Kind: EventRun, Run: &rec})
-	r.ingest = e.newIngester(rec.ID)
 
 	h := &RunHandle{ID: rec.ID, done: make(chan struct{}), r: r}
 	e.runsMu.Lock()
 	e.active[rec.ID] = h
 	e.runsMu.Unlock()
 
-	if r.streamLater != "" {
-		r.streamLine(storage.LevelWarn, r.streamLater)
+	for _, l := range r.streamLater {
+		r.streamLine(l.Level, l.Text)
 	}
+	r.streamLater = nil
 	if planErr != nil {
 		go r.finish(h, hooks.Exit{Code: -1, Err: planErr, Reason: planErr.Error()})
 		return h, nil
@@ -443,6 +460,16 @@ func (r *activeRun) output(lines []hooks.OutputLine) {
 // streamLine records one engine-made line in the run's stream.
 func (r *activeRun) streamLine(lvl storage.Level, text string) {
 	r.ingest.add([]storage.Line{{At: time.Now(), Level: lvl, Text: text}})
+}
+
+// say is streamLine, or, before the stream exists (StartRun asking for
+// network before spawn), a line kept for when it does.
+func (r *activeRun) say(lvl storage.Level, text string) {
+	if r.ingest == nil {
+		r.streamLater = append(r.streamLater, storage.Line{At: time.Now(), Level: lvl, Text: text})
+		return
+	}
+	r.streamLine(lvl, text)
 }
 
 func hookNames(m *hooks.Manifest) string {

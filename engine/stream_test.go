@@ -180,7 +180,7 @@ func TestStreamRetentionKeepsNewest(t *testing.T) {
 
 func TestStreamBudgetPrunesOlderRuns(t *testing.T) {
 	e := setupScripts(t, Options{StreamBudget: 4096},
-		map[string]string{"count.sh": "#!/bin/sh\nexec seq 1 2000\n"}, // 8893 bytes of text
+		map[string]string{"count.sh": "#!/bin/sh\nexec seq 1 2000\n"}, // 6893 bytes of text
 		map[string]string{"count": "    run: [./count.sh]\n"})
 	a := runScript(t, e, "count")
 	if m, _ := e.StreamInfo(a.Run.ID); m.Lines != 2000 {
@@ -217,5 +217,85 @@ func TestStreamStdoutInfoStderrWarn(t *testing.T) {
 	}
 	if len(lines) != 2 || got["to-stdout"] != storage.LevelInfo || got["to-stderr"] != storage.LevelWarn {
 		t.Errorf("lines %+v: want to-stdout at info and to-stderr at warn", lines)
+	}
+}
+
+// storedStreamBytes sums every run's stored stream bytes from storage.
+func storedStreamBytes(t *testing.T, e *Engine) int64 {
+	t.Helper()
+	var total int64
+	if err := e.store.View(func(tx *storage.Tx) error {
+		sizes, err := tx.StreamSizes()
+		for _, n := range sizes {
+			total += int64(n)
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return total
+}
+
+// The running total that spares run starts a walk of every stream must
+// match storage, and pruning must still happen when it says so.
+func TestStreamBudgetRunningTotal(t *testing.T) {
+	const each = 6893 // text bytes of seq 1 2000 (line ends are not stored)
+	dir := newDataDir(t)
+	scripts := map[string]string{"count.sh": "#!/bin/sh\nexec seq 1 2000\n", "big.sh": "#!/bin/sh\nseq 1 30000\n"}
+	hooks := map[string]string{"count": "    run: [./count.sh]\n", "big": "    run: [./big.sh]\n"}
+	mod := scriptModule(t, scripts, hooks)
+	e, err := Open(Options{DataDir: dir, StreamBudget: 3*each - 100, StreamLimit: 64 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.AddModule(testActor, mod); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for i := 0; i < 3; i++ {
+		ids = append(ids, runScript(t, e, "count").Run.ID)
+		if got, want := e.streamBytes.Load(), storedStreamBytes(t, e); got != want {
+			t.Fatalf("after run %d: running total %d, storage %d", i, got, want)
+		}
+	}
+	// Those three starts were under budget: nothing pruned.
+	if m, _ := e.StreamInfo(ids[0]); m.Lines != 2000 {
+		t.Fatalf("first run pruned under budget: %+v", m)
+	}
+	// Now 3*each is stored, over budget: this start prunes the oldest
+	// stream (only: that is enough). The run goes over its own limit, and
+	// the total counts what that dropped.
+	big := runScript(t, e, "big")
+	if m, _ := e.StreamInfo(ids[0]); m.Lines != 0 {
+		t.Errorf("oldest run not pruned over budget: %+v", m)
+	}
+	if m, _ := e.StreamInfo(ids[1]); m.Lines != 2000 {
+		t.Errorf("second oldest run pruned too: %+v", m)
+	}
+	if m, _ := e.StreamInfo(big.Run.ID); m.Dropped == 0 {
+		t.Errorf("the big run was not over its limit: %+v", m)
+	}
+	if got, want := e.streamBytes.Load(), storedStreamBytes(t, e); got != want {
+		t.Fatalf("after a run over its limit: running total %d, storage %d", got, want)
+	}
+	// The big run alone is over budget: this start prunes everything older.
+	last := runScript(t, e, "count")
+	if got, want := e.streamBytes.Load(), storedStreamBytes(t, e); got != want || got != each {
+		t.Fatalf("after pruning: running total %d, storage %d, want %d (the last run's)", got, want, each)
+	}
+	if m, _ := e.StreamInfo(last.Run.ID); m.Lines != 2000 {
+		t.Errorf("last run: %+v", m)
+	}
+	runScript(t, e, "count") // leave two streams stored
+	e.Close()
+
+	// A reopened engine counts what is stored, and prunes from there.
+	e2 := openEngine(t, Options{DataDir: dir, StreamBudget: 1})
+	if got, want := e2.streamBytes.Load(), storedStreamBytes(t, e2); got != want || got == 0 {
+		t.Fatalf("after reopening: running total %d, storage %d", got, want)
+	}
+	runScript(t, e2, "count")
+	if got, want := e2.streamBytes.Load(), storedStreamBytes(t, e2); got != want || got != each {
+		t.Errorf("after pruning to a 1-byte budget: running total %d, storage %d, want %d (the new run's)", got, want, each)
 	}
 }

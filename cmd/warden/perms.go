@@ -1,8 +1,12 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"strconv"
+	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -94,5 +98,206 @@ policy is at revision 0.`,
 	set.Flags().StringVar(&write, "write", "", "allow writing the hands workspace (true|false)")
 	policy.AddCommand(show, set)
 	c.AddCommand(policy)
+	c.AddCommand(a.permsListCommand(), a.permsShowCommand())
+	for _, v := range []string{engine.ApproveOnce, engine.ApproveAlways, engine.Deny} {
+		c.AddCommand(a.permsDecideCommand(v))
+	}
 	return c
+}
+
+func (a *app) permsListCommand() *cobra.Command {
+	var all bool
+	var limit int
+	c := &cobra.Command{
+		Use:   "list [--all]",
+		Short: "List permission requests: the pending ones first (oldest first), then with --all the decided ones",
+		Example: `  warden perms list
+  warden perms list --all --json`,
+		Args: args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.withEngine(func(e *engine.Engine) error {
+				rs, err := e.Requests(engine.RequestFilter{All: all, Limit: limit})
+				if err != nil {
+					return err
+				}
+				if a.json {
+					if rs == nil {
+						rs = []engine.Request{}
+					}
+					return a.emitJSON(rs)
+				}
+				if len(rs) == 0 {
+					if all {
+						a.printf("no permission requests yet\n")
+					} else {
+						a.printf("no pending permission requests (decided ones: `warden perms list --all`)\n")
+					}
+					return nil
+				}
+				now := time.Now()
+				tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "ID\tSTATE\tAGE\tEXPIRES IN\tSUBJECT\tREQUESTER\tOPERATION")
+				for _, r := range rs {
+					state, expires := "pending", shortDuration(r.Expires.Sub(now))
+					if d := r.Decision; d != nil {
+						state, expires = d.Verdict, "-"
+					}
+					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s/%s\t%s\n", r.ID, state, shortDuration(now.Sub(r.Created)), expires, r.Subject,
+						r.Requester.Module, r.Requester.Hook, oneLine(engine.RequestSummary(r), 70))
+				}
+				if err := tw.Flush(); err != nil {
+					return err
+				}
+				if rs[0].Decision == nil {
+					a.printf("\ndecide with `warden perms approve|approve-always|deny ID [--reason R]`; details with `warden perms show ID`\n")
+				}
+				return nil
+			})
+		},
+	}
+	c.Flags().BoolVar(&all, "all", false, "also list decided requests, newest first")
+	c.Flags().IntVar(&limit, "limit", 0, "at most this many (0 for all)")
+	return c
+}
+
+func (a *app) permsShowCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:     "show ID",
+		Short:   "Show one permission request: its exact content, digest, policy revision and decision",
+		Example: `  warden perms show 7`,
+		Args:    args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			id, err := requestID(argv[0])
+			if err != nil {
+				return err
+			}
+			return a.withEngine(func(e *engine.Engine) error {
+				r, err := e.Request(id)
+				if err != nil {
+					return err
+				}
+				if a.json {
+					return a.emitJSON(r)
+				}
+				now := time.Now()
+				a.printf("request    %d\nsubject    %s\nrequester  %s/%s (run %s)\noperation  %s\ndigest     %s\nrevision   %d (the policy revision it was made against)\ncreated    %s (%s ago)\n",
+					r.ID, r.Subject, r.Requester.Module, r.Requester.Hook, r.Requester.Run, r.Operation, r.Digest, r.Revision,
+					r.Created.Local().Format("2006-01-02 15:04:05"), shortDuration(now.Sub(r.Created)))
+				if r.Decision == nil {
+					a.printf("expires    %s (in %s)\ndecision   pending: `warden perms approve|approve-always|deny %d [--reason R]`\n",
+						r.Expires.Local().Format("2006-01-02 15:04:05"), shortDuration(r.Expires.Sub(now)), r.ID)
+				} else {
+					d := r.Decision
+					a.printf("expires    %s\ndecision   %s by %s at %s", r.Expires.Local().Format("2006-01-02 15:04:05"), d.Verdict, d.By, d.At.Local().Format("2006-01-02 15:04:05"))
+					if d.Reason != "" {
+						a.printf(": %s", d.Reason)
+					}
+					a.printf("\n")
+				}
+				if c := r.Claim; c != nil {
+					if c.Used {
+						a.printf("claim      consumed by run %s at %s\n", c.By, c.At.Local().Format("2006-01-02 15:04:05"))
+					} else {
+						a.printf("claim      open: the next identical operation of %s goes through once\n", r.Subject)
+					}
+				}
+				var pretty bytes.Buffer
+				if json.Indent(&pretty, r.Content, "           ", "  ") != nil {
+					pretty.Reset()
+					pretty.Write(r.Content)
+				}
+				a.printf("content    %s\n", pretty.String())
+				return nil
+			})
+		},
+	}
+}
+
+func (a *app) permsDecideCommand(verdict string) *cobra.Command {
+	var reason string
+	use, short := "", ""
+	switch verdict {
+	case engine.ApproveOnce:
+		use, short = "approve", "Approve a request once: the waiting call goes through (or one retry of the identical operation)"
+	case engine.ApproveAlways:
+		use, short = "approve-always", "Approve a request always: add an exact rule for the operation to the subject's policy"
+	default:
+		use, short = "deny", "Deny a request; the reason reaches the hook"
+	}
+	c := &cobra.Command{
+		Use:     use + " ID [--reason R]",
+		Short:   short,
+		Example: fmt.Sprintf("  warden perms %s 7 --reason \"reviewed the command\"", use),
+		Args:    args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			id, err := requestID(argv[0])
+			if err != nil {
+				return err
+			}
+			return a.withEngine(func(e *engine.Engine) error {
+				actor := engine.LocalActor()
+				switch verdict {
+				case engine.ApproveAlways:
+					r, rule, p, err := e.ApproveAlways(actor, id, reason)
+					if err != nil {
+						return err
+					}
+					if a.json {
+						return a.emitJSON(map[string]any{"request": r, "rule": rule, "policy": p})
+					}
+					a.printf("request %d approved always\nrule added to %s: allow %s %s  %s\npolicy %s is now at revision %d\n",
+						r.ID, p.Subject, rule.Operation, rule.Digest[:12], rule.Summary, p.Subject, p.Revision)
+					return nil
+				case engine.ApproveOnce:
+					r, err := e.Approve(actor, id, reason)
+					if err != nil {
+						return err
+					}
+					return a.done(r, "request %d approved once (%s)\n", r.ID, oneLine(engine.RequestSummary(r), 70))
+				default:
+					if reason == "" {
+						reason = "denied by the operator"
+					}
+					r, err := e.Deny(actor, id, reason)
+					if err != nil {
+						return err
+					}
+					return a.done(r, "request %d denied: %s\n", r.ID, reason)
+				}
+			})
+		},
+	}
+	c.Flags().StringVar(&reason, "reason", "", "why (recorded in the receipt; a deny reason reaches the hook)")
+	return c
+}
+
+func requestID(s string) (uint64, error) {
+	id, err := strconv.ParseUint(s, 10, 64)
+	if err != nil || id == 0 {
+		return 0, usageError{fmt.Errorf("ID must be a positive request number, got %q (see `warden perms list`)", s)}
+	}
+	return id, nil
+}
+
+// shortDuration is a duration for a list column: 45s, 12m, 3h05m, 2d.
+func shortDuration(d time.Duration) string {
+	neg := d < 0
+	if neg {
+		d = -d
+	}
+	var s string
+	switch {
+	case d < time.Minute:
+		s = fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		s = fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 48*time.Hour:
+		s = fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+	default:
+		s = fmt.Sprintf("%dd", int(d.Hours()/24))
+	}
+	if neg {
+		return "-" + s
+	}
+	return s
 }
