@@ -4,6 +4,7 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -81,6 +82,11 @@ type Engine struct {
 	waiting   map[uint64]*waiter
 	operators atomic.Int64
 
+	// life is cancelled by Close, so waits that belong to no run yet
+	// (a network request before spawn) end with the engine.
+	life     context.Context
+	shutdown context.CancelFunc
+
 	// streamBytes is the stored stream text across runs, kept up to date
 	// by the ingesters and pruning, so that a run start walks every
 	// stream only when the budget is exceeded (see pruneStreams).
@@ -126,6 +132,7 @@ func Open(opts Options) (*Engine, error) {
 		return nil, err
 	}
 	e.countStreamBytes()
+	e.life, e.shutdown = context.WithCancel(context.Background())
 	return e, nil
 }
 
@@ -174,6 +181,7 @@ func (e *Engine) receiptsCommitted(rs []storage.Receipt) {
 // Close cancels running hooks (each is receipted), closes lingering
 // brokers, subscriptions and the store.
 func (e *Engine) Close() error {
+	e.shutdown()
 	e.runsMu.Lock()
 	e.closing = true
 	running := make([]*RunHandle, 0, len(e.active))

@@ -488,7 +488,7 @@ func (e *Engine) networkFor(r *activeRun) (granted bool, details map[string]any)
 		if allowed {
 			return true, map[string]any{"networkVia": via}
 		}
-		res, err := e.await(context.Background(), r, req, fmt.Sprintf("Allow network for %s/%s?", module, hook),
+		res, err := e.await(e.life, r, req, fmt.Sprintf("Allow network for %s/%s?", module, hook),
 			fmt.Sprintf("this hook asks for network, but module %s has no network grant and no operator is attached (no terminal, no console) to decide request %d: it runs without network; %s, or run it from a terminal to be asked",
 				module, req.ID, fix))
 		if err == nil && res.superseded && attempt < 8 {

@@ -182,6 +182,9 @@ func (e *Engine) StartRun(actor Actor, req RunRequest) (*RunHandle, error) {
 	network, networkDetails := false, map[string]any(nil)
 	if jl != nil && hook.Network {
 		network, networkDetails = e.networkFor(r)
+		if e.life.Err() != nil {
+			return nil, errors.New("the engine is shutting down: the run was not started")
+		}
 		// The operator may have taken a while: the run's clock starts now.
 		now = time.Now().UTC()
 		rec.Started, rec.Deadline = now, now.Add(hook.Timeout)
