@@ -211,6 +211,9 @@ func hookScenario(name string) int {
 		say("bad op: %s", raw.answer())
 		return 0
 
+	case "handscap":
+		return handsCapScenario(os.Args[3], os.Args[4:])
+
 	case "noop":
 		return 0
 

@@ -225,7 +225,7 @@ func (r *schemaRecord) validate() error {
 }
 
 // allBuckets are created at open so readers never meet a missing bucket.
-var allBuckets = [][]byte{bucketMeta, bucketReceipts, bucketSecrets, bucketConfig, bucketTokens, bucketModules, bucketRuns, bucketStreams, bucketPolicies, bucketRequests}
+var allBuckets = [][]byte{bucketMeta, bucketReceipts, bucketSecrets, bucketConfig, bucketTokens, bucketModules, bucketRuns, bucketStreams, bucketPolicies, bucketRequests, bucketHands}
 
 func (s *Store) initSchema() error {
 	return s.db.Update(func(tx *bolt.Tx) error {

@@ -107,6 +107,7 @@ override it with --data-dir or WARDEN_DATA_DIR.`,
 		a.moduleCommand(),
 		a.hookCommand(),
 		a.permsCommand(),
+		a.handsCommand(),
 	)
 	return root
 }

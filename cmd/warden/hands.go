@@ -1,0 +1,274 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"warden/engine"
+	"warden/engine/hands"
+)
+
+func (a *app) handsCommand() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "hands",
+		Short: "Set up, check and finish Docker \"hands\" containers",
+		Long: `A hands root is a new directory that owns one Docker container where a
+task's effects happen: no network, read-only root, all capabilities
+dropped, no-new-privileges, uid 10002, a 128 MiB tmpfs at /workspace.
+evidence/setup.json records every phase before its effect, so the root
+can always be finished or reconciled. Docker is reached only over the
+--engine-socket you name at init (never DOCKER_HOST).`,
+	}
+	var root, socket, image, access string
+	initCmd := &cobra.Command{
+		Use:   "init --root ABS --engine-socket PATH --image NAME --access files|none",
+		Short: "Create a new hands root and start its container",
+		Long: `init validates the root (absolute, canonical, new, no control characters
+or commas, under ancestors owned by root or you and not group- or
+world-writable), checks the engine, creates the layout, resolves the image
+LOCALLY to its sha256: id (it never pulls), creates and starts the
+container, sets the root's initial policy (workspace read/write when
+--access files; no execute, no network) and reaches phase ready. A
+progress line per step goes to stderr; --json prints a summary instead.
+
+On an error, SIGINT or SIGTERM after the receipt exists, the container is
+stopped (only if it carries this root's owner label), the phase becomes
+failed and evidence/initialization-failure.json says what was left.`,
+		Example: `  warden hands init --root $HOME/hands/task1 --engine-socket /run/docker.sock \
+      --image busybox:1.36 --access files
+  warden hands init --root /srv/hands/t2 --engine-socket /run/docker.sock --image alpine:3.20 --access none --json`,
+		Args: args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := requireFlags(cmd, "root", "engine-socket", "image", "access"); err != nil {
+				return err
+			}
+			ctx, stop := a.signalContext()
+			defer stop()
+			return a.withEngine(func(e *engine.Engine) error {
+				res, err := e.HandsInit(ctx, engine.LocalActor(), hands.InitOptions{Root: root, EngineSocket: socket, Image: image, Access: access, Progress: a.progress()})
+				if err != nil {
+					return err
+				}
+				return a.done(res, "hands %s ready: container %s from %s (%s), access %s\nfinish it with `warden hands finish --root %s`\n",
+					res.Root, res.ContainerID[:12], res.ImageName, res.Image, res.Access, res.Root)
+			})
+		},
+	}
+	initCmd.Flags().StringVar(&root, "root", "", "the new hands root (absolute; must not exist)")
+	initCmd.Flags().StringVar(&socket, "engine-socket", "", "the Docker Engine's unix socket, e.g. /run/docker.sock (required; no default)")
+	initCmd.Flags().StringVar(&image, "image", "", "a local image name or id (never pulled)")
+	initCmd.Flags().StringVar(&access, "access", "", "files (the workspace may be read and written) or none")
+
+	var finishRoot string
+	finish := &cobra.Command{
+		Use:   "finish --root ABS",
+		Short: "Stop the root's container and close its books",
+		Long: `finish reads evidence/setup.json strictly, checks that the engine is the
+recorded one (daemon ID and socket), and stops exactly the recorded
+container, only if it carries this root's owner label and is still the
+recorded generation; it verifies the stop by inspection, writes phase
+finished and revokes every grant of the root's policy. Anything else is
+refused with what to do next.`,
+		Example: `  warden hands finish --root $HOME/hands/task1`,
+		Args:    args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := requireFlags(cmd, "root"); err != nil {
+				return err
+			}
+			ctx, stop := a.signalContext()
+			defer stop()
+			return a.withEngine(func(e *engine.Engine) error {
+				res, err := e.HandsFinish(ctx, engine.LocalActor(), finishRoot, a.progress())
+				if err != nil {
+					return err
+				}
+				what := "stopped"
+				if !res.Stopped {
+					what = "not stopped: " + res.Note
+				}
+				return a.done(res, "hands %s finished: container %s %s; its grants are revoked\n", res.Root, orNone12(res.ContainerID), what)
+			})
+		},
+	}
+	finish.Flags().StringVar(&finishRoot, "root", "", "the hands root")
+
+	var statusRoot string
+	status := &cobra.Command{
+		Use:   "status --root ABS",
+		Short: "Compare the root's receipt with the live container (exit 1 on drift)",
+		Long: `status shows the phase recorded in evidence/setup.json beside what the
+engine shows now (running, exited, missing; start time against the
+recorded generation; the owner label), and every drift between them with
+its fix. It changes nothing. Exit 1 when there is drift.`,
+		Example: `  warden hands status --root $HOME/hands/task1
+  warden hands status --root $HOME/hands/task1 --json | jq .drift`,
+		Args: args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := requireFlags(cmd, "root"); err != nil {
+				return err
+			}
+			return a.withEngine(func(e *engine.Engine) error {
+				s, err := e.HandsStatus(context.Background(), statusRoot)
+				if err != nil {
+					return err
+				}
+				if a.json {
+					if err := a.emitJSON(s); err != nil {
+						return err
+					}
+				} else {
+					a.printStatus(s)
+				}
+				if len(s.Drift) > 0 {
+					return &exitError{code: 1}
+				}
+				return nil
+			})
+		},
+	}
+	status.Flags().StringVar(&statusRoot, "root", "", "the hands root")
+
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List the hands roots this data dir knows",
+		Example: `  warden hands list
+  warden hands list --json`,
+		Args: args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.withEngine(func(e *engine.Engine) error {
+				rs, err := e.HandsList()
+				if err != nil {
+					return err
+				}
+				if a.json {
+					if rs == nil {
+						rs = []engine.HandsRecord{}
+					}
+					return a.emitJSON(rs)
+				}
+				if len(rs) == 0 {
+					a.printf("no hands roots yet: set one up with `warden hands init --root ABS --engine-socket PATH --image NAME --access files|none`\n")
+					return nil
+				}
+				tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "ROOT\tPHASE\tCONTAINER\tACCESS\tUPDATED")
+				for _, r := range rs {
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Root, r.Phase, orNone12(r.ContainerID), r.Access, r.Updated.Local().Format("2006-01-02 15:04:05"))
+				}
+				return tw.Flush()
+			})
+		},
+	}
+	c.AddCommand(initCmd, finish, status, list)
+	return c
+}
+
+// requireFlags makes a missing flag a usage error (exit 2) that names it.
+func requireFlags(cmd *cobra.Command, names ...string) error {
+	for _, n := range names {
+		if f := cmd.Flags().Lookup(n); f == nil || f.Value.String() == "" {
+			return usageError{fmt.Errorf("--%s is required (no default)\nusage: %s", n, cmd.UseLine())}
+		}
+	}
+	return nil
+}
+
+// signalContext is cancelled by SIGINT or SIGTERM, with the signal as its
+// cause, so init's failure path runs instead of warden dying mid-step.
+// Later signals are swallowed until the command returns: the cleanup must
+// finish.
+func (a *app) signalContext() (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case s := <-sigs:
+				if ctx.Err() == nil {
+					fmt.Fprintf(a.stderr, "warden: received %v: stopping and recording what was left\n", s)
+				}
+				cancel(fmt.Errorf("received %v", s))
+			case <-done:
+				return
+			}
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(sigs)
+		close(done)
+		cancel(nil)
+	}
+}
+
+// progress prints a line per step on stderr, unless --json.
+func (a *app) progress() func(step, detail string) {
+	if a.json {
+		return nil
+	}
+	return func(step, detail string) {
+		mark := "✓"
+		if step == "failed" {
+			mark = "✗"
+		}
+		fmt.Fprintf(a.stderr, "%s %-9s %s\n", mark, step, detail)
+	}
+}
+
+func (a *app) printStatus(s hands.StatusReport) {
+	a.printf("root       %s\nphase      %s\n", s.Root, s.Phase)
+	if s.InProgress {
+		a.printf("           (init or finish is running now)\n")
+	}
+	a.printf("engine     %s (%s)\n", s.Engine, s.EngineSocket)
+	c := s.Container
+	switch {
+	case s.ContainerID == "":
+		a.printf("container  none recorded\n")
+	default:
+		gen := "generation matches"
+		if !c.GenerationMatches {
+			gen = "generation differs (recorded " + orNoneText(s.Generation) + ")"
+		}
+		label := "owner label ok"
+		if !c.LabelOK {
+			label = "owner label MISSING"
+		}
+		a.printf("container  %s %s, started %s; %s; %s\n", s.ContainerID[:12], c.State, orNoneText(c.StartedAt), gen, label)
+	}
+	for _, id := range s.Unrecorded {
+		a.printf("unrecorded %s carries this root's label\n", id[:12])
+	}
+	if s.Failure != nil {
+		a.printf("failure    stopped=%v reconciliationRequired=%v\n", s.Failure.Stopped, s.Failure.ReconciliationRequired)
+	}
+	if len(s.Drift) == 0 {
+		a.printf("drift      none\n")
+		return
+	}
+	a.printf("drift:\n")
+	for _, d := range s.Drift {
+		a.printf("  - %s\n    fix: %s\n", d.Problem, d.Fix)
+	}
+}
+
+func orNoneText(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+func orNone12(id string) string {
+	if len(id) >= 12 {
+		return id[:12]
+	}
+	return "none"
+}
