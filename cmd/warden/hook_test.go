@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -21,16 +22,31 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// example copies an example module to a private dir under the user's
+// cache: module admission refuses code under world-writable ancestors, and
+// the checkout may well be under /tmp.
 func example(t *testing.T, name string) string {
 	t.Helper()
-	p, err := filepath.Abs(filepath.Join("..", "..", "examples", "modules", name))
+	src, err := filepath.Abs(filepath.Join("..", "..", "examples", "modules", name))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p, err = filepath.EvalSymlinks(p); err != nil {
+	base, err := os.UserCacheDir()
+	if err != nil {
 		t.Fatal(err)
 	}
-	return p
+	os.MkdirAll(base, 0o700)
+	dir, err := os.MkdirTemp(base, "warden-example-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o755)
+	dst := filepath.Join(dir, name)
+	if out, err := exec.Command("cp", "-a", src, dst).CombinedOutput(); err != nil {
+		t.Fatalf("copy %s: %v: %s", name, err, out)
+	}
+	return dst
 }
 
 func needBwrap(t *testing.T) {
