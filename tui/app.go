@@ -1,0 +1,565 @@
+// Package tui is warden's console: a Bubble Tea program over the engine
+// facade. It talks to the engine only (never to storage) and draws with
+// the styles of a themes.Theme (no colour literals here).
+package tui
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/bubbles/help"
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+
+	"warden/engine"
+	"warden/themes"
+)
+
+// Options configure the console.
+type Options struct {
+	Theme themes.Theme
+	// Actor is who the console's decisions and runs are recorded as
+	// (default engine.LocalActor()).
+	Actor engine.Actor
+	// Jail is the jail mode of runs started here: "" (bubblewrap) or
+	// engine.JailOff, which the header then shouts about.
+	Jail string
+	// Bell rings the terminal when a request arrives (default: write BEL
+	// to stdout). Tests count rings.
+	Bell func()
+	// Now is the clock (tests fix it).
+	Now func() time.Time
+	// NoAttach leaves the engine without an attached operator (a viewer).
+	NoAttach bool
+}
+
+// Tabs.
+const (
+	tabStreams = iota
+	tabRequests
+	tabReceipts
+	tabModules
+	tabHands
+	tabCount
+)
+
+var tabNames = [tabCount]string{"Streams", "Requests", "Receipts", "Modules", "Hands"}
+
+// shared is what every pane may use.
+type shared struct {
+	e        *engine.Engine
+	th       themes.Theme
+	opts     Options
+	status   string
+	statusOK bool
+	statusAt time.Time
+	// jumpToRun asks the app to show a run's stream (set by panes).
+	jumpToRun string
+}
+
+func (s *shared) now() time.Time { return s.opts.Now() }
+
+// setStatus shows a message in the status line; isErr styles it as one.
+func (s *shared) setStatus(msg string, isErr bool) {
+	s.status, s.statusOK, s.statusAt = msg, !isErr, s.now()
+}
+
+func (s *shared) errStatus(err error) { s.setStatus(oneLine(err.Error()), true) }
+
+// pane is one tab.
+type pane interface {
+	update(msg tea.Msg) tea.Cmd
+	view(w, h int) string
+	keys() keyMap
+	// capturing is true while a prompt has the keyboard.
+	capturing() bool
+}
+
+// Messages.
+type (
+	eventsMsg    struct{ evs []engine.Event }
+	subClosedMsg struct{ err error }
+	tickMsg      time.Time
+	toastDoneMsg struct{ id int }
+)
+
+// App is the console's root model.
+type App struct {
+	sh     *shared
+	sub    *engine.Subscription
+	ctx    context.Context
+	cancel context.CancelFunc
+	detach func()
+
+	width, height int
+	tab           int
+	panes         [tabCount]pane
+	streams       *streamsPane
+	requests      *requestsPane
+	receipts      *receiptsPane
+	modules       *modulesPane
+	hands         *handsPane
+
+	keys     globalKeys
+	help     help.Model
+	showHelp bool
+	overlay  *overlay
+
+	toast   string
+	toastID int
+	jailErr string
+	tabX    [tabCount][2]int // each tab's cells on the tab bar
+	closed  bool
+	// eventMsgs counts event messages (tests check lines are batched).
+	eventMsgs int
+}
+
+// New makes the console for an open engine. It subscribes to events and
+// attaches as an operator at once; Close lets go of both.
+func New(e *engine.Engine, opts Options) *App {
+	if opts.Actor == "" {
+		opts.Actor = engine.LocalActor()
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Bell == nil {
+		opts.Bell = func() { io.WriteString(os.Stdout, "\a") }
+	}
+	if opts.Theme.Name == "" {
+		opts.Theme, _ = themes.ByName("")
+	}
+	sh := &shared{e: e, th: opts.Theme, opts: opts}
+	a := &App{sh: sh, keys: newGlobalKeys(), width: 80, height: 24}
+	// Subscribe before the first reads: nothing that happens between is lost.
+	a.sub = e.Subscribe()
+	a.ctx, a.cancel = context.WithCancel(context.Background())
+	if !opts.NoAttach {
+		a.detach = e.AttachOperator()
+	}
+	if opts.Jail != engine.JailOff {
+		if err := e.JailReady(); err != nil {
+			a.jailErr = err.Error()
+		}
+	}
+	a.streams = newStreamsPane(sh)
+	a.requests = newRequestsPane(sh)
+	a.receipts = newReceiptsPane(sh)
+	a.modules = newModulesPane(sh)
+	a.hands = newHandsPane(sh)
+	a.panes = [tabCount]pane{a.streams, a.requests, a.receipts, a.modules, a.hands}
+	a.reload()
+	a.help = help.New()
+	th := sh.th
+	a.help.Styles = help.Styles{
+		Ellipsis: th.HelpSep, ShortKey: th.HelpKey, ShortDesc: th.HelpDesc, ShortSeparator: th.HelpSep,
+		FullKey: th.HelpKey, FullDesc: th.HelpDesc, FullSeparator: th.HelpSep,
+	}
+	a.layout()
+	return a
+}
+
+// reload re-reads everything from storage (start, and after missed events).
+func (a *App) reload() {
+	a.streams.reload()
+	a.requests.reload()
+	a.receipts.reload()
+	a.modules.reload(a.streams.runs)
+	a.hands.reload()
+}
+
+// Close detaches the operator and ends the subscription.
+func (a *App) Close() {
+	if a.closed {
+		return
+	}
+	a.closed = true
+	a.cancel()
+	a.sub.Close()
+	if a.detach != nil {
+		a.detach()
+	}
+}
+
+// Init starts waiting for events and the clock.
+func (a *App) Init() tea.Cmd {
+	return tea.Batch(a.waitEvents(), tick())
+}
+
+func tick() tea.Cmd {
+	return tea.Tick(time.Second, func(t time.Time) tea.Msg { return tickMsg(t) })
+}
+
+// frame is how long the event reader gathers events into one message.
+const frame = 16 * time.Millisecond
+
+// waitEvents waits for the next event, then gathers whatever else arrives
+// within a frame into one message: a flood of lines costs one update (and
+// one redraw) per frame, never one per line.
+func (a *App) waitEvents() tea.Cmd {
+	sub, ctx := a.sub, a.ctx
+	return func() tea.Msg {
+		ev, err := sub.Next(ctx)
+		if err != nil {
+			return subClosedMsg{err}
+		}
+		evs := []engine.Event{ev}
+		deadline := time.Now().Add(frame)
+		for len(evs) < 4096 {
+			if sub.Pending() == 0 {
+				if time.Now().After(deadline) || ev.Kind != engine.EventLines {
+					break
+				}
+				wait, stop := context.WithDeadline(ctx, deadline)
+				next, err := sub.Next(wait)
+				stop()
+				if err != nil {
+					break
+				}
+				evs = append(evs, next)
+				continue
+			}
+			next, err := sub.Next(ctx)
+			if err != nil {
+				break
+			}
+			evs = append(evs, next)
+		}
+		return eventsMsg{evs}
+	}
+}
+
+// Update handles a message.
+func (a *App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	var cmds []tea.Cmd
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		a.width, a.height = msg.Width, msg.Height
+		a.layout()
+		return a, nil
+	case eventsMsg:
+		a.eventMsgs++
+		cmds = append(cmds, a.handleEvents(msg.evs), a.waitEvents())
+		return a, tea.Batch(cmds...)
+	case subClosedMsg:
+		return a, nil
+	case tickMsg:
+		if a.sh.status != "" && a.sh.now().Sub(a.sh.statusAt) > 10*time.Second {
+			a.sh.status = ""
+		}
+		return a, tick()
+	case toastDoneMsg:
+		if msg.id == a.toastID {
+			a.toast = ""
+		}
+		return a, nil
+	case tea.MouseMsg:
+		return a, a.mouse(msg)
+	case tea.KeyMsg:
+		return a, a.key(msg)
+	}
+	// Anything else (a pane's own async result) goes to every pane.
+	for _, p := range a.panes {
+		cmds = append(cmds, p.update(msg))
+	}
+	a.afterPane()
+	return a, tea.Batch(cmds...)
+}
+
+func (a *App) key(msg tea.KeyMsg) tea.Cmd {
+	if msg.String() == "ctrl+c" {
+		a.Close()
+		return tea.Quit
+	}
+	if a.overlay != nil {
+		if key.Matches(msg, a.keys.Quit) {
+			a.Close()
+			return tea.Quit
+		}
+		if a.overlay.Update(msg) {
+			a.overlay = nil
+		}
+		return nil
+	}
+	if a.showHelp {
+		if key.Matches(msg, a.keys.Quit) {
+			a.Close()
+			return tea.Quit
+		}
+		a.showHelp = false
+		return nil
+	}
+	p := a.panes[a.tab]
+	if !p.capturing() {
+		switch {
+		case key.Matches(msg, a.keys.Quit):
+			a.Close()
+			return tea.Quit
+		case key.Matches(msg, a.keys.Help):
+			a.showHelp = true
+			return nil
+		case key.Matches(msg, a.keys.Next):
+			a.setTab((a.tab + 1) % tabCount)
+			return nil
+		case key.Matches(msg, a.keys.Prev):
+			a.setTab((a.tab + tabCount - 1) % tabCount)
+			return nil
+		}
+		for i, b := range a.keys.tabs()[:tabCount] {
+			if key.Matches(msg, b) {
+				a.setTab(i)
+				return nil
+			}
+		}
+	}
+	cmd := p.update(msg)
+	a.afterPane()
+	return cmd
+}
+
+// afterPane carries out what a pane asked of the app.
+func (a *App) afterPane() {
+	if o := a.takeOverlay(); o != nil {
+		a.overlay = o
+	}
+	if run := a.sh.jumpToRun; run != "" {
+		a.sh.jumpToRun = ""
+		a.setTab(tabStreams)
+		a.streams.show(run)
+	}
+}
+
+// takeOverlay collects an overlay a pane opened.
+func (a *App) takeOverlay() *overlay {
+	for _, p := range a.panes {
+		if op, ok := p.(interface{ takeOverlay() *overlay }); ok {
+			if o := op.takeOverlay(); o != nil {
+				return o
+			}
+		}
+	}
+	return nil
+}
+
+func (a *App) setTab(t int) {
+	a.tab = t
+	a.layout()
+}
+
+func (a *App) mouse(msg tea.MouseMsg) tea.Cmd {
+	if a.overlay != nil {
+		a.overlay.Update(msg)
+		return nil
+	}
+	if msg.Y == 1 && msg.Action == tea.MouseActionPress && msg.Button == tea.MouseButtonLeft {
+		for i, r := range a.tabX {
+			if msg.X >= r[0] && msg.X < r[1] {
+				a.setTab(i)
+				return nil
+			}
+		}
+		return nil
+	}
+	// Body coordinates for the pane.
+	msg.Y -= bodyTop
+	cmd := a.panes[a.tab].update(msg)
+	a.afterPane()
+	return cmd
+}
+
+// Layout: header, tab bar, body, status line, help line.
+const (
+	bodyTop = 2
+	chrome  = 4
+)
+
+func (a *App) bodySize() (int, int) { return max(a.width, 20), max(a.height-chrome, 3) }
+
+func (a *App) layout() {
+	w, h := a.bodySize()
+	a.help.Width = w
+	if r, ok := a.panes[a.tab].(interface{ resize(w, h int) }); ok {
+		r.resize(w, h)
+	}
+}
+
+// handleEvents applies a batch of engine events.
+func (a *App) handleEvents(evs []engine.Event) tea.Cmd {
+	var cmds []tea.Cmd
+	for _, ev := range evs {
+		switch ev.Kind {
+		case engine.EventMissed:
+			a.reload()
+			a.sh.setStatus(fmt.Sprintf("caught up from storage (missed %d events)", ev.Missed), false)
+		case engine.EventLines:
+			a.streams.lines(ev.Lines)
+		case engine.EventRun:
+			a.streams.runEvent(*ev.Run)
+			a.modules.runEvent(*ev.Run)
+		case engine.EventReceipt:
+			a.receipts.add(*ev.Receipt)
+		case engine.EventRequest:
+			if a.requests.upsert(*ev.Request) {
+				cmds = append(cmds, a.ring(*ev.Request))
+			}
+		}
+	}
+	a.afterPane()
+	return tea.Batch(cmds...)
+}
+
+// ring announces a new request whichever tab is open.
+func (a *App) ring(r engine.Request) tea.Cmd {
+	a.sh.opts.Bell()
+	a.toastID++
+	id := a.toastID
+	a.toast = fmt.Sprintf("🔔 request %d from %s/%s: %s — press 2", r.ID, r.Requester.Module, r.Requester.Hook, oneLine(operationLine(r)))
+	return tea.Tick(8*time.Second, func(time.Time) tea.Msg { return toastDoneMsg{id} })
+}
+
+// View draws the whole frame.
+func (a *App) View() string {
+	w, h := a.bodySize()
+	var b strings.Builder
+	b.WriteString(a.header(w))
+	b.WriteByte('\n')
+	b.WriteString(a.tabBar(w))
+	b.WriteByte('\n')
+	switch {
+	case a.overlay != nil:
+		b.WriteString(a.overlay.View(w, h))
+	case a.showHelp:
+		b.WriteString(a.fullHelp(w, h))
+	default:
+		b.WriteString(a.panes[a.tab].view(w, h))
+	}
+	b.WriteByte('\n')
+	b.WriteString(a.statusLine(w))
+	b.WriteByte('\n')
+	b.WriteString(a.helpLine(w))
+	return b.String()
+}
+
+func (a *App) header(w int) string {
+	th := a.sh.th
+	sep := th.Dim.Render(" │ ")
+	jail := th.JailOn.Render("jail bwrap")
+	switch {
+	case a.sh.opts.Jail == engine.JailOff:
+		jail = th.JailOff.Render(" ⚠ JAIL OFF ")
+	case a.jailErr != "":
+		jail = th.JailOff.Render(" ⚠ JAIL UNAVAILABLE ")
+	}
+	if n := a.streams.unjailedRunning(); n > 0 && a.sh.opts.Jail != engine.JailOff {
+		jail += " " + th.JailOff.Render(fmt.Sprintf(" ⚠ %d UNJAILED ", n))
+	}
+	running := a.streams.running()
+	pending := a.requests.pending()
+	counts := th.HeaderVal.Render(fmt.Sprintf("%d running", running)) + sep
+	if pending > 0 {
+		counts += th.Pending.Render(fmt.Sprintf("%d pending", pending))
+	} else {
+		counts += th.HeaderVal.Render("0 pending")
+	}
+	left := th.Brand.Render("warden") + sep
+	right := sep + jail + sep + counts
+	room := w - textWidth("warden") - 3 - widthOf(right)
+	dir := th.HeaderKey.Render("data ") + th.HeaderVal.Render(plain(a.sh.e.DataDir(), max(room-5, 1)))
+	return fit(left+dir+right, w)
+}
+
+func widthOf(s string) int { return lipgloss.Width(s) }
+
+func (a *App) tabBar(w int) string {
+	th := a.sh.th
+	var b strings.Builder
+	x := 0
+	for i, name := range tabNames {
+		label := fmt.Sprintf("%d %s", i+1, name)
+		if i == tabRequests {
+			if n := a.requests.pending(); n > 0 {
+				label += " " + th.Badge.Render(fmt.Sprintf(" %d ", n))
+			}
+		}
+		st := th.Tab
+		if i == a.tab {
+			st = th.TabActive
+		}
+		cell := st.Render(label)
+		cw := widthOf(cell)
+		a.tabX[i] = [2]int{x, x + cw}
+		b.WriteString(cell)
+		x += cw
+		if i < tabCount-1 {
+			b.WriteString(th.Dim.Render("│"))
+			x++
+		}
+	}
+	return fit(b.String(), w)
+}
+
+func (a *App) statusLine(w int) string {
+	th := a.sh.th
+	if p, ok := a.panes[a.tab].(interface{ prompt() string }); ok && a.overlay == nil {
+		if s := p.prompt(); s != "" {
+			return fit(s, w)
+		}
+	}
+	var parts []string
+	if a.toast != "" {
+		room := w - 2
+		if a.sh.status != "" {
+			room = w/2 - 2 // leave the other half to the status
+		}
+		parts = append(parts, th.Toast.Render(plain(a.toast, room)))
+	}
+	if a.sh.status != "" {
+		st := th.StatusErr
+		if a.sh.statusOK {
+			st = th.StatusOK
+		}
+		parts = append(parts, st.Render(plain(a.sh.status, w)))
+	}
+	if len(parts) == 0 && a.jailErr != "" && a.tab == tabModules {
+		parts = append(parts, th.StatusErr.Render(plain(oneLine(a.jailErr), w)))
+	}
+	return fit(strings.Join(parts, " "), w)
+}
+
+func (a *App) currentKeys() keyMap {
+	if a.overlay != nil {
+		k := a.overlay.keys
+		return keyMap{short: []key.Binding{k.Close, k.Up, k.Down, k.PageUp, k.PageDown}}
+	}
+	return a.panes[a.tab].keys()
+}
+
+func (a *App) helpLine(w int) string {
+	k := a.currentKeys()
+	short := append([]key.Binding(nil), k.short...)
+	if a.overlay != nil || !a.panes[a.tab].capturing() {
+		short = append(short, a.keys.Help, a.keys.Quit)
+	}
+	return fit(a.help.ShortHelpView(short), w)
+}
+
+func (a *App) fullHelp(w, h int) string {
+	k := a.currentKeys()
+	groups := append(append([][]key.Binding(nil), k.full...), append(a.keys.tabs(), a.keys.Help, a.keys.Quit))
+	body := a.help.FullHelpView(groups)
+	title := a.sh.th.Title.Render("Keys: "+tabNames[a.tab]) + a.sh.th.Dim.Render("  (any key closes)")
+	lines := append([]string{title, ""}, strings.Split(body, "\n")...)
+	for len(lines) < h {
+		lines = append(lines, "")
+	}
+	lines = lines[:h]
+	for i := range lines {
+		lines[i] = fit(lines[i], w)
+	}
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,186 @@
+package tui
+
+import (
+	"bytes"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/exp/golden"
+	"github.com/charmbracelet/x/exp/teatest"
+
+	"warden/engine"
+	"warden/themes"
+)
+
+// console is a console under teatest at 100x30.
+type console struct {
+	t     *testing.T
+	tm    *teatest.TestModel
+	app   *App
+	e     *engine.Engine
+	bells *atomic.Int32
+}
+
+func startConsole(t *testing.T, e *engine.Engine) *console {
+	t.Helper()
+	bells := new(atomic.Int32)
+	app := New(e, Options{Theme: themes.NoColor(), Actor: "local:test", Jail: engine.JailOff, Bell: func() { bells.Add(1) }})
+	tm := teatest.NewTestModel(t, app, teatest.WithInitialTermSize(100, 30))
+	t.Cleanup(func() { tm.Quit() })
+	return &console{t: t, tm: tm, app: app, e: e, bells: bells}
+}
+
+// keys sends key presses: names (enter, esc, up, ...) or runes.
+func (c *console) keys(ks ...string) {
+	for _, k := range ks {
+		var msg tea.KeyMsg
+		switch k {
+		case "enter":
+			msg = tea.KeyMsg{Type: tea.KeyEnter}
+		case "esc":
+			msg = tea.KeyMsg{Type: tea.KeyEsc}
+		case "up":
+			msg = tea.KeyMsg{Type: tea.KeyUp}
+		case "down":
+			msg = tea.KeyMsg{Type: tea.KeyDown}
+		case "left":
+			msg = tea.KeyMsg{Type: tea.KeyLeft}
+		case "right":
+			msg = tea.KeyMsg{Type: tea.KeyRight}
+		case "pgup":
+			msg = tea.KeyMsg{Type: tea.KeyPgUp}
+		case "pgdown":
+			msg = tea.KeyMsg{Type: tea.KeyPgDown}
+		case "tab":
+			msg = tea.KeyMsg{Type: tea.KeyTab}
+		case "shift+tab":
+			msg = tea.KeyMsg{Type: tea.KeyShiftTab}
+		default:
+			c.tm.Type(k)
+			continue
+		}
+		c.tm.Send(msg)
+	}
+}
+
+// wait waits until the screen has shown every one of subs.
+func (c *console) wait(subs ...string) {
+	c.t.Helper()
+	var seen []byte
+	teatest.WaitFor(c.t, c.tm.Output(), func(b []byte) bool {
+		seen = append(seen, b...)
+		for _, s := range subs {
+			if !bytes.Contains(seen, []byte(s)) {
+				return false
+			}
+		}
+		return true
+	}, teatest.WithDuration(15*time.Second), teatest.WithCheckInterval(20*time.Millisecond))
+}
+
+// final quits with q and returns the last frame, normalized.
+func (c *console) final() string {
+	c.t.Helper()
+	c.keys("q")
+	m := c.tm.FinalModel(c.t, teatest.WithFinalTimeout(10*time.Second))
+	return normalize(m.(*App).View())
+}
+
+func (c *console) golden(view string) {
+	c.t.Helper()
+	golden.RequireEqual(c.t, []byte(view))
+}
+
+func streamModule(t *testing.T, e *engine.Engine) {
+	addModule(t, e, "chatty", map[string]string{
+		"lines": "exec warden stream 300",
+		"slow":  "exec warden stream 400 30ms",
+	}, nil)
+}
+
+func TestStreamsFinishedRun(t *testing.T) {
+	e := newEngine(t)
+	streamModule(t, e)
+	runHook(t, e, "chatty", "lines")
+	c := startConsole(t, e)
+	c.wait("line 300: disk full", "FOLLOW 300 lines")
+	view := c.final()
+	if !strings.Contains(view, "▸300 E line 300: disk full") {
+		t.Errorf("the cursor is not on the last line:\n%s", view)
+	}
+	c.golden(view)
+}
+
+func TestStreamsFilterAndSearch(t *testing.T) {
+	e := newEngine(t)
+	streamModule(t, e)
+	runHook(t, e, "chatty", "lines")
+	c := startConsole(t, e)
+	c.wait("line 300: disk full")
+	c.keys("right", "l", "l") // ≥warn
+	c.wait("≥warn")
+	c.keys("/")
+	c.keys("disk full", "enter") // a match above the cursor: found backwards
+	c.wait("/disk full")
+	c.keys("g", "n") // top, then the first match
+	c.wait("⏸ 100/300")
+	c.keys("!") // inverted: info, debug and success lines
+	c.wait("!≥warn")
+	view := c.final()
+	for _, want := range []string{"!≥warn", "/disk full", "line 99: all good", "⏸ 99/300"} {
+		if !strings.Contains(view, want) {
+			t.Errorf("missing %q in\n%s", want, view)
+		}
+	}
+	if strings.Contains(view, "line 100: disk full") {
+		t.Errorf("the inverted filter still shows an error line:\n%s", view)
+	}
+	c.golden(view)
+}
+
+func TestStreamsLongLine(t *testing.T) {
+	e := newEngine(t)
+	streamModule(t, e)
+	runHook(t, e, "chatty", "lines")
+	c := startConsole(t, e)
+	c.wait("line 300: disk full")
+	c.keys("right", "/")
+	c.keys("long:", "enter")
+	c.wait("⏸ 120/300", "…→")
+	c.keys("enter") // the whole line
+	c.wait("line 120 · info")
+	c.keys("G") // the overlay's bottom
+	view := c.final()
+	if !strings.Contains(view, "xxxx") || !strings.Contains(view, "line 120 · info") {
+		t.Errorf("no overlay with the whole line:\n%s", view)
+	}
+	c.golden(view)
+}
+
+func TestStreamsLiveBatched(t *testing.T) {
+	e := newEngine(t)
+	streamModule(t, e)
+	c := startConsole(t, e)
+	c.wait("no runs yet")
+	h, err := e.StartRun("local:test", engine.RunRequest{Module: "chatty", Hook: "slow", Jail: engine.JailOff})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.wait("line 400: disk full")
+	h.Wait()
+	c.wait("succeeded")
+	view := c.final()
+	if !strings.Contains(view, "▸400 E line 400: disk full") || !strings.Contains(view, "FOLLOW") {
+		t.Errorf("not following the live tail:\n%s", view)
+	}
+	if n := c.app.eventMsgs; n == 0 || n >= 400 {
+		t.Errorf("%d event messages for 400 lines: want them batched", n)
+	}
+	t.Logf("400 lines arrived in %d event messages", c.app.eventMsgs)
+	c.golden(view)
+}
+
+var keyBackspace = tea.KeyMsg{Type: tea.KeyBackspace}

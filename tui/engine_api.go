@@ -1,0 +1,53 @@
+package tui
+
+import (
+	"fmt"
+
+	"github.com/charmbracelet/lipgloss"
+
+	"warden/engine"
+	"warden/themes"
+)
+
+type themeT = themes.Theme
+
+// canApproveAlways: the engine adds an exact policy rule on approve-always.
+const canApproveAlways = true
+
+// decideRequest records the console's decision through the engine.
+func decideRequest(e *engine.Engine, actor engine.Actor, id uint64, verdict, reason string) (engine.Request, error) {
+	switch verdict {
+	case engine.ApproveOnce:
+		return e.Approve(actor, id, reason)
+	case engine.ApproveAlways:
+		r, _, _, err := e.ApproveAlways(actor, id, reason)
+		return r, err
+	default:
+		return e.Deny(actor, id, reason)
+	}
+}
+
+// alwaysRule describes the rule approve-always would add, for the
+// operator to confirm.
+func alwaysRule(e *engine.Engine, r engine.Request) (string, error) {
+	if r.Operation == "operator.confirm" {
+		return "", fmt.Errorf("request %d is a question (%s), not an operation a policy rule can allow: approve it once (y) or deny it (n)", r.ID, r.Operation)
+	}
+	p, _, err := e.Policy(r.Subject)
+	if err != nil {
+		return "", err
+	}
+	d := r.Digest
+	if len(d) > 12 {
+		d = d[:12] + "…"
+	}
+	return fmt.Sprintf("allow %s on %s (digest %s), policy revision %d → %d", engine.RequestSummary(r), r.Subject, d, p.Revision, p.Revision+1), nil
+}
+
+func listRequests(e *engine.Engine, limit int) ([]engine.Request, error) {
+	return e.Requests(engine.RequestFilter{All: true, Limit: limit})
+}
+
+type styleT = lipgloss.Style
+
+func lipglossWidth(s string) int { return lipgloss.Width(s) }

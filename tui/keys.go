@@ -1,0 +1,65 @@
+package tui
+
+import "github.com/charmbracelet/bubbles/key"
+
+// globalKeys work on every tab (unless a prompt has the keyboard).
+type globalKeys struct {
+	Tab1, Tab2, Tab3, Tab4, Tab5 key.Binding
+	Next, Prev                   key.Binding
+	Help                         key.Binding
+	Quit                         key.Binding
+}
+
+func newGlobalKeys() globalKeys {
+	return globalKeys{
+		Tab1: key.NewBinding(key.WithKeys("1"), key.WithHelp("1", "streams")),
+		Tab2: key.NewBinding(key.WithKeys("2"), key.WithHelp("2", "requests")),
+		Tab3: key.NewBinding(key.WithKeys("3"), key.WithHelp("3", "receipts")),
+		Tab4: key.NewBinding(key.WithKeys("4"), key.WithHelp("4", "modules")),
+		Tab5: key.NewBinding(key.WithKeys("5"), key.WithHelp("5", "hands")),
+		Next: key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "next tab")),
+		Prev: key.NewBinding(key.WithKeys("shift+tab"), key.WithHelp("shift+tab", "prev tab")),
+		Help: key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "all keys")),
+		Quit: key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q", "quit")),
+	}
+}
+
+func (k globalKeys) tabs() []key.Binding {
+	return []key.Binding{k.Tab1, k.Tab2, k.Tab3, k.Tab4, k.Tab5, k.Next, k.Prev}
+}
+
+// keyMap is what a pane offers the help footer.
+type keyMap struct {
+	short []key.Binding
+	full  [][]key.Binding
+}
+
+func (k keyMap) ShortHelp() []key.Binding  { return k.short }
+func (k keyMap) FullHelp() [][]key.Binding { return k.full }
+
+// overlayKeys scroll and close an overlay.
+type overlayKeys struct {
+	Up, Down, PageUp, PageDown, Top, Bottom, Close key.Binding
+}
+
+func newOverlayKeys() overlayKeys {
+	return overlayKeys{
+		Up:       key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑/k", "up")),
+		Down:     key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("↓/j", "down")),
+		PageUp:   key.NewBinding(key.WithKeys("pgup", "b"), key.WithHelp("pgup", "page up")),
+		PageDown: key.NewBinding(key.WithKeys("pgdown", " "), key.WithHelp("pgdn", "page down")),
+		Top:      key.NewBinding(key.WithKeys("g", "home"), key.WithHelp("g", "top")),
+		Bottom:   key.NewBinding(key.WithKeys("G", "end"), key.WithHelp("G", "bottom")),
+		Close:    key.NewBinding(key.WithKeys("esc", "enter"), key.WithHelp("esc", "close")),
+	}
+}
+
+// promptKeys answer a text prompt.
+type promptKeys struct{ Submit, Cancel key.Binding }
+
+func newPromptKeys() promptKeys {
+	return promptKeys{
+		Submit: key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "ok")),
+		Cancel: key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "cancel")),
+	}
+}

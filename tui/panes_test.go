@@ -1,0 +1,156 @@
+package tui
+
+import (
+	"strings"
+	"testing"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/exp/golden"
+
+	"warden/engine"
+)
+
+func TestReceiptsFilterDetailVerify(t *testing.T) {
+	e := newEngine(t)
+	streamModule(t, e)
+	runHook(t, e, "chatty", "lines")
+	c := startConsole(t, e)
+	c.keys("3")
+	c.wait("Receipts · newest", "hook.end")
+	c.keys("/")
+	c.wait("kind ›")
+	c.keys("hook", "enter")
+	c.wait("of kind hook.")
+	c.keys("up", "enter") // the hook.start receipt in full
+	c.wait("receipt", "details")
+	c.keys("esc", "v")
+	c.wait("receipt chain intact,")
+	view := c.final()
+	if !strings.Contains(view, "hook.start") || strings.Contains(view, "module.add") {
+		t.Errorf("kind filter not applied:\n%s", view)
+	}
+	c.golden(view)
+}
+
+func TestReceiptsDetailOverlay(t *testing.T) {
+	e := newEngine(t)
+	streamModule(t, e)
+	c := startConsole(t, e)
+	c.keys("3")
+	c.wait("module.add")
+	c.keys("enter")
+	c.wait("details")
+	c.golden(c.final())
+}
+
+func TestModulesRunHooks(t *testing.T) {
+	e := newEngine(t)
+	addModule(t, e, "chatty", map[string]string{
+		"greet": "exec warden greet",
+		"lines": "exec warden stream 300",
+	}, map[string]string{"greet": "    inputs: {target: string, times: number, loud: bool}\n"})
+	c := startConsole(t, e)
+	c.keys("4")
+	c.wait("Modules (1)", "never run")
+	c.keys("down", "enter") // lines: no inputs, runs at once
+	c.wait("line 300: disk full", "succeeded")
+	c.keys("4")
+	c.wait("✓ succeeded")
+	c.keys("up", "enter") // greet: a form for its inputs
+	c.wait("Run chatty/greet", "loud (bool)", "target (string)", "times (number)")
+	c.keys("y") // loud: true, and on to the next field
+	c.wait("┃ target (string)")
+	c.keys("world", "enter")
+	c.wait("┃ times (number)")
+	c.keys("many", "enter")
+	c.wait("not a number")
+	for range "many" {
+		c.tm.Send(keyBackspace)
+	}
+	c.keys("3", "enter")
+	c.wait("hello, world x3 (loud: true)", "chatty/greet · succeeded")
+	view := c.final()
+	if !strings.Contains(view, "chatty/greet") {
+		t.Errorf("not on the greet run's stream:\n%s", view)
+	}
+	runs, _ := e.Runs(0)
+	if len(runs) != 2 || runs[0].Status != engine.RunSucceeded {
+		t.Errorf("runs: %+v", runs)
+	}
+	c.golden(view)
+}
+
+func TestHandsEmpty(t *testing.T) {
+	e := newEngine(t)
+	c := startConsole(t, e)
+	c.keys("5")
+	c.wait("Hands roots (0)")
+	c.golden(c.final())
+}
+
+func TestTabsMouseAndHelp(t *testing.T) {
+	e := newEngine(t)
+	streamModule(t, e)
+	c := startConsole(t, e)
+	c.wait("no runs yet")
+	c.keys("tab")
+	c.wait("no requests")
+	c.keys("shift+tab", "shift+tab")
+	c.wait("Hands roots (0)")
+	c.tm.Send(tea.MouseMsg{X: 28, Y: 1, Action: tea.MouseActionPress, Button: tea.MouseButtonLeft})
+	c.wait("Receipts · newest")
+	c.keys("4")
+	c.wait("Modules (1)")
+	c.keys("?")
+	c.wait("Keys: Modules")
+	view := c.final()
+	for _, want := range []string{"run hook", "add module", "streams", "quit"} {
+		if !strings.Contains(view, want) {
+			t.Errorf("full help lacks %q:\n%s", want, view)
+		}
+	}
+	c.golden(view)
+}
+
+func TestSmallTerminalAndResize(t *testing.T) {
+	e := newEngine(t)
+	streamModule(t, e)
+	runHook(t, e, "chatty", "lines")
+	c := startConsole(t, e)
+	c.wait("line 300: disk full")
+	c.tm.Send(tea.WindowSizeMsg{Width: 80, Height: 24})
+	c.keys("right", "w") // wrap on at 80 columns
+	c.wait("wrap")
+	c.tm.Send(tea.MouseMsg{X: 50, Y: 10, Action: tea.MouseActionPress, Button: tea.MouseButtonWheelUp})
+	c.wait("⏸")
+	view := c.final()
+	lines := strings.Split(c.app.View(), "\n")
+	if len(lines) != 24 {
+		t.Errorf("%d lines at 80x24", len(lines))
+	}
+	for i, l := range lines {
+		if w := lipglossWidth(l); w > 80 {
+			t.Errorf("line %d is %d wide: %q", i, w, l)
+		}
+	}
+	c.golden(view)
+}
+
+// The Modules list at 80x24: every hook with its inputs and last run.
+func TestModulesListSmall(t *testing.T) {
+	e := newEngine(t)
+	addModule(t, e, "chatty", map[string]string{
+		"greet": "exec warden greet",
+		"lines": "exec warden stream 300",
+	}, map[string]string{"greet": "    inputs: {target: string, times: number, loud: bool}\n    requires: [operator]\n"})
+	runHook(t, e, "chatty", "lines")
+	d := newDriver(t, e, 80, 24)
+	d.keys("4")
+	view := d.view()
+	for _, want := range []string{"chatty 1.0.0", "greet", "inputs loud:bool,target:string,times:number", "never run", "✓ succeeded"} {
+		if !strings.Contains(view, want) {
+			t.Errorf("missing %q:\n%s", want, view)
+		}
+	}
+	golden.RequireEqual(t, []byte(view))
+}

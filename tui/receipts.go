@@ -1,0 +1,324 @@
+package tui
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/charmbracelet/bubbles/key"
+	"github.com/charmbracelet/bubbles/textinput"
+	tea "github.com/charmbracelet/bubbletea"
+
+	"warden/engine"
+)
+
+// The receipts pane holds the newest receipts (at most maxReceipts) of
+// the chosen kind; the whole log stays in storage.
+const (
+	receiptsLoad = 1000
+	maxReceipts  = 2000
+)
+
+type receiptsKeys struct {
+	Up, Down, PageUp, PageDown, Top, Bottom key.Binding
+	Detail, Filter, Clear, Verify           key.Binding
+}
+
+func newReceiptsKeys() receiptsKeys {
+	return receiptsKeys{
+		Up:       key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑/k", "up")),
+		Down:     key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("↓/j", "down")),
+		PageUp:   key.NewBinding(key.WithKeys("pgup", "ctrl+b"), key.WithHelp("pgup", "page up")),
+		PageDown: key.NewBinding(key.WithKeys("pgdown", "ctrl+f", " "), key.WithHelp("pgdn", "page down")),
+		Top:      key.NewBinding(key.WithKeys("g", "home"), key.WithHelp("g", "oldest")),
+		Bottom:   key.NewBinding(key.WithKeys("G", "end"), key.WithHelp("G", "newest")),
+		Detail:   key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "detail")),
+		Filter:   key.NewBinding(key.WithKeys("/", "K"), key.WithHelp("/", "filter by kind")),
+		Clear:    key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "clear filter")),
+		Verify:   key.NewBinding(key.WithKeys("v"), key.WithHelp("v", "verify chain")),
+	}
+}
+
+type receiptsPane struct {
+	sh     *shared
+	k      receiptsKeys
+	pk     promptKeys
+	rs     []engine.Receipt
+	kind   string // filter: exact kind, or a prefix ending in "."
+	sel    int
+	off    int
+	atEnd  bool // the cursor follows new receipts
+	input  textinput.Model
+	typing bool
+	ov     *overlay
+	h      int
+}
+
+func newReceiptsPane(sh *shared) *receiptsPane {
+	ti := textinput.New()
+	ti.Prompt = "kind › "
+	ti.Placeholder = "hook. request. policy. hands. module.add …"
+	ti.CharLimit = 64
+	return &receiptsPane{sh: sh, k: newReceiptsKeys(), pk: newPromptKeys(), input: ti, atEnd: true, h: 20}
+}
+
+// kindFilter turns what the operator typed into an engine filter: a bare
+// word ("hook") means the family ("hook.").
+func kindFilter(s string) string {
+	s = strings.TrimSpace(s)
+	if s != "" && !strings.Contains(s, ".") {
+		s += "."
+	}
+	return s
+}
+
+func (p *receiptsPane) reload() {
+	rs, err := p.sh.e.Receipts(engine.ReceiptFilter{Kind: p.kind, Limit: receiptsLoad})
+	if err != nil {
+		p.sh.errStatus(err)
+		return
+	}
+	p.rs = rs
+	if p.atEnd || p.sel >= len(p.rs) {
+		p.sel = len(p.rs) - 1
+	}
+	p.sel = max(p.sel, 0)
+}
+
+func (p *receiptsPane) matches(r *engine.Receipt) bool {
+	if p.kind == "" {
+		return true
+	}
+	if strings.HasSuffix(p.kind, ".") {
+		return strings.HasPrefix(r.Kind, p.kind)
+	}
+	return r.Kind == p.kind
+}
+
+// add takes a receipt just appended.
+func (p *receiptsPane) add(r engine.Receipt) {
+	if !p.matches(&r) {
+		return
+	}
+	if n := len(p.rs); n > 0 && p.rs[n-1].Seq >= r.Seq {
+		return // already read from storage
+	}
+	p.rs = append(p.rs, r)
+	if len(p.rs) > maxReceipts {
+		drop := len(p.rs) - receiptsLoad
+		p.rs = append([]engine.Receipt(nil), p.rs[drop:]...)
+		p.sel = max(p.sel-drop, 0)
+		p.off = max(p.off-drop, 0)
+	}
+	if p.atEnd {
+		p.sel = len(p.rs) - 1
+	}
+}
+
+func (p *receiptsPane) capturing() bool { return p.typing }
+
+func (p *receiptsPane) takeOverlay() *overlay {
+	o := p.ov
+	p.ov = nil
+	return o
+}
+
+func (p *receiptsPane) prompt() string {
+	if p.typing {
+		return p.input.View()
+	}
+	return ""
+}
+
+func (p *receiptsPane) keys() keyMap {
+	k := p.k
+	if p.typing {
+		return keyMap{short: []key.Binding{p.pk.Submit, p.pk.Cancel}}
+	}
+	short := []key.Binding{k.Up, k.Down, k.Detail, k.Filter, k.Verify}
+	if p.kind != "" {
+		short = append(short, k.Clear)
+	}
+	return keyMap{short: short, full: [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom}, {k.Detail, k.Filter, k.Clear, k.Verify}}}
+}
+
+func (p *receiptsPane) update(msg tea.Msg) tea.Cmd {
+	switch msg := msg.(type) {
+	case tea.KeyMsg:
+		return p.key(msg)
+	case tea.MouseMsg:
+		switch msg.Button {
+		case tea.MouseButtonWheelUp:
+			p.move(-3)
+		case tea.MouseButtonWheelDown:
+			p.move(3)
+		case tea.MouseButtonLeft:
+			if msg.Action == tea.MouseActionPress && msg.Y >= 2 {
+				if i := p.off + msg.Y - 2; i < len(p.rs) {
+					p.sel = i
+					p.atEnd = i == len(p.rs)-1
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func (p *receiptsPane) key(msg tea.KeyMsg) tea.Cmd {
+	k := p.k
+	if p.typing {
+		switch {
+		case key.Matches(msg, p.pk.Submit):
+			p.typing = false
+			p.input.Blur()
+			p.kind = kindFilter(p.input.Value())
+			p.atEnd = true
+			p.reload()
+			if p.kind != "" {
+				p.sh.setStatus(fmt.Sprintf("%d receipts of kind %s", len(p.rs), p.kind), false)
+			}
+			return nil
+		case key.Matches(msg, p.pk.Cancel):
+			p.typing = false
+			p.input.Blur()
+			return nil
+		}
+		var cmd tea.Cmd
+		p.input, cmd = p.input.Update(msg)
+		return cmd
+	}
+	page := max(p.h-3, 1)
+	switch {
+	case key.Matches(msg, k.Up):
+		p.move(-1)
+	case key.Matches(msg, k.Down):
+		p.move(1)
+	case key.Matches(msg, k.PageUp):
+		p.move(-page)
+	case key.Matches(msg, k.PageDown):
+		p.move(page)
+	case key.Matches(msg, k.Top):
+		p.move(-len(p.rs))
+	case key.Matches(msg, k.Bottom):
+		p.move(len(p.rs))
+	case key.Matches(msg, k.Filter):
+		p.typing = true
+		p.input.SetValue(p.kind)
+		p.input.CursorEnd()
+		return p.input.Focus()
+	case key.Matches(msg, k.Clear):
+		if p.kind != "" {
+			p.kind = ""
+			p.atEnd = true
+			p.reload()
+		}
+	case key.Matches(msg, k.Detail):
+		if p.sel < len(p.rs) {
+			r := p.rs[p.sel]
+			p.ov = textOverlay(p.sh, fmt.Sprintf("receipt %d · %s", r.Seq, r.Kind), receiptDetail(r))
+		}
+	case key.Matches(msg, k.Verify):
+		p.verify()
+	}
+	return nil
+}
+
+func (p *receiptsPane) verify() {
+	v, err := p.sh.e.VerifyReceipts()
+	switch {
+	case err != nil:
+		p.sh.errStatus(err)
+	case v.Intact:
+		p.sh.setStatus(fmt.Sprintf("receipt chain intact, %d receipts", v.Count), false)
+	default:
+		p.sh.setStatus(fmt.Sprintf("receipt chain BROKEN at seq %d: %s (%d receipts checked)", v.BrokenSeq, v.Reason, v.Count), true)
+	}
+}
+
+func (p *receiptsPane) move(d int) {
+	if len(p.rs) == 0 {
+		return
+	}
+	p.sel = min(max(p.sel+d, 0), len(p.rs)-1)
+	p.atEnd = p.sel == len(p.rs)-1
+}
+
+// receiptDetail is a receipt in full, details pretty-printed.
+func receiptDetail(r engine.Receipt) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "seq      %d\n", r.Seq)
+	fmt.Fprintf(&b, "at       %s\n", r.At.Local().Format("2006-01-02 15:04:05.000 MST"))
+	fmt.Fprintf(&b, "kind     %s\n", r.Kind)
+	fmt.Fprintf(&b, "actor    %s\n", r.Actor)
+	fmt.Fprintf(&b, "subject  %s\n", r.Subject)
+	fmt.Fprintf(&b, "summary  %s\n", r.Summary)
+	fmt.Fprintf(&b, "prev     %s\n", r.Prev)
+	fmt.Fprintf(&b, "hash     %s\n", r.Hash)
+	if len(r.Details) > 0 {
+		var buf bytes.Buffer
+		if json.Indent(&buf, r.Details, "  ", "  ") == nil {
+			fmt.Fprintf(&b, "details\n  %s", buf.String())
+		} else {
+			fmt.Fprintf(&b, "details  %s", r.Details)
+		}
+	}
+	return b.String()
+}
+
+func (p *receiptsPane) view(w, h int) string {
+	p.h = h
+	th := p.sh.th
+	title := fmt.Sprintf("Receipts · newest %d", len(p.rs))
+	if p.kind != "" {
+		title += " of kind " + p.kind
+	}
+	// Columns: seq, time, kind, actor, subject, summary (the rest).
+	seqW, timeW := 6, 8
+	kindW, actorW, subjW := 14, 14, 18
+	if w < 100 {
+		kindW, actorW, subjW = 13, 11, 14
+	}
+	sumW := max(w-2-seqW-timeW-kindW-actorW-subjW-5, 8)
+	cols := func(seq, at, kind, actor, subj, sum string) string {
+		return fmt.Sprintf("%*s %s %s %s %s %s", seqW, plain(seq, seqW), fit(plain(at, timeW), timeW), fit(plain(kind, kindW), kindW),
+			fit(plain(actor, actorW), actorW), fit(plain(subj, subjW), subjW), plain(sum, sumW))
+	}
+	out := []string{fit(th.Title.Render(title), w), fit("  "+th.TableHead.Render(cols("seq", "time", "kind", "actor", "subject", "summary")), w)}
+	rows := max(h-2, 1)
+	if p.sel < p.off {
+		p.off = p.sel
+	}
+	if p.sel >= p.off+rows {
+		p.off = p.sel - rows + 1
+	}
+	if len(p.rs) == 0 {
+		out = append(out, th.Dim.Render("  no receipts"+map[bool]string{true: " of kind " + p.kind, false: ""}[p.kind != ""]))
+	}
+	for i := p.off; i < len(p.rs) && len(out) < h; i++ {
+		r := p.rs[i]
+		line := cols(fmt.Sprint(r.Seq), r.At.Local().Format("15:04:05"), r.Kind, r.Actor, r.Subject, oneLine(r.Summary))
+		if i == p.sel {
+			out = append(out, th.Selected.Render("▸ "+line))
+		} else {
+			out = append(out, "  "+receiptStyle(th, r.Kind).Render(line))
+		}
+	}
+	for len(out) < h {
+		out = append(out, "")
+	}
+	for i := range out {
+		out[i] = fit(out[i], w)
+	}
+	return strings.Join(out[:h], "\n")
+}
+
+func receiptStyle(th themeT, kind string) (s styleT) {
+	switch {
+	case strings.HasPrefix(kind, "request."), strings.HasPrefix(kind, "policy."):
+		return th.Pending
+	case strings.HasSuffix(kind, ".error"), strings.HasSuffix(kind, ".failed"):
+		return th.LevelError
+	}
+	return th.LevelInfo
+}

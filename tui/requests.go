@@ -1,0 +1,453 @@
+package tui
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/bubbles/key"
+	"github.com/charmbracelet/bubbles/textinput"
+	tea "github.com/charmbracelet/bubbletea"
+
+	"warden/engine"
+)
+
+// maxRequests bounds the requests (history included) the console holds.
+const maxRequests = 500
+
+type requestsKeys struct {
+	Up, Down, Detail      key.Binding
+	Approve, Deny, Always key.Binding
+	Yes, No               key.Binding
+}
+
+func newRequestsKeys() requestsKeys {
+	return requestsKeys{
+		Up:      key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑/k", "up")),
+		Down:    key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("↓/j", "down")),
+		Detail:  key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "whole request")),
+		Approve: key.NewBinding(key.WithKeys("y"), key.WithHelp("y", "approve once")),
+		Deny:    key.NewBinding(key.WithKeys("n"), key.WithHelp("n", "deny")),
+		Always:  key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "approve always")),
+		Yes:     key.NewBinding(key.WithKeys("y"), key.WithHelp("y", "yes, add the rule")),
+		No:      key.NewBinding(key.WithKeys("n", "esc"), key.WithHelp("n/esc", "no")),
+	}
+}
+
+type requestsPane struct {
+	sh   *shared
+	k    requestsKeys
+	pk   promptKeys
+	reqs []engine.Request
+	sel  int
+	off  int
+	// denying: the reason prompt is open for request denyID.
+	denying bool
+	denyID  uint64
+	reason  textinput.Model
+	// confirming: approve-always waits for y/n on request confirmID.
+	confirming bool
+	confirmID  uint64
+	rule       string
+	ov         *overlay
+}
+
+func newRequestsPane(sh *shared) *requestsPane {
+	ti := textinput.New()
+	ti.Prompt = "deny: reason (optional, enter to deny) › "
+	ti.CharLimit = 500
+	return &requestsPane{sh: sh, k: newRequestsKeys(), pk: newPromptKeys(), reason: ti}
+}
+
+func (p *requestsPane) reload() {
+	rs, err := listRequests(p.sh.e, maxRequests)
+	if err != nil {
+		p.sh.errStatus(err)
+		return
+	}
+	cur := p.selectedID()
+	p.reqs = rs
+	p.sort()
+	p.selectID(cur)
+}
+
+// sort: pending first (oldest first, the most urgent), then decided,
+// newest decision first.
+func (p *requestsPane) sort() {
+	sort.SliceStable(p.reqs, func(i, j int) bool {
+		a, b := p.reqs[i], p.reqs[j]
+		if (a.Decision == nil) != (b.Decision == nil) {
+			return a.Decision == nil
+		}
+		if a.Decision == nil {
+			return a.ID < b.ID
+		}
+		if !a.Decision.At.Equal(b.Decision.At) {
+			return a.Decision.At.After(b.Decision.At)
+		}
+		return a.ID > b.ID
+	})
+	if len(p.reqs) > maxRequests {
+		p.reqs = p.reqs[:maxRequests]
+	}
+}
+
+func (p *requestsPane) selectedID() uint64 {
+	if p.sel >= 0 && p.sel < len(p.reqs) {
+		return p.reqs[p.sel].ID
+	}
+	return 0
+}
+
+func (p *requestsPane) selectID(id uint64) {
+	p.sel = 0
+	for i, r := range p.reqs {
+		if r.ID == id {
+			p.sel = i
+		}
+	}
+}
+
+// upsert records a request event; it reports a new pending request.
+func (p *requestsPane) upsert(r engine.Request) (isNew bool) {
+	cur := p.selectedID()
+	found := false
+	for i := range p.reqs {
+		if p.reqs[i].ID == r.ID {
+			p.reqs[i], found = r, true
+		}
+	}
+	if !found {
+		p.reqs = append(p.reqs, r)
+	}
+	p.sort()
+	if cur == 0 {
+		cur = r.ID
+	}
+	p.selectID(cur)
+	if p.confirming && p.confirmID == r.ID && r.Decision != nil {
+		p.confirming = false
+	}
+	if p.denying && p.denyID == r.ID && r.Decision != nil {
+		p.denying = false
+		p.reason.Blur()
+	}
+	return !found && r.Decision == nil
+}
+
+func (p *requestsPane) pending() (n int) {
+	for _, r := range p.reqs {
+		if r.Decision == nil {
+			n++
+		}
+	}
+	return n
+}
+
+func (p *requestsPane) capturing() bool { return p.denying || p.confirming }
+
+func (p *requestsPane) takeOverlay() *overlay {
+	o := p.ov
+	p.ov = nil
+	return o
+}
+
+func (p *requestsPane) prompt() string {
+	switch {
+	case p.denying:
+		return p.reason.View()
+	case p.confirming:
+		return p.sh.th.Prompt.Render(fmt.Sprintf("approve request %d always? [y/N]", p.confirmID)) + p.sh.th.Dim.Render(" (the rule to be added is shown above)")
+	}
+	return ""
+}
+
+func (p *requestsPane) keys() keyMap {
+	k := p.k
+	switch {
+	case p.denying:
+		return keyMap{short: []key.Binding{p.pk.Submit, p.pk.Cancel}}
+	case p.confirming:
+		return keyMap{short: []key.Binding{k.Yes, k.No}}
+	}
+	acts := []key.Binding{k.Approve, k.Deny}
+	if canApproveAlways {
+		acts = append(acts, k.Always)
+	}
+	short := append([]key.Binding{k.Up, k.Down}, acts...)
+	short = append(short, k.Detail)
+	return keyMap{short: short, full: [][]key.Binding{{k.Up, k.Down, k.Detail}, acts}}
+}
+
+func (p *requestsPane) update(msg tea.Msg) tea.Cmd {
+	switch msg := msg.(type) {
+	case tea.KeyMsg:
+		return p.key(msg)
+	case tea.MouseMsg:
+		switch msg.Button {
+		case tea.MouseButtonWheelUp:
+			p.move(-1)
+		case tea.MouseButtonWheelDown:
+			p.move(1)
+		case tea.MouseButtonLeft:
+			if msg.Action == tea.MouseActionPress && msg.Y >= 1 {
+				if i := p.off + msg.Y - 1; i < len(p.reqs) {
+					p.sel = i
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func (p *requestsPane) key(msg tea.KeyMsg) tea.Cmd {
+	k := p.k
+	if p.denying {
+		switch {
+		case key.Matches(msg, p.pk.Submit):
+			p.denying = false
+			p.reason.Blur()
+			p.decide(p.denyID, engine.Deny, strings.TrimSpace(p.reason.Value()))
+			return nil
+		case key.Matches(msg, p.pk.Cancel):
+			p.denying = false
+			p.reason.Blur()
+			return nil
+		}
+		var cmd tea.Cmd
+		p.reason, cmd = p.reason.Update(msg)
+		return cmd
+	}
+	if p.confirming {
+		p.confirming = false
+		if key.Matches(msg, k.Yes) {
+			p.decide(p.confirmID, engine.ApproveAlways, "")
+		} else {
+			p.sh.setStatus("not approved", false)
+		}
+		return nil
+	}
+	switch {
+	case key.Matches(msg, k.Up):
+		p.move(-1)
+	case key.Matches(msg, k.Down):
+		p.move(1)
+	case key.Matches(msg, k.Detail):
+		if r, ok := p.current(); ok {
+			p.ov = textOverlay(p.sh, fmt.Sprintf("request %d", r.ID), strings.Join(p.detail(r), "\n"))
+		}
+	case key.Matches(msg, k.Approve):
+		if r, ok := p.currentPending(); ok {
+			p.decide(r.ID, engine.ApproveOnce, "")
+		}
+	case key.Matches(msg, k.Deny):
+		if r, ok := p.currentPending(); ok {
+			p.denying, p.denyID = true, r.ID
+			p.reason.Reset()
+			return p.reason.Focus()
+		}
+	case key.Matches(msg, k.Always) && canApproveAlways:
+		if r, ok := p.currentPending(); ok {
+			rule, err := alwaysRule(p.sh.e, r)
+			if err != nil {
+				p.sh.errStatus(err)
+				return nil
+			}
+			p.confirming, p.confirmID, p.rule = true, r.ID, rule
+		}
+	}
+	return nil
+}
+
+func (p *requestsPane) move(d int) {
+	if len(p.reqs) == 0 {
+		return
+	}
+	p.sel = min(max(p.sel+d, 0), len(p.reqs)-1)
+}
+
+func (p *requestsPane) current() (engine.Request, bool) {
+	if p.sel >= 0 && p.sel < len(p.reqs) {
+		return p.reqs[p.sel], true
+	}
+	return engine.Request{}, false
+}
+
+func (p *requestsPane) currentPending() (engine.Request, bool) {
+	r, ok := p.current()
+	if !ok {
+		p.sh.setStatus("no request selected", true)
+		return r, false
+	}
+	if r.Decision != nil {
+		p.sh.setStatus(fmt.Sprintf("request %d was already decided (%s by %s)", r.ID, r.Decision.Verdict, r.Decision.By), true)
+		return r, false
+	}
+	return r, true
+}
+
+func (p *requestsPane) decide(id uint64, verdict, reason string) {
+	r, err := decideRequest(p.sh.e, p.sh.opts.Actor, id, verdict, reason)
+	if err != nil {
+		p.sh.errStatus(err)
+		p.reload()
+		return
+	}
+	p.upsert(r)
+	p.selectID(id)
+	p.sh.setStatus(fmt.Sprintf("request %d: %s", id, verdict), false)
+}
+
+// operationLine is a request's operation on one line.
+func operationLine(r engine.Request) string {
+	var m map[string]any
+	if json.Unmarshal(r.Content, &m) == nil {
+		if msg, ok := m["message"].(string); ok && len(m) == 1 {
+			return r.Operation + ": " + oneLine(msg)
+		}
+		if argv, ok := m["argv"].([]any); ok {
+			parts := make([]string, len(argv))
+			for i, a := range argv {
+				parts[i] = fmt.Sprint(a)
+			}
+			return r.Operation + ": " + strings.Join(parts, " ")
+		}
+		if path, ok := m["path"].(string); ok {
+			return r.Operation + ": " + path
+		}
+	}
+	return r.Operation + " " + oneLine(string(r.Content))
+}
+
+func (p *requestsPane) view(w, h int) string {
+	th := p.sh.th
+	listH := max(min(len(p.reqs)+1, h/2), 3)
+	if len(p.reqs) == 0 {
+		listH = 2
+	}
+	out := []string{fit(th.Title.Render(fmt.Sprintf("Requests · %d pending · %d decided", p.pending(), len(p.reqs)-p.pending())), w)}
+	if len(p.reqs) == 0 {
+		out = append(out, fit(th.Dim.Render("no requests: a hook asking the operator or a denied effect shows up here"), w))
+	}
+	rows := listH - 1
+	if p.sel < p.off {
+		p.off = p.sel
+	}
+	if p.sel >= p.off+rows {
+		p.off = p.sel - rows + 1
+	}
+	now := p.sh.now()
+	for i := p.off; i < len(p.reqs) && len(out) < listH; i++ {
+		out = append(out, p.row(p.reqs[i], i == p.sel, now, w))
+	}
+	for len(out) < listH {
+		out = append(out, "")
+	}
+	out = append(out, th.Border.Render(strings.Repeat("─", w)))
+	if p.confirming {
+		out = append(out, th.Pending.Render(fmt.Sprintf("Approve request %d always?", p.confirmID)), "This adds one exact rule to the policy:")
+		for _, l := range wrapRows(p.rule, w-4, 0, 8) {
+			out = append(out, "    "+th.Title.Render(l))
+		}
+		out = append(out, "", th.Dim.Render("Every later identical operation is then allowed without asking. y adds the rule; n or esc goes back."), "")
+	}
+	if r, ok := p.current(); ok {
+		for _, l := range p.detail(r) {
+			if len(out) >= h {
+				break
+			}
+			out = append(out, l)
+		}
+	}
+	for len(out) < h {
+		out = append(out, "")
+	}
+	for i := range out {
+		out[i] = fit(out[i], w)
+	}
+	return strings.Join(out[:h], "\n")
+}
+
+func (p *requestsPane) row(r engine.Request, sel bool, now time.Time, w int) string {
+	th := p.sh.th
+	var state, when string
+	st := th.Pending
+	if r.Decision == nil {
+		state = "pending"
+		left := r.Expires.Sub(now)
+		if left <= 0 {
+			when = "expired"
+		} else {
+			when = "exp " + shortDur(left)
+		}
+	} else {
+		state = r.Decision.Verdict
+		when = "by " + r.Decision.By + " " + r.Decision.At.Local().Format("15:04:05")
+		st = th.Approved
+		if r.Decision.Verdict == engine.Deny {
+			st = th.Denied
+		}
+	}
+	mark := " "
+	if sel {
+		mark = "▸"
+	}
+	head := fmt.Sprintf("%s#%-4d %-14s %5s ", mark, r.ID, state, shortDur(now.Sub(r.Created)))
+	rest := fmt.Sprintf("%-10s %s  %s/%s  %s", when, r.Subject, r.Requester.Module, r.Requester.Hook, operationLine(r))
+	if r.Decision != nil {
+		rest = fmt.Sprintf("%s  %s  %s", when, r.Subject, operationLine(r))
+	}
+	restW := max(w-textWidth(head), 1)
+	if sel {
+		return th.Selected.Render(head) + plain(rest, restW)
+	}
+	return head[:1] + st.Render(head[1:]) + plain(rest, restW)
+}
+
+// detail is every field of a request, content exactly as sent.
+func (p *requestsPane) detail(r engine.Request) []string {
+	th := p.sh.th
+	now := p.sh.now()
+	field := func(k, v string) string { return th.Dim.Render(fmt.Sprintf("%-10s ", k)) + v }
+	state := th.Pending.Render("pending")
+	exp := r.Expires.Local().Format("15:04:05")
+	if left := r.Expires.Sub(now); left > 0 {
+		exp = "in " + shortDur(left) + " (" + exp + ")"
+	} else {
+		exp = "expired " + exp
+	}
+	out := []string{th.Title.Render(fmt.Sprintf("Request %d", r.ID)) + "  " + state}
+	if d := r.Decision; d != nil {
+		st := th.Approved
+		if d.Verdict == engine.Deny {
+			st = th.Denied
+		}
+		dec := st.Render(d.Verdict) + " by " + d.By + " at " + d.At.Local().Format("2006-01-02 15:04:05")
+		if d.Reason != "" {
+			dec += ": " + oneLine(d.Reason)
+		}
+		out[0] = th.Title.Render(fmt.Sprintf("Request %d", r.ID)) + "  " + dec
+	}
+	out = append(out,
+		field("subject", r.Subject),
+		field("requester", fmt.Sprintf("%s/%s, run %s", r.Requester.Module, r.Requester.Hook, r.Requester.Run)),
+		field("operation", r.Operation),
+		field("created", r.Created.Local().Format("2006-01-02 15:04:05")+" ("+shortDur(now.Sub(r.Created))+" ago)"),
+	)
+	if r.Decision == nil {
+		out = append(out, field("expires", exp))
+	}
+	out = append(out, field("revision", fmt.Sprint(r.Revision)), field("digest", r.Digest), th.Dim.Render("content"))
+	var buf bytes.Buffer
+	if json.Indent(&buf, r.Content, "", "  ") == nil {
+		for _, l := range strings.Split(buf.String(), "\n") {
+			out = append(out, "  "+l)
+		}
+	} else {
+		out = append(out, "  "+string(r.Content))
+	}
+	return out
+}

@@ -1,0 +1,551 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/bubbles/key"
+	"github.com/charmbracelet/bubbles/textinput"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+
+	"warden/engine"
+)
+
+// maxRuns bounds the runs list the console holds.
+const maxRuns = 500
+
+type streamsKeys struct {
+	Up, Down, PageUp, PageDown, Top, Bottom key.Binding
+	Runs, Log, Open                         key.Binding
+	Follow, Search, Next, Prev              key.Binding
+	Level, Invert, Wrap, Cancel             key.Binding
+}
+
+func newStreamsKeys() streamsKeys {
+	return streamsKeys{
+		Up:       key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑/k", "up")),
+		Down:     key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("↓/j", "down")),
+		PageUp:   key.NewBinding(key.WithKeys("pgup", "ctrl+b"), key.WithHelp("pgup", "page up")),
+		PageDown: key.NewBinding(key.WithKeys("pgdown", "ctrl+f", " "), key.WithHelp("pgdn", "page down")),
+		Top:      key.NewBinding(key.WithKeys("g", "home"), key.WithHelp("g", "first line")),
+		Bottom:   key.NewBinding(key.WithKeys("G", "end"), key.WithHelp("G", "last line")),
+		Runs:     key.NewBinding(key.WithKeys("left", "h", "esc"), key.WithHelp("←/h", "runs")),
+		Log:      key.NewBinding(key.WithKeys("right"), key.WithHelp("→", "log")),
+		Open:     key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "open/whole line")),
+		Follow:   key.NewBinding(key.WithKeys("f"), key.WithHelp("f", "follow")),
+		Search:   key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "search")),
+		Next:     key.NewBinding(key.WithKeys("n"), key.WithHelp("n/N", "next/prev match")),
+		Prev:     key.NewBinding(key.WithKeys("N"), key.WithHelp("N", "prev match")),
+		Level:    key.NewBinding(key.WithKeys("l"), key.WithHelp("l", "level filter")),
+		Invert:   key.NewBinding(key.WithKeys("!"), key.WithHelp("!", "invert filter")),
+		Wrap:     key.NewBinding(key.WithKeys("w"), key.WithHelp("w", "wrap")),
+		Cancel:   key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "cancel run")),
+	}
+}
+
+type streamsPane struct {
+	sh       *shared
+	k        streamsKeys
+	pk       promptKeys
+	runs     []engine.RunRecord
+	sel      int
+	off      int
+	focusLog bool
+	log      *logView
+	input    textinput.Model
+	typing   bool
+	ov       *overlay
+	w, h     int
+	leftW    int
+}
+
+func newStreamsPane(sh *shared) *streamsPane {
+	ti := textinput.New()
+	ti.Prompt = "/"
+	ti.Placeholder = "search this stream"
+	ti.CharLimit = 256
+	return &streamsPane{sh: sh, k: newStreamsKeys(), pk: newPromptKeys(), log: newLogView(sh), input: ti, w: 80, h: 20}
+}
+
+func (p *streamsPane) reload() {
+	runs, err := p.sh.e.Runs(maxRuns)
+	if err != nil {
+		p.sh.errStatus(err)
+		return
+	}
+	cur := p.selectedID()
+	p.runs = runs
+	p.sel = 0
+	for i, r := range runs {
+		if r.ID == cur {
+			p.sel = i
+		}
+	}
+	if p.log.run != "" && p.log.run == p.selectedID() {
+		p.log.refreshMeta()
+		if p.log.follow {
+			p.log.loadTail()
+		}
+		return
+	}
+	p.openSelected()
+}
+
+func (p *streamsPane) selectedID() string {
+	if p.sel >= 0 && p.sel < len(p.runs) {
+		return p.runs[p.sel].ID
+	}
+	return ""
+}
+
+func (p *streamsPane) openSelected() {
+	if id := p.selectedID(); id != "" && id != p.log.run {
+		p.log.open(id)
+	}
+}
+
+// show selects a run and focuses its log (e.g. after starting it).
+func (p *streamsPane) show(id string) {
+	found := false
+	for i, r := range p.runs {
+		if r.ID == id {
+			p.sel, found = i, true
+		}
+	}
+	if !found {
+		if rec, err := p.sh.e.Run(id); err == nil {
+			p.runEvent(rec)
+			p.show(id)
+			return
+		}
+	}
+	p.log.open(id)
+	p.focusLog = true
+	p.keepSel()
+}
+
+func (p *streamsPane) running() (n int) {
+	for _, r := range p.runs {
+		if r.Status == engine.RunRunning {
+			n++
+		}
+	}
+	return n
+}
+
+func (p *streamsPane) unjailedRunning() (n int) {
+	for _, r := range p.runs {
+		if r.Status == engine.RunRunning && r.JailMode == engine.JailOff {
+			n++
+		}
+	}
+	return n
+}
+
+// runEvent records a run that started or ended.
+func (p *streamsPane) runEvent(rec engine.RunRecord) {
+	for i := range p.runs {
+		if p.runs[i].ID == rec.ID {
+			p.runs[i] = rec
+			if rec.ID == p.log.run && rec.Status != engine.RunRunning {
+				p.log.refreshMeta()
+			}
+			return
+		}
+	}
+	// New runs go on top; the selection stays on its run.
+	p.runs = append([]engine.RunRecord{rec}, p.runs...)
+	if len(p.runs) > maxRuns {
+		p.runs = p.runs[:maxRuns]
+	}
+	if p.log.run != "" || len(p.runs) > 1 {
+		p.sel++
+	}
+	if p.sel >= len(p.runs) {
+		p.sel = len(p.runs) - 1
+	}
+	if p.log.run == "" {
+		p.sel = 0
+		p.openSelected()
+	}
+	p.keepSel()
+}
+
+// lines takes a batch of durable lines.
+func (p *streamsPane) lines(ev *engine.LinesEvent) {
+	if ev != nil && ev.Run == p.log.run {
+		p.log.appendLive(ev.Lines)
+	}
+}
+
+func (p *streamsPane) capturing() bool { return p.typing }
+
+func (p *streamsPane) takeOverlay() *overlay {
+	o := p.ov
+	p.ov = nil
+	return o
+}
+
+func (p *streamsPane) prompt() string {
+	if !p.typing {
+		return ""
+	}
+	return p.input.View()
+}
+
+func (p *streamsPane) keys() keyMap {
+	k := p.k
+	if p.typing {
+		return keyMap{short: []key.Binding{p.pk.Submit, p.pk.Cancel}}
+	}
+	nav := []key.Binding{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Runs, k.Log, k.Open}
+	logk := []key.Binding{k.Follow, k.Search, k.Next, k.Prev, k.Level, k.Invert, k.Wrap, k.Cancel}
+	short := []key.Binding{k.Open, k.Follow, k.Search, k.Next, k.Level, k.Invert, k.Wrap}
+	if !p.focusLog {
+		short = []key.Binding{k.Up, k.Down, k.Open, k.Follow, k.Search, k.Level, k.Cancel}
+	}
+	return keyMap{short: short, full: [][]key.Binding{nav, logk}}
+}
+
+func (p *streamsPane) resize(w, h int) {
+	p.w, p.h = w, h
+	p.leftW = min(max(w*3/10, 24), 40)
+	if w < 60 {
+		p.leftW = 0 // too narrow for both: the log alone
+	}
+	p.log.width = w - p.leftW - min(p.leftW, 1)
+	p.log.height = max(h-1, 1)
+	p.input.Width = max(w-4, 10)
+	p.log.scrollToCursor()
+}
+
+func (p *streamsPane) update(msg tea.Msg) tea.Cmd {
+	switch msg := msg.(type) {
+	case tea.KeyMsg:
+		if p.typing {
+			return p.typingKey(msg)
+		}
+		return p.key(msg)
+	case tea.MouseMsg:
+		p.mouse(msg)
+	}
+	return nil
+}
+
+func (p *streamsPane) typingKey(msg tea.KeyMsg) tea.Cmd {
+	switch {
+	case key.Matches(msg, p.pk.Submit):
+		p.typing = false
+		p.input.Blur()
+		p.log.query = p.input.Value()
+		if p.log.query != "" && !p.log.search(1) && (p.log.scanStop || !p.log.search(-1)) {
+			p.searchMiss()
+		}
+		return nil
+	case key.Matches(msg, p.pk.Cancel):
+		p.typing = false
+		p.input.Blur()
+		return nil
+	}
+	var cmd tea.Cmd
+	p.input, cmd = p.input.Update(msg)
+	return cmd
+}
+
+func (p *streamsPane) key(msg tea.KeyMsg) tea.Cmd {
+	k, v := p.k, p.log
+	page := max(v.height-1, 1)
+	// Keys that act on the log whichever side has focus.
+	switch {
+	case key.Matches(msg, k.Follow):
+		v.setFollow(!v.follow)
+		return nil
+	case key.Matches(msg, k.Search):
+		p.typing = true
+		p.input.SetValue(v.query)
+		p.input.CursorEnd()
+		return p.input.Focus()
+	case key.Matches(msg, k.Next), key.Matches(msg, k.Prev):
+		dir := 1
+		if key.Matches(msg, k.Prev) {
+			dir = -1
+		}
+		if v.query == "" {
+			p.sh.setStatus("no search yet: press / first", true)
+		} else if !v.search(dir) {
+			p.searchMiss()
+		}
+		return nil
+	case key.Matches(msg, k.Level):
+		v.level = (v.level + 1) % 4
+		v.refilter()
+		return nil
+	case key.Matches(msg, k.Invert):
+		v.invert = !v.invert
+		if v.level == levelAll {
+			p.sh.setStatus("invert applies to a level filter: press l to choose one", false)
+		}
+		v.refilter()
+		return nil
+	case key.Matches(msg, k.Wrap):
+		v.wrap = !v.wrap
+		v.scrollToCursor()
+		return nil
+	case key.Matches(msg, k.Cancel):
+		p.cancelRun()
+		return nil
+	}
+	if !p.focusLog {
+		switch {
+		case key.Matches(msg, k.Up):
+			p.selectRun(p.sel - 1)
+		case key.Matches(msg, k.Down):
+			p.selectRun(p.sel + 1)
+		case key.Matches(msg, k.PageUp):
+			p.selectRun(p.sel - page)
+		case key.Matches(msg, k.PageDown):
+			p.selectRun(p.sel + page)
+		case key.Matches(msg, k.Top):
+			p.selectRun(0)
+		case key.Matches(msg, k.Bottom):
+			p.selectRun(len(p.runs) - 1)
+		case key.Matches(msg, k.Open), key.Matches(msg, k.Log):
+			if v.run != "" {
+				p.focusLog = true
+			}
+		}
+		return nil
+	}
+	switch {
+	case key.Matches(msg, k.Up):
+		v.move(-1)
+	case key.Matches(msg, k.Down):
+		v.move(1)
+	case key.Matches(msg, k.PageUp):
+		v.move(-page)
+	case key.Matches(msg, k.PageDown):
+		v.move(page)
+	case key.Matches(msg, k.Top):
+		v.home()
+	case key.Matches(msg, k.Bottom):
+		v.bottom()
+	case key.Matches(msg, k.Runs):
+		if p.leftW > 0 {
+			p.focusLog = false
+		}
+	case key.Matches(msg, k.Open):
+		p.openLine()
+	}
+	return nil
+}
+
+func (p *streamsPane) searchMiss() {
+	if p.log.scanStop {
+		p.sh.setStatus(fmt.Sprintf("no match for %q in the next %d lines: press n (or N) to search on from line %d", p.log.query, scanLimit, p.log.cursor+1), false)
+		return
+	}
+	p.sh.setStatus(fmt.Sprintf("no more matches for %q", p.log.query), true)
+}
+
+func (p *streamsPane) openLine() {
+	l, ok := p.log.selected()
+	if !ok {
+		return
+	}
+	p.ov = textOverlay(p.sh, fmt.Sprintf("line %d · %s · %s", l.N+1, l.Level, l.At.Local().Format("15:04:05.000")), l.Text)
+}
+
+func (p *streamsPane) cancelRun() {
+	id := p.log.run
+	if !p.focusLog {
+		id = p.selectedID()
+	}
+	if id == "" {
+		return
+	}
+	if err := p.sh.e.CancelRun(p.sh.opts.Actor, id); err != nil {
+		p.sh.errStatus(err)
+		return
+	}
+	p.sh.setStatus("cancelling run "+id, false)
+}
+
+func (p *streamsPane) selectRun(i int) {
+	if len(p.runs) == 0 {
+		return
+	}
+	p.sel = min(max(i, 0), len(p.runs)-1)
+	p.keepSel()
+	p.openSelected()
+}
+
+func (p *streamsPane) keepSel() {
+	rows := max(p.h-1, 1)
+	if p.sel < p.off {
+		p.off = p.sel
+	}
+	if p.sel >= p.off+rows {
+		p.off = p.sel - rows + 1
+	}
+}
+
+func (p *streamsPane) mouse(msg tea.MouseMsg) {
+	onLeft := msg.X < p.leftW
+	switch msg.Button {
+	case tea.MouseButtonWheelUp, tea.MouseButtonWheelDown:
+		d := 3
+		if msg.Button == tea.MouseButtonWheelUp {
+			d = -3
+		}
+		if onLeft {
+			p.selectRun(p.sel + d/3)
+		} else {
+			p.log.move(d)
+		}
+	case tea.MouseButtonLeft:
+		if msg.Action != tea.MouseActionPress || msg.Y < 1 {
+			return
+		}
+		if onLeft {
+			p.focusLog = false
+			if i := p.off + msg.Y - 1; i < len(p.runs) {
+				p.selectRun(i)
+			}
+		} else {
+			p.focusLog = true
+		}
+	}
+}
+
+// view draws the runs list and the selected run's log side by side.
+func (p *streamsPane) view(w, h int) string {
+	if w != p.w || h != p.h {
+		p.resize(w, h)
+	}
+	right := p.logTitle(p.log.width) + "\n" + p.log.View()
+	if p.leftW == 0 {
+		return right
+	}
+	th := p.sh.th
+	sepStyle := th.Border
+	if p.focusLog {
+		sepStyle = th.BorderFocus
+	}
+	sep := strings.TrimSuffix(strings.Repeat(sepStyle.Render("│")+"\n", h), "\n")
+	return lipgloss.JoinHorizontal(lipgloss.Top, p.runsView(p.leftW, h), sep, right)
+}
+
+func (p *streamsPane) runsView(w, h int) string {
+	th := p.sh.th
+	title := th.Title
+	if p.focusLog {
+		title = th.Dim
+	}
+	out := []string{fit(title.Render(fmt.Sprintf("Runs (%d)", len(p.runs))), w)}
+	if len(p.runs) == 0 {
+		out = append(out, fit(th.Dim.Render(plain("no runs yet: start one from Modules (4)", w)), w))
+	}
+	now := p.sh.now()
+	for i := p.off; i < len(p.runs) && len(out) < h; i++ {
+		r := p.runs[i]
+		glyph, st := runGlyph(th, r.Status)
+		dur := runDuration(r, now)
+		name := r.Module + "/" + r.Hook
+		if r.JailMode == engine.JailOff {
+			name += " !jail"
+		}
+		nameW := max(w-4-len(dur), 1)
+		mark := " "
+		if i == p.sel {
+			mark = "▸"
+		}
+		row := mark + st.Render(glyph) + " " + fit(plain(name, nameW), nameW) + " " + th.Dim.Render(dur)
+		if i == p.sel && !p.focusLog {
+			row = th.Selected.Render(mark + glyph + " " + fit(plain(name, nameW), nameW) + " " + dur)
+		} else if i == p.sel {
+			row = th.Selected.Render(mark) + row[len(mark):]
+		}
+		out = append(out, fit(row, w))
+	}
+	for len(out) < h {
+		out = append(out, strings.Repeat(" ", w))
+	}
+	return strings.Join(out, "\n")
+}
+
+func (p *streamsPane) logTitle(w int) string {
+	th := p.sh.th
+	v := p.log
+	if v.run == "" {
+		return fit(th.Dim.Render("Stream"), w)
+	}
+	var r engine.RunRecord
+	if p.sel < len(p.runs) && p.runs[p.sel].ID == v.run {
+		r = p.runs[p.sel]
+	} else {
+		r, _ = p.sh.e.Run(v.run)
+	}
+	_, st := runGlyph(th, r.Status)
+	parts := []string{th.Title.Render(r.Module + "/" + r.Hook), st.Render(r.Status)}
+	if v.follow {
+		parts = append(parts, th.StatusOK.Render(fmt.Sprintf("FOLLOW %d lines", v.end-v.first)))
+	} else {
+		parts = append(parts, th.Dim.Render(fmt.Sprintf("⏸ %d/%d", v.cursor+1, v.end)))
+	}
+	if v.level != levelAll {
+		f := v.level.String()
+		if v.invert {
+			f = "!" + f
+		}
+		parts = append(parts, th.Pending.Render(f))
+	}
+	if v.wrap {
+		parts = append(parts, th.Dim.Render("wrap"))
+	}
+	if v.query != "" {
+		parts = append(parts, th.Match.Render("/"+plain(v.query, 20)))
+	}
+	parts = append(parts, th.Dim.Render("run "+v.run))
+	return fit(strings.Join(parts, th.Dim.Render(" · ")), w)
+}
+
+func runGlyph(th themeT, status string) (string, lipgloss.Style) {
+	switch status {
+	case engine.RunRunning:
+		return "●", th.RunRunning
+	case engine.RunSucceeded:
+		return "✓", th.RunOK
+	case engine.RunFailed:
+		return "✗", th.RunFailed
+	case engine.RunCancelled:
+		return "⊘", th.RunCancelled
+	}
+	return "?", th.Dim
+}
+
+func runDuration(r engine.RunRecord, now time.Time) string {
+	end := now
+	if r.Ended != nil {
+		end = *r.Ended
+	}
+	return shortDur(end.Sub(r.Started))
+}
+
+// shortDur is a compact duration: 0s, 42s, 3m05s, 2h07m, 3d04h.
+func shortDur(d time.Duration) string {
+	if d < 0 {
+		d = 0
+	}
+	s := int(d / time.Second)
+	switch {
+	case s < 60:
+		return fmt.Sprintf("%ds", s)
+	case s < 3600:
+		return fmt.Sprintf("%dm%02ds", s/60, s%60)
+	case s < 86400:
+		return fmt.Sprintf("%dh%02dm", s/3600, s%3600/60)
+	}
+	return fmt.Sprintf("%dd%02dh", s/86400, s%86400/3600)
+}
