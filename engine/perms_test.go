@@ -437,7 +437,7 @@ func TestPermsNetworkRequest(t *testing.T) {
 	// approve-once
 	ch := startNetRun(e, jailed)
 	req := nextPending(t, sub)
-	if req.Operation != perms.OpNetwork || req.Subject != "module:testmod" || string(req.Content) != `{"hook":"tcp","module":"testmod"}` {
+	if req.Operation != perms.OpNetwork || req.Subject != "module:testmod" || string(req.Content) != `{"module":"testmod"}` {
 		t.Fatalf("network request %+v", req)
 	}
 	if _, err := e.Approve(testActor, req.ID, "just this once"); err != nil {

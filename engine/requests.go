@@ -474,7 +474,10 @@ func (e *Engine) networkFor(r *activeRun) (granted bool, details map[string]any)
 	module, hook := r.rec.Module, r.rec.Hook
 	subject := "module:" + module
 	fix := fmt.Sprintf("grant it with `warden perms policy set %s --network true --revision N` (see `warden perms policy show %s`)", subject, subject)
-	op, err := perms.NewOp(subject, perms.OpNetwork, map[string]string{"module": module, "hook": hook})
+	// The content is the module alone: approve-always grants network to
+	// the module (DESIGN: "approve always for this module"); the request's
+	// requester still names the hook that asked.
+	op, err := perms.NewOp(subject, perms.OpNetwork, map[string]string{"module": module})
 	if err != nil {
 		r.say(storage.LevelWarn, fmt.Sprintf("this hook asks for network, but its request could not be made (%v): it runs without network; %s", err, fix))
 		return false, map[string]any{"networkError": err.Error()}
@@ -501,7 +504,7 @@ func (e *Engine) networkFor(r *activeRun) (granted bool, details map[string]any)
 			r.say(storage.LevelWarn, fmt.Sprintf("network request %d: %v: the hook runs without network", req.ID, err))
 			return false, details
 		case d.Verdict == ApproveAlways:
-			r.say(storage.LevelInfo, fmt.Sprintf("network granted by %s (request %d, approve-always): a rule in the policy of %s now lets every run of %s/%s have it", d.By, req.ID, subject, module, hook))
+			r.say(storage.LevelInfo, fmt.Sprintf("network granted by %s (request %d, approve-always): a rule in the policy of %s now lets every hook of module %s have it", d.By, req.ID, subject, module))
 			return true, details
 		case d.Verdict == ApproveOnce:
 			r.say(storage.LevelInfo, fmt.Sprintf("network granted for this run by %s (request %d, approve-once)", d.By, req.ID))
