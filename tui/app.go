@@ -60,9 +60,19 @@ type shared struct {
 	statusAt time.Time
 	// jumpToRun asks the app to show a run's stream (set by panes).
 	jumpToRun string
+	// ctx ends when the console closes: work it started stops with it.
+	ctx context.Context
 }
 
 func (s *shared) now() time.Time { return s.opts.Now() }
+
+// context is the console's life (Background when unset, in tests).
+func (s *shared) context() context.Context {
+	if s.ctx == nil {
+		return context.Background()
+	}
+	return s.ctx
+}
 
 // setStatus shows a message in the status line; isErr styles it as one.
 func (s *shared) setStatus(msg string, isErr bool) {
@@ -139,6 +149,7 @@ func New(e *engine.Engine, opts Options) *App {
 	// Subscribe before the first reads: nothing that happens between is lost.
 	a.sub = e.Subscribe()
 	a.ctx, a.cancel = context.WithCancel(context.Background())
+	sh.ctx = a.ctx
 	if !opts.NoAttach {
 		a.detach = e.AttachOperator()
 	}
@@ -180,6 +191,9 @@ func (a *App) Close() {
 	}
 	a.closed = true
 	a.cancel()
+	// A hands init cancelled by this still stops its container and
+	// writes its evidence: let it.
+	a.hands.wait(90 * time.Second)
 	a.sub.Close()
 	if a.detach != nil {
 		a.detach()
@@ -273,8 +287,13 @@ func (a *App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 
 func (a *App) key(msg tea.KeyMsg) tea.Cmd {
 	if msg.String() == "ctrl+c" {
-		a.Close()
-		return tea.Quit
+		// A pane running something it must wind down (a hands init)
+		// takes ctrl+c to ask whether to cancel it, instead of quitting
+		// the console under it.
+		if p, ok := a.panes[a.tab].(interface{ wantsCtrlC() bool }); !ok || !p.wantsCtrlC() || a.overlay != nil {
+			a.Close()
+			return tea.Quit
+		}
 	}
 	if a.overlay != nil {
 		if key.Matches(msg, a.keys.Quit) {

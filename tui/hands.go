@@ -13,10 +13,11 @@ import (
 	"warden/engine"
 )
 
-type handsKeys struct{ Up, Down, Status, Reload key.Binding }
+type handsKeys struct{ Up, Down, Status, Reload, Init, Finish key.Binding }
 
 // handsPane lists the hands roots this data dir knows, with their phase;
-// s asks the Docker engine for live status and drift.
+// s asks the Docker engine for live status and drift, i opens the init
+// wizard and x the finish wizard.
 type handsPane struct {
 	sh    *shared
 	k     handsKeys
@@ -24,6 +25,10 @@ type handsPane struct {
 	sel   int
 	busy  string
 	ov    *overlay
+	wiz   *handsWizard
+	w, h  int
+	// jobs are the wizards' engine calls still running (Close waits).
+	jobs []*handsJob
 }
 
 type handsStatusMsg struct {
@@ -38,7 +43,33 @@ func newHandsPane(sh *shared) *handsPane {
 		Down:   key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("↓/j", "down")),
 		Status: key.NewBinding(key.WithKeys("s", "enter"), key.WithHelp("s", "status & drift")),
 		Reload: key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "reload")),
+		Init:   key.NewBinding(key.WithKeys("i"), key.WithHelp("i", "init")),
+		Finish: key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "finish")),
 	}}
+}
+
+func (p *handsPane) resize(w, h int) {
+	p.w, p.h = w, h
+	if p.wiz != nil {
+		p.wiz.resize(w, h)
+	}
+}
+
+// wantsCtrlC: a running init or finish takes ctrl+c (to ask to cancel).
+func (p *handsPane) wantsCtrlC() bool { return p.wiz != nil && p.wiz.wantsCtrlC() }
+
+// wait waits (at most d) for the wizards' engine calls to end: after the
+// console's context is cancelled, an init's failure path still stops its
+// container and writes evidence.
+func (p *handsPane) wait(d time.Duration) {
+	deadline := time.After(d)
+	for _, j := range p.jobs {
+		select {
+		case <-j.ended:
+		case <-deadline:
+			return
+		}
+	}
 }
 
 func (p *handsPane) reload() {
@@ -51,7 +82,9 @@ func (p *handsPane) reload() {
 	p.sel = min(p.sel, max(len(rs)-1, 0))
 }
 
-func (p *handsPane) capturing() bool { return false }
+// capturing: an open wizard has the keyboard, except on its outcome,
+// where tabs, help and q work again.
+func (p *handsPane) capturing() bool { return p.wiz != nil && p.wiz.stage != wsDone }
 
 func (p *handsPane) takeOverlay() *overlay {
 	o := p.ov
@@ -60,8 +93,12 @@ func (p *handsPane) takeOverlay() *overlay {
 }
 
 func (p *handsPane) keys() keyMap {
+	if p.wiz != nil {
+		return p.wiz.keys()
+	}
 	k := p.k
-	return keyMap{short: []key.Binding{k.Up, k.Down, k.Status, k.Reload}, full: [][]key.Binding{{k.Up, k.Down, k.Status, k.Reload}}}
+	return keyMap{short: []key.Binding{k.Up, k.Down, k.Init, k.Finish, k.Status, k.Reload},
+		full: [][]key.Binding{{k.Up, k.Down}, {k.Init, k.Finish, k.Status, k.Reload}}}
 }
 
 func (p *handsPane) update(msg tea.Msg) tea.Cmd {
@@ -73,8 +110,30 @@ func (p *handsPane) update(msg tea.Msg) tea.Cmd {
 			return nil
 		}
 		p.ov = textOverlay(p.sh, "hands status · "+msg.root, msg.text)
+		return nil
+	}
+	if p.wiz != nil {
+		return p.wizard(msg)
+	}
+	switch msg := msg.(type) {
 	case tea.KeyMsg:
 		switch {
+		case key.Matches(msg, p.k.Init):
+			w, cmd := newInitWizard(p.sh, p.w, p.h)
+			p.wiz = w
+			return cmd
+		case key.Matches(msg, p.k.Finish):
+			sel := ""
+			if p.sel < len(p.roots) {
+				sel = p.roots[p.sel].Root
+			}
+			w, cmd := newFinishWizard(p.sh, p.roots, sel, p.w, p.h)
+			if w == nil {
+				p.sh.setStatus("no hands root to finish: every known root is finished (i starts a new one)", false)
+				return nil
+			}
+			p.wiz = w
+			return cmd
 		case key.Matches(msg, p.k.Up):
 			p.sel = max(p.sel-1, 0)
 		case key.Matches(msg, p.k.Down):
@@ -82,31 +141,81 @@ func (p *handsPane) update(msg tea.Msg) tea.Cmd {
 		case key.Matches(msg, p.k.Reload):
 			p.reload()
 		case key.Matches(msg, p.k.Status):
-			if p.sel < len(p.roots) && p.busy == "" {
-				root := p.roots[p.sel].Root
-				p.busy = root
-				e := p.sh.e
-				return func() tea.Msg {
-					ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-					defer cancel()
-					rep, err := e.HandsStatus(ctx, root)
-					if err != nil {
-						return handsStatusMsg{root: root, err: err}
-					}
-					b, _ := json.MarshalIndent(rep, "", "  ")
-					return handsStatusMsg{root: root, text: string(b)}
-				}
+			if p.sel < len(p.roots) {
+				return p.status(p.roots[p.sel].Root)
 			}
 		}
 	}
 	return nil
 }
 
+// wizard feeds the open wizard, and takes it down when it closes.
+func (p *handsPane) wizard(msg tea.Msg) tea.Cmd {
+	w := p.wiz
+	job := w.job
+	cmd := w.update(msg)
+	if w.job != nil && w.job != job {
+		p.jobs = append(p.jobs, w.job)
+	}
+	if m, ok := msg.(handsJobMsg); ok && m.done {
+		p.reload() // the list shows the new phase at once
+	}
+	if !w.closed {
+		return cmd
+	}
+	p.wiz = nil
+	p.reload()
+	for i, r := range p.roots {
+		if r.Root == w.root {
+			p.sel = i
+		}
+	}
+	switch {
+	case w.showStatus && w.root != "":
+		return tea.Batch(cmd, p.status(w.root))
+	case w.showFinish:
+		known := false
+		for _, r := range p.roots {
+			known = known || (r.Root == w.root && r.Phase != "finished")
+		}
+		fw, fcmd := newFinishWizard(p.sh, p.roots, w.root, p.w, p.h)
+		if !known || fw == nil {
+			p.sh.setStatus("nothing to finish: "+w.root+" was never set up", false)
+			return cmd
+		}
+		p.wiz = fw
+		return tea.Batch(cmd, fcmd)
+	}
+	return cmd
+}
+
+// status asks the engine for a root's status and drift.
+func (p *handsPane) status(root string) tea.Cmd {
+	if p.busy != "" {
+		return nil
+	}
+	p.busy = root
+	e, ctx := p.sh.e, p.sh.context()
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		defer cancel()
+		rep, err := e.HandsStatus(ctx, root)
+		if err != nil {
+			return handsStatusMsg{root: root, err: err}
+		}
+		b, _ := json.MarshalIndent(rep, "", "  ")
+		return handsStatusMsg{root: root, text: string(b)}
+	}
+}
+
 func (p *handsPane) view(w, h int) string {
+	if p.wiz != nil {
+		return p.wiz.view(w, h)
+	}
 	th := p.sh.th
 	out := []string{fit(th.Title.Render(fmt.Sprintf("Hands roots (%d)", len(p.roots))), w)}
 	if len(p.roots) == 0 {
-		out = append(out, th.Dim.Render(plain("no hands roots yet: `warden hands init --root ABS --engine-socket PATH --image NAME --access files|none`", w)))
+		out = append(out, th.Dim.Render(plain("no hands roots yet: press i to set one up (or use `warden hands init`)", w)))
 	}
 	now := p.sh.now()
 	for i, r := range p.roots {
@@ -140,6 +249,6 @@ func (p *handsPane) view(w, h int) string {
 	for len(out) < h-1 {
 		out = append(out, "")
 	}
-	out = append(out, th.Dim.Render(plain("init and finish wizards are not in the console yet: use `warden hands init|finish` (s shows live status)", w)))
+	out = append(out, th.Dim.Render(plain("i sets up a new root · x finishes one · s shows live status and drift", w)))
 	return strings.Join(out[:h], "\n")
 }

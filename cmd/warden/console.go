@@ -26,7 +26,7 @@ type consoleFlags struct {
 // no verb (and refuse an unknown verb as a usage error, exit 2).
 func (a *app) attachConsole(root *cobra.Command) {
 	var f consoleFlags
-	root.Flags().StringVar(&f.theme, "theme", "", "console theme: dark, light or contrast (NO_COLOR turns colour off)")
+	root.Flags().StringVar(&f.theme, "theme", "", "console theme: dark, light or contrast (default: theme in $XDG_CONFIG_HOME/warden/config.yaml, else dark; NO_COLOR turns colour off)")
 	root.Flags().StringVar(&f.jail, "jail", "", "jail of hooks run from the console: bwrap (default) or off")
 	root.Args = cobra.ArbitraryArgs
 	root.RunE = func(c *cobra.Command, argv []string) error {
@@ -44,9 +44,9 @@ func isTerminal(w any) bool {
 }
 
 func (a *app) console(c *cobra.Command, f consoleFlags) error {
-	th, err := themes.ByName(f.theme)
+	th, err := consoleTheme(f.theme)
 	if err != nil {
-		return usageError{err}
+		return err
 	}
 	switch f.jail {
 	case "", engine.JailBwrap:

@@ -16,6 +16,13 @@ func (a *app) doctorCommand() *cobra.Command {
 		Short: "Check the data dir, store, trust root and bubblewrap; exit 1 on any problem",
 		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if bwrap == "" {
+				set, err := loadSettings()
+				if err != nil {
+					return err
+				}
+				bwrap = set.Bwrap
+			}
 			rep := engine.Doctor(engine.DoctorOptions{DataDir: a.dataDir, BwrapPath: bwrap})
 			if a.json {
 				a.emitJSON(rep)
@@ -35,6 +42,6 @@ func (a *app) doctorCommand() *cobra.Command {
 			return nil
 		},
 	}
-	c.Flags().StringVar(&bwrap, "bwrap", "", "bubblewrap binary to check (absolute; default /usr/bin/bwrap)")
+	c.Flags().StringVar(&bwrap, "bwrap", "", "bubblewrap binary to check (absolute; default: the config file's bwrap, else /usr/bin/bwrap)")
 	return c
 }

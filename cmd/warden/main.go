@@ -123,9 +123,14 @@ func args(v cobra.PositionalArgs) cobra.PositionalArgs {
 	}
 }
 
-// openEngine opens the data dir for a command.
+// openEngine opens the data dir for a command, with the config file's
+// settings (a broken config file stops the command, naming file and line).
 func (a *app) openEngine() (*engine.Engine, error) {
-	return engine.Open(engine.Options{DataDir: a.dataDir})
+	set, err := loadSettings()
+	if err != nil {
+		return nil, err
+	}
+	return engine.Open(engine.Options{DataDir: a.dataDir, BwrapPath: set.Bwrap})
 }
 
 // withEngine runs fn on an open engine and closes it after.

@@ -38,6 +38,8 @@ func newCLI(t *testing.T) *cli {
 	// Nothing may reach the operator's real data dir.
 	t.Setenv("WARDEN_DATA_DIR", filepath.Join(t.TempDir(), "env-data"))
 	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	// Nor the operator's config file.
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
 	return &cli{t: t, dir: filepath.Join(t.TempDir(), "data")}
 }
 

@@ -1,0 +1,386 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"warden/engine/hands/handstest"
+)
+
+// TestConsoleEndToEnd drives the real `warden` console in a real terminal
+// (a private tmux server) on a fresh data dir with the hello example
+// registered: it runs hello/greet from Modules, watches its lines in
+// Streams, answers its operator.confirm in Requests, checks the run's
+// receipts and verifies the chain, runs the hands init and finish wizards
+// against the test Docker Engine, and quits with q, leaving no process
+// behind. Every step is checked on screen captures.
+func TestConsoleEndToEnd(t *testing.T) {
+	needTool(t, "tmux", "apt-get install tmux")
+	needBwrap(t)
+	sock := handstest.Docker(t)
+
+	// Everything lives in one private dir (module admission and hands
+	// roots refuse world-writable ancestors such as /tmp); its random name
+	// also tells this test's processes from anyone else's.
+	base := privateDir(t, "warden-e2e-")
+	bin := filepath.Join(base, "bin", "warden")
+	data := filepath.Join(base, "data")
+	build := exec.Command(goTool(t), "build", "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	hello := filepath.Join(base, "modules", "hello")
+	os.MkdirAll(filepath.Dir(hello), 0o755)
+	if out, err := exec.Command("cp", "-a", filepath.Join("..", "..", "examples", "modules", "hello"), hello).CombinedOutput(); err != nil {
+		t.Fatalf("copy hello: %v: %s", err, out)
+	}
+	if out, err := exec.Command(bin, "--data-dir", data, "module", "add", hello).CombinedOutput(); err != nil {
+		t.Fatalf("module add: %v: %s", err, out)
+	}
+	handsBase := handstest.Base(t, sock)
+	handsRoot := filepath.Join(handsBase, "task1")
+
+	tm := startConsole(t, base, bin, data, sock)
+
+	// Modules: pick hello/greet, fill its inputs form, run it.
+	tm.waitFor(t, "1 Streams", 10*time.Second)
+	tm.keys(t, "4")
+	tm.waitFor(t, "Modules (1)", 10*time.Second)
+	tm.waitRe(t, `▸\s+greet\s+inputs target:string`, 10*time.Second)
+	tm.keys(t, "Enter")
+	tm.waitFor(t, "target (string)", 10*time.Second)
+	tm.text(t, "e2e")
+	tm.keys(t, "Enter")
+
+	// It jumps to Streams: the hook's own lines, live.
+	tm.waitRe(t, `hello/greet · running`, 10*time.Second)
+	tm.waitFor(t, "about to greet e2e", 10*time.Second)
+	tm.waitFor(t, "stored a fresh visit_token", 10*time.Second)
+
+	// Its operator.confirm rings: toast, header count and tab badge.
+	tm.waitFor(t, "request 1 from hello/greet", 10*time.Second)
+	tm.waitFor(t, "1 pending", 10*time.Second)
+	tm.waitRe(t, `2 Requests\s+1 `, 10*time.Second)
+
+	// Requests: the question in full; y approves it once.
+	tm.keys(t, "2")
+	tm.waitFor(t, "operator.confirm: Greet e2e?", 10*time.Second)
+	tm.waitFor(t, `"message": "Greet e2e?"`, 10*time.Second)
+	tm.keys(t, "y")
+	tm.waitRe(t, `#1\s+approve-once`, 10*time.Second)
+	tm.waitFor(t, "0 pending · 1 decided", 10*time.Second)
+
+	// Streams: the run finished, greeting e2e.
+	tm.keys(t, "1")
+	tm.waitFor(t, "hello/greet · succeeded", 110*time.Second)
+	tm.waitFor(t, "Hello, e2e!", 10*time.Second)
+
+	// Receipts: the run's receipts, then v verifies the chain.
+	tm.keys(t, "3")
+	for _, kind := range []string{"module.add", "hook.start", "request.open", "request.decide", "hook.end", "token.revoke"} {
+		tm.waitRe(t, `\d+ \d\d:\d\d:\d\d `+regexp.QuoteMeta(kind)+` `, 10*time.Second)
+	}
+	tm.waitRe(t, `hook\.end .*hello/greet\s+run \S+ of hello/greet succeeded`, 10*time.Second)
+	tm.keys(t, "v")
+	tm.waitRe(t, `receipt chain intact, \d+ receipts`, 10*time.Second)
+
+	// Hands: the init wizard through to ready: the root is checked as it
+	// is typed, the engine socket and the image are picked from what is
+	// offered, then the summary is confirmed and the phases run.
+	tm.keys(t, "5")
+	tm.waitFor(t, "Hands roots (0)", 10*time.Second)
+	tm.keys(t, "i")
+	tm.waitFor(t, "Hands init 1/5 · root", 10*time.Second)
+	tm.text(t, handsRoot)
+	tm.waitFor(t, "✓ "+handsRoot+" is new and its ancestors are safe", 10*time.Second)
+	tm.keys(t, "Enter")
+	tm.waitFor(t, "Hands init 2/5 · engine socket", 10*time.Second)
+	tm.pick(t, sock, 10*time.Second)
+	tm.waitFor(t, "Hands init 3/5 · image", 110*time.Second)
+	tm.pick(t, handstest.Image, 10*time.Second)
+	tm.waitFor(t, "Hands init 4/5 · access", 10*time.Second)
+	tm.pick(t, "files: the workspace", 10*time.Second)
+	tm.waitFor(t, "Hands init 5/5 · confirm", 10*time.Second)
+	for _, want := range []string{"root    " + handsRoot, "engine  " + sock, "image   " + handstest.Image, "access  files"} {
+		tm.waitFor(t, want, 10*time.Second)
+	}
+	tm.keys(t, "y")
+	tm.waitFor(t, "Hands init · ready", 30*time.Second)
+	tm.waitRe(t, `✓ ready: container [0-9a-f]{12} from `+regexp.QuoteMeta(handstest.Image)+`, access files`, 10*time.Second)
+	for _, phase := range []string{"prepared", "creating", "running", "ready"} {
+		tm.waitRe(t, `✓ `+phase+`\s`, 10*time.Second)
+	}
+	cli := handstest.Client(t, sock)
+	if ids := handstest.Labelled(t, cli, handsRoot); len(ids) != 1 {
+		t.Fatalf("after the init wizard the engine has %d containers for %s, want 1", len(ids), handsRoot)
+	}
+	tm.keys(t, "Enter")
+	tm.waitRe(t, `▸ ready\s+`+regexp.QuoteMeta(handsRoot), 10*time.Second)
+
+	// The finish wizard, on the selected root.
+	tm.keys(t, "x")
+	tm.waitFor(t, "Hands finish · which root", 10*time.Second)
+	tm.pick(t, handsRoot+"  (ready, container", 10*time.Second)
+	tm.waitFor(t, "Finish "+handsRoot+"?", 10*time.Second)
+	tm.keys(t, "y")
+	tm.waitFor(t, "Hands finish · finished", 30*time.Second)
+	tm.waitRe(t, `✓ finished: container [0-9a-f]{12} stopped`, 10*time.Second)
+	tm.keys(t, "Enter")
+	tm.waitRe(t, `▸ finished\s+`+regexp.QuoteMeta(handsRoot), 10*time.Second)
+
+	// q quits: the session ends and no warden process is left (checked
+	// by the data dir on their command lines, which finds them now).
+	if len(ours(data)) == 0 {
+		t.Fatalf("pgrep -f %s finds no process while the console runs: the check after q would prove nothing", data)
+	}
+	tm.keys(t, "q")
+	tm.waitGone(t, data, 10*time.Second)
+}
+
+// needTool skips (fails in CI) when a program the test drives is missing.
+func needTool(t *testing.T, name, fix string) {
+	t.Helper()
+	if _, err := exec.LookPath(name); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s is missing in CI: the test command installs it (%s)", name, fix)
+		}
+		t.Skipf("%s is not installed: %s", name, fix)
+	}
+}
+
+// goTool finds the go command that builds the binary under test.
+func goTool(t *testing.T) string {
+	t.Helper()
+	if p, err := exec.LookPath("go"); err == nil {
+		return p
+	}
+	if p := "/usr/local/go/bin/go"; fileExists(p) {
+		return p
+	}
+	t.Fatal("no go command on PATH to build warden with")
+	return ""
+}
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// privateDir makes a fresh dir under the user cache dir, mode 0755 (no
+// group- or world-writable ancestors), removed when the test ends.
+func privateDir(t *testing.T, prefix string) string {
+	t.Helper()
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(cache, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp(cache, prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dir, err = filepath.EvalSymlinks(dir); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(dir, 0o755)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+// tmuxConsole is the console running in a session of a private tmux server.
+type tmuxConsole struct {
+	sock, session string
+	stderr        string // the console's stderr, for failure messages
+	last          string // the last capture
+}
+
+// startConsole starts `warden --data-dir data` in a 120x40 tmux session
+// of its own server; cleanup kills the server and any process of ours.
+func startConsole(t *testing.T, base, bin, data, dockerSock string) *tmuxConsole {
+	t.Helper()
+	tm := &tmuxConsole{sock: filepath.Join(base, "tmux.sock"), session: "warden-e2e", stderr: filepath.Join(base, "console.stderr")}
+	env := []string{"WARDEN_DATA_DIR=" + data, "WARDEN_TEST_DOCKER=" + dockerSock, "DOCKER_HOST=unix://" + dockerSock}
+	command := "exec env " + shellQuote(env...) + " " + shellQuote(bin, "--data-dir", data) + " 2>" + shellQuote(tm.stderr)
+	t.Cleanup(func() {
+		exec.Command("tmux", "-S", tm.sock, "kill-server").Run()
+		killOurs(t, data)
+	})
+	if out, err := tm.tmux("new-session", "-d", "-s", tm.session, "-x", "120", "-y", "40", command); err != nil {
+		t.Fatalf("tmux new-session: %v: %s", err, out)
+	}
+	return tm
+}
+
+// tmux runs a tmux command on the private server, without any outer
+// session's TMUX in its environment.
+func (tm *tmuxConsole) tmux(args ...string) ([]byte, error) {
+	cmd := exec.Command("tmux", append([]string{"-S", tm.sock}, args...)...)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "TMUX=") && !strings.HasPrefix(kv, "TMUX_PANE=") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	return out.Bytes(), err
+}
+
+// keys sends tmux key names (Enter, Down, y, …) one by one.
+func (tm *tmuxConsole) keys(t *testing.T, keys ...string) {
+	t.Helper()
+	for _, k := range keys {
+		if out, err := tm.tmux("send-keys", "-t", tm.session, k); err != nil {
+			t.Fatalf("send-keys %s: %v: %s\nlast screen:\n%s%s", k, err, out, tm.last, tm.stderrTail())
+		}
+	}
+}
+
+// text types s literally.
+func (tm *tmuxConsole) text(t *testing.T, s string) {
+	t.Helper()
+	if out, err := tm.tmux("send-keys", "-t", tm.session, "-l", s); err != nil {
+		t.Fatalf("send-keys -l %q: %v: %s\nlast screen:\n%s%s", s, err, out, tm.last, tm.stderrTail())
+	}
+}
+
+// capture returns the screen as plain text.
+func (tm *tmuxConsole) capture(t *testing.T) string {
+	t.Helper()
+	out, err := tm.tmux("capture-pane", "-p", "-t", tm.session)
+	if err != nil {
+		t.Fatalf("capture-pane: %v: %s\nlast screen:\n%s%s", err, out, tm.last, tm.stderrTail())
+	}
+	tm.last = string(out)
+	return tm.last
+}
+
+// waitFor polls the screen until it shows text.
+func (tm *tmuxConsole) waitFor(t *testing.T, text string, timeout time.Duration) string {
+	t.Helper()
+	return tm.wait(t, fmt.Sprintf("%q", text), func(s string) bool { return strings.Contains(s, text) }, timeout)
+}
+
+// waitRe polls the screen until a line of it matches re.
+func (tm *tmuxConsole) waitRe(t *testing.T, re string, timeout time.Duration) string {
+	t.Helper()
+	rx := regexp.MustCompile("(?m)" + re)
+	return tm.wait(t, "/"+re+"/", rx.MatchString, timeout)
+}
+
+func (tm *tmuxConsole) wait(t *testing.T, what string, ok func(string) bool, timeout time.Duration) string {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		s := tm.capture(t)
+		if ok(s) {
+			return s
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %s the screen does not show %s; last screen:\n%s%s", timeout, what, s, tm.stderrTail())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// pick waits for an option of the focused select field (the wizard's
+// engine socket, image and access), moves the cursor onto it and takes it.
+func (tm *tmuxConsole) pick(t *testing.T, option string, timeout time.Duration) {
+	t.Helper()
+	s := tm.waitFor(t, option, timeout)
+	for range 20 {
+		if cursorOn(s, option) {
+			tm.keys(t, "Enter")
+			// The field moved on once the cursor line is gone.
+			tm.wait(t, "the field after "+option, func(s string) bool { return !cursorOn(s, option) }, 10*time.Second)
+			return
+		}
+		tm.keys(t, "Down")
+		time.Sleep(100 * time.Millisecond)
+		s = tm.capture(t)
+	}
+	t.Fatalf("cannot move a select cursor onto %q; last screen:\n%s%s", option, s, tm.stderrTail())
+}
+
+// cursorOn reports whether a select's cursor (huh's "> ") is on the line
+// that offers option.
+func cursorOn(screen, option string) bool {
+	for _, line := range strings.Split(screen, "\n") {
+		i := strings.Index(line, option)
+		if i < 0 {
+			continue
+		}
+		before := strings.TrimRight(line[:i], " ")
+		if strings.HasSuffix(before, ">") || strings.HasSuffix(before, "❯") || strings.HasSuffix(before, "▸") {
+			return true
+		}
+	}
+	return false
+}
+
+// waitGone waits for the session to end and for every process whose
+// command line names the data dir (the console, its hooks, the tmux
+// server) to exit.
+func (tm *tmuxConsole) waitGone(t *testing.T, data string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		_, sessErr := tm.tmux("has-session", "-t", tm.session)
+		left := ours(data)
+		if sessErr != nil && len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after q and %s: session still there: %v; processes left: %q; last screen:\n%s%s",
+				timeout, sessErr == nil, left, tm.last, tm.stderrTail())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func (tm *tmuxConsole) stderrTail() string {
+	b, _ := os.ReadFile(tm.stderr)
+	if len(b) == 0 {
+		return ""
+	}
+	if len(b) > 4000 {
+		b = b[len(b)-4000:]
+	}
+	return "\nconsole stderr:\n" + string(b)
+}
+
+// ours lists the processes (pid and command line) that name data.
+func ours(data string) []string {
+	out, _ := exec.Command("pgrep", "-a", "-f", regexp.QuoteMeta(data)).Output()
+	var procs []string
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if l != "" {
+			procs = append(procs, l)
+		}
+	}
+	return procs
+}
+
+// killOurs kills, by pid, whatever of ours is still running.
+func killOurs(t *testing.T, data string) {
+	for _, p := range ours(data) {
+		pid, _, _ := strings.Cut(p, " ")
+		t.Logf("killing a leftover process: %s", p)
+		exec.Command("kill", "-9", pid).Run()
+	}
+}
+
+// shellQuote quotes each word for sh and joins them with spaces.
+func shellQuote(words ...string) string {
+	q := make([]string, len(words))
+	for i, w := range words {
+		q[i] = "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
+	}
+	return strings.Join(q, " ")
+}

@@ -1,0 +1,90 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+
+	"warden/engine/hands"
+)
+
+// What the console's hands wizards need, so tui need not import
+// engine/hands.
+type (
+	// HandsInitOptions configure HandsInit.
+	HandsInitOptions = hands.InitOptions
+	// HandsInitResult is a root that reached ready.
+	HandsInitResult = hands.InitResult
+	// HandsInitFailedError is an init that failed after its receipt was
+	// written: the evidence under the root says what was left behind.
+	HandsInitFailedError = hands.InitFailedError
+	// HandsFinishResult says how a root was finished.
+	HandsFinishResult = hands.FinishResult
+	// HandsStatusReport is a root's receipt beside what the engine shows.
+	HandsStatusReport = hands.StatusReport
+	// HandsImage is a local image of an engine.
+	HandsImage = hands.Image
+	// HandsRootError is a root refused before anything was touched.
+	HandsRootError = hands.RootError
+)
+
+// Hands access modes and file names.
+const (
+	HandsAccessFiles = hands.AccessFiles
+	HandsAccessNone  = hands.AccessNone
+	HandsEvidenceDir = hands.EvidenceDir
+	HandsReceiptFile = hands.ReceiptFile
+	HandsFailureFile = hands.FailureFile
+)
+
+// ValidateHandsRoot holds a path to the rules a new hands root must meet
+// (DESIGN section 7): absolute, canonical, new, no control characters or
+// commas, under safe ancestors. It only looks; the console calls it as the
+// operator types.
+func (e *Engine) ValidateHandsRoot(path string) error { return hands.ValidateRoot(path) }
+
+// ValidateHandsSocket checks an engine socket path without dialling it:
+// absolute, clean, short enough, and a socket.
+func (e *Engine) ValidateHandsSocket(path string) error { return hands.CheckSocket(path) }
+
+// HandsImages lists the local images of the Docker Engine at socket (init
+// never pulls), sorted by reference.
+func (e *Engine) HandsImages(ctx context.Context, socket string) ([]HandsImage, error) {
+	return hands.LocalImages(ctx, socket)
+}
+
+// HandsSocketCandidates lists the Docker sockets worth offering, in this
+// order, those that exist as sockets: /run/docker.sock,
+// /var/run/docker.sock, $XDG_RUNTIME_DIR/docker.sock (rootless) and
+// $WARDEN_TEST_DOCKER (the tests' private engine) when set. Two paths to
+// the same socket file are offered once. It is only an offer: the
+// operator still chooses.
+func HandsSocketCandidates() []string {
+	paths := []string{"/run/docker.sock", "/var/run/docker.sock"}
+	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" && filepath.IsAbs(d) {
+		paths = append(paths, filepath.Join(d, "docker.sock"))
+	}
+	if s := os.Getenv("WARDEN_TEST_DOCKER"); s != "" && filepath.IsAbs(s) {
+		paths = append(paths, filepath.Clean(s))
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, p := range paths {
+		fi, err := os.Stat(p)
+		if err != nil || fi.Mode()&os.ModeSocket == 0 {
+			continue
+		}
+		id := p
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			id = fmt.Sprintf("%d:%d", uint64(st.Dev), st.Ino)
+		}
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		out = append(out, p)
+	}
+	return out
+}

@@ -1,0 +1,991 @@
+package tui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/charmbracelet/bubbles/key"
+	"github.com/charmbracelet/bubbles/spinner"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/huh"
+
+	"warden/engine"
+)
+
+// The hands wizards: `i` sets up a new hands root, `x` finishes one. Each
+// is a few huh forms embedded as sub-models (the fields are validated as
+// the operator types), then a live progress view of the engine's steps,
+// driven by its Progress callback, then the outcome.
+
+const (
+	wizInit   = "init"
+	wizFinish = "finish"
+)
+
+type wizStage int
+
+const (
+	wsForm    wizStage = iota // a huh form has the keyboard
+	wsLoading                 // asking the engine for its images
+	wsLoadErr                 // the engine could not list them
+	wsRun                     // the job runs: progress
+	wsDone                    // ready/finished, or failed
+)
+
+// The forms of the init wizard, in order.
+const (
+	formRoot = iota
+	formSocket
+	formImage
+	formConfirm
+	formFinish
+)
+
+// otherSocket is the socket option that asks for a path.
+const otherSocket = "\x00other"
+
+type wizKeys struct {
+	Cancel, Close, Status, Finish, Retry, Yes, No key.Binding
+}
+
+func newWizKeys() wizKeys {
+	return wizKeys{
+		Cancel: key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "cancel")),
+		Close:  key.NewBinding(key.WithKeys("enter", "esc"), key.WithHelp("enter", "close")),
+		Status: key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "status & drift")),
+		Finish: key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "finish it")),
+		Retry:  key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "choose another socket")),
+		Yes:    key.NewBinding(key.WithKeys("y", "Y"), key.WithHelp("y", "yes, cancel it")),
+		No:     key.NewBinding(key.WithKeys("n", "N", "esc"), key.WithHelp("n", "no, go on")),
+	}
+}
+
+// handsWizard is one run of the init or finish wizard.
+type handsWizard struct {
+	sh    *shared
+	kind  string
+	stage wizStage
+	which int // the form shown (formRoot ...)
+	form  *huh.Form
+	k     wizKeys
+	w, h  int
+
+	// What the operator chose.
+	root, socketChoice, socketPath, socket, image, access string
+	confirmed                                             bool
+	candidates                                            []string
+	images                                                []engine.HandsImage
+	finishable                                            []engine.HandsRecord
+
+	loadErr    string
+	live       string // the live validation line under the form
+	liveOK     bool
+	spin       spinner.Model
+	job        *handsJob
+	prog       *progress
+	askCancel  bool
+	cancelling bool
+	err        error
+	initRes    engine.HandsInitResult
+	finRes     engine.HandsFinishResult
+
+	// closed: the pane drops the wizard; showStatus: and asks for the
+	// root's status; showFinish: and opens the finish wizard on it.
+	closed     bool
+	showStatus bool
+	showFinish bool
+}
+
+func newWizard(sh *shared, kind string, w, h int) *handsWizard {
+	return &handsWizard{sh: sh, kind: kind, k: newWizKeys(), w: w, h: h,
+		spin: spinner.New(spinner.WithSpinner(spinner.MiniDot), spinner.WithStyle(sh.th.RunRunning))}
+}
+
+// newInitWizard opens the init wizard on its first form.
+func newInitWizard(sh *shared, w, h int) (*handsWizard, tea.Cmd) {
+	z := newWizard(sh, wizInit, w, h)
+	return z, z.open(formRoot)
+}
+
+// newFinishWizard opens the finish wizard with the given root chosen; the
+// roots offered are those not finished yet.
+func newFinishWizard(sh *shared, roots []engine.HandsRecord, selected string, w, h int) (*handsWizard, tea.Cmd) {
+	z := newWizard(sh, wizFinish, w, h)
+	for _, r := range roots {
+		if r.Phase != "finished" {
+			z.finishable = append(z.finishable, r)
+		}
+	}
+	if len(z.finishable) == 0 {
+		return nil, nil
+	}
+	z.root = z.finishable[0].Root
+	for _, r := range z.finishable {
+		if r.Root == selected {
+			z.root = r.Root
+		}
+	}
+	return z, z.open(formFinish)
+}
+
+func (z *handsWizard) title(step string) string {
+	if z.kind == wizFinish {
+		return "Hands finish · " + step
+	}
+	n := map[int]string{formRoot: "1/5", formSocket: "2/5", formImage: "3/5", formConfirm: "5/5"}[z.which]
+	if step == "access" {
+		n = "4/5"
+	}
+	return fmt.Sprintf("Hands init %s · %s", n, step)
+}
+
+// open builds and shows one of the forms.
+func (z *handsWizard) open(which int) tea.Cmd {
+	z.which, z.stage = which, wsForm
+	e := z.sh.e
+	nonEmpty := func(what string) func(string) error {
+		return func(s string) error {
+			if s == "" {
+				return errors.New("choose " + what + " (there is no default)")
+			}
+			return nil
+		}
+	}
+	var groups []*huh.Group
+	switch which {
+	case formRoot:
+		groups = append(groups, huh.NewGroup(
+			huh.NewInput().Key("root").Title("Root").
+				Description("a new directory for this task: absolute, canonical, not there yet, under safe ancestors").
+				Placeholder("/home/you/hands/task1").CharLimit(1024).Value(&z.root).Validate(e.ValidateHandsRoot),
+		).Title(z.title("root")).Description("checked as you type · enter goes on · esc cancels"))
+	case formSocket:
+		z.candidates = engine.HandsSocketCandidates()
+		opts := []huh.Option[string]{huh.NewOption("choose the Docker Engine's socket…", "")}
+		for _, c := range z.candidates {
+			opts = append(opts, huh.NewOption(c, c))
+		}
+		opts = append(opts, huh.NewOption("other path…", otherSocket))
+		desc := "the engine the container runs on: warden never picks one for you (nor reads DOCKER_HOST)"
+		if len(z.candidates) == 0 {
+			desc = "no socket at /run/docker.sock, /var/run/docker.sock or $XDG_RUNTIME_DIR/docker.sock: choose other path"
+		}
+		groups = append(groups,
+			huh.NewGroup(huh.NewSelect[string]().Key("socket").Title("Engine socket").Description(desc).
+				Options(opts...).Value(&z.socketChoice).Validate(nonEmpty("an engine socket"))).
+				Title(z.title("engine socket")),
+			huh.NewGroup(huh.NewInput().Key("socketPath").Title("Engine socket path").
+				Description("the unix socket dockerd listens on (its --host unix://PATH)").
+				Placeholder("/run/user/1000/docker.sock").CharLimit(256).Value(&z.socketPath).Validate(e.ValidateHandsSocket)).
+				Title(z.title("engine socket")).
+				WithHideFunc(func() bool { return z.socketChoice != otherSocket }),
+		)
+	case formImage:
+		opts := []huh.Option[string]{huh.NewOption("choose a local image…", "")}
+		width := 0
+		for _, im := range z.images {
+			width = max(width, len(im.Ref))
+		}
+		for _, im := range z.images {
+			label := im.Ref
+			if im.Ref != im.ID {
+				label = fmt.Sprintf("%-*s  %s", width, im.Ref, im.ID)
+			}
+			opts = append(opts, huh.NewOption(label, im.Ref))
+		}
+		groups = append(groups,
+			huh.NewGroup(huh.NewSelect[string]().Key("image").Title("Image").
+				Description("the engine's local images (warden never pulls; init pins the one you pick by its sha256 id)").
+				Options(opts...).Value(&z.image).Validate(nonEmpty("an image")).Height(min(len(opts)+2, max(z.h-8, 5)))).
+				Title(z.title("image")),
+			huh.NewGroup(huh.NewSelect[string]().Key("access").Title("Access").
+				Description("what the root's initial policy lets effects do with the workspace").
+				Options(huh.NewOption("choose…", ""),
+					huh.NewOption("files: the workspace may be read and written", engine.HandsAccessFiles),
+					huh.NewOption("none: no workspace access until a policy grants it", engine.HandsAccessNone)).
+				Value(&z.access).Validate(nonEmpty("an access mode"))).
+				Title(z.title("access")),
+		)
+	case formConfirm:
+		z.confirmed = false
+		groups = append(groups, huh.NewGroup(
+			huh.NewNote().Title("Summary").Description(noteText(z.summary())),
+			huh.NewConfirm().Key("confirm").Title("Set up this hands root?").Affirmative("Init").Negative("Cancel").Value(&z.confirmed),
+		).Title(z.title("confirm")))
+	case formFinish:
+		opts := make([]huh.Option[string], 0, len(z.finishable))
+		for _, r := range z.finishable {
+			opts = append(opts, huh.NewOption(fmt.Sprintf("%s  (%s, container %s)", r.Root, r.Phase, shortID(r.ContainerID)), r.Root))
+		}
+		z.confirmed = false
+		groups = append(groups,
+			huh.NewGroup(huh.NewSelect[string]().Key("root").Title("Root").
+				Description("the roots this data dir knows that are not finished").
+				Options(opts...).Value(&z.root)).Title(z.title("which root")),
+			huh.NewGroup(huh.NewConfirm().Key("confirm").
+				TitleFunc(func() string { return "Finish " + z.root + "?" }, &z.root).
+				Description("stops exactly the recorded container (only if it still carries this root's owner label and is the recorded generation), writes phase finished and revokes every grant of the root's policy").
+				Affirmative("Finish").Negative("Cancel").Value(&z.confirmed)).Title(z.title("confirm")),
+		)
+	}
+	z.form = huh.NewForm(groups...).WithTheme(z.sh.th.Huh()).WithShowHelp(true).WithShowErrors(which != formRoot)
+	z.form.SubmitCmd, z.form.CancelCmd = nil, nil
+	cmd := z.form.Init()
+	z.sizeForm()
+	z.checkLive()
+	return cmd
+}
+
+// summary is what init is about to do, for the confirm form.
+func (z *handsWizard) summary() string {
+	access := "files (the workspace may be read and written)"
+	if z.access == engine.HandsAccessNone {
+		access = "none (no workspace access)"
+	}
+	return strings.Join([]string{
+		"root    " + z.root,
+		"engine  " + z.socket,
+		"image   " + z.image,
+		"access  " + access,
+		"owner   " + string(z.sh.opts.Actor),
+		"",
+		"The container gets no network, a read-only root, no capabilities and a 128 MiB workspace.",
+	}, "\n")
+}
+
+// noteText escapes what huh's note would read as markup.
+func noteText(s string) string {
+	r := strings.NewReplacer(`\`, `\\`, "_", `\_`, "*", `\*`, "`", "\\`")
+	return r.Replace(s)
+}
+
+func shortID(id string) string {
+	if id == "" {
+		return "none"
+	}
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}
+
+// resize follows the body's size.
+func (z *handsWizard) resize(w, h int) {
+	if w == z.w && h == z.h {
+		return
+	}
+	z.w, z.h = w, h
+	z.sizeForm()
+}
+
+// sizeForm tells the form how much room it has, as a window size: huh
+// then sizes every group to what it needs, at most that.
+func (z *handsWizard) sizeForm() {
+	if z.form == nil || z.w == 0 {
+		return
+	}
+	m, _ := z.form.Update(tea.WindowSizeMsg{Width: min(z.w, 96), Height: max(z.h-3, 5)})
+	if f, ok := m.(*huh.Form); ok {
+		z.form = f
+	}
+}
+
+// checkLive validates the focused text field as it stands.
+func (z *handsWizard) checkLive() {
+	z.live, z.liveOK = "", false
+	if z.form == nil || z.stage != wsForm {
+		return
+	}
+	f := z.form.GetFocusedField()
+	if f == nil {
+		return
+	}
+	switch f.GetKey() {
+	case "root":
+		if z.kind != wizInit {
+			return
+		}
+		if z.root == "" {
+			z.live = "type the new root's absolute path"
+			return
+		}
+		if err := z.sh.e.ValidateHandsRoot(z.root); err != nil {
+			z.live = "✗ " + oneLine(err.Error())
+			return
+		}
+		z.live, z.liveOK = "✓ "+z.root+" is new and its ancestors are safe", true
+	case "socketPath":
+		if z.socketPath == "" {
+			z.live = "type the socket's absolute path"
+			return
+		}
+		if err := z.sh.e.ValidateHandsSocket(z.socketPath); err != nil {
+			z.live = "✗ " + oneLine(err.Error())
+			return
+		}
+		z.live, z.liveOK = "✓ "+z.socketPath+" is a socket", true
+	}
+}
+
+// Messages of the wizards.
+type (
+	handsImagesMsg struct {
+		socket string
+		images []engine.HandsImage
+		err    error
+	}
+	// handsJobMsg is a frame's worth of progress of a job, and its end.
+	handsJobMsg struct {
+		id    int64
+		steps [][2]string
+		done  bool
+	}
+)
+
+func (z *handsWizard) keys() keyMap {
+	k := z.k
+	switch z.stage {
+	case wsForm:
+		return keyMap{short: append([]key.Binding{k.Cancel}, z.form.KeyBinds()...)}
+	case wsLoading:
+		return keyMap{short: []key.Binding{k.Cancel}}
+	case wsLoadErr:
+		return keyMap{short: []key.Binding{k.Retry, k.Cancel}}
+	case wsRun:
+		if z.askCancel {
+			return keyMap{short: []key.Binding{k.Yes, k.No}}
+		}
+		c := key.NewBinding(key.WithKeys("esc", "ctrl+c"), key.WithHelp("esc/ctrl+c", "cancel the "+z.kind))
+		return keyMap{short: []key.Binding{c}}
+	default:
+		if z.kind == wizInit {
+			return keyMap{short: []key.Binding{k.Close, k.Finish, k.Status}}
+		}
+		return keyMap{short: []key.Binding{k.Close, k.Status}}
+	}
+}
+
+// wantsCtrlC: while a job runs, ctrl+c asks to cancel it rather than
+// quitting the console under it.
+func (z *handsWizard) wantsCtrlC() bool { return z.stage == wsRun }
+
+func (z *handsWizard) update(msg tea.Msg) tea.Cmd {
+	switch msg := msg.(type) {
+	case handsImagesMsg:
+		if z.stage != wsLoading || msg.socket != z.socket {
+			return nil
+		}
+		switch {
+		case msg.err != nil:
+			z.stage, z.loadErr = wsLoadErr, oneLine(msg.err.Error())
+		case len(msg.images) == 0:
+			z.stage = wsLoadErr
+			z.loadErr = fmt.Sprintf("the Docker Engine at %s has no local images, and warden never pulls: load one first (e.g. `docker -H unix://%s pull busybox:1.36`), then choose the socket again", z.socket, z.socket)
+		default:
+			z.images = msg.images
+			return z.open(formImage)
+		}
+		return nil
+	case handsJobMsg:
+		if z.job == nil || msg.id != z.job.id {
+			return nil
+		}
+		for _, s := range msg.steps {
+			z.prog.step(s[0], s[1])
+		}
+		if !msg.done {
+			return z.job.next()
+		}
+		z.finished()
+		return nil
+	case spinner.TickMsg:
+		if z.stage != wsRun && z.stage != wsLoading {
+			return nil
+		}
+		var cmd tea.Cmd
+		z.spin, cmd = z.spin.Update(msg)
+		return cmd
+	case tea.KeyMsg:
+		return z.key(msg)
+	}
+	if z.stage == wsForm {
+		return z.feed(msg)
+	}
+	return nil
+}
+
+func (z *handsWizard) key(msg tea.KeyMsg) tea.Cmd {
+	k := z.k
+	switch z.stage {
+	case wsForm:
+		if key.Matches(msg, k.Cancel) {
+			z.cancelled()
+			return nil
+		}
+		return z.feed(msg)
+	case wsLoading:
+		if key.Matches(msg, k.Cancel) {
+			z.cancelled()
+		}
+	case wsLoadErr:
+		switch {
+		case key.Matches(msg, k.Retry):
+			return z.open(formSocket)
+		case key.Matches(msg, k.Cancel):
+			z.cancelled()
+		}
+	case wsRun:
+		if z.askCancel {
+			switch {
+			case key.Matches(msg, k.Yes):
+				z.askCancel, z.cancelling = false, true
+				z.job.cancel(fmt.Errorf("cancelled from the console by %s", z.sh.opts.Actor))
+			case key.Matches(msg, k.No):
+				z.askCancel = false
+			}
+			return nil
+		}
+		if !z.cancelling && (msg.String() == "esc" || msg.String() == "ctrl+c") {
+			z.askCancel = true
+		}
+	case wsDone:
+		switch {
+		case key.Matches(msg, k.Status):
+			z.closed, z.showStatus = true, true
+		case key.Matches(msg, k.Finish) && z.kind == wizInit:
+			z.closed, z.showFinish = true, true
+		case key.Matches(msg, k.Close):
+			z.closed = true
+		}
+	}
+	return nil
+}
+
+func (z *handsWizard) cancelled() {
+	z.closed = true
+	z.sh.setStatus("hands "+z.kind+" cancelled: nothing was done", false)
+}
+
+// feed passes a message to the form and acts on its completion.
+func (z *handsWizard) feed(msg tea.Msg) tea.Cmd {
+	m, cmd := z.form.Update(msg)
+	if f, ok := m.(*huh.Form); ok {
+		z.form = f
+	}
+	switch z.form.State {
+	case huh.StateAborted:
+		z.cancelled()
+		return cmd
+	case huh.StateCompleted:
+		return tea.Batch(cmd, z.next())
+	}
+	z.checkLive()
+	return cmd
+}
+
+// next moves on once a form is complete.
+func (z *handsWizard) next() tea.Cmd {
+	switch z.which {
+	case formRoot:
+		return z.open(formSocket)
+	case formSocket:
+		z.socket = z.socketChoice
+		if z.socketChoice == otherSocket {
+			z.socket = z.socketPath
+		}
+		z.stage, z.images = wsLoading, nil
+		e, socket, ctx := z.sh.e, z.socket, z.sh.context()
+		return tea.Batch(z.spin.Tick, func() tea.Msg {
+			ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+			defer cancel()
+			ims, err := e.HandsImages(ctx, socket)
+			return handsImagesMsg{socket: socket, images: ims, err: err}
+		})
+	case formImage:
+		return z.open(formConfirm)
+	case formConfirm, formFinish:
+		if !z.confirmed {
+			z.cancelled()
+			return nil
+		}
+		return z.start()
+	}
+	return nil
+}
+
+// start runs the engine's init or finish off the UI goroutine; its
+// progress arrives batched per frame.
+func (z *handsWizard) start() tea.Cmd {
+	z.stage, z.form, z.live = wsRun, nil, ""
+	z.job = newHandsJob(z.sh.context())
+	z.prog = newProgress(z.kind)
+	j, e, actor := z.job, z.sh.e, z.sh.opts.Actor
+	root := z.root
+	if z.kind == wizInit {
+		opts := engine.HandsInitOptions{Root: root, EngineSocket: z.socket, Image: z.image, Access: z.access, Progress: j.push}
+		go func() {
+			res, err := e.HandsInit(j.ctx, actor, opts)
+			j.end(func() { z.initRes = res }, err)
+		}()
+	} else {
+		go func() {
+			res, err := e.HandsFinish(j.ctx, actor, root, j.push)
+			j.end(func() { z.finRes = res }, err)
+		}()
+	}
+	return tea.Batch(j.next(), z.spin.Tick)
+}
+
+// finished takes the job's outcome.
+func (z *handsWizard) finished() {
+	z.stage, z.askCancel = wsDone, false
+	z.job.mu.Lock()
+	z.err = z.job.err
+	if z.job.keep != nil {
+		z.job.keep()
+	}
+	z.job.mu.Unlock()
+	z.job.cancel(nil)
+	if z.err != nil {
+		z.prog.fail(oneLine(z.err.Error()))
+		z.sh.setStatus("hands "+z.kind+" of "+z.root+" failed", true)
+		return
+	}
+	if z.kind == wizFinish {
+		z.prog.finishDone(z.finRes)
+		z.sh.setStatus("hands "+z.root+" finished", false)
+		return
+	}
+	z.sh.setStatus("hands "+z.root+" ready", false)
+}
+
+// handsJob is an init or finish running in its own goroutine.
+type handsJob struct {
+	id     int64
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	wake   chan struct{}
+	ended  chan struct{} // closed when the engine call has returned
+
+	mu    sync.Mutex
+	steps [][2]string
+	read  int
+	done  bool
+	err   error
+	keep  func() // stores the result in the wizard, on the UI goroutine
+}
+
+var jobIDs atomic.Int64
+
+func newHandsJob(parent context.Context) *handsJob {
+	ctx, cancel := context.WithCancelCause(parent)
+	return &handsJob{id: jobIDs.Add(1), ctx: ctx, cancel: cancel, wake: make(chan struct{}, 1), ended: make(chan struct{})}
+}
+
+func (j *handsJob) poke() {
+	select {
+	case j.wake <- struct{}{}:
+	default:
+	}
+}
+
+// push is the engine's Progress callback.
+func (j *handsJob) push(step, detail string) {
+	j.mu.Lock()
+	j.steps = append(j.steps, [2]string{step, detail})
+	j.mu.Unlock()
+	j.poke()
+}
+
+func (j *handsJob) end(keep func(), err error) {
+	j.mu.Lock()
+	j.done, j.err, j.keep = true, err, keep
+	j.mu.Unlock()
+	close(j.ended)
+	j.poke()
+}
+
+// next waits for progress, gathers a frame's worth, and returns it as one
+// message: never one message per step.
+func (j *handsJob) next() tea.Cmd {
+	return func() tea.Msg {
+		<-j.wake
+		j.mu.Lock()
+		done := j.done
+		j.mu.Unlock()
+		if !done {
+			time.Sleep(frame)
+		}
+		j.mu.Lock()
+		defer j.mu.Unlock()
+		m := handsJobMsg{id: j.id, steps: append([][2]string(nil), j.steps[j.read:]...), done: j.done}
+		j.read = len(j.steps)
+		return m
+	}
+}
+
+// progress is the phases of a job, each pending, current, done, skipped
+// or failed; the engine's steps move it along.
+type rowState int
+
+const (
+	rowPending rowState = iota
+	rowDone
+	rowSkipped
+	rowFailed
+)
+
+type progRow struct {
+	name   string
+	steps  []string // the engine's steps that make up this phase; the last ends it
+	state  rowState
+	detail string // the latest step's detail while current
+	text   func(p *progress) string
+}
+
+type progress struct {
+	kind    string
+	rows    []progRow
+	cur     int
+	details map[string]string
+	note    string
+}
+
+func newProgress(kind string) *progress {
+	p := &progress{kind: kind, details: map[string]string{}}
+	if kind == wizInit {
+		p.rows = []progRow{
+			{name: "prepared", steps: []string{"root", "engine", "layout", "lease", "prepared"},
+				text: func(*progress) string { return "layout made, receipt written (evidence/setup.json)" }},
+			{name: "creating", steps: []string{"image", "creating", "created", "label"},
+				text: func(p *progress) string {
+					return "container " + shortID(p.details["created"]) + " created with the owner label, image pinned by id"
+				}},
+			{name: "running", steps: []string{"started", "running"},
+				text: func(*progress) string { return "container started, generation recorded, hands.json written" }},
+			{name: "ready", steps: []string{"policy", "ready"},
+				text: func(*progress) string { return "initial policy set: " + p.details["policy"] }},
+		}
+		return p
+	}
+	p.rows = []progRow{
+		{name: "receipt", steps: []string{"receipt"}, text: func(p *progress) string { return "read: " + p.details["receipt"] }},
+		{name: "engine", steps: []string{"engine"}, text: func(*progress) string { return "the recorded engine answers (same daemon, same socket)" }},
+		{name: "stopped", steps: []string{"inspected", "stopped"},
+			text: func(*progress) string { return "the recorded container, verified stopped by inspection" }},
+		{name: "finished", steps: []string{"finished"}, text: func(*progress) string { return "phase finished written, every grant revoked" }},
+	}
+	return p
+}
+
+// step applies one of the engine's progress steps.
+func (p *progress) step(step, detail string) {
+	p.details[step] = detail
+	if step == "failed" {
+		return // fail() marks the row with the whole error
+	}
+	for i := range p.rows {
+		r := &p.rows[i]
+		idx := -1
+		for n, s := range r.steps {
+			if s == step {
+				idx = n
+			}
+		}
+		if idx < 0 {
+			continue
+		}
+		for j := p.cur; j < i; j++ {
+			if p.rows[j].state == rowPending {
+				p.rows[j].state = rowSkipped
+			}
+		}
+		p.cur = max(p.cur, i)
+		r.detail = step + ": " + detail
+		if idx == len(r.steps)-1 {
+			r.state = rowDone
+			p.cur = i + 1
+		}
+		return
+	}
+	// A step of no phase (e.g. the failure path stopping the container).
+	if p.cur < len(p.rows) {
+		p.rows[p.cur].detail = step + ": " + detail
+	}
+}
+
+// fail marks the current phase failed.
+func (p *progress) fail(why string) {
+	if p.cur < len(p.rows) {
+		p.rows[p.cur].state = rowFailed
+		p.rows[p.cur].detail = why
+	}
+}
+
+// finishDone says why a phase finish skipped (no container to stop).
+func (p *progress) finishDone(res engine.HandsFinishResult) {
+	for i := range p.rows {
+		if p.rows[i].state == rowSkipped || p.rows[i].state == rowPending {
+			p.rows[i].state = rowSkipped
+			p.rows[i].detail = res.Note
+		}
+	}
+}
+
+// view draws the wizard.
+func (z *handsWizard) view(w, h int) string {
+	z.resize(w, h)
+	th := z.sh.th
+	var out []string
+	switch z.stage {
+	case wsForm:
+		out = strings.Split(z.form.View(), "\n")
+		for len(out) > 0 && strings.TrimSpace(out[len(out)-1]) == "" {
+			out = out[:len(out)-1]
+		}
+		if z.live != "" {
+			st := th.Dim
+			switch {
+			case z.liveOK:
+				st = th.StatusOK
+			case strings.HasPrefix(z.live, "✗"):
+				st = th.StatusErr
+			}
+			out = append(out, "")
+			out = append(out, wrapHanging(st, "", "  ", z.live, w-2)...)
+		}
+	case wsLoading:
+		out = []string{th.Title.Render(z.title("image")), "",
+			z.spin.View() + " " + plain("asking the Docker Engine at "+z.socket+" for its local images…", w-3)}
+	case wsLoadErr:
+		out = []string{th.Title.Render(z.title("image")), "", th.StatusErr.Render("✗ the engine's images could not be listed")}
+		out = append(out, wrapHanging(th.StatusErr, "  ", "  ", z.loadErr, w-2)...)
+		out = append(out, "", th.Dim.Render("enter: choose another socket · esc: cancel (nothing was done)"))
+	default:
+		out = z.progressView(w, h)
+	}
+	for len(out) < h {
+		out = append(out, "")
+	}
+	out = out[:h]
+	for i := range out {
+		out[i] = fit(out[i], w)
+	}
+	return strings.Join(out, "\n")
+}
+
+// wrapStyled wraps plain text to width and styles each row.
+func wrapStyled(st styleT, s string, width int) []string {
+	return wrapHanging(st, "", "", s, width)
+}
+
+// wrapHanging wraps s to width after a first-row prefix, later rows
+// indented by rest.
+func wrapHanging(st styleT, first, rest, s string, width int) []string {
+	var out []string
+	for i, l := range wordWrap(s, max(width-textWidth(rest), 10)) {
+		pre := rest
+		if i == 0 {
+			pre = first
+		}
+		out = append(out, pre+st.Render(l))
+	}
+	return out
+}
+
+// wordWrap breaks s at spaces into rows of at most width cells (a word
+// longer than that is cut into pieces).
+func wordWrap(s string, width int) []string {
+	var rows []string
+	for _, para := range strings.Split(s, "\n") {
+		line := ""
+		for _, word := range strings.Fields(para) {
+			for textWidth(word) > width {
+				if line != "" {
+					rows = append(rows, line)
+					line = ""
+				}
+				cut := wrapRows(word, width, 0, 1)[0]
+				rows = append(rows, cut)
+				word = word[len(cut):]
+			}
+			switch {
+			case line == "":
+				line = word
+			case textWidth(line)+1+textWidth(word) <= width:
+				line += " " + word
+			default:
+				rows = append(rows, line)
+				line = word
+			}
+		}
+		rows = append(rows, line)
+	}
+	return rows
+}
+
+func (z *handsWizard) progressView(w, h int) []string {
+	out := z.progressLines(w)
+	// Short of room (80x24): drop the blank separators, then the engine
+	// and image lines; the phases and the outcome always show.
+	if len(out) > h {
+		kept := out[:0:0]
+		for i, l := range out {
+			if l != "" || i == 0 {
+				kept = append(kept, l)
+			}
+		}
+		out = kept
+	}
+	if len(out) > h && z.kind == wizInit && len(out) > 4 {
+		out = append(out[:2:2], out[4:]...)
+	}
+	return out
+}
+
+func (z *handsWizard) progressLines(w int) []string {
+	th := z.sh.th
+	state := "running"
+	switch {
+	case z.cancelling && z.stage == wsRun:
+		state = "cancelling…"
+	case z.stage == wsDone && z.err != nil:
+		state = "failed"
+	case z.stage == wsDone && z.kind == wizInit:
+		state = "ready"
+	case z.stage == wsDone:
+		state = "finished"
+	}
+	out := []string{th.Title.Render("Hands " + z.kind + " · " + state), ""}
+	kv := func(k, v string) string { return th.HeaderKey.Render(fmt.Sprintf("  %-7s ", k)) + plain(v, w-10) }
+	out = append(out, kv("root", z.root))
+	if z.kind == wizInit {
+		out = append(out, kv("engine", z.socket), kv("image", z.image+" · access "+z.access))
+	}
+	out = append(out, "")
+	for i, r := range z.prog.rows {
+		var mark, text string
+		st := th.Dim
+		switch {
+		case r.state == rowDone:
+			mark, st, text = "✓", th.RunOK, r.text(z.prog)
+		case r.state == rowSkipped:
+			mark, text = "–", "skipped: "+r.detail
+		case r.state == rowFailed:
+			mark, st, text = "✗", th.RunFailed, "failed"
+		case i == z.prog.cur && z.stage == wsRun:
+			mark, st, text = z.spin.View(), th.RunRunning, r.detail
+		default:
+			mark = "·"
+		}
+		if mark != z.spin.View() {
+			mark = st.Render(mark)
+		}
+		line := "  " + mark + " " + st.Render(fmt.Sprintf("%-9s", r.name)) + " " + th.Dim.Render(plain(text, max(w-16, 1)))
+		out = append(out, line)
+	}
+	out = append(out, "")
+	switch {
+	case z.stage == wsRun && z.askCancel:
+		q := "Cancel the init? The engine's failure path stops the container (only if it carries this root's owner label), marks the root failed and writes evidence."
+		if z.kind == wizFinish {
+			q = "Cancel the finish? What was not done yet stays as it was; run finish again later."
+		}
+		out = append(out, wrapStyled(th.Pending, q, w-2)...)
+		out = append(out, th.Dim.Render("y: cancel it · n: go on"))
+	case z.stage == wsRun && z.cancelling:
+		out = append(out, th.Pending.Render("cancelling: waiting for the engine to stop what it started…"))
+	case z.stage == wsRun:
+		out = append(out, th.Dim.Render("esc or ctrl+c cancels"))
+	case z.err != nil:
+		out = append(out, z.failureView(w)...)
+	case z.kind == wizInit:
+		out = append(out, th.RunOK.Render(fmt.Sprintf("✓ ready: container %s from %s, access %s", shortID(z.initRes.ContainerID), z.image, z.access)))
+		out = append(out, th.Dim.Render("x finishes it · s shows status and drift · enter closes"))
+	default:
+		msg := "✓ finished"
+		if z.finRes.Stopped {
+			msg += ": container " + shortID(z.finRes.ContainerID) + " stopped"
+		} else if z.finRes.Note != "" {
+			msg += ": " + z.finRes.Note
+		}
+		out = append(out, th.RunOK.Render(msg))
+		out = append(out, th.Dim.Render("s shows status and drift · enter closes"))
+	}
+	return out
+}
+
+// failureView shows the error, the evidence and what to do next.
+func (z *handsWizard) failureView(w int) []string {
+	th := z.sh.th
+	out := wrapHanging(th.StatusErr, th.StatusErr.Render("✗ "), "  ", oneLine(z.err.Error()), w-2)
+	out = append(out, "")
+	var failed *engine.HandsInitFailedError
+	evidence := z.root + "/" + engine.HandsEvidenceDir + "/"
+	switch {
+	case errors.As(z.err, &failed):
+		out = append(out, th.HeaderKey.Render("evidence ")+evidence)
+		out = append(out, wrapHanging(th.Dim, "  ", "  ", fmt.Sprintf("%s says phase failed; %s says stopped %v, reconciliation required %v",
+			engine.HandsReceiptFile, engine.HandsFailureFile, failed.Evidence.Stopped, failed.Evidence.ReconciliationRequired), w-2)...)
+	case z.kind == wizInit:
+		out = append(out, th.HeaderKey.Render("evidence ")+th.Dim.Render("none: the init stopped before "+engine.HandsReceiptFile+" was written"))
+	default:
+		out = append(out, th.HeaderKey.Render("evidence ")+evidence)
+	}
+	out = append(out, th.HeaderKey.Render("next"))
+	for _, n := range nextSteps(z.kind, z.err) {
+		out = append(out, wrapHanging(th.HeaderVal, "  • ", "    ", n, w-2)...)
+	}
+	if failed != nil {
+		out = append(out, th.Dim.Render("x finishes it · s shows status and drift · enter closes"))
+	} else {
+		out = append(out, th.Dim.Render("s shows status and drift · enter closes"))
+	}
+	return out
+}
+
+// nextSteps says what to do after a failed init or finish: the advice in
+// the error's own text first (the clauses after its first "; "), then
+// what the console offers.
+func nextSteps(kind string, err error) []string {
+	var out []string
+	var failed *engine.HandsInitFailedError
+	var rootErr *engine.HandsRootError
+	text := err.Error()
+	switch {
+	case errors.As(err, &rootErr):
+		return []string{rootErr.Fix, "nothing was touched: press i to start again with another root"}
+	case errors.As(err, &failed):
+		text = failed.Cause.Error()
+	}
+	if i := strings.Index(text, "; "); i >= 0 {
+		for _, c := range strings.Split(text[i+2:], "; ") {
+			if c = strings.TrimSpace(c); c != "" {
+				out = append(out, c)
+			}
+		}
+	} else if i := strings.LastIndex(text, ": "); i >= 0 && strings.Contains(text[i:], "`") {
+		out = append(out, text[i+2:])
+	}
+	if failed != nil {
+		if failed.Evidence.ReconciliationRequired {
+			out = append(out, "press s on this root for its status and drift, and deal with the containers it lists")
+		}
+		if strings.HasPrefix(failed.Cause.Error(), "interrupted") {
+			out = append(out, "the init was cancelled and the engine's failure path ran: check the evidence")
+		}
+		out = append(out, "a root is never reused: press x to finish this one (it closes its books), then i to init a new root")
+		return out
+	}
+	if kind == wizFinish {
+		out = append(out, "press s for this root's status and drift, fix what it says, then x to finish again")
+	} else if len(out) == 0 {
+		out = append(out, "fix what the error says, then press i to start again")
+	}
+	return out
+}
