@@ -120,11 +120,12 @@ type App struct {
 	showHelp bool
 	overlay  *overlay
 
-	toast   string
-	toastID int
-	jailErr string
-	tabX    [tabCount][2]int // each tab's cells on the tab bar
-	closed  bool
+	toast    string
+	toastID  int
+	toastReq uint64 // the request the toast announces
+	jailErr  string
+	tabX     [tabCount][2]int // each tab's cells on the tab bar
+	closed   bool
 	// eventMsgs counts event messages (tests check lines are batched).
 	eventMsgs int
 }
@@ -425,6 +426,8 @@ func (a *App) handleEvents(evs []engine.Event) tea.Cmd {
 		case engine.EventRequest:
 			if a.requests.upsert(*ev.Request) {
 				cmds = append(cmds, a.ring(*ev.Request))
+			} else if ev.Request.Decision != nil && ev.Request.ID == a.toastReq {
+				a.toast = "" // answered: the announcement is stale
 			}
 		}
 	}
@@ -437,6 +440,7 @@ func (a *App) ring(r engine.Request) tea.Cmd {
 	a.sh.opts.Bell()
 	a.toastID++
 	id := a.toastID
+	a.toastReq = r.ID
 	a.toast = fmt.Sprintf("🔔 request %d from %s/%s: %s — press 2", r.ID, r.Requester.Module, r.Requester.Hook, oneLine(operationLine(r)))
 	return tea.Tick(8*time.Second, func(time.Time) tea.Msg { return toastDoneMsg{id} })
 }
@@ -533,7 +537,9 @@ func (a *App) statusLine(w int) string {
 	if a.toast != "" {
 		room := w - 2
 		if a.sh.status != "" {
-			room = w/2 - 2 // leave the other half to the status
+			// The status keeps what it needs (up to half the line); the
+			// toast takes the rest.
+			room = w - 4 - min(len([]rune(a.sh.status)), w/2)
 		}
 		parts = append(parts, th.Toast.Render(plain(a.toast, room)))
 	}
