@@ -148,18 +148,9 @@ func (p *receiptsPane) update(msg tea.Msg) tea.Cmd {
 	case tea.KeyMsg:
 		return p.key(msg)
 	case tea.MouseMsg:
-		switch msg.Button {
-		case tea.MouseButtonWheelUp:
-			p.move(-3)
-		case tea.MouseButtonWheelDown:
-			p.move(3)
-		case tea.MouseButtonLeft:
-			if msg.Action == tea.MouseActionPress && msg.Y >= 2 {
-				if i := p.off + msg.Y - 2; i < len(p.rs) {
-					p.sel = i
-					p.atEnd = i == len(p.rs)-1
-				}
-			}
+		if i := listMouse(msg, 3, 2, p.off, len(p.rs), p.move); i >= 0 {
+			p.sel = i
+			p.atEnd = i == len(p.rs)-1
 		}
 	}
 	return nil

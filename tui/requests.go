@@ -187,17 +187,8 @@ func (p *requestsPane) update(msg tea.Msg) tea.Cmd {
 	case tea.KeyMsg:
 		return p.key(msg)
 	case tea.MouseMsg:
-		switch msg.Button {
-		case tea.MouseButtonWheelUp:
-			p.move(-1)
-		case tea.MouseButtonWheelDown:
-			p.move(1)
-		case tea.MouseButtonLeft:
-			if msg.Action == tea.MouseActionPress && msg.Y >= 1 {
-				if i := p.off + msg.Y - 1; i < len(p.reqs) {
-					p.sel = i
-				}
-			}
+		if i := listMouse(msg, 1, 1, p.off, len(p.reqs), p.move); i >= 0 {
+			p.sel = i
 		}
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
 	"github.com/mattn/go-runewidth"
@@ -323,4 +324,24 @@ func isPrintable(s string) bool {
 		}
 	}
 	return true
+}
+
+// listMouse applies the mouse to a list pane: the wheel moves the
+// selection by step, and a left press selects the row under the pointer
+// (rows start top lines down, scrolled by off). It returns the clicked
+// row's index, or -1 when the event selected nothing.
+func listMouse(msg tea.MouseMsg, step, top, off, n int, move func(int)) int {
+	switch msg.Button {
+	case tea.MouseButtonWheelUp:
+		move(-step)
+	case tea.MouseButtonWheelDown:
+		move(step)
+	case tea.MouseButtonLeft:
+		if msg.Action == tea.MouseActionPress && msg.Y >= top {
+			if i := off + msg.Y - top; i < n {
+				return i
+			}
+		}
+	}
+	return -1
 }
