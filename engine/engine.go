@@ -82,6 +82,10 @@ type Engine struct {
 	waiting   map[uint64]*waiter
 	operators atomic.Int64
 
+	// roles are the registered roles of non-local actors (see SetRole).
+	rolesMu sync.RWMutex
+	roles   map[Actor]Role
+
 	// life is cancelled by Close, so waits that belong to no run yet
 	// (a network request before spawn) end with the engine.
 	life     context.Context
@@ -241,4 +245,9 @@ func (e *Engine) VerifyReceipts() (Verification, error) { return e.store.VerifyR
 func (e *Engine) TrustStatus() (TrustStatus, error) { return e.auth.Status() }
 
 // RotateTrust makes a new trust root and revokes every token.
-func (e *Engine) RotateTrust(actor Actor) (TrustStatus, error) { return e.auth.Rotate(string(actor)) }
+func (e *Engine) RotateTrust(actor Actor) (TrustStatus, error) {
+	if err := e.authorize(actor, "rotate the trust root"); err != nil {
+		return TrustStatus{}, err
+	}
+	return e.auth.Rotate(string(actor))
+}

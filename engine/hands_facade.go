@@ -21,6 +21,9 @@ func handsSubject(root string) string { return "hands:" + root }
 // record; between running and ready the root gets its initial policy:
 // workspace read and write as --access says, no execute, no network.
 func (e *Engine) HandsInit(ctx context.Context, actor Actor, opts hands.InitOptions) (hands.InitResult, error) {
+	if err := e.authorize(actor, "set up hands root "+opts.Root); err != nil {
+		return hands.InitResult{}, err
+	}
 	opts.Owner = string(actor)
 	root, access := opts.Root, opts.Access
 	opts.OnPhase = func(r hands.SetupReceipt) error { return e.recordHandsPhase(actor, root, access, r) }
@@ -39,6 +42,9 @@ func (e *Engine) HandsInit(ctx context.Context, actor Actor, opts hands.InitOpti
 // finished", after making sure no grant survived a first finish that
 // could not revoke.
 func (e *Engine) HandsFinish(ctx context.Context, actor Actor, root string, progress func(step, detail string)) (hands.FinishResult, error) {
+	if err := e.authorize(actor, "finish hands root "+root); err != nil {
+		return hands.FinishResult{}, err
+	}
 	res, err := hands.Finish(ctx, root, progress, func(r hands.SetupReceipt) error {
 		if err := e.recordHandsPhase(actor, root, "", r); err != nil {
 			return err
@@ -148,7 +154,7 @@ func (e *Engine) swapHandsPolicy(actor Actor, root string, p Policy) (Policy, er
 	if exists {
 		expected = cur.Revision
 	}
-	return e.SetPolicy(actor, p, expected)
+	return e.setPolicy(actor, p, expected)
 }
 
 // revokeHands takes every grant of a root's policy: no workspace, no

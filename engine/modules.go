@@ -22,6 +22,9 @@ type Module struct {
 // AddModule admits a module folder, decodes its manifest strictly and
 // registers it. Adding the same id again re-registers it (e.g. it moved).
 func (e *Engine) AddModule(actor Actor, path string) (*Module, error) {
+	if err := e.authorize(actor, "add module "+path); err != nil {
+		return nil, err
+	}
 	if err := hooks.AdmitModulePath(path); err != nil {
 		return nil, err
 	}
@@ -50,6 +53,9 @@ func (e *Engine) AddModule(actor Actor, path string) (*Module, error) {
 // RemoveModule unregisters a module. Its secrets and config stay (they
 // are the operator's data); the receipt says so.
 func (e *Engine) RemoveModule(actor Actor, id string) error {
+	if err := e.authorize(actor, "remove module "+id); err != nil {
+		return err
+	}
 	_, err := e.store.Update(func(tx *storage.Tx) error {
 		existed, err := tx.DeleteModule(id)
 		if err != nil {

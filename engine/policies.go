@@ -27,6 +27,15 @@ func (e *Engine) Policy(subject string) (p Policy, exists bool, err error) {
 // otherwise it fails with a *ConflictError naming both revisions. The
 // change is receipted.
 func (e *Engine) SetPolicy(actor Actor, p Policy, expected uint64) (Policy, error) {
+	if err := e.authorize(actor, "set the policy of "+p.Subject); err != nil {
+		return Policy{}, err
+	}
+	return e.setPolicy(actor, p, expected)
+}
+
+// setPolicy is SetPolicy for callers already authorized (HandsInit and
+// HandsFinish).
+func (e *Engine) setPolicy(actor Actor, p Policy, expected uint64) (Policy, error) {
 	var out Policy
 	_, err := e.store.Update(func(tx *storage.Tx) error {
 		var err error

@@ -167,11 +167,13 @@ func (e *Engine) await(ctx context.Context, r *activeRun, req Request, prompt, n
 			if ok {
 				v = ApproveOnce
 			}
-			e.DecideRequest(actor, req.ID, v, "answered at the terminal")
+			// The run's starter answering its own terminal prompt (it was
+			// authorized at StartRun): not through the facade's check.
+			e.decide(actor, req.ID, v, "answered at the terminal")
 		}()
 	} else if e.operators.Load() == 0 {
 		r.say(storage.LevelWarn, noOperator)
-		e.DecideRequest(perms.EngineActor, req.ID, Deny, "no operator attached")
+		e.decide(internalActor, req.ID, Deny, "no operator attached")
 	}
 	select {
 	case wk := <-w.done:
@@ -183,7 +185,7 @@ func (e *Engine) await(ctx context.Context, r *activeRun, req Request, prompt, n
 	if expired {
 		why = "expired"
 	}
-	e.DecideRequest(perms.EngineActor, req.ID, Deny, why)
+	e.decide(internalActor, req.ID, Deny, why)
 	// Whoever decided (this deny, or a decision that raced it), the
 	// stored decision stands; its wake is in w.done unless it is still
 	// on its way, and then the store has it.
@@ -298,6 +300,9 @@ func (e *Engine) AttachOperator() (detach func()) {
 // the rules refuse (the request expired; the policy changed since it was
 // made) is receipted and returned as a *Refusal.
 func (e *Engine) DecideRequest(actor Actor, id uint64, verdict, reason string) (Request, error) {
+	if err := e.authorize(actor, fmt.Sprintf("decide request %d (%s)", id, verdict)); err != nil {
+		return Request{}, err
+	}
 	d, err := e.decide(actor, id, verdict, reason)
 	return d.Request, err
 }
@@ -345,12 +350,19 @@ func (e *Engine) decide(actor Actor, id uint64, verdict, reason string) (perms.D
 // or, with no call waiting any more, one retry claim opens that only the
 // identical operation consumes.
 func (e *Engine) Approve(actor Actor, id uint64, reason string) (Request, error) {
-	return e.DecideRequest(actor, id, ApproveOnce, reason)
+	if err := e.authorize(actor, fmt.Sprintf("approve request %d", id)); err != nil {
+		return Request{}, err
+	}
+	d, err := e.decide(actor, id, ApproveOnce, reason)
+	return d.Request, err
 }
 
 // ApproveAlways decides a request approve-always: an exact rule for the
 // operation is added to the subject's policy, at a new revision.
 func (e *Engine) ApproveAlways(actor Actor, id uint64, reason string) (Request, Rule, Policy, error) {
+	if err := e.authorize(actor, fmt.Sprintf("approve-always request %d", id)); err != nil {
+		return Request{}, Rule{}, Policy{}, err
+	}
 	d, err := e.decide(actor, id, ApproveAlways, reason)
 	if err != nil {
 		return d.Request, Rule{}, Policy{}, err
@@ -365,7 +377,11 @@ func (e *Engine) ApproveAlways(actor Actor, id uint64, reason string) (Request, 
 
 // Deny decides a request deny; the reason reaches the hook.
 func (e *Engine) Deny(actor Actor, id uint64, reason string) (Request, error) {
-	return e.DecideRequest(actor, id, Deny, reason)
+	if err := e.authorize(actor, fmt.Sprintf("deny request %d", id)); err != nil {
+		return Request{}, err
+	}
+	d, err := e.decide(actor, id, Deny, reason)
+	return d.Request, err
 }
 
 // RequestFilter selects requests to list.

@@ -116,6 +116,9 @@ type activeRun struct {
 // module or hook, bad inputs, a missing capability, jail not chosen) are
 // returned here, before anything is spawned or recorded as a run.
 func (e *Engine) StartRun(actor Actor, req RunRequest) (*RunHandle, error) {
+	if err := e.authorize(actor, "run "+req.Module+"/"+req.Hook); err != nil {
+		return nil, err
+	}
 	mod, err := e.Module(req.Module)
 	if err != nil {
 		return nil, err
@@ -325,6 +328,9 @@ func (e *Engine) RunHook(actor Actor, req RunRequest) (Outcome, error) {
 
 // CancelRun cancels a running hook.
 func (e *Engine) CancelRun(actor Actor, id string) error {
+	if err := e.authorize(actor, "cancel run "+id); err != nil {
+		return err
+	}
 	e.runsMu.Lock()
 	h := e.active[id]
 	e.runsMu.Unlock()
@@ -422,9 +428,11 @@ func (r *activeRun) finish(h *RunHandle, exit hooks.Exit) {
 	e.runsMu.Lock()
 	delete(e.active, rec.ID)
 	e.runsMu.Unlock()
-	close(h.done)
-	// Late connections get run_ended for a while, then the dir goes.
+	// Late connections get run_ended for a while, then the dir goes. This
+	// comes before done is closed: Close waits on done, so a run ended by
+	// the shutdown has its socket and dir removed before Close returns.
 	e.linger(r.brk, filepath.Dir(r.brk.SocketPath()))
+	close(h.done)
 }
 
 func (e *Engine) linger(b *broker.Broker, dir string) {
@@ -433,9 +441,11 @@ func (e *Engine) linger(b *broker.Broker, dir string) {
 		os.RemoveAll(dir)
 	}
 	e.runsMu.Lock()
-	defer e.runsMu.Unlock()
 	if e.closing {
-		go cleanup()
+		// The engine is going: no lingering, and no goroutine the exiting
+		// process might not wait for.
+		e.runsMu.Unlock()
+		cleanup()
 		return
 	}
 	e.lingering[b] = time.AfterFunc(brokerLinger, func() {
@@ -445,6 +455,7 @@ func (e *Engine) linger(b *broker.Broker, dir string) {
 		cleanup()
 	})
 	e.lingerDirs[b] = dir
+	e.runsMu.Unlock()
 }
 
 // output is the executor's sink: stdout is info, stderr is warn.

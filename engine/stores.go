@@ -68,6 +68,9 @@ func (e *Engine) ConfigAll(module string) (m map[string]string, err error) {
 // either both land or neither does. A write that changed nothing (deleting
 // a name that was not set) records no receipt: the log lists store writes.
 func (e *Engine) writeName(actor Actor, kind, module, name string, write func(*storage.Tx) (changed bool, err error)) error {
+	if err := e.authorize(actor, kind+" "+module+"/"+name); err != nil {
+		return err
+	}
 	if err := storage.CheckName(module, name); err != nil {
 		return err
 	}

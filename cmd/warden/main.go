@@ -108,6 +108,7 @@ override it with --data-dir or WARDEN_DATA_DIR.`,
 		a.hookCommand(),
 		a.permsCommand(),
 		a.handsCommand(),
+		a.serveCommand(),
 	)
 	a.attachConsole(root)
 	return root

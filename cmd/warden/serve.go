@@ -1,0 +1,128 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"warden/engine"
+)
+
+// sshStarter serves the console over SSH on addr for the operators in the
+// operators file, until ctx ends or the returned closer is closed. ssh.go
+// sets it in its init(); a build without it has no SSH server.
+var sshStarter func(ctx context.Context, e *engine.Engine, addr, operators string) (io.Closer, error)
+
+func (a *app) serveCommand() *cobra.Command {
+	var sshAddr, operators, runHook, runJail string
+	c := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the engine without a console until SIGTERM or SIGINT",
+		Long: `serve holds the data dir and runs the engine headless: with --ssh ADDR it
+serves the console over SSH to the keys in --operators FILE (authorized_keys
+lines prefixed by a role, operator or viewer).
+
+On SIGTERM or SIGINT it shuts down cleanly: running hooks are cancelled
+(each run's receipt says so), run sockets are removed and the data dir is
+released. A second signal during the shutdown kills it at once.`,
+		Example: `  warden serve
+  warden serve --ssh 127.0.0.1:2222 --operators ~/.config/warden/operators`,
+		Args: args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if sshAddr == "" && operators != "" {
+				return usageError{errors.New("--operators needs --ssh ADDR")}
+			}
+			if sshAddr != "" && sshStarter == nil {
+				return &exitError{code: 2, err: errors.New("this build has no SSH server")}
+			}
+			var mod, hook string
+			if runHook != "" {
+				var ok bool
+				if mod, hook, ok = strings.Cut(runHook, "/"); !ok || mod == "" || hook == "" {
+					return usageError{fmt.Errorf("--run %q: want MODULE/HOOK", runHook)}
+				}
+				if runJail != engine.JailOff && runJail != engine.JailBwrap {
+					return usageError{fmt.Errorf("--jail %q: want bwrap or off", runJail)}
+				}
+			}
+			return a.serve(sshAddr, operators, mod, hook, runJail)
+		},
+	}
+	c.Flags().StringVar(&sshAddr, "ssh", "", "serve the console over SSH on ADDR (e.g. 127.0.0.1:2222; default: no SSH)")
+	c.Flags().StringVar(&operators, "operators", "", "operators file for --ssh: authorized_keys lines prefixed by operator or viewer")
+	// A test and ops convenience: start one hook when serving starts
+	// (e.g. to check a shutdown cancels it). Not part of the interface.
+	c.Flags().StringVar(&runHook, "run", "", "start MODULE/HOOK at startup (as the local operator)")
+	c.Flags().StringVar(&runJail, "jail", engine.JailBwrap, "jail of the --run hook: bwrap (default) or off")
+	c.Flags().MarkHidden("run")
+	c.Flags().MarkHidden("jail")
+	return c
+}
+
+func (a *app) serve(sshAddr, operators, mod, hook, jail string) error {
+	// Signals are caught before the engine opens, so that a SIGTERM
+	// arriving at any point from here on is a clean shutdown.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+
+	e, err := a.openEngine()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	closed := false
+	shutdown := func() error {
+		if closed {
+			return nil
+		}
+		closed = true
+		cancel()
+		return e.Close() // cancels and receipts running hooks, removes their dirs, releases the store
+	}
+	defer shutdown()
+
+	if sshAddr != "" {
+		// Headless, requests wait for an operator who can answer them. With
+		// SSH serving consoles one may come (or the request expires), so
+		// the engine counts an operator as attached. Without --ssh nobody
+		// can answer yet (no control socket), so no operator is attached and
+		// a hook's request is denied at once, saying so in its stream.
+		detach := e.AttachOperator()
+		defer detach()
+		srv, err := sshStarter(ctx, e, sshAddr, operators)
+		if err != nil {
+			return err
+		}
+		defer srv.Close()
+	}
+
+	if a.json {
+		a.emitJSON(map[string]any{"dataDir": e.DataDir(), "pid": os.Getpid(), "ssh": sshAddr})
+	} else {
+		a.printf("serving data dir %s (pid %d)\n", e.DataDir(), os.Getpid())
+	}
+	if mod != "" {
+		h, err := e.StartRun(engine.LocalActor(), engine.RunRequest{Module: mod, Hook: hook, Jail: jail})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(a.stderr, "run %s of %s/%s started (jail %s)\n", h.ID, mod, hook, jailName(jail))
+	}
+
+	sig := <-sigs
+	fmt.Fprintf(a.stderr, "received %s: shutting down (again to force)\n", sig)
+	signal.Stop(sigs) // a second signal kills at once
+	if err := shutdown(); err != nil {
+		return fmt.Errorf("shutting down: %w", err)
+	}
+	fmt.Fprintln(a.stderr, "stopped")
+	return nil
+}

@@ -1,0 +1,221 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"warden/engine"
+)
+
+// procsWith lists the live processes whose command line contains marker.
+func procsWith(marker string) []string {
+	var out []string
+	ents, _ := os.ReadDir("/proc")
+	for _, d := range ents {
+		if d.Name()[0] < '0' || d.Name()[0] > '9' {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", d.Name(), "cmdline"))
+		if err != nil || !bytes.Contains(b, []byte(marker)) {
+			continue
+		}
+		if st, err := os.ReadFile(filepath.Join("/proc", d.Name(), "stat")); err == nil {
+			if i := bytes.LastIndexByte(st, ')'); i > 0 && len(st) > i+2 && st[i+2] == 'Z' {
+				continue // a zombie is not running; its parent reaps it
+			}
+		}
+		out = append(out, d.Name()+": "+strings.ReplaceAll(string(b), "\x00", " "))
+	}
+	return out
+}
+
+// lockedBuffer collects a child's output while the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func waitUntil(t *testing.T, what string, timeout time.Duration, ok func() bool, more func() string) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not happen within %s\n%s", what, timeout, more())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestServeSIGTERMCancelsRunningHook: `warden serve` with a hook running
+// (a shell that waits on a child sleep) exits 0 on SIGTERM within a few
+// seconds; the run's hook.end receipt says it was cancelled because the
+// engine is shutting down; no process of the hook survives; nothing is
+// left in runs/, no socket anywhere in the data dir, no pid file.
+func TestServeSIGTERMCancelsRunningHook(t *testing.T) {
+	base := privateDir(t, "warden-serve-")
+	bin := filepath.Join(base, "bin", "warden")
+	data := filepath.Join(base, "data")
+	if out, err := exec.Command(goTool(t), "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	// The sleep's argument is this test's own marker, so a survivor is
+	// found by its command line whatever its pid.
+	marker := fmt.Sprintf("3600.%09d", time.Now().UnixNano()%1e9)
+	mod := filepath.Join(base, "modules", "sleeper")
+	if err := os.MkdirAll(mod, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	script := "#!/bin/sh\necho \"napping in $$\"\nsleep " + marker + " &\necho \"child $!\"\nwait\n"
+	yaml := "id: sleeper\nversion: 1.0.0\ndescription: sleeps until cancelled\nhooks:\n  nap:\n    run: [./nap.sh]\n    timeout: 10m\n    idle_timeout: 10m\n"
+	if err := os.WriteFile(filepath.Join(mod, "nap.sh"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(mod, "module.yaml"), []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(bin, "--data-dir", data, "module", "add", mod).CombinedOutput(); err != nil {
+		t.Fatalf("module add: %v: %s", err, out)
+	}
+	t.Cleanup(func() {
+		for _, p := range procsWith(marker) {
+			pid, _, _ := strings.Cut(p, ":")
+			exec.Command("kill", "-9", pid).Run()
+		}
+	})
+
+	var stdout, stderr lockedBuffer
+	cmd := exec.Command(bin, "--data-dir", data, "serve", "--run", "sleeper/nap", "--jail=off")
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() { cmd.Process.Kill() })
+	output := func() string { return "stdout:\n" + stdout.String() + "stderr:\n" + stderr.String() }
+
+	want := fmt.Sprintf("serving data dir %s (pid %d)\n", data, cmd.Process.Pid)
+	waitUntil(t, "serving", 20*time.Second, func() bool { return strings.Contains(stdout.String(), want) }, output)
+	waitUntil(t, "the run", 20*time.Second, func() bool { return strings.Contains(stderr.String(), "run ") }, output)
+	waitUntil(t, "the hook's sleep", 20*time.Second, func() bool { return len(procsWith(marker)) > 0 }, output)
+	if pid := storagePID(t, data); pid != cmd.Process.Pid {
+		t.Errorf("warden.pid says %d, serve is %d", pid, cmd.Process.Pid)
+	}
+	sockets := findSockets(t, data)
+	if len(sockets) == 0 {
+		t.Fatalf("no broker socket under %s while the hook runs", data)
+	}
+
+	start := time.Now()
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("serve exited %v\n%s", err, output())
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatalf("serve still running 15s after SIGTERM\n%s", output())
+	}
+	t.Logf("serve stopped %s after SIGTERM", time.Since(start).Round(time.Millisecond))
+	if !strings.Contains(stderr.String(), "received terminated: shutting down") {
+		t.Errorf("stderr:\n%s", stderr.String())
+	}
+
+	if left := procsWith(marker); len(left) > 0 {
+		t.Errorf("hook processes survived serve: %v", left)
+	}
+	if left := procsWith(mod); len(left) > 0 {
+		t.Errorf("hook processes survived serve: %v", left)
+	}
+	if s := findSockets(t, data); len(s) > 0 {
+		t.Errorf("sockets left behind: %v", s)
+	}
+	if ents, err := os.ReadDir(filepath.Join(data, "runs")); err == nil && len(ents) > 0 {
+		t.Errorf("runs/ not empty: %v", ents)
+	}
+	if _, err := os.Stat(filepath.Join(data, "warden.pid")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("pid file left behind: %v", err)
+	}
+
+	e, err := engine.Open(engine.Options{DataDir: data})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	ends, err := e.Receipts(engine.ReceiptFilter{Kind: "hook.end"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ends) != 1 || ends[0].Subject != "sleeper/nap" || !strings.Contains(ends[0].Summary, "cancelled") ||
+		!strings.Contains(string(ends[0].Details), "the engine is shutting down") {
+		t.Fatalf("hook.end receipts %+v", ends)
+	}
+	runs, err := e.Runs(0)
+	if err != nil || len(runs) != 1 || runs[0].Status != "cancelled" || runs[0].Error != "the engine is shutting down" {
+		t.Fatalf("runs %+v %v", runs, err)
+	}
+}
+
+func storagePID(t *testing.T, data string) int {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(data, "warden.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pid int
+	fmt.Sscan(string(b), &pid)
+	return pid
+}
+
+func findSockets(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type()&fs.ModeSocket != 0 {
+			out = append(out, p)
+		}
+		return nil
+	})
+	return out
+}
+
+// TestServeUsage: --ssh on a build without SSH and a bad --run are usage
+// errors (exit 2).
+func TestServeUsage(t *testing.T) {
+	c := newCLI(t)
+	if sshStarter == nil {
+		if r := c.run("serve", "--ssh", "127.0.0.1:0"); r.code != 2 || !strings.Contains(r.stderr, "this build has no SSH server") {
+			t.Errorf("--ssh without SSH: %s", r)
+		}
+	}
+	if r := c.run("serve", "--run", "nohook"); r.code != 2 || !strings.Contains(r.stderr, "want MODULE/HOOK") {
+		t.Errorf("--run nohook: %s", r)
+	}
+	if r := c.run("serve", "--operators", "/nonexistent"); r.code != 2 || !strings.Contains(r.stderr, "--operators needs --ssh") {
+		t.Errorf("--operators alone: %s", r)
+	}
+}
