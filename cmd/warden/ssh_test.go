@@ -1,0 +1,381 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/charmbracelet/x/ansi"
+	gossh "golang.org/x/crypto/ssh"
+
+	"warden/engine"
+)
+
+// sshBuffer collects output written from several goroutines.
+type sshBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *sshBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *sshBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func sshTestKey(t *testing.T) (gossh.Signer, string) {
+	t.Helper()
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := gossh.NewSignerFromKey(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, strings.TrimSpace(string(gossh.MarshalAuthorizedKey(s.PublicKey())))
+}
+
+type sshFixture struct {
+	e        *engine.Engine
+	srv      *sshServer
+	log      *sshBuffer
+	hostKey  gossh.PublicKey
+	operator gossh.Signer
+	viewer   gossh.Signer
+	stranger gossh.Signer
+	opsPath  string
+}
+
+func newSSHFixture(t *testing.T, cfg sshConfig) *sshFixture {
+	t.Helper()
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	e, err := engine.Open(engine.Options{DataDir: data})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	f := &sshFixture{e: e, log: &sshBuffer{}}
+	var op, vw string
+	f.operator, op = sshTestKey(t)
+	f.viewer, vw = sshTestKey(t)
+	f.stranger, _ = sshTestKey(t)
+	f.opsPath = filepath.Join(dir, "operators")
+	body := "operator " + op + " alice\n" +
+		"operator ssh-ed25519 AAAAnot-base64!! broken\n" +
+		"viewer " + vw + " bob\n"
+	if err := os.WriteFile(f.opsPath, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Addr, cfg.Operators, cfg.Log = "127.0.0.1:0", f.opsPath, f.log
+	ctx, cancel := context.WithCancel(context.Background())
+	f.srv, err = startSSH(ctx, e, cfg)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cancel(); f.srv.Close() })
+	pemData, err := os.ReadFile(filepath.Join(data, sshHostKeyName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hk, err := gossh.ParsePrivateKey(pemData)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.hostKey = hk.PublicKey()
+	return f
+}
+
+func (f *sshFixture) dial(signer gossh.Signer) (*gossh.Client, error) {
+	return gossh.Dial("tcp", f.srv.Addr(), &gossh.ClientConfig{
+		User:            "warden",
+		Auth:            []gossh.AuthMethod{gossh.PublicKeys(signer)},
+		HostKeyCallback: gossh.FixedHostKey(f.hostKey),
+		Timeout:         10 * time.Second,
+	})
+}
+
+// sshConsole is a PTY session showing the console.
+type sshConsole struct {
+	client *gossh.Client
+	sess   *gossh.Session
+	in     io.WriteCloser
+	screen *sshBuffer
+}
+
+func (f *sshFixture) console(t *testing.T, signer gossh.Signer) *sshConsole {
+	t.Helper()
+	c, err := f.dial(signer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	con := &sshConsole{client: c, sess: s, screen: &sshBuffer{}}
+	t.Cleanup(func() { con.quit(); s.Close(); c.Close() })
+	if err := s.RequestPty("xterm-256color", 40, 140, gossh.TerminalModes{gossh.ECHO: 0}); err != nil {
+		t.Fatal(err)
+	}
+	s.Stdout, s.Stderr = con.screen, con.screen
+	if con.in, err = s.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Shell(); err != nil {
+		t.Fatal(err)
+	}
+	con.waitFor(t, "Streams", 15*time.Second, f.log)
+	return con
+}
+
+// quit ends the console from its side before the connection goes (a
+// client that just hangs up makes the server close the PTY under
+// bubbletea's input reader: a race inside the libraries).
+func (c *sshConsole) quit() {
+	done := make(chan struct{})
+	go func() { c.sess.Wait(); close(done) }()
+	for _, k := range []string{"q", "\x03", "\x03"} {
+		io.WriteString(c.in, k)
+		select {
+		case <-done:
+			return
+		case <-time.After(3 * time.Second):
+		}
+	}
+}
+
+func (c *sshConsole) text() string { return ansi.Strip(c.screen.String()) }
+
+func (c *sshConsole) waitFor(t *testing.T, want string, timeout time.Duration, log *sshBuffer) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if strings.Contains(c.text(), want) {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	s := c.text()
+	if len(s) > 3000 {
+		s = s[len(s)-3000:]
+	}
+	t.Fatalf("the screen never showed %q; tail:\n%q\nserver log:\n%s", want, s, log)
+}
+
+func (c *sshConsole) keys(t *testing.T, k string) {
+	t.Helper()
+	for _, r := range k {
+		if _, err := io.WriteString(c.in, string(r)); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(150 * time.Millisecond)
+	}
+}
+
+func sshWaitUntil(t *testing.T, what string, timeout time.Duration, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestSSHOperatorsFileAndAuth(t *testing.T) {
+	f := newSSHFixture(t, sshConfig{})
+	// The malformed line is reported with its number, in the log and for
+	// doctor; the lines around it still work.
+	if !strings.Contains(f.log.String(), "line 2") {
+		t.Errorf("log does not report line 2:\n%s", f.log.String())
+	}
+	probs := checkOperatorsFile(f.opsPath)
+	if len(probs) != 1 || !strings.Contains(probs[0], "line 2") {
+		t.Errorf("checkOperatorsFile = %q", probs)
+	}
+	f.console(t, f.operator) // with a PTY: the screen shows "Streams"
+	f.console(t, f.viewer)
+	// An unknown key is refused at auth.
+	if c, err := f.dial(f.stranger); err == nil {
+		c.Close()
+		t.Fatal("an unknown key logged in")
+	}
+	// The host key is 0600 and kept.
+	fi, err := os.Stat(filepath.Join(f.e.DataDir(), sshHostKeyName))
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("host key: %v %v", fi, err)
+	}
+	if _, err := sshHostKey(f.e.DataDir()); err != nil {
+		t.Errorf("reopening the host key: %v", err)
+	}
+	os.Chmod(filepath.Join(f.e.DataDir(), sshHostKeyName), 0o644)
+	if _, err := sshHostKey(f.e.DataDir()); err == nil || !strings.Contains(err.Error(), "0600") {
+		t.Errorf("a 0644 host key was not refused: %v", err)
+	}
+	// The file is re-read when it changes: drop the viewer.
+	body, _ := os.ReadFile(f.opsPath)
+	lines := strings.Split(string(body), "\n")
+	os.WriteFile(f.opsPath, []byte(lines[0]+"\n"), 0o600)
+	if c, err := f.dial(f.viewer); err == nil {
+		c.Close()
+		t.Error("a key removed from the operators file still logs in")
+	}
+	if c, err := f.dial(f.operator); err != nil {
+		t.Errorf("operator after the re-read: %v", err)
+	} else {
+		c.Close()
+	}
+}
+
+func TestSSHNoPTYStatusAndSessionLimit(t *testing.T) {
+	f := newSSHFixture(t, sshConfig{MaxSessions: 2})
+	c, err := f.dial(f.viewer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	s, err := c.NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := s.Output("")
+	if err != nil {
+		t.Fatalf("no-PTY session: %v: %s", err, out)
+	}
+	for _, want := range []string{"Pending requests: 0", "Running hooks: 0"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("status lacks %q:\n%s", want, out)
+		}
+	}
+	// The third session at once is refused with a message.
+	f.console(t, f.operator)
+	f.console(t, f.viewer)
+	s3, err := c.NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err = s3.CombinedOutput("")
+	var ee *gossh.ExitError
+	if !errors.As(err, &ee) || ee.ExitStatus() == 0 || !strings.Contains(string(out), "too many sessions") {
+		t.Errorf("third session: %v: %q", err, out)
+	}
+}
+
+func TestSSHTwoSessionsOneRequest(t *testing.T) {
+	f := newSSHFixture(t, sshConfig{})
+	hello := example(t, "hello")
+	if _, err := f.e.AddModule(engine.LocalActor(), hello); err != nil {
+		t.Fatal(err)
+	}
+	op := f.console(t, f.operator)
+	vw := f.console(t, f.viewer)
+	opActor, vwActor := sshActor(f.operator.PublicKey()), sshActor(f.viewer.PublicKey())
+
+	h, err := f.e.StartRun(engine.LocalActor(), engine.RunRequest{
+		Module: "hello", Hook: "greet", Inputs: map[string]any{"target": "ssh"}, Jail: engine.JailOff,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Cancel()
+	// Both sessions see the same new request.
+	op.waitFor(t, "request 1 from hello/greet", 60*time.Second, f.log)
+	vw.waitFor(t, "request 1 from hello/greet", 10*time.Second, f.log)
+
+	// A no-PTY session lists it and the running hook.
+	c, err := f.dial(f.viewer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := c.NewSession()
+	out, err := s.Output("")
+	c.Close()
+	if err != nil || !strings.Contains(string(out), "Pending requests: 1") || !strings.Contains(string(out), "hello/greet") || !strings.Contains(string(out), "Running hooks: 1") {
+		t.Errorf("status: %v\n%s", err, out)
+	}
+
+	// The viewer's approve is refused by the engine, with a receipt.
+	vw.keys(t, "2y")
+	sshWaitUntil(t, "an access.refused receipt", 10*time.Second, func() bool {
+		rs, _ := f.e.Receipts(engine.ReceiptFilter{Kind: "access.refused"})
+		for _, r := range rs {
+			if r.Actor == string(vwActor) {
+				return true
+			}
+		}
+		return false
+	})
+	if r, err := f.e.Request(1); err != nil || r.Decision != nil {
+		t.Fatalf("the viewer decided request 1: %+v %v", r.Decision, err)
+	}
+	// The operator approves it.
+	op.keys(t, "2y")
+	sshWaitUntil(t, "request 1 decided", 10*time.Second, func() bool {
+		r, err := f.e.Request(1)
+		return err == nil && r.Decision != nil
+	})
+	r, _ := f.e.Request(1)
+	if !strings.HasPrefix(r.Decision.Verdict, "approve") || r.Decision.By != string(opActor) {
+		t.Errorf("decision %+v, want approved by %s", r.Decision, opActor)
+	}
+	select {
+	case <-h.Done():
+	case <-time.After(60 * time.Second):
+		t.Fatal("the run did not end")
+	}
+	if o := h.Wait(); !o.OK() {
+		t.Errorf("run: %+v", o.Run)
+	}
+}
+
+func TestSSHListenAddrIsLoopbackByDefault(t *testing.T) {
+	for in, want := range map[string]string{
+		"":             "127.0.0.1:2222",
+		"2200":         "127.0.0.1:2200",
+		":2200":        "127.0.0.1:2200",
+		"0.0.0.0:22":   "0.0.0.0:22",
+		"[::1]:2200":   "[::1]:2200",
+		"example:2200": "example:2200",
+	} {
+		if got := sshListenAddr(in); got != want {
+			t.Errorf("sshListenAddr(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestSSHHostKeyRefusals(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := sshHostKey(dir); err != nil {
+		t.Fatal(err)
+	}
+	key := filepath.Join(dir, sshHostKeyName)
+	os.Link(key, filepath.Join(dir, "second-link"))
+	if _, err := sshHostKey(dir); err == nil || !strings.Contains(err.Error(), "links") {
+		t.Errorf("a hard-linked key was not refused: %v", err)
+	}
+	os.Remove(filepath.Join(dir, "second-link"))
+	os.Rename(key, key+".real")
+	os.Symlink(key+".real", key)
+	if _, err := sshHostKey(dir); err == nil {
+		t.Error("a symlinked key was not refused")
+	}
+}
