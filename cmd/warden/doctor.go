@@ -10,7 +10,7 @@ import (
 )
 
 func (a *app) doctorCommand() *cobra.Command {
-	var bwrap string
+	var bwrap, operators string
 	c := &cobra.Command{
 		Use:   "doctor",
 		Short: "Check the data dir, store, trust root and bubblewrap; exit 1 on any problem",
@@ -24,6 +24,9 @@ func (a *app) doctorCommand() *cobra.Command {
 				bwrap = set.Bwrap
 			}
 			rep := engine.Doctor(engine.DoctorOptions{DataDir: a.dataDir, BwrapPath: bwrap})
+			if operators != "" {
+				rep.Checks = append(rep.Checks, operatorsChecks(operators)...)
+			}
 			if a.json {
 				a.emitJSON(rep)
 			} else {
@@ -42,6 +45,22 @@ func (a *app) doctorCommand() *cobra.Command {
 			return nil
 		},
 	}
+	c.Flags().StringVar(&operators, "operators", "", "also check an SSH operators file (the one `warden serve --operators` reads)")
 	c.Flags().StringVar(&bwrap, "bwrap", "", "bubblewrap binary to check (absolute; default: the config file's bwrap, else /usr/bin/bwrap)")
 	return c
+}
+
+// operatorsChecks reports an operators file: one warning per malformed
+// line (it is skipped; the other lines keep working), or ok.
+func operatorsChecks(path string) []engine.Check {
+	problems := checkOperatorsFile(path)
+	if len(problems) == 0 {
+		return []engine.Check{{Name: "operators file", Status: "ok", Detail: path + ": every line is well-formed"}}
+	}
+	out := make([]engine.Check, len(problems))
+	for i, p := range problems {
+		out[i] = engine.Check{Name: "operators file", Status: "problem", Warning: true, Detail: p,
+			Fix: "edit that line to `operator|viewer ssh-ed25519 AAAA... name`, or remove it (it is skipped until then)"}
+	}
+	return out
 }

@@ -379,3 +379,23 @@ func TestSSHHostKeyRefusals(t *testing.T) {
 		t.Error("a symlinked key was not refused")
 	}
 }
+
+// Doctor reports a malformed operators line by its number, as a warning:
+// the line is skipped, so warden still works.
+func TestDoctorReportsOperatorsFile(t *testing.T) {
+	c := newCLI(t)
+	needBwrap(t)
+	path := filepath.Join(t.TempDir(), "operators")
+	good, _, _, _, err := gossh.ParseAuthorizedKey([]byte("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGl9WQ3Z8rS4dA1b0tYtqHk2R3Hq2m0Yc0g6d6mN9WlP a@b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := "operator " + string(gossh.MarshalAuthorizedKey(good)) + "viewer not-a-key\n"
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := c.run("doctor", "--operators", path)
+	if r.code != 0 || !strings.Contains(r.stdout, "operators file") || !strings.Contains(r.stdout, "line 2") {
+		t.Errorf("doctor --operators: %s", r)
+	}
+}
