@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -23,13 +22,9 @@ and listed in the run's receipt. Give path inputs with --input to plan them.`,
   warden hook plan backup run --input target=/srv/data --json`,
 		Args: args(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
-			raw := map[string]string{}
-			for _, kv := range inputs {
-				k, v, ok := strings.Cut(kv, "=")
-				if !ok || k == "" {
-					return usageError{fmt.Errorf("--input %q: want NAME=VALUE", kv)}
-				}
-				raw[k] = v
+			raw, err := parseInputFlags(inputs)
+			if err != nil {
+				return err
 			}
 			return a.withEngine(func(e *engine.Engine) error {
 				hp, err := e.PlanHook(argv[0], argv[1], raw)

@@ -50,16 +50,9 @@ prompt; without a terminal the answer is no.`,
   warden hook run hello on_install --json`,
 		Args: args(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
-			raw := map[string]string{}
-			for _, kv := range inputs {
-				k, v, ok := strings.Cut(kv, "=")
-				if !ok || k == "" {
-					return usageError{fmt.Errorf("--input %q: want NAME=VALUE", kv)}
-				}
-				if _, dup := raw[k]; dup {
-					return usageError{fmt.Errorf("--input %s given twice", k)}
-				}
-				raw[k] = v
+			raw, err := parseInputFlags(inputs)
+			if err != nil {
+				return err
 			}
 			if jail != engine.JailOff && jail != engine.JailBwrap {
 				return usageError{fmt.Errorf("--jail %q: want bwrap or off", jail)}
@@ -117,6 +110,23 @@ prompt; without a terminal the answer is no.`,
 	c.Flags().StringArrayVar(&inputs, "input", nil, "an input as NAME=VALUE (repeatable); typed by the manifest")
 	c.Flags().StringVar(&jail, "jail", engine.JailBwrap, "bwrap (default) or off; off runs the hook unjailed and every receipt says so")
 	return c
+}
+
+// parseInputFlags reads repeated --input NAME=VALUE flags; the values are
+// typed later, by the hook's declared inputs.
+func parseInputFlags(inputs []string) (map[string]string, error) {
+	raw := map[string]string{}
+	for _, kv := range inputs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, usageError{fmt.Errorf("--input %q: want NAME=VALUE", kv)}
+		}
+		if _, dup := raw[k]; dup {
+			return nil, usageError{fmt.Errorf("--input %s given twice", k)}
+		}
+		raw[k] = v
+	}
+	return raw, nil
 }
 
 func jailName(j string) string {
