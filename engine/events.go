@@ -54,13 +54,44 @@ type bus struct {
 // has read the "missed" marker, so everything after the marker is newer
 // than what the subscriber re-reads from storage.
 type Subscription struct {
-	bus    *bus
+	bus    *bus   // nil for a fed subscription (NewFeed)
+	stop   func() // a fed subscription's Close tells its source
 	mu     sync.Mutex
 	queue  []Event
 	limit  int
 	missed int
 	closed bool
+	cause  error         // why it closed, when not by Close
 	wake   chan struct{} // capacity 1: "something changed"
+}
+
+// Feed is the writing end of a subscription filled from elsewhere: a
+// control socket client relays another process's events into one, with
+// the same bound and the same "missed" marker as a local subscriber.
+type Feed struct{ s *Subscription }
+
+// NewFeed makes a subscription that Push fills; stop, when set, is called
+// once when the reader closes it.
+func NewFeed(limit int, stop func()) (*Subscription, Feed) {
+	if limit <= 0 {
+		limit = DefaultSubscriberBuffer
+	}
+	s := &Subscription{limit: limit, stop: stop, wake: make(chan struct{}, 1)}
+	return s, Feed{s}
+}
+
+// Push queues events; it never blocks.
+func (f Feed) Push(evs ...Event) { f.s.push(evs) }
+
+// End closes the subscription: Next returns what is queued, then cause
+// (ErrSubscriptionClosed when cause is nil).
+func (f Feed) End(cause error) {
+	f.s.mu.Lock()
+	if !f.s.closed && f.s.cause == nil {
+		f.s.cause = cause
+	}
+	f.s.mu.Unlock()
+	f.s.shut()
 }
 
 func newBus() *bus { return &bus{subs: map[*Subscription]struct{}{}} }
@@ -142,9 +173,12 @@ func (s *Subscription) Next(ctx context.Context) (Event, error) {
 			s.mu.Unlock()
 			return Event{Kind: EventMissed, Missed: n}, nil
 		}
-		closed := s.closed
+		closed, cause := s.closed, s.cause
 		s.mu.Unlock()
 		if closed {
+			if cause != nil {
+				return Event{}, cause
+			}
 			return Event{}, ErrSubscriptionClosed
 		}
 		select {
@@ -157,6 +191,17 @@ func (s *Subscription) Next(ctx context.Context) (Event, error) {
 
 // Close stops the subscription; Next then drains and reports closed.
 func (s *Subscription) Close() {
+	if s.bus == nil {
+		s.mu.Lock()
+		stop := s.stop
+		s.stop = nil
+		s.mu.Unlock()
+		if stop != nil {
+			stop()
+		}
+		s.shut()
+		return
+	}
 	s.bus.mu.Lock()
 	if s.bus.subs != nil {
 		delete(s.bus.subs, s)

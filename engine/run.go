@@ -45,7 +45,7 @@ type RunRequest struct {
 	// Confirm answers operator.confirm inline (a terminal prompt). Without
 	// it, requests wait for an attached operator, or are answered "no" at
 	// once when none is attached.
-	Confirm func(ctx context.Context, message string) (bool, error)
+	Confirm func(ctx context.Context, message string) (bool, error) `json:"-"`
 }
 
 // Outcome is how a run ended.
@@ -59,10 +59,23 @@ func (o Outcome) OK() bool { return o.Run.Status == storage.RunSucceeded }
 
 // RunHandle follows a started run.
 type RunHandle struct {
-	ID   string
-	done chan struct{}
-	out  Outcome
-	r    *activeRun
+	ID     string
+	done   chan struct{}
+	out    Outcome
+	r      *activeRun // nil for a run followed from another process
+	cancel func()
+}
+
+// NewRunHandle makes a handle for a run that lives elsewhere (another
+// process's engine, reached over its control socket): cancel asks that
+// engine to stop it, and end, called exactly once, records its outcome
+// and releases Wait and Done.
+func NewRunHandle(id string, cancel func()) (h *RunHandle, end func(Outcome)) {
+	h = &RunHandle{ID: id, done: make(chan struct{}), cancel: cancel}
+	return h, func(o Outcome) {
+		h.out = o
+		close(h.done)
+	}
 }
 
 // Wait blocks until the run has ended and its receipt is written.
@@ -75,7 +88,13 @@ func (h *RunHandle) Wait() Outcome {
 func (h *RunHandle) Done() <-chan struct{} { return h.done }
 
 // Cancel stops the run (SIGTERM, then SIGKILL).
-func (h *RunHandle) Cancel() { h.r.cancel("cancelled by the operator") }
+func (h *RunHandle) Cancel() {
+	if h.r == nil {
+		h.cancel()
+		return
+	}
+	h.r.cancel("cancelled by the operator")
+}
 
 // Run limits that are not per hook.
 const (

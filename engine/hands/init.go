@@ -49,14 +49,14 @@ type InitOptions struct {
 	Access       string // AccessFiles or AccessNone
 	Owner        string // who sets it up, e.g. "local:root"
 	// Progress, when set, is told each step as it completes.
-	Progress func(step, detail string)
+	Progress func(step, detail string) `json:"-"`
 	// OnPhase, when set, is called after each phase is durably written to
 	// setup.json (the engine records a receipt and the known-root record).
 	// An error fails the init, except at phase failed.
-	OnPhase func(SetupReceipt) error
+	OnPhase func(SetupReceipt) error `json:"-"`
 	// BeforeReady, when set, runs after phase running and before ready:
 	// the engine sets the root's initial policy there.
-	BeforeReady func(SetupReceipt) error
+	BeforeReady func(SetupReceipt) error `json:"-"`
 }
 
 // InitResult is a root that reached ready.

@@ -62,6 +62,7 @@ const initialBuf = 4 << 10
 // line.
 type Reader struct {
 	r       io.Reader
+	max     int // longest line, counting its '\n'
 	buf     []byte
 	start   int   // first unconsumed byte of buf
 	end     int   // end of buffered data
@@ -70,7 +71,12 @@ type Reader struct {
 }
 
 // NewReader returns a Reader reading from r.
-func NewReader(r io.Reader) *Reader { return &Reader{r: r} }
+func NewReader(r io.Reader) *Reader { return &Reader{r: r, max: MaxFrame} }
+
+// NewReaderSize returns a Reader whose lines may be up to max bytes
+// (counting the '\n') instead of MaxFrame: the control socket's replies,
+// a page of receipts say, can be longer than any hook frame.
+func NewReaderSize(r io.Reader, max int) *Reader { return &Reader{r: r, max: max} }
 
 // ReadFrame reads and decodes the next frame. At a clean end of input it
 // returns io.EOF; input ending inside a line returns io.ErrUnexpectedEOF
@@ -105,13 +111,13 @@ func (r *Reader) readLine() ([]byte, error) {
 		}
 		n := r.end - r.start
 		r.scanned = n
-		if n >= MaxFrame { // even a '\n' next would make it MaxFrame+1
+		if n >= r.max { // even a '\n' next would make it max+1
 			r.err = &Error{Code: CodeFrameTooLarge, Message: fmt.Sprintf(
-				"line longer than %d bytes", MaxFrame)}
+				"line longer than %d bytes", r.max)}
 			r.buf, r.start, r.end, r.scanned = nil, 0, 0, 0
 		}
 		if r.err != nil {
-			if n > 0 && n < MaxFrame {
+			if n > 0 && n < r.max {
 				r.start, r.scanned = r.end, 0 // drop the partial line
 				if r.err == io.EOF {
 					return nil, io.ErrUnexpectedEOF
@@ -124,7 +130,7 @@ func (r *Reader) readLine() ([]byte, error) {
 			r.start, r.end = 0, n
 		}
 		if r.end == len(r.buf) {
-			nb := make([]byte, min(max(2*len(r.buf), initialBuf), MaxFrame))
+			nb := make([]byte, min(max(2*len(r.buf), initialBuf), r.max))
 			copy(nb, r.buf[:r.end])
 			r.buf = nb
 		}

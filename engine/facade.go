@@ -1,0 +1,78 @@
+package engine
+
+import (
+	"context"
+
+	"warden/engine/hands"
+	"warden/storage"
+)
+
+// Facade is the engine as the CLI, the console and the SSH server see it:
+// plain request/response methods plus Subscribe for events. *Engine is
+// the engine itself, in this process; engine/control's Client is one that
+// another warden process holds, reached over that data dir's control
+// socket. Callers hold a Facade and cannot tell the two apart, except that
+// a Client's subscription can end with the serving process.
+//
+// Every method that changes something takes the Actor it is done for; an
+// engine serving a control socket replaces it with the connecting
+// process's own identity (local:<user>), which it learns from the kernel.
+type Facade interface {
+	// Close lets go of the engine: an *Engine cancels its running hooks
+	// and closes the store; a Client only hangs up.
+	Close() error
+	DataDir() string
+	Subscribe() *Subscription
+	// AttachOperator says an operator is watching for requests (until
+	// detach is called): operator.confirm then waits for a decision
+	// instead of being answered "no" at once.
+	AttachOperator() (detach func())
+	JailReady() error
+
+	Receipts(f ReceiptFilter) ([]Receipt, error)
+	Receipt(seq uint64) (Receipt, error)
+	VerifyReceipts() (Verification, error)
+	TrustStatus() (TrustStatus, error)
+	RotateTrust(actor Actor) (TrustStatus, error)
+
+	AddModule(actor Actor, path string) (*Module, error)
+	RemoveModule(actor Actor, id string) error
+	Modules() ([]Module, error)
+	Module(id string) (*Module, error)
+	PlanHook(module, hook string, raw map[string]string) (*HookPlan, error)
+
+	StartRun(actor Actor, req RunRequest) (*RunHandle, error)
+	RunHook(actor Actor, req RunRequest) (Outcome, error)
+	CancelRun(actor Actor, id string) error
+	Runs(limit int) ([]RunRecord, error)
+	Run(id string) (RunRecord, error)
+	StreamLines(run string, from uint64, max int) ([]Line, error)
+	StreamLinesBefore(run string, before uint64, max int) ([]Line, error)
+	StreamInfo(run string) (storage.StreamMeta, error)
+
+	SetSecret(actor Actor, module, name, value string) error
+	DeleteSecret(actor Actor, module, name string) (existed bool, err error)
+	SecretNames(module string) ([]string, error)
+	SetConfig(actor Actor, module, name, value string) error
+	DeleteConfig(actor Actor, module, name string) (existed bool, err error)
+	Config(module, name string) (value string, ok bool, err error)
+	ConfigAll(module string) (map[string]string, error)
+
+	Policy(subject string) (p Policy, exists bool, err error)
+	SetPolicy(actor Actor, p Policy, expected uint64) (Policy, error)
+	Requests(f RequestFilter) ([]Request, error)
+	Request(id uint64) (Request, error)
+	Approve(actor Actor, id uint64, reason string) (Request, error)
+	ApproveAlways(actor Actor, id uint64, reason string) (Request, Rule, Policy, error)
+	Deny(actor Actor, id uint64, reason string) (Request, error)
+
+	HandsInit(ctx context.Context, actor Actor, opts hands.InitOptions) (hands.InitResult, error)
+	HandsFinish(ctx context.Context, actor Actor, root string, progress func(step, detail string)) (hands.FinishResult, error)
+	HandsStatus(ctx context.Context, root string) (hands.StatusReport, error)
+	HandsList() ([]HandsRecord, error)
+	HandsImages(ctx context.Context, socket string) ([]HandsImage, error)
+	ValidateHandsRoot(path string) error
+	ValidateHandsSocket(path string) error
+}
+
+var _ Facade = (*Engine)(nil)
