@@ -5,6 +5,7 @@ package tui
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -36,6 +37,15 @@ type Options struct {
 	Now func() time.Time
 	// NoAttach leaves the engine without an attached operator (a viewer).
 	NoAttach bool
+	// AttachedPID is the process serving the engine when the console is
+	// attached to another warden's engine (the header says so); 0 when
+	// the engine is this process's own.
+	AttachedPID int
+	// Takeover, when set, opens the data dir after the serving process
+	// went away: it returns the new engine (and the pid serving it, if
+	// another console got there first). The console closes what it
+	// returns.
+	Takeover func() (e engine.Facade, attachedPID int, err error)
 }
 
 // Tabs.
@@ -52,7 +62,7 @@ var tabNames = [tabCount]string{"Streams", "Requests", "Receipts", "Modules", "H
 
 // shared is what every pane may use.
 type shared struct {
-	e        *engine.Engine
+	e        engine.Facade
 	th       themes.Theme
 	opts     Options
 	status   string
@@ -94,6 +104,11 @@ type pane interface {
 type (
 	eventsMsg    struct{ evs []engine.Event }
 	subClosedMsg struct{ err error }
+	takeoverMsg  struct {
+		e   engine.Facade
+		pid int
+		err error
+	}
 	tickMsg      time.Time
 	toastDoneMsg struct{ id int }
 )
@@ -128,11 +143,17 @@ type App struct {
 	closed   bool
 	// eventMsgs counts event messages (tests check lines are batched).
 	eventMsgs int
+	// attachedPID is the process serving the engine (0: this one); gone
+	// is why it stopped serving, until the operator takes over or quits.
+	attachedPID int
+	gone        error
+	takingOver  bool
+	owned       []engine.Facade // engines opened by a takeover, closed by Close
 }
 
 // New makes the console for an open engine. It subscribes to events and
 // attaches as an operator at once; Close lets go of both.
-func New(e *engine.Engine, opts Options) *App {
+func New(e engine.Facade, opts Options) *App {
 	if opts.Actor == "" {
 		opts.Actor = engine.LocalActor()
 	}
@@ -146,7 +167,7 @@ func New(e *engine.Engine, opts Options) *App {
 		opts.Theme, _ = themes.ByName("")
 	}
 	sh := &shared{e: e, th: opts.Theme, opts: opts}
-	a := &App{sh: sh, keys: newGlobalKeys(), width: 80, height: 24}
+	a := &App{sh: sh, keys: newGlobalKeys(), width: 80, height: 24, attachedPID: opts.AttachedPID}
 	// Subscribe before the first reads: nothing that happens between is lost.
 	a.sub = e.Subscribe()
 	a.ctx, a.cancel = context.WithCancel(context.Background())
@@ -198,6 +219,9 @@ func (a *App) Close() {
 	a.sub.Close()
 	if a.detach != nil {
 		a.detach()
+	}
+	for _, e := range a.owned {
+		e.Close()
 	}
 }
 
@@ -262,7 +286,12 @@ func (a *App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		cmds = append(cmds, a.handleEvents(msg.evs), a.waitEvents())
 		return a, tea.Batch(cmds...)
 	case subClosedMsg:
+		if errors.Is(msg.err, engine.ErrEngineGone) && !a.closed {
+			a.engineGone(msg.err)
+		}
 		return a, nil
+	case takeoverMsg:
+		return a, a.tookOver(msg)
 	case tickMsg:
 		if a.sh.status != "" && a.sh.now().Sub(a.sh.statusAt) > 10*time.Second {
 			a.sh.status = ""
@@ -287,6 +316,9 @@ func (a *App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 }
 
 func (a *App) key(msg tea.KeyMsg) tea.Cmd {
+	if a.gone != nil && msg.String() == "t" && !a.takingOver {
+		return a.takeover()
+	}
 	if msg.String() == "ctrl+c" {
 		// A pane running something it must wind down (a hands init)
 		// takes ctrl+c to ask whether to cancel it, instead of quitting
@@ -445,6 +477,65 @@ func (a *App) ring(r engine.Request) tea.Cmd {
 	return tea.Tick(8*time.Second, func(time.Time) tea.Msg { return toastDoneMsg{id} })
 }
 
+// engineGone: the process serving an attached console went away. Nothing
+// shown is lost (storage is the truth); the operator may take over the
+// data dir or quit.
+func (a *App) engineGone(err error) {
+	a.gone = err
+	a.overlay = textOverlay(a.sh, "The engine went away", fmt.Sprintf(
+		"%v.\n\nNothing is lost: runs, requests and receipts are in the data dir. "+
+			"Runs that process was running were cancelled or failed with it; their receipts say which.\n\n"+
+			"  t  take over the data dir: this console opens it and serves other warden commands\n"+
+			"  q  quit", err))
+	a.sh.setStatus("the engine went away: t takes over the data dir, q quits", true)
+}
+
+// takeover opens the data dir (Options.Takeover) off the update loop.
+func (a *App) takeover() tea.Cmd {
+	if a.sh.opts.Takeover == nil {
+		a.sh.setStatus("this console cannot take over the data dir; quit (q) and start warden again", true)
+		return nil
+	}
+	a.takingOver = true
+	a.sh.setStatus("taking over the data dir…", false)
+	open := a.sh.opts.Takeover
+	return func() tea.Msg {
+		e, pid, err := open()
+		return takeoverMsg{e: e, pid: pid, err: err}
+	}
+}
+
+// tookOver switches every pane to the new engine and re-reads it all.
+func (a *App) tookOver(m takeoverMsg) tea.Cmd {
+	a.takingOver = false
+	if m.err != nil {
+		a.sh.setStatus("taking over failed: "+oneLine(m.err.Error()), true)
+		return nil
+	}
+	if a.closed {
+		m.e.Close()
+		return nil
+	}
+	a.sub.Close()
+	if a.detach != nil {
+		a.detach()
+		a.detach = nil
+	}
+	a.owned = append(a.owned, m.e)
+	a.sh.e, a.attachedPID, a.gone, a.overlay = m.e, m.pid, nil, nil
+	a.sub = m.e.Subscribe()
+	if !a.sh.opts.NoAttach {
+		a.detach = m.e.AttachOperator()
+	}
+	a.reload()
+	if m.pid != 0 {
+		a.sh.setStatus(fmt.Sprintf("attached to pid %d, which took the data dir over first", m.pid), false)
+	} else {
+		a.sh.setStatus("took over the data dir: this console holds it and serves other warden commands", false)
+	}
+	return a.waitEvents()
+}
+
 // View draws the whole frame.
 func (a *App) View() string {
 	w, h := a.bodySize()
@@ -491,6 +582,12 @@ func (a *App) header(w int) string {
 	}
 	left := th.Brand.Render("warden") + sep
 	right := sep + jail + sep + counts
+	switch {
+	case a.gone != nil:
+		right = sep + th.JailOff.Render(fmt.Sprintf(" ⚠ ENGINE (pid %d) GONE: t takes over ", a.attachedPID)) + right
+	case a.attachedPID != 0:
+		right = sep + th.HeaderVal.Render(fmt.Sprintf("attached to pid %d", a.attachedPID)) + right
+	}
 	room := w - textWidth("warden") - 3 - widthOf(right)
 	dir := th.HeaderKey.Render("data ") + th.HeaderVal.Render(plain(a.sh.e.DataDir(), max(room-5, 1)))
 	return fit(left+dir+right, w)

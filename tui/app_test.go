@@ -20,11 +20,11 @@ type console struct {
 	t     *testing.T
 	tm    *teatest.TestModel
 	app   *App
-	e     *engine.Engine
+	e     engine.Facade
 	bells *atomic.Int32
 }
 
-func startConsole(t *testing.T, e *engine.Engine) *console {
+func startConsole(t *testing.T, e engine.Facade) *console {
 	t.Helper()
 	bells := new(atomic.Int32)
 	app := New(e, Options{Theme: themes.NoColor(), Actor: "local:test", Jail: engine.JailOff, Bell: func() { bells.Add(1) }})
@@ -94,7 +94,7 @@ func (c *console) golden(view string) {
 	golden.RequireEqual(c.t, []byte(view))
 }
 
-func streamModule(t *testing.T, e *engine.Engine) {
+func streamModule(t *testing.T, e engine.Facade) {
 	addModule(t, e, "chatty", map[string]string{
 		"lines": "exec warden stream 300",
 		"slow":  "exec warden stream 400 30ms",

@@ -17,7 +17,7 @@ import (
 // benchConsole opens a console on an engine whose one run printed
 // `lines` lines (stored through the engine's ingester, as any hook's
 // output), sized w x h, on the Streams tab following the tail.
-func benchConsole(b *testing.B, script string, w, h int) (*App, *engine.Engine, string) {
+func benchConsole(b *testing.B, script string, w, h int) (*App, engine.Facade, string) {
 	b.Helper()
 	e := newEngine(b)
 	addModule(b, e, "bench", map[string]string{"run": script}, nil)

@@ -17,7 +17,7 @@ type driver struct {
 	app *App
 }
 
-func newDriver(t *testing.T, e *engine.Engine, w, h int) *driver {
+func newDriver(t *testing.T, e engine.Facade, w, h int) *driver {
 	d := &driver{t: t, app: New(e, Options{Theme: testShared(e).th, Actor: "local:test", Jail: engine.JailOff, Bell: func() {}})}
 	t.Cleanup(d.app.Close)
 	d.send(tea.WindowSizeMsg{Width: w, Height: h})

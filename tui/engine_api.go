@@ -15,7 +15,7 @@ type themeT = themes.Theme
 const canApproveAlways = true
 
 // decideRequest records the console's decision through the engine.
-func decideRequest(e *engine.Engine, actor engine.Actor, id uint64, verdict, reason string) (engine.Request, error) {
+func decideRequest(e engine.Facade, actor engine.Actor, id uint64, verdict, reason string) (engine.Request, error) {
 	switch verdict {
 	case engine.ApproveOnce:
 		return e.Approve(actor, id, reason)
@@ -29,7 +29,7 @@ func decideRequest(e *engine.Engine, actor engine.Actor, id uint64, verdict, rea
 
 // alwaysRule describes the rule approve-always would add, for the
 // operator to confirm.
-func alwaysRule(e *engine.Engine, r engine.Request) (string, error) {
+func alwaysRule(e engine.Facade, r engine.Request) (string, error) {
 	if r.Operation == "operator.confirm" {
 		return "", fmt.Errorf("request %d is a question (%s), not an operation a policy rule can allow: approve it once (y) or deny it (n)", r.ID, r.Operation)
 	}
@@ -44,7 +44,7 @@ func alwaysRule(e *engine.Engine, r engine.Request) (string, error) {
 	return fmt.Sprintf("allow %s on %s (digest %s), policy revision %d → %d", engine.RequestSummary(r), r.Subject, d, p.Revision, p.Revision+1), nil
 }
 
-func listRequests(e *engine.Engine, limit int) ([]engine.Request, error) {
+func listRequests(e engine.Facade, limit int) ([]engine.Request, error) {
 	return e.Requests(engine.RequestFilter{All: true, Limit: limit})
 }
 

@@ -92,7 +92,7 @@ func hookMain(args []string) int {
 
 // newEngine opens an engine on a fresh data dir with a short path (the
 // header shows it; tests replace it with DATA).
-func newEngine(t testing.TB) *engine.Engine {
+func newEngine(t testing.TB) engine.Facade {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "w")
 	if err != nil {
@@ -110,7 +110,7 @@ func newEngine(t testing.TB) *engine.Engine {
 // addModule writes a module whose hooks are shell scripts and registers
 // it. It lives under the user's cache dir: module admission refuses the
 // world-writable /tmp.
-func addModule(t testing.TB, e *engine.Engine, id string, hooks map[string]string, extra map[string]string) {
+func addModule(t testing.TB, e engine.Facade, id string, hooks map[string]string, extra map[string]string) {
 	t.Helper()
 	base, err := os.UserCacheDir()
 	if err != nil {
@@ -146,7 +146,7 @@ func addModule(t testing.TB, e *engine.Engine, id string, hooks map[string]strin
 }
 
 // runHook runs a hook unjailed to its end.
-func runHook(t testing.TB, e *engine.Engine, module, hook string) engine.Outcome {
+func runHook(t testing.TB, e engine.Facade, module, hook string) engine.Outcome {
 	t.Helper()
 	o, err := e.RunHook("local:test", engine.RunRequest{Module: module, Hook: hook, Jail: engine.JailOff})
 	if err != nil {
@@ -155,7 +155,7 @@ func runHook(t testing.TB, e *engine.Engine, module, hook string) engine.Outcome
 	return o
 }
 
-func testShared(e *engine.Engine) *shared {
+func testShared(e engine.Facade) *shared {
 	return &shared{e: e, th: themes.NoColor(), opts: Options{Actor: "local:test", Now: time.Now, Jail: engine.JailOff, Bell: func() {}}}
 }
 

@@ -7,14 +7,14 @@ import (
 	"warden/engine"
 )
 
-func askModule(t *testing.T, e *engine.Engine) {
+func askModule(t *testing.T, e engine.Facade) {
 	addModule(t, e, "asker", map[string]string{
 		"ask": `exec warden confirm "Reboot now?"`,
 		"net": `echo "network or not, here I am"`,
 	}, map[string]string{"ask": "    requires: [operator]\n", "net": "    network: true\n"})
 }
 
-func streamText(t *testing.T, e *engine.Engine, run string) string {
+func streamText(t *testing.T, e engine.Facade, run string) string {
 	lines, err := e.StreamLines(run, 0, 0)
 	if err != nil {
 		t.Fatal(err)

@@ -69,7 +69,14 @@ func (a *app) console(c *cobra.Command, f consoleFlags) error {
 		return err
 	}
 	defer e.Close()
-	m := tui.New(e, tui.Options{Theme: th, Jail: f.jail})
+	m := tui.New(e, tui.Options{Theme: th, Jail: f.jail, AttachedPID: attachedPID(e),
+		Takeover: func() (engine.Facade, int, error) {
+			e, err := a.openEngine()
+			if err != nil {
+				return nil, 0, err
+			}
+			return e, attachedPID(e), nil
+		}})
 	defer m.Close()
 	p := tea.NewProgram(m, tea.WithAltScreen(), tea.WithMouseCellMotion(), tea.WithInput(a.stdin), tea.WithOutput(a.stdout))
 	_, err = p.Run()

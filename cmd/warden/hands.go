@@ -50,7 +50,7 @@ failed and evidence/initialization-failure.json says what was left.`,
 			}
 			ctx, stop := a.signalContext()
 			defer stop()
-			return a.withEngine(func(e *engine.Engine) error {
+			return a.withEngine(func(e engine.Facade) error {
 				res, err := e.HandsInit(ctx, engine.LocalActor(), hands.InitOptions{Root: root, EngineSocket: socket, Image: image, Access: access, Progress: a.progress()})
 				if err != nil {
 					return err
@@ -83,7 +83,7 @@ refused with what to do next.`,
 			}
 			ctx, stop := a.signalContext()
 			defer stop()
-			return a.withEngine(func(e *engine.Engine) error {
+			return a.withEngine(func(e engine.Facade) error {
 				res, err := e.HandsFinish(ctx, engine.LocalActor(), finishRoot, a.progress())
 				if err != nil {
 					return err
@@ -113,7 +113,7 @@ its fix. It changes nothing. Exit 1 when there is drift.`,
 			if err := requireFlags(cmd, "root"); err != nil {
 				return err
 			}
-			return a.withEngine(func(e *engine.Engine) error {
+			return a.withEngine(func(e engine.Facade) error {
 				s, err := e.HandsStatus(context.Background(), statusRoot)
 				if err != nil {
 					return err
@@ -141,7 +141,7 @@ its fix. It changes nothing. Exit 1 when there is drift.`,
   warden hands list --json`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.withEngine(func(e *engine.Engine) error {
+			return a.withEngine(func(e engine.Facade) error {
 				rs, err := e.HandsList()
 				if err != nil {
 					return err

@@ -26,7 +26,7 @@ and listed in the run's receipt. Give path inputs with --input to plan them.`,
 			if err != nil {
 				return err
 			}
-			return a.withEngine(func(e *engine.Engine) error {
+			return a.withEngine(func(e engine.Facade) error {
 				hp, err := e.PlanHook(argv[0], argv[1], raw)
 				if err != nil {
 					return err

@@ -57,7 +57,7 @@ prompt; without a terminal the answer is no.`,
 			if jail != engine.JailOff && jail != engine.JailBwrap {
 				return usageError{fmt.Errorf("--jail %q: want bwrap or off", jail)}
 			}
-			return a.withEngine(func(e *engine.Engine) error {
+			return a.withEngine(func(e engine.Facade) error {
 				req := engine.RunRequest{Module: argv[0], Hook: argv[1], RawInputs: raw, Jail: jail}
 				if tty := openTTY(a.stdin); tty != nil {
 					defer tty.Close()
@@ -139,7 +139,7 @@ func jailName(j string) string {
 // follow prints a run's lines from line from, reading storage (the truth)
 // whenever events say there is more, until stop is closed and the stream
 // is drained.
-func (a *app) follow(e *engine.Engine, sub *engine.Subscription, run string, from uint64, out io.Writer, stop <-chan struct{}) {
+func (a *app) follow(e engine.Facade, sub *engine.Subscription, run string, from uint64, out io.Writer, stop <-chan struct{}) {
 	w := bufio.NewWriterSize(out, 64<<10)
 	defer w.Flush()
 	next := from
@@ -202,7 +202,7 @@ func (a *app) hookRunsCommand() *cobra.Command {
 		Short: "List hook runs, newest first",
 		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.withEngine(func(e *engine.Engine) error {
+			return a.withEngine(func(e engine.Facade) error {
 				rs, err := e.Runs(limit)
 				if err != nil {
 					return err
@@ -242,7 +242,7 @@ func (a *app) hookLogsCommand() *cobra.Command {
 		Args:  args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			run := argv[0]
-			return a.withEngine(func(e *engine.Engine) error {
+			return a.withEngine(func(e engine.Facade) error {
 				rec, err := e.Run(run)
 				if err != nil {
 					if errors.Is(err, engine.ErrNotFound) {

@@ -124,18 +124,9 @@ func args(v cobra.PositionalArgs) cobra.PositionalArgs {
 	}
 }
 
-// openEngine opens the data dir for a command, with the config file's
-// settings (a broken config file stops the command, naming file and line).
-func (a *app) openEngine() (*engine.Engine, error) {
-	set, err := loadSettings()
-	if err != nil {
-		return nil, err
-	}
-	return engine.Open(engine.Options{DataDir: a.dataDir, BwrapPath: set.Bwrap})
-}
-
-// withEngine runs fn on an open engine and closes it after.
-func (a *app) withEngine(fn func(*engine.Engine) error) error {
+// withEngine runs fn on the engine (attached or opened here, see
+// openEngine) and lets go of it after.
+func (a *app) withEngine(fn func(engine.Facade) error) error {
 	e, err := a.openEngine()
 	if err != nil {
 		return err

@@ -26,7 +26,7 @@ strictly and registers the module under its id.`,
 		Example: `  warden module add "$(realpath examples/modules/hello)"`,
 		Args:    args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
-			return a.withEngine(func(e *engine.Engine) error {
+			return a.withEngine(func(e engine.Facade) error {
 				m, err := e.AddModule(engine.LocalActor(), argv[0])
 				if err != nil {
 					return err
@@ -40,7 +40,7 @@ strictly and registers the module under its id.`,
 		Short: "List registered modules",
 		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.withEngine(func(e *engine.Engine) error {
+			return a.withEngine(func(e engine.Facade) error {
 				ms, err := e.Modules()
 				if err != nil {
 					return err
@@ -73,7 +73,7 @@ strictly and registers the module under its id.`,
 		Short: "Show a module's manifest as read now",
 		Args:  args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
-			return a.withEngine(func(e *engine.Engine) error {
+			return a.withEngine(func(e engine.Facade) error {
 				m, err := e.Module(argv[0])
 				if err != nil {
 					return err
@@ -116,7 +116,7 @@ strictly and registers the module under its id.`,
 		Short: "Unregister a module (its secrets and config are kept)",
 		Args:  args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
-			return a.withEngine(func(e *engine.Engine) error {
+			return a.withEngine(func(e engine.Facade) error {
 				if err := e.RemoveModule(engine.LocalActor(), argv[0]); err != nil {
 					return err
 				}

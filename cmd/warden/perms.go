@@ -28,7 +28,7 @@ func (a *app) permsCommand() *cobra.Command {
 		Example: `  warden perms policy show module:hello`,
 		Args:    args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
-			return a.withEngine(func(e *engine.Engine) error {
+			return a.withEngine(func(e engine.Facade) error {
 				p, exists, err := e.Policy(argv[0])
 				if err != nil {
 					return err
@@ -64,7 +64,7 @@ policy is at revision 0.`,
 			if revision < 0 {
 				return usageError{fmt.Errorf("--revision is required (see `warden perms policy show %s`)", argv[0])}
 			}
-			return a.withEngine(func(e *engine.Engine) error {
+			return a.withEngine(func(e engine.Facade) error {
 				p, _, err := e.Policy(argv[0])
 				if err != nil {
 					return err
@@ -115,7 +115,7 @@ func (a *app) permsListCommand() *cobra.Command {
   warden perms list --all --json`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.withEngine(func(e *engine.Engine) error {
+			return a.withEngine(func(e engine.Facade) error {
 				rs, err := e.Requests(engine.RequestFilter{All: all, Limit: limit})
 				if err != nil {
 					return err
@@ -171,7 +171,7 @@ func (a *app) permsShowCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return a.withEngine(func(e *engine.Engine) error {
+			return a.withEngine(func(e engine.Facade) error {
 				r, err := e.Request(id)
 				if err != nil {
 					return err
@@ -234,7 +234,7 @@ func (a *app) permsDecideCommand(verdict string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return a.withEngine(func(e *engine.Engine) error {
+			return a.withEngine(func(e engine.Facade) error {
 				actor := engine.LocalActor()
 				switch verdict {
 				case engine.ApproveAlways:

@@ -38,7 +38,7 @@ without "hash"). Receipts carry names, never secret values.`,
 				}
 				f.Since = t
 			}
-			return a.withEngine(func(e *engine.Engine) error {
+			return a.withEngine(func(e engine.Facade) error {
 				rs, err := e.Receipts(f)
 				if err != nil {
 					return err
@@ -75,7 +75,7 @@ without "hash"). Receipts carry names, never secret values.`,
 			if err != nil || seq == 0 {
 				return usageError{fmt.Errorf("SEQ must be a positive number, got %q", argv[0])}
 			}
-			return a.withEngine(func(e *engine.Engine) error {
+			return a.withEngine(func(e engine.Facade) error {
 				r, err := e.Receipt(seq)
 				if err != nil {
 					return err
@@ -98,7 +98,7 @@ without "hash"). Receipts carry names, never secret values.`,
 		Short: "Walk the whole chain; exit 1 and name the first broken seq if it is broken",
 		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.withEngine(func(e *engine.Engine) error {
+			return a.withEngine(func(e engine.Facade) error {
 				v, err := e.VerifyReceipts()
 				if err != nil {
 					return err

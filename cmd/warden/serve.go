@@ -25,9 +25,11 @@ func (a *app) serveCommand() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the engine without a console until SIGTERM or SIGINT",
-		Long: `serve holds the data dir and runs the engine headless: with --ssh ADDR it
-serves the console over SSH to the keys in --operators FILE (authorized_keys
-lines prefixed by a role, operator or viewer).
+		Long: `serve holds the data dir and runs the engine headless. Other warden
+commands and consoles on this machine attach to it through the data dir's
+control socket (control.sock); with --ssh ADDR it also serves the console
+over SSH to the keys in --operators FILE (authorized_keys lines prefixed by
+a role, operator or viewer).
 
 On SIGTERM or SIGINT it shuts down cleanly: running hooks are cancelled
 (each run's receipt says so), run sockets are removed and the data dir is
@@ -73,7 +75,8 @@ func (a *app) serve(sshAddr, operators, mod, hook, jail string) error {
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
 
-	e, err := a.openEngine()
+	logf := func(format string, args ...any) { fmt.Fprintf(a.stderr, format+"\n", args...) }
+	e, ctl, err := a.openLocal(logf)
 	if err != nil {
 		return err
 	}
@@ -85,6 +88,7 @@ func (a *app) serve(sshAddr, operators, mod, hook, jail string) error {
 		}
 		closed = true
 		cancel()
+		ctl.Close()      // hangs up on attached consoles and CLIs, removes control.sock
 		return e.Close() // cancels and receipts running hooks, removes their dirs, releases the store
 	}
 	defer shutdown()
@@ -92,9 +96,10 @@ func (a *app) serve(sshAddr, operators, mod, hook, jail string) error {
 	if sshAddr != "" {
 		// Headless, requests wait for an operator who can answer them. With
 		// SSH serving consoles one may come (or the request expires), so
-		// the engine counts an operator as attached. Without --ssh nobody
-		// can answer yet (no control socket), so no operator is attached and
-		// a hook's request is denied at once, saying so in its stream.
+		// the engine counts an operator as attached. Without --ssh only a
+		// console attached over the control socket can answer: it attaches
+		// itself while it is there; with none, a hook's request is denied
+		// at once, saying so in its stream.
 		detach := e.AttachOperator()
 		defer detach()
 		srv, err := sshStarter(ctx, e, sshAddr, operators)
@@ -105,9 +110,9 @@ func (a *app) serve(sshAddr, operators, mod, hook, jail string) error {
 	}
 
 	if a.json {
-		a.emitJSON(map[string]any{"dataDir": e.DataDir(), "pid": os.Getpid(), "ssh": sshAddr})
+		a.emitJSON(map[string]any{"dataDir": e.DataDir(), "pid": os.Getpid(), "ssh": sshAddr, "control": ctl.Path()})
 	} else {
-		a.printf("serving data dir %s (pid %d)\n", e.DataDir(), os.Getpid())
+		a.printf("serving data dir %s (pid %d) on %s\n", e.DataDir(), os.Getpid(), ctl.Path())
 	}
 	if mod != "" {
 		h, err := e.StartRun(engine.LocalActor(), engine.RunRequest{Module: mod, Hook: hook, Jail: jail})

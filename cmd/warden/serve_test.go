@@ -116,7 +116,7 @@ func TestServeSIGTERMCancelsRunningHook(t *testing.T) {
 	t.Cleanup(func() { cmd.Process.Kill() })
 	output := func() string { return "stdout:\n" + stdout.String() + "stderr:\n" + stderr.String() }
 
-	want := fmt.Sprintf("serving data dir %s (pid %d)\n", data, cmd.Process.Pid)
+	want := fmt.Sprintf("serving data dir %s (pid %d) on %s\n", data, cmd.Process.Pid, filepath.Join(data, "control.sock"))
 	waitUntil(t, "serving", 20*time.Second, func() bool { return strings.Contains(stdout.String(), want) }, output)
 	waitUntil(t, "the run", 20*time.Second, func() bool { return strings.Contains(stderr.String(), "run ") }, output)
 	waitUntil(t, "the hook's sleep", 20*time.Second, func() bool { return len(procsWith(marker)) > 0 }, output)

@@ -37,7 +37,7 @@ bound to their module and name. Receipts record names only.`,
 			if err != nil {
 				return err
 			}
-			return a.withEngine(func(e *engine.Engine) error {
+			return a.withEngine(func(e engine.Facade) error {
 				if err := e.SetSecret(engine.LocalActor(), module, name, value); err != nil {
 					return err
 				}
@@ -50,7 +50,7 @@ bound to their module and name. Receipts record names only.`,
 		Short: "List a module's secret names",
 		Args:  args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
-			return a.withEngine(func(e *engine.Engine) error {
+			return a.withEngine(func(e engine.Facade) error {
 				names, err := e.SecretNames(argv[0])
 				if err != nil {
 					return err
@@ -64,7 +64,7 @@ bound to their module and name. Receipts record names only.`,
 		Short: "Delete a secret",
 		Args:  args(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
-			return a.withEngine(func(e *engine.Engine) error {
+			return a.withEngine(func(e engine.Facade) error {
 				existed, err := e.DeleteSecret(engine.LocalActor(), argv[0], argv[1])
 				if err != nil {
 					return err
@@ -121,7 +121,7 @@ func (a *app) configCommand() *cobra.Command {
 		Example: `  warden config set hello public_ip 203.0.113.7`,
 		Args:    args(cobra.ExactArgs(3)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
-			return a.withEngine(func(e *engine.Engine) error {
+			return a.withEngine(func(e engine.Facade) error {
 				if err := e.SetConfig(engine.LocalActor(), argv[0], argv[1], argv[2]); err != nil {
 					return err
 				}
@@ -134,7 +134,7 @@ func (a *app) configCommand() *cobra.Command {
 		Short: "Print a config value (exit 1 when it is not set)",
 		Args:  args(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
-			return a.withEngine(func(e *engine.Engine) error {
+			return a.withEngine(func(e engine.Facade) error {
 				v, ok, err := e.Config(argv[0], argv[1])
 				if err != nil {
 					return err
@@ -155,7 +155,7 @@ func (a *app) configCommand() *cobra.Command {
 		Short: "List a module's config names and values",
 		Args:  args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
-			return a.withEngine(func(e *engine.Engine) error {
+			return a.withEngine(func(e engine.Facade) error {
 				m, err := e.ConfigAll(argv[0])
 				if err != nil {
 					return err
@@ -179,7 +179,7 @@ func (a *app) configCommand() *cobra.Command {
 		Short: "Delete a config value",
 		Args:  args(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
-			return a.withEngine(func(e *engine.Engine) error {
+			return a.withEngine(func(e engine.Facade) error {
 				existed, err := e.DeleteConfig(engine.LocalActor(), argv[0], argv[1])
 				if err != nil {
 					return err

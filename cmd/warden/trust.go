@@ -18,7 +18,7 @@ func (a *app) trustCommand() *cobra.Command {
 		Short: "Show the trust root's generation, fingerprint, agreement and token counts",
 		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.withEngine(func(e *engine.Engine) error {
+			return a.withEngine(func(e engine.Facade) error {
 				st, err := e.TrustStatus()
 				if err != nil {
 					return err
@@ -45,7 +45,7 @@ their tokens. It is also the way out when host.secret and the recorded
 fingerprint disagree.`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.withEngine(func(e *engine.Engine) error {
+			return a.withEngine(func(e engine.Facade) error {
 				st, err := e.RotateTrust(engine.LocalActor())
 				if err != nil {
 					return err

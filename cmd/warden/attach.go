@@ -1,0 +1,104 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"warden/engine"
+	"warden/engine/control"
+	"warden/storage"
+)
+
+// attachWithin bounds how long a command keeps trying when the data dir
+// is locked but nobody serves it yet: the holder may be starting (it
+// serves the socket right after it opens the store).
+const attachWithin = 1500 * time.Millisecond
+
+// openEngine returns the engine a command works on. When another warden
+// process holds the data dir (a console, `warden serve`, a long `hook
+// run`), the command attaches to it over the control socket; otherwise it
+// opens the store itself and serves it to others until it is closed.
+// Either way the command sees the same engine.Facade.
+func (a *app) openEngine() (engine.Facade, error) {
+	dir, err := engine.ResolveDataDir(a.dataDir)
+	if err != nil {
+		return nil, err
+	}
+	set, err := loadSettings()
+	if err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(attachWithin)
+	for {
+		c, err := control.Dial(dir)
+		if err == nil {
+			return c, nil
+		}
+		if !errors.Is(err, control.ErrNoServer) {
+			return nil, err
+		}
+		e, srv, err := openServed(dir, set, 250*time.Millisecond, nil)
+		if err == nil {
+			return &servedEngine{Engine: e, srv: srv}, nil
+		}
+		var locked *storage.LockedError
+		if !errors.As(err, &locked) || time.Now().After(deadline) {
+			return nil, err
+		}
+	}
+}
+
+// openLocal opens the store in this process and serves it (warden serve:
+// the SSH server needs the engine itself). Another process serving the
+// data dir is an error that names it.
+func (a *app) openLocal(logf func(string, ...any)) (*engine.Engine, *control.Server, error) {
+	dir, err := engine.ResolveDataDir(a.dataDir)
+	if err != nil {
+		return nil, nil, err
+	}
+	set, err := loadSettings()
+	if err != nil {
+		return nil, nil, err
+	}
+	if c, err := control.Dial(dir); err == nil {
+		pid := c.PID()
+		c.Close()
+		return nil, nil, fmt.Errorf("warden (pid %d) already holds and serves %s: attach to it (any warden command does), or stop it first (kill %d)", pid, dir, pid)
+	}
+	return openServed(dir, set, 0, logf)
+}
+
+func openServed(dir string, set settings, lockTimeout time.Duration, logf func(string, ...any)) (*engine.Engine, *control.Server, error) {
+	e, err := engine.Open(engine.Options{DataDir: dir, BwrapPath: set.Bwrap, LockTimeout: lockTimeout})
+	if err != nil {
+		return nil, nil, err
+	}
+	srv, err := control.Listen(e, control.Options{Logf: logf})
+	if err != nil {
+		e.Close()
+		return nil, nil, fmt.Errorf("serving %s to other warden processes: %w", dir, err)
+	}
+	return e, srv, nil
+}
+
+// servedEngine is an engine this process holds and serves.
+type servedEngine struct {
+	*engine.Engine
+	srv *control.Server
+}
+
+// Close hangs up on attached processes first (their runs are cancelled
+// and receipted while the store is still open), then closes the engine.
+func (s *servedEngine) Close() error {
+	s.srv.Close()
+	return s.Engine.Close()
+}
+
+// attachedPID is the serving process's pid when e is attached to one.
+func attachedPID(e engine.Facade) int {
+	if c, ok := e.(*control.Client); ok {
+		return c.PID()
+	}
+	return 0
+}

@@ -1,0 +1,217 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/exp/teatest"
+
+	"warden/engine"
+	"warden/engine/control"
+	"warden/themes"
+	"warden/tui"
+)
+
+// wardenLink makes this test binary runnable as `warden` (TestMain runs
+// the CLI when it is called that), so child processes are real warden
+// processes without a separate build.
+func wardenLink(t *testing.T, base string) string {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(base, "bin", "warden")
+	os.MkdirAll(filepath.Dir(bin), 0o755)
+	if err := os.Symlink(self, bin); err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+// screen is everything a console under teatest has drawn; the renderer
+// redraws only the lines that change, so waits look at what was drawn
+// after a mark (mark 0: since the start).
+type screen struct {
+	t   *testing.T
+	out lockedBuffer
+}
+
+func newScreen(t *testing.T, tm *teatest.TestModel) *screen {
+	s := &screen{t: t}
+	done := make(chan struct{})
+	t.Cleanup(func() { close(done) })
+	go func() {
+		// The output reader says EOF whenever it is empty: poll it.
+		r, buf := tm.Output(), make([]byte, 64<<10)
+		for {
+			n, _ := r.Read(buf)
+			s.out.Write(buf[:n])
+			if n == 0 {
+				select {
+				case <-done:
+					return
+				case <-time.After(10 * time.Millisecond):
+				}
+			}
+		}
+	}()
+	return s
+}
+
+// mark is a point to wait from: what is drawn after it.
+func (s *screen) mark() int { return len(s.out.String()) }
+
+// waitFrom waits until want is drawn after mark.
+func (s *screen) waitFrom(mark int, want string) {
+	s.t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		if out := s.out.String(); strings.Contains(out[mark:], want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("the console did not draw %q within 15s; it drew:\n%s", want, s.out.String()[mark:])
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestConsoleAndCLIsShareOneEngine is the operator's day with two
+// terminals: the console holds the data dir; in the other terminal
+// `warden hook run` starts hello/greet (its question goes to the console's
+// Requests), and `warden perms approve 1` answers it. Each CLI is a
+// separate process attached over the control socket; the console sees the
+// request arrive and the decision land live, and the run ends well.
+func TestConsoleAndCLIsShareOneEngine(t *testing.T) {
+	c := newCLI(t)
+	base := privateDir(t, "warden-attach-")
+	bin := wardenLink(t, base)
+	c.ok("module", "add", example(t, "hello"))
+
+	a := &app{dataDir: c.dir, stdout: io.Discard, stderr: io.Discard}
+	e, err := a.openEngine()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := e.(*servedEngine); !ok {
+		t.Fatalf("the console attached to %T instead of holding the data dir", e)
+	}
+	defer e.Close()
+	th, _ := themes.ByName("dark")
+	m := tui.New(e, tui.Options{Theme: th, Bell: func() {}})
+	defer m.Close()
+	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(160, 40))
+	defer tm.Quit()
+	scr := newScreen(t, tm)
+	scr.waitFrom(0, "0 pending")
+	mark := scr.mark()
+
+	// Terminal 2: a hook run, attached.
+	var runOut, runErr lockedBuffer
+	run := exec.Command(bin, "--data-dir", c.dir, "hook", "run", "hello", "greet", "--input", "target=two", "--jail=off")
+	run.Stdout, run.Stderr = &runOut, &runErr
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer run.Process.Kill()
+	scr.waitFrom(mark, "1 pending")
+	scr.waitFrom(mark, "request 1 from hello/greet")
+	mark = scr.mark()
+
+	// Terminal 3: the decision.
+	out, err := exec.Command(bin, "--data-dir", c.dir, "perms", "approve", "1", "--reason", "from another terminal").CombinedOutput()
+	if err != nil {
+		t.Fatalf("perms approve from a second process: %v: %s", err, out)
+	}
+	if !strings.Contains(string(out), "approve") {
+		t.Fatalf("perms approve said: %s", out)
+	}
+	scr.waitFrom(mark, "0 pending")
+	tm.Send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("2")})
+	scr.waitFrom(mark, "approve-once")
+
+	if err := run.Wait(); err != nil {
+		t.Fatalf("hook run: %v\nstdout %s\nstderr %s", err, runOut.String(), runErr.String())
+	}
+	if !strings.Contains(runErr.String(), "succeeded") || !strings.Contains(runOut.String(), "two") {
+		t.Fatalf("hook run output:\nstdout %s\nstderr %s", runOut.String(), runErr.String())
+	}
+	// The decision is recorded as the operator at the other terminal.
+	rs, err := e.Receipts(engine.ReceiptFilter{Kind: "request.decide"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 1 || rs[0].Actor != string(engine.LocalActor()) {
+		t.Fatalf("decision receipts %+v", rs)
+	}
+}
+
+// TestConsoleTakesOver: a console attached to `warden serve` says so in
+// its header; when the server dies (SIGKILL) the console says the engine
+// went away, and t takes the data dir over: the console then holds it and
+// serves the next CLI.
+func TestConsoleTakesOver(t *testing.T) {
+	c := newCLI(t)
+	base := privateDir(t, "warden-takeover-")
+	bin := wardenLink(t, base)
+	c.ok("trust", "status")
+
+	var serveOut lockedBuffer
+	srv := exec.Command(bin, "--data-dir", c.dir, "serve")
+	srv.Stdout, srv.Stderr = &serveOut, &serveOut
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Process.Kill()
+	waitUntil(t, "serve", 10*time.Second, func() bool { return strings.Contains(serveOut.String(), "serving data dir") }, serveOut.String)
+
+	a := &app{dataDir: c.dir, stdout: io.Discard, stderr: io.Discard}
+	e, err := a.openEngine()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if _, ok := e.(*control.Client); !ok || attachedPID(e) != srv.Process.Pid {
+		t.Fatalf("console engine %T attached to pid %d, want serve's %d", e, attachedPID(e), srv.Process.Pid)
+	}
+	th, _ := themes.ByName("dark")
+	m := tui.New(e, tui.Options{Theme: th, Bell: func() {}, AttachedPID: attachedPID(e),
+		Takeover: func() (engine.Facade, int, error) {
+			e, err := a.openEngine()
+			if err != nil {
+				return nil, 0, err
+			}
+			return e, attachedPID(e), nil
+		}})
+	defer m.Close()
+	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(160, 40))
+	defer tm.Quit()
+	scr := newScreen(t, tm)
+	scr.waitFrom(0, fmt.Sprintf("attached to pid %d", srv.Process.Pid))
+
+	srv.Process.Signal(syscall.SIGKILL)
+	srv.Wait()
+	scr.waitFrom(0, fmt.Sprintf("ENGINE (pid %d) GONE", srv.Process.Pid))
+	scr.waitFrom(0, "take over the data dir")
+	mark := scr.mark()
+	tm.Send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("t")})
+	scr.waitFrom(mark, "took over the data dir")
+
+	// The console holds the data dir now and serves the next CLI.
+	if pid := storagePID(t, c.dir); pid != os.Getpid() {
+		t.Fatalf("warden.pid says %d after the takeover, the console is %d", pid, os.Getpid())
+	}
+	out, err := exec.Command(bin, "--data-dir", c.dir, "trust", "status").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "agrees") {
+		t.Fatalf("a CLI after the takeover: %v: %s", err, out)
+	}
+}
