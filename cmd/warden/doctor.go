@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"warden/engine"
+	"warden/engine/control"
 )
 
 func (a *app) doctorCommand() *cobra.Command {
@@ -23,7 +24,14 @@ func (a *app) doctorCommand() *cobra.Command {
 				}
 				bwrap = set.Bwrap
 			}
-			rep := engine.Doctor(engine.DoctorOptions{DataDir: a.dataDir, BwrapPath: bwrap})
+			rep := engine.Doctor(engine.DoctorOptions{DataDir: a.dataDir, BwrapPath: bwrap,
+				Attach: func(dir string) (engine.Facade, int, error) {
+					c, err := control.Dial(dir)
+					if err != nil {
+						return nil, 0, err
+					}
+					return c, c.PID(), nil
+				}})
 			if operators != "" {
 				rep.Checks = append(rep.Checks, operatorsChecks(operators)...)
 			}

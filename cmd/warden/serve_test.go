@@ -123,6 +123,15 @@ func TestServeSIGTERMCancelsRunningHook(t *testing.T) {
 	if pid := storagePID(t, data); pid != cmd.Process.Pid {
 		t.Errorf("warden.pid says %d, serve is %d", pid, cmd.Process.Pid)
 	}
+	// Other commands attach to serve while it holds the data dir.
+	out, err := exec.Command(bin, "--data-dir", data, "hook", "runs").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "sleeper/nap") || !strings.Contains(string(out), "running") {
+		t.Fatalf("hook runs beside serve: %v: %s", err, out)
+	}
+	out, err = exec.Command(bin, "--data-dir", data, "doctor").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), fmt.Sprintf("held and served by warden pid %d", cmd.Process.Pid)) {
+		t.Fatalf("doctor beside serve: %v: %s", err, out)
+	}
 	sockets := findSockets(t, data)
 	if len(sockets) == 0 {
 		t.Fatalf("no broker socket under %s while the hook runs", data)

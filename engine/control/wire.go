@@ -130,6 +130,8 @@ const (
 	codeConflict        = "conflict"
 	codeHandsRoot       = "hands_root"
 	codeHandsInitFailed = "hands_init_failed"
+	codeAlreadyFinished = "already_finished"
+	codeAlreadyDecided  = "already_decided"
 	codeCanceled        = "canceled"
 	codeDeadline        = "deadline"
 	codeProtocol        = "protocol"
@@ -174,6 +176,10 @@ func encodeError(err error) *wireError {
 		w.Code = codeNotFound
 	case errors.Is(err, engine.ErrForbidden):
 		w.Code = codeForbidden // wrapped: the message says it all
+	case errors.Is(err, hands.ErrAlreadyFinished):
+		w.Code = codeAlreadyFinished
+	case errors.Is(err, engine.ErrAlreadyDecided):
+		w.Code = codeAlreadyDecided
 	case errors.Is(err, context.Canceled):
 		w.Code = codeCanceled
 	case errors.Is(err, context.DeadlineExceeded):
@@ -200,6 +206,10 @@ func decodeError(w *wireError) error {
 	switch w.Code {
 	case codeNotFound:
 		return plain(engine.ErrNotFound)
+	case codeAlreadyFinished:
+		return plain(hands.ErrAlreadyFinished)
+	case codeAlreadyDecided:
+		return plain(engine.ErrAlreadyDecided)
 	case codeCanceled:
 		return plain(context.Canceled)
 	case codeDeadline:
