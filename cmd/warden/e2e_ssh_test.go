@@ -1,0 +1,331 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"warden/engine"
+)
+
+// TestSSHEndToEnd drives `warden serve --ssh` with the real OpenSSH client,
+// each session in a terminal of a private tmux server, on a fresh data dir
+// with the hello example registered. The operators file names an operator
+// key (A), a malformed line and a viewer key (B). What operators see:
+//
+//   - the server log reports the malformed line by its number; A and B
+//     still log in, each to a console of its own on the one engine;
+//   - A runs hello/greet from Modules; its operator.confirm rings in both
+//     consoles at once;
+//   - `ssh -T` (no terminal) prints the one-screen status: the pending
+//     request and the running hook, and exits 0;
+//   - B, a viewer, presses y on the request: the console says a viewer may
+//     watch but not decide, and the request stays pending;
+//   - A presses y: both consoles show it decided, and the run succeeds;
+//   - an unknown key C gets "Permission denied" (ssh exits 255);
+//   - SIGTERM stops the server (exit 0), which ends both sessions; no
+//     process of the test is left;
+//   - the receipts name A's key fingerprint as the decider (and as who
+//     started the run) and B's on an access.refused.
+func TestSSHEndToEnd(t *testing.T) {
+	needTool(t, "tmux", "apt-get install tmux")
+	needTool(t, "ssh", "apt-get install openssh-client")
+	needTool(t, "ssh-keygen", "apt-get install openssh-client")
+	needBwrap(t)
+
+	// Everything lives in one private dir, whose random name also tells
+	// this test's processes (serve, its hooks, ssh, tmux) from anyone else's.
+	base := privateDir(t, "warden-e2e-ssh-")
+	bin := filepath.Join(base, "bin", "warden")
+	data := filepath.Join(base, "data")
+	if out, err := exec.Command(goTool(t), "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	hello := filepath.Join(base, "modules", "hello")
+	os.MkdirAll(filepath.Dir(hello), 0o755)
+	if out, err := exec.Command("cp", "-a", filepath.Join("..", "..", "examples", "modules", "hello"), hello).CombinedOutput(); err != nil {
+		t.Fatalf("copy hello: %v: %s", err, out)
+	}
+	if out, err := exec.Command(bin, "--data-dir", data, "module", "add", hello).CombinedOutput(); err != nil {
+		t.Fatalf("module add: %v: %s", err, out)
+	}
+	t.Cleanup(func() { killProcsWith(t, base) })
+
+	// Three keys: A an operator, B a viewer, C unknown; between A and B a
+	// malformed line.
+	keyA, fpA := sshKeygen(t, base, "key-a")
+	keyB, fpB := sshKeygen(t, base, "key-b")
+	keyC, fpC := sshKeygen(t, base, "key-c")
+	operators := filepath.Join(base, "operators")
+	pub := func(key string) string {
+		b, err := os.ReadFile(key + ".pub")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(string(b))
+	}
+	body := "operator " + pub(keyA) + "\noperator not-a-key\nviewer " + pub(keyB) + "\n"
+	if err := os.WriteFile(operators, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	// The server, headless, on a free loopback port, its log in a file
+	// (shown when a wait fails). It reports the malformed line by number.
+	port := freePort(t)
+	addr := net.JoinHostPort("127.0.0.1", port)
+	serveLog := filepath.Join(base, "serve.log")
+	logFile, err := os.Create(serveLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logFile.Close()
+	var stdout lockedBuffer
+	serve := exec.Command(bin, "--data-dir", data, "serve", "--ssh", addr, "--operators", operators)
+	serve.Stdout, serve.Stderr = &stdout, logFile
+	if err := serve.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- serve.Wait() }()
+	t.Cleanup(func() { serve.Process.Kill() })
+	logText := func() string { b, _ := os.ReadFile(serveLog); return string(b) }
+	output := func() string { return "serve stdout:\n" + stdout.String() + "serve log:\n" + logText() }
+	waitUntil(t, "serving", 10*time.Second, func() bool { return strings.Contains(stdout.String(), "serving data dir "+data) }, output)
+	waitUntil(t, "the SSH port accepting", 10*time.Second, func() bool {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	}, output)
+	if !regexp.MustCompile(`operators file \S+: line 2: .*\(skipped\)`).MatchString(logText()) {
+		t.Errorf("the server log does not report the malformed line 2:\n%s", logText())
+	}
+
+	// A and B each open a console with `ssh -t`, side by side in one
+	// tmux server.
+	opCon := startSSHConsole(t, base, "operator", serveLog, sshArgs(keyA, port, "-t")...)
+	vwCon := startSSHConsole(t, base, "viewer", serveLog, sshArgs(keyB, port, "-t")...)
+	opCon.waitFor(t, "1 Streams", 10*time.Second)
+	vwCon.waitFor(t, "1 Streams", 10*time.Second)
+
+	// A runs hello/greet from Modules (serve's --run cannot pass greet its
+	// target input).
+	opCon.keys(t, "4")
+	opCon.waitRe(t, `▸\s+greet\s+inputs target:string`, 10*time.Second)
+	opCon.keys(t, "Enter")
+	opCon.waitFor(t, "target (string)", 10*time.Second)
+	opCon.text(t, "ssh")
+	opCon.keys(t, "Enter")
+	opCon.waitFor(t, "hello/greet · running", 10*time.Second)
+
+	// Its operator.confirm rings in both consoles at once (the toast lasts
+	// 8s); in Requests both show the question.
+	opCon.waitFor(t, "request 1 from hello/greet", 30*time.Second)
+	vwCon.waitFor(t, "request 1 from hello/greet", 10*time.Second)
+	for _, con := range []*tmuxConsole{opCon, vwCon} {
+		con.keys(t, "2")
+		con.waitFor(t, "operator.confirm: Greet ssh?", 10*time.Second)
+		con.waitFor(t, "Requests · 1 pending · 0 decided", 10*time.Second)
+	}
+
+	// Without a terminal, ssh (key A) gets the one-screen status: the
+	// pending request and the running hook, started by A; exit 0.
+	status, err := runSSH(t, sshArgs(keyA, port, "-T")...)
+	if err != nil {
+		t.Fatalf("ssh -T: %v\n%s\n%s", err, status, output())
+	}
+	for _, re := range []string{
+		`(?m)^Pending requests: 1$`,
+		`(?m)^\s+#1\s+operator\.confirm\s+hello/greet run \S+$`,
+		`(?m)^Running hooks: 1$`,
+		`(?m)^\s+hello/greet run \S+ by ` + regexp.QuoteMeta("ssh:"+fpA) + ` since `,
+	} {
+		if !regexp.MustCompile(re).MatchString(status) {
+			t.Errorf("ssh -T status does not match /%s/:\n%s", re, status)
+		}
+	}
+
+	// B, a viewer, presses y: the engine refuses it and the console says
+	// so; a while later the request is still pending in both consoles.
+	vwCon.keys(t, "y")
+	vwCon.waitRe(t, `viewer ssh:`+regexp.QuoteMeta(fpB)+` may watch but not approve request 1: ask an operator`, 10*time.Second)
+	time.Sleep(500 * time.Millisecond)
+	for _, con := range []*tmuxConsole{opCon, vwCon} {
+		con.waitFor(t, "Requests · 1 pending · 0 decided", 10*time.Second)
+	}
+
+	// A approves once: both consoles show it decided; the run succeeds.
+	opCon.keys(t, "y")
+	for _, con := range []*tmuxConsole{opCon, vwCon} {
+		con.waitRe(t, `#1\s+approve-once`, 10*time.Second)
+		con.waitFor(t, "Requests · 0 pending · 1 decided", 10*time.Second)
+	}
+	opCon.keys(t, "1")
+	opCon.waitFor(t, "hello/greet · succeeded", 30*time.Second)
+	opCon.waitFor(t, "Hello, ssh!", 10*time.Second)
+
+	// An unknown key is refused at authentication, and the log names it.
+	out, err := runSSH(t, sshArgs(keyC, port, "-T")...)
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 255 || !strings.Contains(out, "Permission denied") {
+		t.Errorf("ssh with an unknown key: %v, want exit 255 and Permission denied:\n%s", err, out)
+	}
+	waitUntil(t, "the log to name the refused key", 10*time.Second,
+		func() bool { return strings.Contains(logText(), "refused key "+fpC) }, output)
+
+	// SIGTERM: serve exits 0, which ends both sessions (and with them the
+	// tmux server): nothing of this test is left running (serve, hooks,
+	// ssh and tmux all name base on their command lines).
+	if len(procsWith(base)) < 3 {
+		t.Fatalf("before SIGTERM only %q run: the check after it would prove little", procsWith(base))
+	}
+	if err := serve.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("serve exited %v after SIGTERM\n%s", err, output())
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatalf("serve still running 15s after SIGTERM\n%s", output())
+	}
+	waitUntil(t, "every process of the test to exit", 10*time.Second,
+		func() bool { return len(procsWith(base)) == 0 },
+		func() string { return fmt.Sprintf("left: %q\n%s", procsWith(base), output()) })
+
+	// The receipts, read with the CLI now that the store is free: A started
+	// the run and decided the request; B's approve was refused.
+	var rs []engine.Receipt
+	list, err := exec.Command(bin, "--data-dir", data, "receipts", "list", "--limit", "0", "--json").Output()
+	if err != nil {
+		if errors.As(err, &ee) {
+			t.Fatalf("receipts list: %v: %s", err, ee.Stderr)
+		}
+		t.Fatalf("receipts list: %v", err)
+	}
+	if err := json.Unmarshal(list, &rs); err != nil {
+		t.Fatalf("receipts list --json: %v:\n%s", err, list)
+	}
+	find := func(kind, actor, subject string) bool {
+		for _, r := range rs {
+			if r.Kind == kind && r.Actor == actor && strings.Contains(r.Subject+" "+r.Summary, subject) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, want := range []struct{ kind, actor, subject string }{
+		{"hook.start", "ssh:" + fpA, "hello/greet"},
+		{"request.decide", "ssh:" + fpA, "approve-once"},
+		{"access.refused", "ssh:" + fpB, "approve request 1"},
+	} {
+		if !find(want.kind, want.actor, want.subject) {
+			t.Errorf("no %s receipt by %s about %q in:\n%s", want.kind, want.actor, want.subject, list)
+		}
+	}
+	if out, err := exec.Command(bin, "--data-dir", data, "receipts", "verify").CombinedOutput(); err != nil {
+		t.Errorf("receipts verify: %v: %s", err, out)
+	}
+}
+
+// sshKeygen makes an ed25519 key pair without a passphrase in dir and
+// returns the private key's path and its SHA256 fingerprint.
+func sshKeygen(t *testing.T, dir, name string) (path, fingerprint string) {
+	t.Helper()
+	path = filepath.Join(dir, name)
+	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", name, "-f", path).CombinedOutput(); err != nil {
+		t.Fatalf("ssh-keygen: %v: %s", err, out)
+	}
+	out, err := exec.Command("ssh-keygen", "-l", "-E", "sha256", "-f", path+".pub").Output()
+	if err != nil {
+		t.Fatalf("ssh-keygen -l: %v", err)
+	}
+	// "256 SHA256:... name (ED25519)"
+	f := strings.Fields(string(out))
+	if len(f) < 2 || !strings.HasPrefix(f[1], "SHA256:") {
+		t.Fatalf("ssh-keygen -l: %q", out)
+	}
+	return path, f[1]
+}
+
+// sshArgs are the ssh arguments to log in to 127.0.0.1:port with key only,
+// ignoring the user's config, agent and known hosts; mode is -t or -T.
+func sshArgs(key, port, mode string) []string {
+	return []string{"-F", "/dev/null", "-i", key, "-p", port,
+		"-o", "IdentitiesOnly=yes", "-o", "IdentityAgent=none", "-o", "BatchMode=yes",
+		"-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR",
+		"-o", "ConnectTimeout=10", mode, "127.0.0.1"}
+}
+
+// runSSH runs ssh without a terminal and returns its output (stdout and
+// stderr); it gives up after 20s.
+func runSSH(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command("ssh", args...)
+	cmd.Stdin = nil
+	var out lockedBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		return out.String(), err
+	case <-time.After(20 * time.Second):
+		cmd.Process.Kill()
+		<-done
+		t.Fatalf("ssh %s still running after 20s:\n%s", strings.Join(args, " "), out.String())
+		return "", nil
+	}
+}
+
+// startSSHConsole runs `ssh args...` in a 200x50 session named name of
+// the tmux server at base/tmux.sock (started by the first call; cleanup
+// kills it). Failed waits show the server log.
+func startSSHConsole(t *testing.T, base, name, serveLog string, args ...string) *tmuxConsole {
+	t.Helper()
+	tm := &tmuxConsole{sock: filepath.Join(base, "tmux.sock"), session: name, stderr: serveLog}
+	if _, err := os.Stat(tm.sock); err != nil {
+		t.Cleanup(func() { exec.Command("tmux", "-S", tm.sock, "kill-server").Run() })
+	}
+	command := "exec " + shellQuote(append([]string{"ssh"}, args...)...)
+	if out, err := tm.tmux("new-session", "-d", "-s", name, "-x", "200", "-y", "50", command); err != nil {
+		t.Fatalf("tmux new-session: %v: %s", err, out)
+	}
+	return tm
+}
+
+// freePort returns a loopback TCP port that was free a moment ago.
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	return port
+}
+
+// killProcsWith kills, by pid, every process whose command line contains
+// marker.
+func killProcsWith(t *testing.T, marker string) {
+	for _, p := range procsWith(marker) {
+		pid, _, _ := strings.Cut(p, ":")
+		t.Logf("killing a leftover process: %s", p)
+		exec.Command("kill", "-9", pid).Run()
+	}
+}
