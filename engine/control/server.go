@@ -17,6 +17,7 @@
 package control
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -326,18 +327,30 @@ func (c *conn) hangUp() {
 }
 
 func (c *conn) reply(id uint64, results []any, err error) {
-	m := message{Op: opReply, ID: id, Error: encodeError(err)}
-	if err == nil {
-		for _, r := range results {
-			b, jerr := json.Marshal(r)
-			if jerr != nil {
-				m.Results, m.Error = nil, &wireError{Code: codeError, Message: "encoding the reply: " + jerr.Error()}
-				break
-			}
-			m.Results = append(m.Results, b)
-		}
+	if err != nil {
+		c.w.send(message{Op: opReply, ID: id, Error: encodeError(err)})
+		return
 	}
-	c.w.send(m)
+	// The results are encoded once, straight into the line: going through
+	// message.Results would validate and copy every byte a second time.
+	line := make([]byte, 0, 256)
+	line = fmt.Appendf(line, `{"op":"reply","id":%d,"results":[`, id)
+	buf := &bytes.Buffer{}
+	enc := json.NewEncoder(buf)
+	enc.SetEscapeHTML(false)
+	for i, r := range results {
+		buf.Reset()
+		if jerr := enc.Encode(r); jerr != nil {
+			c.w.send(message{Op: opReply, ID: id, Error: &wireError{Code: codeError, Message: "encoding the reply: " + jerr.Error()}})
+			return
+		}
+		if i > 0 {
+			line = append(line, ',')
+		}
+		line = append(line, bytes.TrimSuffix(buf.Bytes(), []byte("\n"))...)
+	}
+	line = append(line, "]}\n"...)
+	c.w.write(line)
 }
 
 func (c *conn) handle(ctx context.Context, m message) {

@@ -104,12 +104,17 @@ func (w *lineWriter) send(m message) error {
 	if err := enc.Encode(m); err != nil {
 		return err
 	}
+	return w.write(buf.Bytes())
+}
+
+// write writes one whole line.
+func (w *lineWriter) write(line []byte) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.err != nil {
 		return w.err
 	}
-	_, w.err = w.w.Write(buf.Bytes())
+	_, w.err = w.w.Write(line)
 	return w.err
 }
 
