@@ -16,6 +16,7 @@ import (
 
 	"warden/engine"
 	"warden/engine/control"
+	"warden/engine/hands/handstest"
 	"warden/themes"
 	"warden/tui"
 )
@@ -213,5 +214,95 @@ func TestConsoleTakesOver(t *testing.T) {
 	out, err := exec.Command(bin, "--data-dir", c.dir, "trust", "status").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "agrees") {
 		t.Fatalf("a CLI after the takeover: %v: %s", err, out)
+	}
+}
+
+// TestEveryVerbAttached runs each group of verbs while `warden serve`
+// holds the data dir: every one attaches over the control socket and
+// works as it does on its own (hands init's progress lines included), the
+// changes are receipted as the local operator, and serve still holds the
+// store at the end.
+func TestEveryVerbAttached(t *testing.T) {
+	sock := handstest.Docker(t)
+	needBwrap(t)
+	c := newCLI(t)
+	base := privateDir(t, "warden-attached-")
+	bin := wardenLink(t, base)
+	hello := example(t, "hello")
+	c.ok("trust", "status") // a data dir to serve
+
+	var serveOut lockedBuffer
+	srv := exec.Command(bin, "--data-dir", c.dir, "serve")
+	srv.Stdout, srv.Stderr = &serveOut, &serveOut
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		srv.Process.Signal(syscall.SIGTERM)
+		srv.Wait()
+	}()
+	waitUntil(t, "serve", 10*time.Second, func() bool { return strings.Contains(serveOut.String(), "serving data dir") }, serveOut.String)
+	pid := srv.Process.Pid
+
+	has := func(r result, want string) {
+		t.Helper()
+		if !strings.Contains(r.stdout+r.stderr, want) {
+			t.Fatalf("want %q in:\n%s", want, r)
+		}
+	}
+	has(c.ok("doctor"), fmt.Sprintf("held and served by warden pid %d", pid))
+	has(c.ok("module", "add", hello), "hello")
+	has(c.ok("module", "list"), "hello")
+	has(c.ok("module", "show", "hello"), "greet")
+	has(c.ok("hook", "plan", "hello", "greet"), "/module")
+
+	var o engine.Outcome
+	c.json(0, &o, "hook", "run", "hello", "greet", "--input", "target=attached")
+	if !o.OK() || o.Run.JailMode != engine.JailBwrap {
+		t.Fatalf("jailed hook run through serve: %+v", o.Run)
+	}
+	has(c.ok("hook", "runs"), o.Run.ID)
+	has(c.ok("hook", "logs", o.Run.ID), "attached")
+
+	has(c.runIn("tok-value\n", "secrets", "set", "hello", "visit_token"), "visit_token")
+	has(c.ok("secrets", "list", "hello"), "visit_token")
+	has(c.ok("secrets", "delete", "hello", "visit_token"), "visit_token")
+	has(c.ok("config", "set", "hello", "greeting_word", "Howdy"), "set")
+	if r := c.ok("config", "get", "hello", "greeting_word"); r.stdout != "Howdy\n" {
+		t.Fatalf("config get: %s", r)
+	}
+	has(c.ok("config", "list", "hello"), "greeting_word=Howdy")
+	has(c.ok("config", "delete", "hello", "greeting_word"), "greeting_word")
+
+	var p engine.Policy
+	c.json(0, &p, "perms", "policy", "show", "module:hello")
+	has(c.ok("perms", "policy", "set", "module:hello", "--revision", fmt.Sprint(p.Revision), "--network", "false"), "module:hello")
+	has(c.ok("perms", "list", "--all"), "operator.confirm")
+
+	root := filepath.Join(handstest.Base(t, sock), "attached")
+	has(c.ok("hands", "init", "--root", root, "--engine-socket", sock, "--image", handstest.Image, "--access", "files"), "✓ running")
+	has(c.ok("hands", "status", "--root", root), "drift      none")
+	has(c.ok("hands", "list"), root)
+	has(c.ok("hands", "finish", "--root", root), "finished")
+
+	has(c.ok("trust", "rotate"), "generation 2")
+	has(c.ok("receipts", "show", "1"), "trust.init")
+	has(c.ok("receipts", "verify"), "intact")
+
+	var rs []engine.Receipt
+	c.json(0, &rs, "receipts", "list", "--limit", "0")
+	me := string(engine.LocalActor())
+	for _, r := range rs {
+		// Everything not done by the hook itself or the engine on its own
+		// was asked for by this test's commands, through the socket.
+		if !strings.HasPrefix(r.Actor, "run:") && r.Actor != "engine" && r.Actor != me {
+			t.Errorf("receipt %d %s by %q, want %q", r.Seq, r.Kind, r.Actor, me)
+		}
+		if strings.Contains(r.Summary, "tok-value") || strings.Contains(string(r.Details), "tok-value") {
+			t.Errorf("receipt %d holds the secret value", r.Seq)
+		}
+	}
+	if got := storagePID(t, c.dir); got != pid {
+		t.Fatalf("warden.pid says %d; serve (%d) should still hold the data dir", got, pid)
 	}
 }
