@@ -37,5 +37,24 @@ func (e *Engine) RecordRefusedAttach(uid, pid int, why string) error {
 
 // ErrEngineGone ends a subscription (and every call in flight) of a
 // process attached to another one's engine when that process goes away:
-// the data dir is free to be taken over.
+// the data dir is free to be taken over. The error is an *EngineGoneError.
 var ErrEngineGone = errors.New("the warden process serving this data dir went away")
+
+// EngineGoneError says which process went away and how: Closed is true
+// when it let go of the data dir on purpose (a command that finished, a
+// serve that was stopped) and said goodbye, false when it died.
+type EngineGoneError struct {
+	DataDir string
+	PID     int
+	Closed  bool
+}
+
+func (e *EngineGoneError) Error() string {
+	if e.Closed {
+		return fmt.Sprintf("the warden process serving %s (pid %d) let go of it", e.DataDir, e.PID)
+	}
+	return fmt.Sprintf("the warden process serving %s (pid %d) went away", e.DataDir, e.PID)
+}
+
+// Is makes errors.Is(err, ErrEngineGone) true.
+func (e *EngineGoneError) Is(target error) bool { return target == ErrEngineGone }

@@ -286,7 +286,15 @@ func (a *App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		cmds = append(cmds, a.handleEvents(msg.evs), a.waitEvents())
 		return a, tea.Batch(cmds...)
 	case subClosedMsg:
-		if errors.Is(msg.err, engine.ErrEngineGone) && !a.closed {
+		var gone *engine.EngineGoneError
+		switch {
+		case a.closed || !errors.As(msg.err, &gone):
+		case gone.Closed && a.sh.opts.Takeover != nil:
+			// It let go on purpose (a command that finished, a stopped
+			// serve): carry on without bothering the operator.
+			a.gone = msg.err
+			return a, a.takeover()
+		default:
 			a.engineGone(msg.err)
 		}
 		return a, nil
@@ -509,7 +517,10 @@ func (a *App) takeover() tea.Cmd {
 func (a *App) tookOver(m takeoverMsg) tea.Cmd {
 	a.takingOver = false
 	if m.err != nil {
-		a.sh.setStatus("taking over failed: "+oneLine(m.err.Error()), true)
+		if a.overlay == nil {
+			a.engineGone(a.gone)
+		}
+		a.sh.setStatus("taking over failed: "+oneLine(m.err.Error())+"; t tries again", true)
 		return nil
 	}
 	if a.closed {

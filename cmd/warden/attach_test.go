@@ -156,23 +156,17 @@ func TestConsoleAndCLIsShareOneEngine(t *testing.T) {
 	}
 }
 
-// TestConsoleTakesOver: a console attached to `warden serve` says so in
-// its header; when the server dies (SIGKILL) the console says the engine
-// went away, and t takes the data dir over: the console then holds it and
-// serves the next CLI.
-func TestConsoleTakesOver(t *testing.T) {
-	c := newCLI(t)
-	base := privateDir(t, "warden-takeover-")
-	bin := wardenLink(t, base)
-	c.ok("trust", "status")
-
+// attachedConsole starts `warden serve` on c's data dir and a console (in
+// this process, under teatest) attached to it.
+func attachedConsole(t *testing.T, c *cli, bin string) (*exec.Cmd, *teatest.TestModel, *screen) {
+	t.Helper()
 	var serveOut lockedBuffer
 	srv := exec.Command(bin, "--data-dir", c.dir, "serve")
 	srv.Stdout, srv.Stderr = &serveOut, &serveOut
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer srv.Process.Kill()
+	t.Cleanup(func() { srv.Process.Kill(); srv.Wait() })
 	waitUntil(t, "serve", 10*time.Second, func() bool { return strings.Contains(serveOut.String(), "serving data dir") }, serveOut.String)
 
 	a := &app{dataDir: c.dir, stdout: io.Discard, stderr: io.Discard}
@@ -180,7 +174,7 @@ func TestConsoleTakesOver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer e.Close()
+	t.Cleanup(func() { e.Close() })
 	if _, ok := e.(*control.Client); !ok || attachedPID(e) != srv.Process.Pid {
 		t.Fatalf("console engine %T attached to pid %d, want serve's %d", e, attachedPID(e), srv.Process.Pid)
 	}
@@ -193,11 +187,23 @@ func TestConsoleTakesOver(t *testing.T) {
 			}
 			return e, attachedPID(e), nil
 		}})
-	defer m.Close()
+	t.Cleanup(m.Close)
 	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(160, 40))
-	defer tm.Quit()
+	t.Cleanup(func() { tm.Quit() })
 	scr := newScreen(t, tm)
 	scr.waitFrom(0, fmt.Sprintf("attached to pid %d", srv.Process.Pid))
+	return srv, tm, scr
+}
+
+// TestConsoleTakesOver: a console attached to `warden serve` says so in
+// its header; when the server dies (SIGKILL) the console says the engine
+// went away, and t takes the data dir over: the console then holds it and
+// serves the next CLI.
+func TestConsoleTakesOver(t *testing.T) {
+	c := newCLI(t)
+	bin := wardenLink(t, privateDir(t, "warden-takeover-"))
+	c.ok("trust", "status")
+	srv, tm, scr := attachedConsole(t, c, bin)
 
 	srv.Process.Signal(syscall.SIGKILL)
 	srv.Wait()
@@ -214,6 +220,30 @@ func TestConsoleTakesOver(t *testing.T) {
 	out, err := exec.Command(bin, "--data-dir", c.dir, "trust", "status").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "agrees") {
 		t.Fatalf("a CLI after the takeover: %v: %s", err, out)
+	}
+}
+
+// TestConsoleCarriesOnWhenHolderLetsGo: when the process the console is
+// attached to lets go of the data dir on purpose (a stopped serve, a
+// `hook run` that finished), the console takes it over by itself; the
+// operator is not asked.
+func TestConsoleCarriesOnWhenHolderLetsGo(t *testing.T) {
+	c := newCLI(t)
+	bin := wardenLink(t, privateDir(t, "warden-handover-"))
+	c.ok("trust", "status")
+	srv, _, scr := attachedConsole(t, c, bin)
+
+	mark := scr.mark()
+	srv.Process.Signal(syscall.SIGTERM)
+	if err := srv.Wait(); err != nil {
+		t.Fatalf("serve after SIGTERM: %v", err)
+	}
+	scr.waitFrom(mark, "took over the data dir")
+	if strings.Contains(scr.out.String()[mark:], "GONE") {
+		t.Fatal("the console reported a crash for a clean hand-over")
+	}
+	if pid := storagePID(t, c.dir); pid != os.Getpid() {
+		t.Fatalf("warden.pid says %d after the hand-over, the console is %d", pid, os.Getpid())
 	}
 }
 

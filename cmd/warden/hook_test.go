@@ -19,6 +19,11 @@ func TestMain(m *testing.M) {
 		a := &app{stdout: os.Stdout, stderr: os.Stderr, stdin: os.Stdin}
 		os.Exit(a.run(os.Args[1:]))
 	}
+	// Child processes that are this test binary (wardenLink) would each
+	// sleep a second at exit under -race (GORACE's atexit_sleep_ms).
+	if os.Getenv("GORACE") == "" {
+		os.Setenv("GORACE", "atexit_sleep_ms=0")
+	}
 	os.Exit(m.Run())
 }
 

@@ -41,6 +41,7 @@ type Client struct {
 	err     error         // why the connection ended
 	done    chan struct{} // closed when it has
 	closing bool
+	bye     bool // the server said goodbye before hanging up
 }
 
 // pending is a call waiting for its reply, and what the server may send
@@ -150,7 +151,7 @@ func (c *Client) read(r *protocol.Reader) {
 	if c.closing {
 		err = errors.New("the connection to the engine is closed")
 	} else {
-		err = fmt.Errorf("the warden process serving %s (pid %d) went away: %w", c.dataDir, c.pid, engine.ErrEngineGone)
+		err = &engine.EngineGoneError{DataDir: c.dataDir, PID: c.pid, Closed: c.bye}
 	}
 	c.err = err
 	calls, feeds := c.pending, c.feeds
@@ -186,6 +187,10 @@ func (c *Client) deliver(m message) {
 	}
 	c.mu.Unlock()
 	switch m.Op {
+	case opBye:
+		c.mu.Lock()
+		c.bye = true
+		c.mu.Unlock()
 	case opEvent:
 		if isFeed && m.Event != nil {
 			feed.Push(*m.Event)

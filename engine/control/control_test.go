@@ -396,8 +396,10 @@ func waitRunning(t *testing.T, e *engine.Engine, id string) {
 	}
 }
 
-// TestServerGone: when the serving process goes away an attached
-// client's subscription ends with ErrEngineGone, and so do its calls.
+// TestServerGone: when the serving process lets go of the data dir an
+// attached client's subscription ends with ErrEngineGone saying it was on
+// purpose, and so do its calls. (A server that dies says nothing; the
+// console tests SIGKILL one.)
 func TestServerGone(t *testing.T) {
 	e, s := served(t)
 	c := attach(t, e.DataDir())
@@ -405,8 +407,11 @@ func TestServerGone(t *testing.T) {
 	s.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if _, err := sub.Next(ctx); !errors.Is(err, engine.ErrEngineGone) || !strings.Contains(err.Error(), fmt.Sprintf("pid %d", os.Getpid())) {
-		t.Fatalf("subscription after the server went: %v", err)
+	_, err := sub.Next(ctx)
+	var gone *engine.EngineGoneError
+	if !errors.Is(err, engine.ErrEngineGone) || !errors.As(err, &gone) || !gone.Closed || gone.PID != os.Getpid() ||
+		!strings.Contains(err.Error(), fmt.Sprintf("pid %d", os.Getpid())) {
+		t.Fatalf("subscription after the server closed: %v", err)
 	}
 	if _, err := c.Runs(0); !errors.Is(err, engine.ErrEngineGone) {
 		t.Fatalf("call after the server went: %v", err)

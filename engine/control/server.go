@@ -119,6 +119,10 @@ func (s *Server) Close() error {
 	os.Remove(s.path)
 	err := s.ln.Close()
 	for _, c := range conns {
+		// Goodbye tells a client this was on purpose: a console may take
+		// the data dir over at once instead of reporting a crash.
+		c.nc.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+		c.w.send(message{Op: opBye})
 		c.nc.Close()
 	}
 	s.wg.Wait()

@@ -47,6 +47,7 @@ const (
 	opProgress = "progress" // id, step, detail: a hands init or finish step
 	opAsk      = "ask"      // id, ask, message: operator.confirm for the client's terminal
 	opEnded    = "ended"    // id, outcome: the run StartRun (call id) started has ended
+	opBye      = "bye"      // the server is letting go of the data dir; it hangs up next
 )
 
 // message is every line on a control socket, both ways: one JSON object
