@@ -2,6 +2,7 @@ package control
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"net"
 	"path/filepath"
@@ -25,11 +26,20 @@ func BenchmarkFacadeCall(b *testing.B) {
 		}
 	}
 	calls := []struct {
-		name string
-		call func(f engine.Facade) error
+		name  string
+		call  func(f engine.Facade) error
+		reply func(e *engine.Engine) (int, error) // its reply line's length
 	}{
-		{"Requests", func(f engine.Facade) error { _, err := f.Requests(engine.RequestFilter{All: true}); return err }},
-		{"Receipts10", func(f engine.Facade) error { _, err := f.Receipts(engine.ReceiptFilter{Limit: 10}); return err }},
+		{"Requests", func(f engine.Facade) error { _, err := f.Requests(engine.RequestFilter{All: true}); return err },
+			func(e *engine.Engine) (int, error) {
+				rs, err := e.Requests(engine.RequestFilter{All: true})
+				return replyLen(rs), err
+			}},
+		{"Receipts10", func(f engine.Facade) error { _, err := f.Receipts(engine.ReceiptFilter{Limit: 10}); return err },
+			func(e *engine.Engine) (int, error) {
+				rs, err := e.Receipts(engine.ReceiptFilter{Limit: 10})
+				return replyLen(rs), err
+			}},
 	}
 	for _, cl := range calls {
 		b.Run(cl.name+"/in-process", func(b *testing.B) {
@@ -47,9 +57,19 @@ func BenchmarkFacadeCall(b *testing.B) {
 			}
 		})
 	}
-	rs, _ := e.Receipts(engine.ReceiptFilter{Limit: 10})
-	reply := len(fmt.Sprintf("%+v", rs))
-	b.Run(fmt.Sprintf("raw-unix-pingpong-%dB", reply), func(b *testing.B) { pingPong(b, reply) })
+	// The floors: a raw round trip with a reply as big as each call's.
+	for _, cl := range calls {
+		line, err := cl.reply(e)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(fmt.Sprintf("%s/raw-unix-pingpong-%dB", cl.name, line), func(b *testing.B) { pingPong(b, line) })
+	}
+}
+
+func replyLen(v any) int {
+	b, _ := json.Marshal(v)
+	return len(`{"op":"reply","id":1,"results":[]}`) + len(b) + 1
 }
 
 // pingPong is the floor under any call over a Unix socket: a 64-byte

@@ -590,26 +590,34 @@ func (c *conn) dispatch(ctx context.Context, m message, cl *call) ([]any, error)
 	return callByName(ctx, e, actor, m.Method, m.Args)
 }
 
-var facadeMethods = func() map[string]bool {
+// facadeMethods are the methods callByName may call, looked up once: the
+// Facade interface's, as the engine implements them.
+var facadeMethods = func() map[string]reflect.Method {
 	t := reflect.TypeFor[engine.Facade]()
-	ms := map[string]bool{}
+	et := reflect.TypeFor[*engine.Engine]()
+	ms := map[string]reflect.Method{}
 	for i := range t.NumMethod() {
-		if n := t.Method(i).Name; !local[n] {
-			ms[n] = true
+		n := t.Method(i).Name
+		if local[n] {
+			continue
+		}
+		if m, ok := et.MethodByName(n); ok {
+			ms[n] = m
 		}
 	}
 	return ms
 }()
 
 func callByName(ctx context.Context, e *engine.Engine, actor engine.Actor, name string, raw []json.RawMessage) ([]any, error) {
-	if !facadeMethods[name] {
+	m, ok := facadeMethods[name]
+	if !ok {
 		return nil, fmt.Errorf("%q is not a method of the engine facade", name)
 	}
-	fn := reflect.ValueOf(e).MethodByName(name)
-	ft := fn.Type()
+	ft := m.Type // its first parameter is the receiver
 	in := make([]reflect.Value, ft.NumIn())
+	in[0] = reflect.ValueOf(e)
 	next := 0
-	for i := range in {
+	for i := 1; i < len(in); i++ {
 		switch t := ft.In(i); t {
 		case ctxType:
 			in[i] = reflect.ValueOf(ctx)
@@ -630,7 +638,7 @@ func callByName(ctx context.Context, e *engine.Engine, actor engine.Actor, name 
 	if next != len(raw) {
 		return nil, fmt.Errorf("%s: too many arguments (%d, it takes %d)", name, len(raw), next)
 	}
-	out := fn.Call(in)
+	out := m.Func.Call(in)
 	var err error
 	if n := len(out); n > 0 && ft.Out(n-1) == errType {
 		if e := out[n-1].Interface(); e != nil {
