@@ -32,8 +32,10 @@ import (
 //     watch but not decide, and the request stays pending;
 //   - A presses y: both consoles show it decided, and the run succeeds;
 //   - an unknown key C gets "Permission denied" (ssh exits 255);
-//   - SIGTERM stops the server (exit 0), which ends both sessions; no
-//     process of the test is left;
+//   - SIGTERM stops the server (exit 0), which first ends both sessions as
+//     q would: each ssh exits 0 and leaves its terminal restored (no
+//     alternate screen, no mouse reporting), saying "warden is shutting
+//     down"; no process of the test is left;
 //   - the receipts name A's key fingerprint as the decider (and as who
 //     started the run) and B's on an access.refused.
 func TestSSHEndToEnd(t *testing.T) {
@@ -183,12 +185,21 @@ func TestSSHEndToEnd(t *testing.T) {
 	waitUntil(t, "the log to name the refused key", 10*time.Second,
 		func() bool { return strings.Contains(logText(), "refused key "+fpC) }, output)
 
-	// SIGTERM: serve exits 0, which ends both sessions (and with them the
-	// tmux server): nothing of this test is left running (serve, hooks,
-	// ssh and tmux all name base on their command lines).
+	// SIGTERM: serve exits 0, having ended both sessions first: each ssh
+	// exits 0 and its terminal is back out of the alternate screen with
+	// mouse reporting off, showing why (the panes stay, dead, to be
+	// looked at). Then, the tmux server killed, nothing of this test is
+	// left running (serve, hooks, ssh and tmux all name base on their
+	// command lines).
 	if len(procsWith(base)) < 3 {
 		t.Fatalf("before SIGTERM only %q run: the check after it would prove little", procsWith(base))
 	}
+	for _, con := range []*tmuxConsole{opCon, vwCon} {
+		if st := con.paneState(t); st["alternate_on"] != "1" || st["mouse_any_flag"] != "1" {
+			t.Fatalf("%s before SIGTERM: %v, want the alternate screen and mouse reporting on", con.session, st)
+		}
+	}
+	sigterm := time.Now()
 	if err := serve.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -200,6 +211,24 @@ func TestSSHEndToEnd(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatalf("serve still running 15s after SIGTERM\n%s", output())
 	}
+	t.Logf("serve stopped %s after SIGTERM", time.Since(sigterm).Round(time.Millisecond))
+	for _, con := range []*tmuxConsole{opCon, vwCon} {
+		var st map[string]string
+		waitUntil(t, con.session+"'s ssh to exit", 10*time.Second,
+			func() bool { st = con.paneState(t); return st["pane_dead"] == "1" },
+			func() string { return fmt.Sprintf("pane %v\n%s", st, output()) })
+		// The screen and its history: tmux's "Pane is dead" line scrolls
+		// the first line off.
+		screen, err := con.tmux("capture-pane", "-p", "-S", "-", "-t", con.session)
+		if err != nil {
+			t.Fatalf("capture-pane: %v: %s", err, screen)
+		}
+		if st["pane_dead_status"] != "0" || st["alternate_on"] != "0" || st["mouse_any_flag"] != "0" || !strings.Contains(string(screen), "warden is shutting down") {
+			t.Errorf("%s after SIGTERM: %v, want ssh's exit status 0, the alternate screen and mouse reporting off, and the reason shown; screen:\n%s",
+				con.session, st, screen)
+		}
+	}
+	opCon.tmux("kill-server")
 	waitUntil(t, "every process of the test to exit", 10*time.Second,
 		func() bool { return len(procsWith(base)) == 0 },
 		func() string { return fmt.Sprintf("left: %q\n%s", procsWith(base), output()) })
@@ -302,10 +331,37 @@ func startSSHConsole(t *testing.T, base, name, serveLog string, args ...string) 
 		t.Cleanup(func() { exec.Command("tmux", "-S", tm.sock, "kill-server").Run() })
 	}
 	command := "exec " + shellQuote(append([]string{"ssh"}, args...)...)
-	if out, err := tm.tmux("new-session", "-d", "-s", name, "-x", "200", "-y", "50", command); err != nil {
+	// remain-on-exit: when ssh exits its pane stays, with its exit status
+	// and the terminal's state at the end.
+	if out, err := tm.tmux("new-session", "-d", "-s", name, "-x", "200", "-y", "50", command, ";",
+		"set-option", "-w", "-t", name, "remain-on-exit", "on"); err != nil {
 		t.Fatalf("tmux new-session: %v: %s", err, out)
 	}
 	return tm
+}
+
+// paneState is what tmux knows of the console's pane: whether its process
+// has exited and with what status, and whether the terminal is in the
+// alternate screen and reports the mouse.
+func (tm *tmuxConsole) paneState(t *testing.T) map[string]string {
+	t.Helper()
+	keys := []string{"pane_dead", "pane_dead_status", "alternate_on", "mouse_any_flag"}
+	var format []string
+	for _, k := range keys {
+		format = append(format, "#{"+k+"}")
+	}
+	out, err := tm.tmux("display-message", "-p", "-t", tm.session, strings.Join(format, ","))
+	if err != nil {
+		t.Fatalf("tmux display-message: %v: %s", err, out)
+	}
+	vals := strings.Split(strings.TrimSpace(string(out)), ",")
+	st := map[string]string{}
+	for i, k := range keys {
+		if i < len(vals) {
+			st[k] = vals[i]
+		}
+	}
+	return st
 }
 
 // freePort returns a loopback TCP port that was free a moment ago.

@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -16,9 +16,24 @@ import (
 )
 
 // sshStarter serves the console over SSH on addr for the operators in the
-// operators file, until ctx ends or the returned closer is closed. ssh.go
-// sets it in its init(); a build without it has no SSH server.
-var sshStarter func(ctx context.Context, e *engine.Engine, addr, operators string) (io.Closer, error)
+// operators file, until ctx ends or the returned service is shut down or
+// closed. ssh.go sets it in its init(); a build without it has no SSH
+// server.
+var sshStarter func(ctx context.Context, e *engine.Engine, addr, operators string) (sshService, error)
+
+// sshService is a running SSH server.
+type sshService interface {
+	// Shutdown stops accepting, makes every console quit (restoring its
+	// client's terminal) and waits for the sessions to end, at most until
+	// ctx ends; then it closes the server.
+	Shutdown(ctx context.Context) error
+	// Close drops every connection at once.
+	Close() error
+}
+
+// sshShutdownTimeout bounds how long a shutdown waits for SSH sessions to
+// end before it drops them.
+const sshShutdownTimeout = 5 * time.Second
 
 func (a *app) serveCommand() *cobra.Command {
 	var sshAddr, operators, runHook, runJail string
@@ -81,12 +96,23 @@ func (a *app) serve(sshAddr, operators, mod, hook, jail string) error {
 		return err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	var srv sshService
 	closed := false
 	shutdown := func() error {
 		if closed {
 			return nil
 		}
 		closed = true
+		// The SSH consoles first, while the engine they show still runs:
+		// each quits, restoring its client's terminal, and its session
+		// ends with exit status 0.
+		if srv != nil {
+			sctx, scancel := context.WithTimeout(context.Background(), sshShutdownTimeout)
+			if err := srv.Shutdown(sctx); err != nil {
+				fmt.Fprintf(a.stderr, "ssh: %v\n", err)
+			}
+			scancel()
+		}
 		cancel()
 		ctl.Close()      // hangs up on attached consoles and CLIs, removes control.sock
 		return e.Close() // cancels and receipts running hooks, removes their dirs, releases the store
@@ -102,11 +128,11 @@ func (a *app) serve(sshAddr, operators, mod, hook, jail string) error {
 		// at once, saying so in its stream.
 		detach := e.AttachOperator()
 		defer detach()
-		srv, err := sshStarter(ctx, e, sshAddr, operators)
+		s, err := sshStarter(ctx, e, sshAddr, operators)
 		if err != nil {
 			return err
 		}
-		defer srv.Close()
+		srv = s
 	}
 
 	if a.json {

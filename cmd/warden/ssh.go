@@ -31,7 +31,9 @@ import (
 	"github.com/charmbracelet/wish/bubbletea"
 	"github.com/charmbracelet/wish/logging"
 	wrecover "github.com/charmbracelet/wish/recover"
+	"github.com/muesli/termenv"
 	gossh "golang.org/x/crypto/ssh"
+	"golang.org/x/sys/unix"
 
 	"warden/engine"
 	"warden/themes"
@@ -39,7 +41,7 @@ import (
 )
 
 func init() {
-	sshStarter = func(ctx context.Context, e *engine.Engine, addr, operators string) (io.Closer, error) {
+	sshStarter = func(ctx context.Context, e *engine.Engine, addr, operators string) (sshService, error) {
 		return startSSH(ctx, e, sshConfig{Addr: addr, Operators: operators})
 	}
 }
@@ -51,6 +53,11 @@ const (
 	sshHostKeyName        = "ssh_host_ed25519"
 	// sshKeyExt is where the auth callback records the key it accepted.
 	sshKeyExt = "warden-key-fp"
+	// sshShutdownLine is what a console's terminal shows, once restored,
+	// when serve's shutdown ended it.
+	sshShutdownLine = "warden is shutting down"
+	// sshDrainTimeout bounds the wait for a PTY's last output to be sent.
+	sshDrainTimeout = time.Second
 )
 
 // sshConfig configures the SSH server.
@@ -68,15 +75,31 @@ type sshServer struct {
 	ln   net.Listener
 	done chan struct{}
 	once sync.Once
+	logf func(format string, a ...any)
+
+	mu       sync.Mutex
+	closing  bool                     // Shutdown or Close began: new sessions are refused
+	sessions map[*sshSession]struct{} // the sessions whose handler runs
+	ended    chan struct{}            // signalled (cap 1) whenever a session ends
+}
+
+// sshSession is one live session, from the first middleware on.
+type sshSession struct {
+	prog     *tea.Program // its console, once made (s.mu)
+	stopping bool         // Shutdown asked its console to quit (s.mu)
 }
 
 // Addr is the address the server listens on.
 func (s *sshServer) Addr() string { return s.ln.Addr().String() }
 
-// Close stops listening and ends every session.
+// Close stops listening and drops every connection at once: the clients'
+// terminals are left as they are. Shutdown is the clean way.
 func (s *sshServer) Close() error {
 	var err error
 	s.once.Do(func() {
+		s.mu.Lock()
+		s.closing = true
+		s.mu.Unlock()
 		err = s.srv.Close()
 		<-s.done
 		if errors.Is(err, ssh.ErrServerClosed) {
@@ -84,6 +107,114 @@ func (s *sshServer) Close() error {
 		}
 	})
 	return err
+}
+
+// Shutdown ends the server cleanly: it stops accepting connections and
+// refuses new sessions, asks every console to quit (which restores the
+// client's terminal: alternate screen and mouse reporting off), tells the
+// client why, and waits for the sessions to end with exit status 0 and
+// for the clients to hang up. When ctx ends first, it closes what is left
+// (Close). Either way the server is closed when it returns.
+func (s *sshServer) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.closing = true
+	live := make([]*sshSession, 0, len(s.sessions))
+	for ss := range s.sessions {
+		live = append(live, ss)
+	}
+	s.mu.Unlock()
+	// With a context already done, ssh.Server.Shutdown closes the listener
+	// and returns without waiting.
+	now, cancel := context.WithCancel(context.Background())
+	cancel()
+	s.srv.Shutdown(now)
+	for _, ss := range live {
+		s.stop(ss)
+	}
+	if len(live) > 0 {
+		s.logf("shutting down: asked %d console(s) to quit", len(live))
+	}
+	for {
+		s.mu.Lock()
+		n := len(s.sessions)
+		s.mu.Unlock()
+		if n == 0 {
+			break
+		}
+		select {
+		case <-s.ended:
+			continue
+		case <-ctx.Done():
+			s.logf("shutting down: %d session(s) still open; dropping them", n)
+			return s.Close()
+		}
+	}
+	// A client hangs up once its session has ended (OpenSSH does at
+	// once); closing the connection under it could cut off the end of
+	// what it was sent. Give the clients a moment.
+	grace, cancelGrace := context.WithTimeout(ctx, time.Second)
+	s.srv.Shutdown(grace)
+	cancelGrace()
+	return s.Close()
+}
+
+// begin registers a new session; false once the server is closing.
+func (s *sshServer) begin() (*sshSession, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return nil, false
+	}
+	ss := &sshSession{}
+	s.sessions[ss] = struct{}{}
+	return ss, true
+}
+
+// end forgets a session whose handler has returned.
+func (s *sshServer) end(ss *sshSession) {
+	s.mu.Lock()
+	delete(s.sessions, ss)
+	p := ss.prog
+	s.mu.Unlock()
+	if p != nil {
+		p.Kill() // frees a Quit still waiting for a program that never ran
+	}
+	select {
+	case s.ended <- struct{}{}:
+	default:
+	}
+}
+
+// setProgram records a session's console; if the server is already
+// shutting down, the console quits as soon as it runs.
+func (s *sshServer) setProgram(ss *sshSession, p *tea.Program) {
+	s.mu.Lock()
+	ss.prog = p
+	closing := s.closing
+	s.mu.Unlock()
+	if closing {
+		s.stop(ss)
+	}
+}
+
+// stop asks a session's console to quit (it restores the terminal as on
+// q). A session with no console yet gets it from setProgram.
+func (s *sshServer) stop(ss *sshSession) {
+	s.mu.Lock()
+	ss.stopping = true
+	p := ss.prog
+	s.mu.Unlock()
+	if p != nil {
+		// Quit waits for the program's event loop (or its end).
+		go p.Quit()
+	}
+}
+
+// stopped says whether Shutdown asked the session's console to quit.
+func (s *sshServer) stopped(ss *sshSession) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return ss.stopping
 }
 
 // sshListenAddr makes an address loopback-only unless it names a host.
@@ -105,8 +236,9 @@ func sshListenAddr(addr string) string {
 type sessionKey struct{ name string }
 
 var (
-	ctxRole  = &sessionKey{"role"}
-	ctxModel = &sessionKey{"model"}
+	ctxRole    = &sessionKey{"role"}
+	ctxModel   = &sessionKey{"model"}
+	ctxSession = &sessionKey{"session"}
 )
 
 // startSSH serves the console over SSH until ctx ends or Close is called.
@@ -134,6 +266,27 @@ func startSSH(ctx context.Context, e *engine.Engine, cfg sshConfig) (*sshServer,
 		return nil, err
 	}
 	var active atomic.Int64
+	s := &sshServer{
+		done:     make(chan struct{}),
+		logf:     logger.Printf,
+		sessions: map[*sshSession]struct{}{},
+		ended:    make(chan struct{}, 1),
+	}
+
+	// track registers every session, so that Shutdown can end them and
+	// wait for them; once the server is closing it refuses new ones.
+	track := func(next ssh.Handler) ssh.Handler {
+		return func(sess ssh.Session) {
+			ss, ok := s.begin()
+			if !ok {
+				wish.Fatalln(sess, "warden: "+sshShutdownLine)
+				return
+			}
+			defer s.end(ss)
+			sess.Context().SetValue(ctxSession, ss)
+			next(sess)
+		}
+	}
 
 	authKey := func(sctx ssh.Context, key ssh.PublicKey) bool {
 		fp := gossh.FingerprintSHA256(key)
@@ -199,13 +352,21 @@ func startSSH(ctx context.Context, e *engine.Engine, cfg sshConfig) (*sshServer,
 			s.Exit(0)
 		}
 	}
-	// closeModel lets go of the console once its program has ended.
+	// closeModel lets go of the console once its program has ended (and
+	// restored the terminal); if Shutdown ended it, it says so on the
+	// restored screen. Then it waits for the PTY's output to reach the
+	// client: the server copies it in the background and closes the
+	// channel as soon as the handler returns.
 	closeModel := func(next ssh.Handler) ssh.Handler {
-		return func(s ssh.Session) {
-			if m, ok := s.Context().Value(ctxModel).(*tui.App); ok {
+		return func(sess ssh.Session) {
+			if m, ok := sess.Context().Value(ctxModel).(*tui.App); ok {
 				m.Close()
 			}
-			next(s)
+			if ss, ok := sess.Context().Value(ctxSession).(*sshSession); ok && s.stopped(ss) {
+				io.WriteString(ptyOutput(sess), sshShutdownLine+"\r\n")
+			}
+			drainPTY(sess, sshDrainTimeout)
+			next(sess)
 		}
 	}
 	program := func(s ssh.Session) (tea.Model, []tea.ProgramOption) {
@@ -227,7 +388,22 @@ func startSSH(ctx context.Context, e *engine.Engine, cfg sshConfig) (*sshServer,
 		})
 		s.Context().SetValue(ctxModel, m)
 		logger.Printf("console for %s (%s) from %s", actor, roleName(role), s.RemoteAddr())
-		return m, []tea.ProgramOption{tea.WithAltScreen(), tea.WithMouseCellMotion()}
+		// WithoutSignalHandler: the process's SIGINT and SIGTERM are serve's
+		// (which ends the sessions itself). A program's own handler would
+		// also catch them: it would keep a second SIGTERM from killing
+		// serve, and its Quit, sent while Shutdown's is handled first,
+		// blocks for good and with it the program's end.
+		return m, []tea.ProgramOption{tea.WithAltScreen(), tea.WithMouseCellMotion(), tea.WithoutSignalHandler()}
+	}
+	// programs makes each session's console program (as wish's default
+	// handler does) and records it, so that Shutdown can make it quit.
+	programs := func(sess ssh.Session) *tea.Program {
+		m, opts := program(sess)
+		p := tea.NewProgram(m, append(opts, bubbletea.MakeOptions(sess)...)...)
+		if ss, ok := sess.Context().Value(ctxSession).(*sshSession); ok {
+			s.setProgram(ss, p)
+		}
+		return p
 	}
 
 	srv, err := wish.NewServer(
@@ -240,13 +416,14 @@ func startSSH(ctx context.Context, e *engine.Engine, cfg sshConfig) (*sshServer,
 		ssh.AllocatePty(),
 		wish.WithMiddleware(wrecover.MiddlewareWithLogger(logger,
 			closeModel,
-			bubbletea.Middleware(program),
+			// As bubbletea.Middleware, which uses termenv.Ascii too.
+			bubbletea.MiddlewareWithProgramHandler(programs, termenv.Ascii),
 			activeterm.Middleware(),
 			noPTY,
 			limit,
 			keyCheck,
 			logging.MiddlewareWithLogger(logger),
-		)),
+		), track),
 	)
 	if err != nil {
 		return nil, err
@@ -255,7 +432,7 @@ func startSSH(ctx context.Context, e *engine.Engine, cfg sshConfig) (*sshServer,
 	if err != nil {
 		return nil, err
 	}
-	s := &sshServer{srv: srv, ln: ln, done: make(chan struct{})}
+	s.srv, s.ln = srv, ln
 	go func() {
 		defer close(s.done)
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, ssh.ErrServerClosed) {
@@ -271,6 +448,49 @@ func startSSH(ctx context.Context, e *engine.Engine, cfg sshConfig) (*sshServer,
 	}()
 	logger.Printf("listening on %s (operators file %s)", s.Addr(), cfg.Operators)
 	return s, nil
+}
+
+// ptyOutput is where a session's terminal output goes: the PTY when the
+// server allocated one (so that it follows what the console wrote there),
+// else the channel.
+func ptyOutput(sess ssh.Session) io.Writer {
+	if pty, _, ok := sess.Pty(); ok && !sess.EmulatedPty() && pty.Slave != nil {
+		return pty.Slave
+	}
+	return sess
+}
+
+// drainPTY waits, at most timeout, until the server has read everything
+// written to the session's PTY, then a moment more for the last read to
+// be written to the channel. A client that is gone reads nothing more:
+// then it returns at once.
+func drainPTY(sess ssh.Session, timeout time.Duration) {
+	pty, _, ok := sess.Pty()
+	if !ok || sess.EmulatedPty() || pty.Master == nil {
+		return
+	}
+	// SyscallConn, not Fd: Fd would switch the master, which the server
+	// is reading, to blocking mode.
+	rc, err := pty.Master.SyscallConn()
+	if err != nil {
+		return
+	}
+	gone := sess.Context().Done()
+	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); {
+		n := 0
+		if cerr := rc.Control(func(fd uintptr) { n, err = unix.IoctlGetInt(int(fd), unix.TIOCINQ) }); cerr != nil || err != nil || n == 0 {
+			break
+		}
+		select {
+		case <-gone:
+			return
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	select {
+	case <-gone:
+	case <-time.After(20 * time.Millisecond):
+	}
 }
 
 // themeWithRenderer binds every style of a theme to a session's renderer,

@@ -6,11 +6,15 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"io"
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -104,10 +108,14 @@ func newSSHFixture(t *testing.T, cfg sshConfig) *sshFixture {
 }
 
 func (f *sshFixture) dial(signer gossh.Signer) (*gossh.Client, error) {
-	return gossh.Dial("tcp", f.srv.Addr(), &gossh.ClientConfig{
+	return sshDial(f.srv.Addr(), f.hostKey, signer)
+}
+
+func sshDial(addr string, hostKey gossh.PublicKey, signer gossh.Signer) (*gossh.Client, error) {
+	return gossh.Dial("tcp", addr, &gossh.ClientConfig{
 		User:            "warden",
 		Auth:            []gossh.AuthMethod{gossh.PublicKeys(signer)},
-		HostKeyCallback: gossh.FixedHostKey(f.hostKey),
+		HostKeyCallback: gossh.FixedHostKey(hostKey),
 		Timeout:         10 * time.Second,
 	})
 }
@@ -118,11 +126,20 @@ type sshConsole struct {
 	sess   *gossh.Session
 	in     io.WriteCloser
 	screen *sshBuffer
+	done   chan struct{} // closed when the session has ended
+	err    error         // then: how it ended (nil: exit status 0)
 }
 
 func (f *sshFixture) console(t *testing.T, signer gossh.Signer) *sshConsole {
 	t.Helper()
-	c, err := f.dial(signer)
+	return openSSHConsole(t, f.srv.Addr(), f.hostKey, signer, f.log)
+}
+
+// openSSHConsole logs in with a PTY (40x140) and waits for the console;
+// cleanup quits it. log is the server's, shown when a wait fails.
+func openSSHConsole(t *testing.T, addr string, hostKey gossh.PublicKey, signer gossh.Signer, log *sshBuffer) *sshConsole {
+	t.Helper()
+	c, err := sshDial(addr, hostKey, signer)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +147,7 @@ func (f *sshFixture) console(t *testing.T, signer gossh.Signer) *sshConsole {
 	if err != nil {
 		t.Fatal(err)
 	}
-	con := &sshConsole{client: c, sess: s, screen: &sshBuffer{}}
+	con := &sshConsole{client: c, sess: s, screen: &sshBuffer{}, done: make(chan struct{})}
 	t.Cleanup(func() { con.quit(); s.Close(); c.Close() })
 	if err := s.RequestPty("xterm-256color", 40, 140, gossh.TerminalModes{gossh.ECHO: 0}); err != nil {
 		t.Fatal(err)
@@ -142,7 +159,9 @@ func (f *sshFixture) console(t *testing.T, signer gossh.Signer) *sshConsole {
 	if err := s.Shell(); err != nil {
 		t.Fatal(err)
 	}
-	con.waitFor(t, "Streams", 15*time.Second, f.log)
+	// Like OpenSSH, the client hangs up once its session has ended.
+	go func() { con.err = s.Wait(); close(con.done); c.Close() }()
+	con.waitFor(t, "Streams", 15*time.Second, log)
 	return con
 }
 
@@ -150,12 +169,15 @@ func (f *sshFixture) console(t *testing.T, signer gossh.Signer) *sshConsole {
 // client that just hangs up makes the server close the PTY under
 // bubbletea's input reader: a race inside the libraries).
 func (c *sshConsole) quit() {
-	done := make(chan struct{})
-	go func() { c.sess.Wait(); close(done) }()
 	for _, k := range []string{"q", "\x03", "\x03"} {
+		select {
+		case <-c.done:
+			return
+		default:
+		}
 		io.WriteString(c.in, k)
 		select {
-		case <-done:
+		case <-c.done:
 			return
 		case <-time.After(3 * time.Second):
 		}
@@ -398,4 +420,104 @@ func TestDoctorReportsOperatorsFile(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, "operators file") || !strings.Contains(r.stdout, "line 2") {
 		t.Errorf("doctor --operators: %s", r)
 	}
+}
+
+// TestSSHServeSIGTERMRestoresTerminals: SIGTERM to `warden serve --ssh`
+// with two consoles open ends both sessions as `q` would: each client gets
+// the sequences that leave the alternate screen and turn mouse reporting
+// off, then a line saying why, then exit status 0; serve exits 0.
+func TestSSHServeSIGTERMRestoresTerminals(t *testing.T) {
+	base := privateDir(t, "warden-ssh-term-")
+	bin := filepath.Join(base, "bin", "warden")
+	data := filepath.Join(base, "data")
+	if out, err := exec.Command(goTool(t), "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	op, opPub := sshTestKey(t)
+	vw, vwPub := sshTestKey(t)
+	operators := filepath.Join(base, "operators")
+	if err := os.WriteFile(operators, []byte("operator "+opPub+"\nviewer "+vwPub+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr := net.JoinHostPort("127.0.0.1", freePort(t))
+	var stdout, log sshBuffer
+	serve := exec.Command(bin, "--data-dir", data, "serve", "--ssh", addr, "--operators", operators)
+	serve.Stdout, serve.Stderr = &stdout, &log
+	if err := serve.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- serve.Wait() }()
+	t.Cleanup(func() { serve.Process.Kill() })
+	output := func() string { return "serve stdout:\n" + stdout.String() + "serve stderr:\n" + log.String() }
+	waitUntil(t, "serving", 20*time.Second, func() bool { return strings.Contains(log.String(), "listening on") }, output)
+	pemData, err := os.ReadFile(filepath.Join(data, sshHostKeyName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hk, err := gossh.ParsePrivateKey(pemData)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cons := []*sshConsole{
+		openSSHConsole(t, addr, hk.PublicKey(), op, &log),
+		openSSHConsole(t, addr, hk.PublicKey(), vw, &log),
+	}
+
+	start := time.Now()
+	if err := serve.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	for i, con := range cons {
+		select {
+		case <-con.done:
+		case <-time.After(15 * time.Second):
+			t.Fatalf("console %d still open 15s after SIGTERM\n%s", i, output())
+		}
+		t.Logf("console %d ended %s after SIGTERM", i, time.Since(start).Round(time.Millisecond))
+		if con.err != nil {
+			t.Errorf("console %d ended with %v, want exit status 0", i, con.err)
+		}
+		// What the client got after it last entered the alternate screen.
+		raw := con.screen.String()
+		j := strings.LastIndex(raw, ansi.SetAltScreenSaveCursorMode)
+		if j < 0 {
+			t.Errorf("console %d never entered the alternate screen", i)
+			continue
+		}
+		tail := raw[j:]
+		var missing []string
+		for _, want := range []struct{ name, seq string }{
+			{"alternate screen off", ansi.ResetAltScreenSaveCursorMode},
+			{"mouse cell motion off", ansi.ResetButtonEventMouseMode},
+			{"SGR mouse off", ansi.ResetSgrExtMouseMode},
+			{"cursor shown", ansi.ShowCursor},
+		} {
+			if !strings.Contains(tail, want.seq) {
+				missing = append(missing, fmt.Sprintf("%s (%q)", want.name, want.seq))
+			}
+		}
+		if k := strings.LastIndex(tail, ansi.ResetAltScreenSaveCursorMode); k < 0 || !strings.Contains(tail[k:], sshShutdownLine) {
+			missing = append(missing, fmt.Sprintf("%q on the restored screen", sshShutdownLine))
+		}
+		if len(missing) > 0 {
+			t.Errorf("console %d after SIGTERM lacks %s; it got:\n%q", i, strings.Join(missing, ", "), lastN(tail, 600))
+		}
+	}
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("serve exited %v after SIGTERM\n%s", err, output())
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatalf("serve still running 15s after SIGTERM\n%s", output())
+	}
+	t.Logf("serve stopped %s after SIGTERM", time.Since(start).Round(time.Millisecond))
+}
+
+func lastN(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
 }
