@@ -120,8 +120,8 @@ func TestSSHEndToEnd(t *testing.T) {
 	opCon.waitFor(t, "1 Streams", 10*time.Second)
 	vwCon.waitFor(t, "1 Streams", 10*time.Second)
 
-	// A runs hello/greet from Modules (serve's --run cannot pass greet its
-	// target input).
+	// A runs hello/greet from the console's Modules tab, typing its target
+	// input into the form.
 	opCon.keys(t, "4")
 	opCon.waitRe(t, `▸\s+greet\s+inputs target:string`, 10*time.Second)
 	opCon.keys(t, "Enter")

@@ -37,6 +37,7 @@ const sshShutdownTimeout = 5 * time.Second
 
 func (a *app) serveCommand() *cobra.Command {
 	var sshAddr, operators, runHook, runJail string
+	var runInputs []string
 	c := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the engine without a console until SIGTERM or SIGINT",
@@ -59,31 +60,44 @@ released. A second signal during the shutdown kills it at once.`,
 			if sshAddr != "" && sshStarter == nil {
 				return &exitError{code: 2, err: errors.New("this build has no SSH server")}
 			}
-			var mod, hook string
+			var run *engine.RunRequest
 			if runHook != "" {
-				var ok bool
-				if mod, hook, ok = strings.Cut(runHook, "/"); !ok || mod == "" || hook == "" {
+				mod, hook, ok := strings.Cut(runHook, "/")
+				if !ok || mod == "" || hook == "" {
 					return usageError{fmt.Errorf("--run %q: want MODULE/HOOK", runHook)}
 				}
 				if runJail != engine.JailOff && runJail != engine.JailBwrap {
 					return usageError{fmt.Errorf("--jail %q: want bwrap or off", runJail)}
 				}
+				raw, err := parseInputFlags(runInputs)
+				if err != nil {
+					return err
+				}
+				run = &engine.RunRequest{Module: mod, Hook: hook, RawInputs: raw, Jail: runJail}
+			} else if len(runInputs) > 0 {
+				return usageError{errors.New("--input needs --run MODULE/HOOK")}
 			}
-			return a.serve(sshAddr, operators, mod, hook, runJail)
+			return a.serve(sshAddr, operators, run)
 		},
 	}
 	c.Flags().StringVar(&sshAddr, "ssh", "", "serve the console over SSH on ADDR (e.g. 127.0.0.1:2222; default: no SSH)")
 	c.Flags().StringVar(&operators, "operators", "", "operators file for --ssh: authorized_keys lines prefixed by operator or viewer")
 	// A test and ops convenience: start one hook when serving starts
 	// (e.g. to check a shutdown cancels it). Not part of the interface.
+	// If the hook cannot start, serve fails before it says "serving".
 	c.Flags().StringVar(&runHook, "run", "", "start MODULE/HOOK at startup (as the local operator)")
+	c.Flags().StringArrayVar(&runInputs, "input", nil, "an input of the --run hook as NAME=VALUE (repeatable); typed by the manifest")
 	c.Flags().StringVar(&runJail, "jail", engine.JailBwrap, "jail of the --run hook: bwrap (default) or off")
 	c.Flags().MarkHidden("run")
+	c.Flags().MarkHidden("input")
 	c.Flags().MarkHidden("jail")
 	return c
 }
 
-func (a *app) serve(sshAddr, operators, mod, hook, jail string) error {
+// serve runs the engine headless until a signal. With run, it starts that
+// hook first: if it cannot, serve fails (exit 1) before it says
+// "serving", with SSH and the control socket already closed again.
+func (a *app) serve(sshAddr, operators string, run *engine.RunRequest) error {
 	// Signals are caught before the engine opens, so that a SIGTERM
 	// arriving at any point from here on is a clean shutdown.
 	sigs := make(chan os.Signal, 1)
@@ -135,17 +149,20 @@ func (a *app) serve(sshAddr, operators, mod, hook, jail string) error {
 		srv = s
 	}
 
+	// Everything asked for is in place before serve says it is serving:
+	// a --run hook that cannot start (an unknown hook, a missing or
+	// malformed input) is an error, not a line in a log.
+	if run != nil {
+		h, err := e.StartRun(engine.LocalActor(), *run)
+		if err != nil {
+			return fmt.Errorf("--run %s/%s: %w", run.Module, run.Hook, err)
+		}
+		fmt.Fprintf(a.stderr, "run %s of %s/%s started (jail %s)\n", h.ID, run.Module, run.Hook, jailName(run.Jail))
+	}
 	if a.json {
 		a.emitJSON(map[string]any{"dataDir": e.DataDir(), "pid": os.Getpid(), "ssh": sshAddr, "control": ctl.Path()})
 	} else {
 		a.printf("serving data dir %s (pid %d) on %s\n", e.DataDir(), os.Getpid(), ctl.Path())
-	}
-	if mod != "" {
-		h, err := e.StartRun(engine.LocalActor(), engine.RunRequest{Module: mod, Hook: hook, Jail: jail})
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(a.stderr, "run %s of %s/%s started (jail %s)\n", h.ID, mod, hook, jailName(jail))
 	}
 
 	sig := <-sigs

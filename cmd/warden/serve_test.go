@@ -2,12 +2,14 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -226,5 +228,117 @@ func TestServeUsage(t *testing.T) {
 	}
 	if r := c.run("serve", "--operators", "/nonexistent"); r.code != 2 || !strings.Contains(r.stderr, "--operators needs --ssh") {
 		t.Errorf("--operators alone: %s", r)
+	}
+	if r := c.run("serve", "--input", "target=x"); r.code != 2 || !strings.Contains(r.stderr, "--input needs --run") {
+		t.Errorf("--input alone: %s", r)
+	}
+	if r := c.run("serve", "--run", "hello/greet", "--input", "target"); r.code != 2 || !strings.Contains(r.stderr, "want NAME=VALUE") {
+		t.Errorf("--input without =: %s", r)
+	}
+	if r := c.run("serve", "--run", "hello/greet", "--input", "a=1", "--input", "a=2"); r.code != 2 || !strings.Contains(r.stderr, "given twice") {
+		t.Errorf("--input twice: %s", r)
+	}
+}
+
+// TestServeRunInputs: serve's --run takes the hook's inputs (--input
+// NAME=VALUE, as hook run does): hello/greet, which needs target, runs
+// with it. Without the input the hook cannot start, and serve fails
+// (exit 1, saying why) before it says "serving", leaving the data dir free.
+func TestServeRunInputs(t *testing.T) {
+	base := privateDir(t, "warden-serve-run-")
+	bin := filepath.Join(base, "bin", "warden")
+	data := filepath.Join(base, "data")
+	if out, err := exec.Command(goTool(t), "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	if out, err := exec.Command(bin, "--data-dir", data, "module", "add", example(t, "hello")).CombinedOutput(); err != nil {
+		t.Fatalf("module add: %v: %s", err, out)
+	}
+
+	// Without target: an error, and no "serving".
+	var stdout, stderr lockedBuffer
+	cmd := exec.Command(bin, "--data-dir", data, "serve", "--run", "hello/greet", "--jail=off")
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	output := func() string { return "stdout:\n" + stdout.String() + "stderr:\n" + stderr.String() }
+	select {
+	case err := <-exited:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+			t.Errorf("serve --run without the input: %v, want exit 1\n%s", err, output())
+		}
+	case <-time.After(20 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("serve --run without the input still running after 20s\n%s", output())
+	}
+	if strings.Contains(stdout.String(), "serving") || !strings.Contains(stderr.String(), "warden: --run hello/greet: ") ||
+		!strings.Contains(stderr.String(), "target") {
+		t.Errorf("serve --run without the input:\n%s", output())
+	}
+	for _, name := range []string{"warden.pid", "control.sock"} {
+		if _, err := os.Stat(filepath.Join(data, name)); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s left behind: %v", name, err)
+		}
+	}
+
+	// With it: the run has the input and greets it.
+	stdout, stderr = lockedBuffer{}, lockedBuffer{}
+	cmd = exec.Command(bin, "--data-dir", data, "serve", "--run", "hello/greet", "--input", "target=serve", "--jail=off")
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited = make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() { cmd.Process.Kill() })
+	waitUntil(t, "serving", 20*time.Second, func() bool { return strings.Contains(stdout.String(), "serving data dir") }, output)
+	m := regexp.MustCompile(`run (\S+) of hello/greet started \(jail OFF\)`).FindStringSubmatch(stderr.String())
+	if m == nil {
+		t.Fatalf("no run started:\n%s", output())
+	}
+	id := m[1]
+	// Attached to serve, the CLI sees the run end (no operator is
+	// attached, so its confirm is answered no at once).
+	var runs []engine.RunRecord
+	waitUntil(t, "the run to end", 30*time.Second, func() bool {
+		out, err := exec.Command(bin, "--data-dir", data, "hook", "runs", "--json").Output()
+		runs = nil
+		return err == nil && json.Unmarshal(out, &runs) == nil && len(runs) == 1 && runs[0].Status != "running"
+	}, func() string { return fmt.Sprintf("runs %+v\n%s", runs, output()) })
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("serve exited %v after SIGTERM\n%s", err, output())
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatalf("serve still running 15s after SIGTERM\n%s", output())
+	}
+
+	e, err := engine.Open(engine.Options{DataDir: data})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	rs, err := e.Runs(0)
+	if err != nil || len(rs) != 1 || rs[0].ID != id || string(rs[0].Inputs) != `{"target":"serve"}` {
+		t.Fatalf("runs %+v %v, want run %s with target serve", rs, err, id)
+	}
+	lines, err := e.StreamLines(id, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text []string
+	for _, l := range lines {
+		text = append(text, l.Text)
+	}
+	if !strings.Contains(strings.Join(text, "\n"), "about to greet serve") {
+		t.Errorf("the run's stream does not greet serve:\n%s", strings.Join(text, "\n"))
 	}
 }
