@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"warden/engine"
 	"warden/engine/control"
 	"warden/engine/hands/handstest"
+	"warden/storage"
 	"warden/themes"
 	"warden/tui"
 )
@@ -334,5 +336,71 @@ func TestEveryVerbAttached(t *testing.T) {
 	}
 	if got := storagePID(t, c.dir); got != pid {
 		t.Fatalf("warden.pid says %d; serve (%d) should still hold the data dir", got, pid)
+	}
+}
+
+// TestAttachedHookRunCtrlC: ctrl-c on a `warden hook run` attached to
+// serve cancels the run in serve (receipted, its processes gone) and the
+// command exits 1 saying so; serve keeps serving.
+func TestAttachedHookRunCtrlC(t *testing.T) {
+	c := newCLI(t)
+	base := privateDir(t, "warden-attached-int-")
+	bin := wardenLink(t, base)
+	marker := fmt.Sprintf("3600.%09d", time.Now().UnixNano()%1e9)
+	mod := filepath.Join(base, "modules", "sleeper")
+	os.MkdirAll(mod, 0o755)
+	script := "#!/bin/sh\necho napping\nsleep " + marker + " &\nwait\n"
+	yaml := "id: sleeper\nversion: 1.0.0\ndescription: sleeps until cancelled\nhooks:\n  nap:\n    run: [./nap.sh]\n    timeout: 10m\n    idle_timeout: 10m\n"
+	if err := os.WriteFile(filepath.Join(mod, "nap.sh"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(mod, "module.yaml"), []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.ok("module", "add", mod)
+	t.Cleanup(func() {
+		for _, p := range procsWith(marker) {
+			pid, _, _ := strings.Cut(p, ":")
+			exec.Command("kill", "-9", pid).Run()
+		}
+	})
+
+	var serveOut lockedBuffer
+	srv := exec.Command(bin, "--data-dir", c.dir, "serve")
+	srv.Stdout, srv.Stderr = &serveOut, &serveOut
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { srv.Process.Signal(syscall.SIGTERM); srv.Wait() }()
+	waitUntil(t, "serve", 10*time.Second, func() bool { return strings.Contains(serveOut.String(), "serving data dir") }, serveOut.String)
+
+	var out, errb lockedBuffer
+	run := exec.Command(bin, "--data-dir", c.dir, "hook", "run", "sleeper", "nap", "--jail=off")
+	run.Stdout, run.Stderr = &out, &errb
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer run.Process.Kill()
+	more := func() string { return "stdout:\n" + out.String() + "stderr:\n" + errb.String() }
+	waitUntil(t, "the hook's first line", 10*time.Second, func() bool { return strings.Contains(out.String(), "napping") }, more)
+	waitUntil(t, "the hook's sleep", 10*time.Second, func() bool { return len(procsWith(marker)) > 0 }, more)
+	run.Process.Signal(syscall.SIGINT)
+	err := run.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(errb.String(), "cancelled") {
+		t.Fatalf("hook run after ctrl-c: %v\n%s", err, more())
+	}
+	waitUntil(t, "the hook's processes to go", 10*time.Second, func() bool { return len(procsWith(marker)) == 0 }, more)
+	var runs []storage.RunRecord
+	c.json(0, &runs, "hook", "runs")
+	if len(runs) != 1 || runs[0].Status != storage.RunCancelled || runs[0].Error != "cancelled by the operator" {
+		t.Fatalf("runs after ctrl-c: %+v", runs)
+	}
+	if srv.ProcessState != nil {
+		t.Fatal("serve stopped")
+	}
+	has := c.ok("receipts", "list", "--kind", "hook.end")
+	if !strings.Contains(has.stdout, "cancelled") {
+		t.Fatalf("hook.end receipt: %s", has)
 	}
 }
