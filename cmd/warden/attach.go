@@ -21,11 +21,7 @@ const attachWithin = 1500 * time.Millisecond
 // opens the store itself and serves it to others until it is closed.
 // Either way the command sees the same engine.Facade.
 func (a *app) openEngine() (engine.Facade, error) {
-	dir, err := engine.ResolveDataDir(a.dataDir)
-	if err != nil {
-		return nil, err
-	}
-	set, err := loadSettings()
+	dir, set, err := a.dataDirSettings()
 	if err != nil {
 		return nil, err
 	}
@@ -53,11 +49,7 @@ func (a *app) openEngine() (engine.Facade, error) {
 // the SSH server needs the engine itself). Another process serving the
 // data dir is an error that names it.
 func (a *app) openLocal(logf func(string, ...any)) (*engine.Engine, *control.Server, error) {
-	dir, err := engine.ResolveDataDir(a.dataDir)
-	if err != nil {
-		return nil, nil, err
-	}
-	set, err := loadSettings()
+	dir, set, err := a.dataDirSettings()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -67,6 +59,17 @@ func (a *app) openLocal(logf func(string, ...any)) (*engine.Engine, *control.Ser
 		return nil, nil, fmt.Errorf("warden (pid %d) already holds and serves %s: attach to it (any warden command does), or stop it first (kill %d)", pid, dir, pid)
 	}
 	return openServed(dir, set, 0, logf)
+}
+
+// dataDirSettings is the data dir a command means and the config file's
+// settings (a broken config file stops the command, naming file and line).
+func (a *app) dataDirSettings() (string, settings, error) {
+	dir, err := engine.ResolveDataDir(a.dataDir)
+	if err != nil {
+		return "", settings{}, err
+	}
+	set, err := loadSettings()
+	return dir, set, err
 }
 
 func openServed(dir string, set settings, lockTimeout time.Duration, logf func(string, ...any)) (*engine.Engine, *control.Server, error) {

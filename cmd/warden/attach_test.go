@@ -158,18 +158,29 @@ func TestConsoleAndCLIsShareOneEngine(t *testing.T) {
 	}
 }
 
+// startServe starts `warden serve` on dir and waits until it serves; the
+// test's end stops it (SIGTERM) if the test has not.
+func startServe(t *testing.T, bin, dir string) *exec.Cmd {
+	t.Helper()
+	var out lockedBuffer
+	srv := exec.Command(bin, "--data-dir", dir, "serve")
+	srv.Stdout, srv.Stderr = &out, &out
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		srv.Process.Signal(syscall.SIGTERM)
+		srv.Wait()
+	})
+	waitUntil(t, "serve", 10*time.Second, func() bool { return strings.Contains(out.String(), "serving data dir") }, out.String)
+	return srv
+}
+
 // attachedConsole starts `warden serve` on c's data dir and a console (in
 // this process, under teatest) attached to it.
 func attachedConsole(t *testing.T, c *cli, bin string) (*exec.Cmd, *teatest.TestModel, *screen) {
 	t.Helper()
-	var serveOut lockedBuffer
-	srv := exec.Command(bin, "--data-dir", c.dir, "serve")
-	srv.Stdout, srv.Stderr = &serveOut, &serveOut
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Process.Kill(); srv.Wait() })
-	waitUntil(t, "serve", 10*time.Second, func() bool { return strings.Contains(serveOut.String(), "serving data dir") }, serveOut.String)
+	srv := startServe(t, bin, c.dir)
 
 	a := &app{dataDir: c.dir, stdout: io.Discard, stderr: io.Discard}
 	e, err := a.openEngine()
@@ -263,17 +274,7 @@ func TestEveryVerbAttached(t *testing.T) {
 	hello := example(t, "hello")
 	c.ok("trust", "status") // a data dir to serve
 
-	var serveOut lockedBuffer
-	srv := exec.Command(bin, "--data-dir", c.dir, "serve")
-	srv.Stdout, srv.Stderr = &serveOut, &serveOut
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		srv.Process.Signal(syscall.SIGTERM)
-		srv.Wait()
-	}()
-	waitUntil(t, "serve", 10*time.Second, func() bool { return strings.Contains(serveOut.String(), "serving data dir") }, serveOut.String)
+	srv := startServe(t, bin, c.dir)
 	pid := srv.Process.Pid
 
 	has := func(r result, want string) {
@@ -346,33 +347,10 @@ func TestAttachedHookRunCtrlC(t *testing.T) {
 	c := newCLI(t)
 	base := privateDir(t, "warden-attached-int-")
 	bin := wardenLink(t, base)
-	marker := fmt.Sprintf("3600.%09d", time.Now().UnixNano()%1e9)
-	mod := filepath.Join(base, "modules", "sleeper")
-	os.MkdirAll(mod, 0o755)
-	script := "#!/bin/sh\necho napping\nsleep " + marker + " &\nwait\n"
-	yaml := "id: sleeper\nversion: 1.0.0\ndescription: sleeps until cancelled\nhooks:\n  nap:\n    run: [./nap.sh]\n    timeout: 10m\n    idle_timeout: 10m\n"
-	if err := os.WriteFile(filepath.Join(mod, "nap.sh"), []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(mod, "module.yaml"), []byte(yaml), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	mod, marker := sleeperModule(t, base)
 	c.ok("module", "add", mod)
-	t.Cleanup(func() {
-		for _, p := range procsWith(marker) {
-			pid, _, _ := strings.Cut(p, ":")
-			exec.Command("kill", "-9", pid).Run()
-		}
-	})
 
-	var serveOut lockedBuffer
-	srv := exec.Command(bin, "--data-dir", c.dir, "serve")
-	srv.Stdout, srv.Stderr = &serveOut, &serveOut
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { srv.Process.Signal(syscall.SIGTERM); srv.Wait() }()
-	waitUntil(t, "serve", 10*time.Second, func() bool { return strings.Contains(serveOut.String(), "serving data dir") }, serveOut.String)
+	srv := startServe(t, bin, c.dir)
 
 	var out, errb lockedBuffer
 	run := exec.Command(bin, "--data-dir", c.dir, "hook", "run", "sleeper", "nap", "--jail=off")

@@ -82,30 +82,10 @@ func TestServeSIGTERMCancelsRunningHook(t *testing.T) {
 	if out, err := exec.Command(goTool(t), "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	// The sleep's argument is this test's own marker, so a survivor is
-	// found by its command line whatever its pid.
-	marker := fmt.Sprintf("3600.%09d", time.Now().UnixNano()%1e9)
-	mod := filepath.Join(base, "modules", "sleeper")
-	if err := os.MkdirAll(mod, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	script := "#!/bin/sh\necho \"napping in $$\"\nsleep " + marker + " &\necho \"child $!\"\nwait\n"
-	yaml := "id: sleeper\nversion: 1.0.0\ndescription: sleeps until cancelled\nhooks:\n  nap:\n    run: [./nap.sh]\n    timeout: 10m\n    idle_timeout: 10m\n"
-	if err := os.WriteFile(filepath.Join(mod, "nap.sh"), []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(mod, "module.yaml"), []byte(yaml), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	mod, marker := sleeperModule(t, base)
 	if out, err := exec.Command(bin, "--data-dir", data, "module", "add", mod).CombinedOutput(); err != nil {
 		t.Fatalf("module add: %v: %s", err, out)
 	}
-	t.Cleanup(func() {
-		for _, p := range procsWith(marker) {
-			pid, _, _ := strings.Cut(p, ":")
-			exec.Command("kill", "-9", pid).Run()
-		}
-	})
 
 	var stdout, stderr lockedBuffer
 	cmd := exec.Command(bin, "--data-dir", data, "serve", "--run", "sleeper/nap", "--jail=off")
@@ -189,6 +169,34 @@ func TestServeSIGTERMCancelsRunningHook(t *testing.T) {
 	if err != nil || len(runs) != 1 || runs[0].Status != "cancelled" || runs[0].Error != "the engine is shutting down" {
 		t.Fatalf("runs %+v %v", runs, err)
 	}
+}
+
+// sleeperModule writes module sleeper under base: its hook nap says
+// "napping", then waits on a sleep whose argument is marker, so a survivor
+// is found by its command line whatever its pid (and killed when the test
+// ends).
+func sleeperModule(t *testing.T, base string) (dir, marker string) {
+	t.Helper()
+	marker = fmt.Sprintf("3600.%09d", time.Now().UnixNano()%1e9)
+	dir = filepath.Join(base, "modules", "sleeper")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	script := "#!/bin/sh\necho \"napping in $$\"\nsleep " + marker + " &\necho \"child $!\"\nwait\n"
+	yaml := "id: sleeper\nversion: 1.0.0\ndescription: sleeps until cancelled\nhooks:\n  nap:\n    run: [./nap.sh]\n    timeout: 10m\n    idle_timeout: 10m\n"
+	if err := os.WriteFile(filepath.Join(dir, "nap.sh"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "module.yaml"), []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, p := range procsWith(marker) {
+			pid, _, _ := strings.Cut(p, ":")
+			exec.Command("kill", "-9", pid).Run()
+		}
+	})
+	return dir, marker
 }
 
 func storagePID(t *testing.T, data string) int {
