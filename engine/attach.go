@@ -51,9 +51,9 @@ type EngineGoneError struct {
 
 func (e *EngineGoneError) Error() string {
 	if e.Closed {
-		return fmt.Sprintf("the warden process serving %s (pid %d) let go of it", e.DataDir, e.PID)
+		return fmt.Sprintf("the engine stopped on purpose: the warden process serving %s (pid %d) let go of it", e.DataDir, e.PID)
 	}
-	return fmt.Sprintf("the warden process serving %s (pid %d) went away", e.DataDir, e.PID)
+	return fmt.Sprintf("the warden process serving %s (pid %d) went away without saying goodbye (it crashed or was killed)", e.DataDir, e.PID)
 }
 
 // Is makes errors.Is(err, ErrEngineGone) true.

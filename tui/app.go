@@ -143,10 +143,14 @@ type App struct {
 	closed   bool
 	// eventMsgs counts event messages (tests check lines are batched).
 	eventMsgs int
-	// attachedPID is the process serving the engine (0: this one); gone
-	// is why it stopped serving, until the operator takes over or quits.
+	// attachedPID is the process serving the engine (0: this one). When
+	// it stops serving, exactly one of two things is set until the data
+	// dir is ours or the operator quits: gone, if it died (the operator
+	// is told and decides), or stopped, if it let go on purpose (the
+	// console takes over by itself and never shows a crash).
 	attachedPID int
 	gone        error
+	stopped     error
 	takingOver  bool
 	owned       []engine.Facade // engines opened by a takeover, closed by Close
 }
@@ -291,8 +295,9 @@ func (a *App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		case a.closed || !errors.As(msg.err, &gone):
 		case gone.Closed && a.sh.opts.Takeover != nil:
 			// It let go on purpose (a command that finished, a stopped
-			// serve): carry on without bothering the operator.
-			a.gone = msg.err
+			// serve): carry on without bothering the operator, and
+			// without ever drawing it as a crash.
+			a.stopped = msg.err
 			return a, a.takeover()
 		default:
 			a.engineGone(msg.err)
@@ -489,7 +494,7 @@ func (a *App) ring(r engine.Request) tea.Cmd {
 // shown is lost (storage is the truth); the operator may take over the
 // data dir or quit.
 func (a *App) engineGone(err error) {
-	a.gone = err
+	a.gone, a.stopped = err, nil
 	a.overlay = textOverlay(a.sh, "The engine went away", fmt.Sprintf(
 		"%v.\n\nNothing is lost: runs, requests and receipts are in the data dir. "+
 			"Runs that process was running were cancelled or failed with it; their receipts say which.\n\n"+
@@ -517,8 +522,10 @@ func (a *App) takeover() tea.Cmd {
 func (a *App) tookOver(m takeoverMsg) tea.Cmd {
 	a.takingOver = false
 	if m.err != nil {
-		if a.overlay == nil {
-			a.engineGone(a.gone)
+		if a.gone == nil {
+			// A clean hand-over that could not be completed: now the
+			// operator has to decide, as after a crash.
+			a.engineGone(a.stopped)
 		}
 		a.sh.setStatus("taking over failed: "+oneLine(m.err.Error())+"; t tries again", true)
 		return nil
@@ -533,7 +540,7 @@ func (a *App) tookOver(m takeoverMsg) tea.Cmd {
 		a.detach = nil
 	}
 	a.owned = append(a.owned, m.e)
-	a.sh.e, a.attachedPID, a.gone, a.overlay = m.e, m.pid, nil, nil
+	a.sh.e, a.attachedPID, a.gone, a.stopped, a.overlay = m.e, m.pid, nil, nil, nil
 	a.sub = m.e.Subscribe()
 	if !a.sh.opts.NoAttach {
 		a.detach = m.e.AttachOperator()
@@ -596,6 +603,8 @@ func (a *App) header(w int) string {
 	switch {
 	case a.gone != nil:
 		right = sep + th.JailOff.Render(fmt.Sprintf(" ⚠ ENGINE (pid %d) GONE: t takes over ", a.attachedPID)) + right
+	case a.stopped != nil:
+		right = sep + th.HeaderVal.Render(fmt.Sprintf("pid %d stopped: taking over", a.attachedPID)) + right
 	case a.attachedPID != 0:
 		right = sep + th.HeaderVal.Render(fmt.Sprintf("attached to pid %d", a.attachedPID)) + right
 	}

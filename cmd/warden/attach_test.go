@@ -382,3 +382,49 @@ func TestAttachedHookRunCtrlC(t *testing.T) {
 		t.Fatalf("hook.end receipt: %s", has)
 	}
 }
+
+// TestAttachedHookRunWhenServeStops: a `hook run` attached to a serve
+// that is stopped on purpose (SIGTERM) says the engine stopped on
+// purpose; one whose serve is killed says it went away. Only a real death
+// reads as a crash.
+func TestAttachedHookRunWhenServeStops(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		sig     syscall.Signal
+		want    string
+		notWant string
+	}{
+		{"sigterm", syscall.SIGTERM, "the engine stopped on purpose", "crashed"},
+		{"sigkill", syscall.SIGKILL, "crashed or was killed", "on purpose"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCLI(t)
+			base := privateDir(t, "warden-attached-stop-")
+			bin := wardenLink(t, base)
+			mod, marker := sleeperModule(t, base)
+			c.ok("module", "add", mod)
+			srv := startServe(t, bin, c.dir)
+
+			var out, errb lockedBuffer
+			run := exec.Command(bin, "--data-dir", c.dir, "hook", "run", "sleeper", "nap", "--jail=off")
+			run.Stdout, run.Stderr = &out, &errb
+			if err := run.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer run.Process.Kill()
+			more := func() string { return "stdout:\n" + out.String() + "stderr:\n" + errb.String() }
+			waitUntil(t, "the hook's sleep", 10*time.Second, func() bool { return len(procsWith(marker)) > 0 }, more)
+
+			srv.Process.Signal(tc.sig)
+			srv.Wait()
+			err := run.Wait()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+				t.Fatalf("hook run after its serve got %s: %v\n%s", tc.sig, err, more())
+			}
+			if !strings.Contains(errb.String(), tc.want) || strings.Contains(errb.String(), tc.notWant) {
+				t.Fatalf("hook run after its serve got %s: want %q and not %q in:\n%s", tc.sig, tc.want, tc.notWant, more())
+			}
+		})
+	}
+}

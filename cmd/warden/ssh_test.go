@@ -480,6 +480,9 @@ func TestSSHServeSIGTERMRestoresTerminals(t *testing.T) {
 		}
 		// What the client got after it last entered the alternate screen.
 		raw := con.screen.String()
+		if strings.Contains(raw, "GONE") {
+			t.Errorf("console %d showed a crash for a clean shutdown:\n%q", i, lastN(raw, 600))
+		}
 		j := strings.LastIndex(raw, ansi.SetAltScreenSaveCursorMode)
 		if j < 0 {
 			t.Errorf("console %d never entered the alternate screen", i)

@@ -93,6 +93,11 @@ func Dial(dataDir string) (*Client, error) {
 	case m.Op == opRefused:
 		nc.Close()
 		return nil, fmt.Errorf("the engine serving %s refused this process: %w", dataDir, decodeError(m.Error))
+	case m.Op == opBye:
+		// It is letting go of the data dir as we arrive: nobody will
+		// serve it, and the caller may open it once it is free.
+		nc.Close()
+		return nil, fmt.Errorf("%w: the engine serving %s is stopping", ErrNoServer, dataDir)
 	case m.Op != opWelcome:
 		nc.Close()
 		return nil, fmt.Errorf("attaching to the engine serving %s: expected welcome, got %q", dataDir, m.Op)

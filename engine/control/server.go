@@ -29,6 +29,7 @@ import (
 	"reflect"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -118,15 +119,41 @@ func (s *Server) Close() error {
 	// Remove the name first, so no client dials a server that is going.
 	os.Remove(s.path)
 	err := s.ln.Close()
+	// Every client is told at once, in parallel: one that does not read
+	// costs the others nothing.
+	var wg sync.WaitGroup
 	for _, c := range conns {
-		// Goodbye tells a client this was on purpose: a console may take
-		// the data dir over at once instead of reporting a crash.
-		c.nc.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
-		c.w.send(message{Op: opBye})
-		c.nc.Close()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.sayBye()
+		}()
 	}
+	wg.Wait()
 	s.wg.Wait()
 	return err
+}
+
+// sayBye tells the client this is on purpose, then hangs up: a console
+// takes the data dir over at once instead of reporting a crash, and an
+// attached command says the engine stopped. Invariant: bye is the last
+// line the client reads, and nothing queued can hold it back past
+// byeWithin: the relays stop first, so a flood of events being forwarded
+// never stands in front of it.
+func (c *conn) sayBye() {
+	c.leaving.Store(true)
+	c.mu.Lock()
+	subs := make([]*engine.Subscription, 0, len(c.subs))
+	for _, sub := range c.subs {
+		subs = append(subs, sub)
+	}
+	c.mu.Unlock()
+	for _, sub := range subs {
+		sub.Close()
+	}
+	c.nc.SetWriteDeadline(time.Now().Add(byeWithin))
+	c.w.send(message{Op: opBye})
+	c.nc.Close()
 }
 
 func (s *Server) accept() {
@@ -237,6 +264,9 @@ type conn struct {
 	nextAsk uint64
 	gone    bool // hung up: nothing new is registered
 	wg      sync.WaitGroup
+	// leaving is set when the server says goodbye: relays send nothing
+	// more, so the goodbye is not queued behind events.
+	leaving atomic.Bool
 }
 
 // call is a call in flight or a run it started.
@@ -456,7 +486,7 @@ func (c *conn) handle(ctx context.Context, m message) {
 func (c *conn) relay(id uint64, sub *engine.Subscription) {
 	for {
 		ev, err := sub.Next(context.Background())
-		if err != nil {
+		if err != nil || c.leaving.Load() {
 			return
 		}
 		if c.w.send(message{Op: opEvent, ID: id, Event: &ev}) != nil {

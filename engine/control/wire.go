@@ -24,6 +24,7 @@ const (
 	maxReply    = 256 << 20
 	maxConns    = 64
 	helloWithin = 5e9 // ns: a connection that says nothing is closed
+	byeWithin   = 2e9 // ns: a client that will not take the goodbye is hung up on
 )
 
 // Ops, client to server.
