@@ -58,8 +58,9 @@ func (a *app) doctorCommand() *cobra.Command {
 	return c
 }
 
-// operatorsChecks reports an operators file: one warning per malformed
-// line (it is skipped; the other lines keep working), or ok.
+// operatorsChecks reports an operators file: one problem per malformed
+// line, or ok. serve skips such a line and the others keep working, but
+// doctor was asked about this file, so a bad line fails it (exit 1).
 func operatorsChecks(path string) []engine.Check {
 	problems := checkOperatorsFile(path)
 	if len(problems) == 0 {
@@ -67,7 +68,7 @@ func operatorsChecks(path string) []engine.Check {
 	}
 	out := make([]engine.Check, len(problems))
 	for i, p := range problems {
-		out[i] = engine.Check{Name: "operators file", Status: "problem", Warning: true, Detail: p,
+		out[i] = engine.Check{Name: "operators file", Status: "problem", Detail: p,
 			Fix: "edit that line to `operator|viewer ssh-ed25519 AAAA... name`, or remove it (it is skipped until then)"}
 	}
 	return out

@@ -48,6 +48,10 @@ failed and evidence/initialization-failure.json says what was left.`,
 			if err := requireFlags(cmd, "root", "engine-socket", "image", "access"); err != nil {
 				return err
 			}
+			if access != hands.AccessFiles && access != hands.AccessNone {
+				return usageError{fmt.Errorf("--access %q: want %s (the workspace may be read and written) or %s\nsee `%s --help`",
+					access, hands.AccessFiles, hands.AccessNone, cmd.CommandPath())}
+			}
 			ctx, stop := a.signalContext()
 			defer stop()
 			return a.withEngine(func(e engine.Facade) error {

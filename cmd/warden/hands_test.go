@@ -72,6 +72,12 @@ func TestHandsVerbs(t *testing.T) {
 	if r := c.run("hands", "init", "--root", filepath.Join(base, "x"), "--image", handstest.Image, "--access", "files"); r.code != 2 || !strings.Contains(r.stderr, "--engine-socket is required") {
 		t.Errorf("no socket: %s", r)
 	}
+	if r := c.run("hands", "init", "--root", filepath.Join(base, "x"), "--engine-socket", sock, "--image", handstest.Image, "--access", "rw"); r.code != 2 || !strings.Contains(r.stderr, `--access "rw": want files`) {
+		t.Errorf("--access rw: %s", r)
+	}
+	if _, err := os.Stat(filepath.Join(base, "x")); !os.IsNotExist(err) {
+		t.Errorf("a usage error created the root: %v", err)
+	}
 	if r := c.run("hands", "status"); r.code != 2 {
 		t.Errorf("status without root: %s", r)
 	}

@@ -402,8 +402,9 @@ func TestSSHHostKeyRefusals(t *testing.T) {
 	}
 }
 
-// Doctor reports a malformed operators line by its number, as a warning:
-// the line is skipped, so warden still works.
+// Doctor reports a malformed operators line by its number and exits 1:
+// serve skips the line, but the operator who asked doctor to check the
+// file has a line to fix (scripts rely on the exit code).
 func TestDoctorReportsOperatorsFile(t *testing.T) {
 	c := newCLI(t)
 	needBwrap(t)
@@ -417,7 +418,7 @@ func TestDoctorReportsOperatorsFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := c.run("doctor", "--operators", path)
-	if r.code != 0 || !strings.Contains(r.stdout, "operators file") || !strings.Contains(r.stdout, "line 2") {
+	if r.code != 1 || !strings.Contains(r.stdout, "operators file") || !strings.Contains(r.stdout, "line 2") {
 		t.Errorf("doctor --operators: %s", r)
 	}
 }

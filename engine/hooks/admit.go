@@ -160,7 +160,12 @@ func AdmitModulePath(path string) error {
 				extra = ", sticky bit or not: modules are code"
 			}
 			fix := "chmod go-w " + in.path
-			if anc != "" {
+			switch {
+			case anc != "" && in.fi.Mode()&fs.ModeSticky != 0:
+				// A shared scratch dir such as /tmp: loosening it would
+				// break the machine, so the only advice is to move.
+				fix = "copy the module to a private directory (one only root or you can write, such as one under your home) and add it from there"
+			case anc != "":
 				fix += " (or move the module under a directory that only root or you can write)"
 			}
 			return refuse(anc, fmt.Sprintf("is %s (mode %s%s) (check: not group/world-writable)", who, mode, extra), fix)
