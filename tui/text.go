@@ -23,6 +23,13 @@ const cutMarker = "…→"
 // ␛), so a hook cannot drive the terminal.
 func cell(r rune, col int) (s string, w int) { return termsafe.Rune(r, col) }
 
+// safe is a hook's or module author's string escaped for one line of the
+// console, whole (plain also cuts it to a width). Every such string goes
+// through one of the two before lipgloss or the terminal sees it:
+// lipgloss measures and cuts escape sequences as styling, it does not
+// neutralise them.
+func safe(s string) string { return termsafe.String(s) }
+
 // textWidth is the display width of s as cells would draw it.
 func textWidth(s string) int {
 	col := 0
