@@ -104,7 +104,7 @@ func (a *app) serve(sshAddr, operators string, run *engine.RunRequest) error {
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
 
-	logf := func(format string, args ...any) { fmt.Fprintf(a.stderr, format+"\n", args...) }
+	logf := func(format string, args ...any) { fmt.Fprintln(a.stderr, safe(fmt.Sprintf(format, args...))) }
 	e, ctl, err := a.openLocal(logf)
 	if err != nil {
 		return err

@@ -38,6 +38,7 @@ import (
 	"warden/engine"
 	"warden/themes"
 	"warden/tui"
+	"warden/tui/termsafe"
 )
 
 func init() {
@@ -348,7 +349,7 @@ func startSSH(ctx context.Context, e *engine.Engine, cfg sshConfig) (*sshServer,
 				next(s)
 				return
 			}
-			io.WriteString(s, sshStatus(e))
+			io.WriteString(s, termsafe.Text(sshStatus(e)))
 			s.Exit(0)
 		}
 	}
