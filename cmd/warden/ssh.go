@@ -256,7 +256,7 @@ func startSSH(ctx context.Context, e *engine.Engine, cfg sshConfig) (*sshServer,
 	if cfg.Log == nil {
 		cfg.Log = os.Stderr
 	}
-	logger := log.New(cfg.Log, "warden ssh: ", log.LstdFlags)
+	logger := log.New(safeLog{cfg.Log}, "warden ssh: ", log.LstdFlags)
 	if _, err := os.Stat(cfg.Operators); err != nil {
 		return nil, fmt.Errorf("operators file: %w", err)
 	}
@@ -506,6 +506,19 @@ func themeWithRenderer(th themes.Theme, r *lipgloss.Renderer) themes.Theme {
 		}
 	}
 	return th
+}
+
+// safeLog writes each log entry escaped on one line (log.Logger writes
+// one entry per Write). The session log quotes what an SSH client chose:
+// its user name, version string and TERM.
+type safeLog struct{ w io.Writer }
+
+func (l safeLog) Write(p []byte) (int, error) {
+	s := strings.TrimSuffix(string(p), "\n")
+	if _, err := io.WriteString(l.w, termsafe.String(s)+"\n"); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
 // sshStatus is the one-screen status of a session without a terminal.
