@@ -28,6 +28,18 @@ import (
 // TabWidth is the distance between tab stops.
 const TabWidth = 4
 
+// tabSpaces is a whole tab's spaces; a tab takes a prefix of it.
+const tabSpaces = "    "
+
+// pictures are the Unicode control pictures of the C0 controls, built
+// once so that drawing one does not allocate.
+var pictures = func() (p [0x20]string) {
+	for r := range p {
+		p[r] = string(rune(0x2400 + r))
+	}
+	return p
+}()
+
 // Rune is how r is drawn when it starts at display column col: the text to
 // write and the cells it takes. It is the one escaping rule; String, Text
 // and the console's line drawing are all built on it.
@@ -35,9 +47,9 @@ func Rune(r rune, col int) (s string, w int) {
 	switch {
 	case r == '\t':
 		n := TabWidth - col%TabWidth
-		return strings.Repeat(" ", n), n
+		return tabSpaces[:n], n
 	case r < 0x20:
-		return string(rune(0x2400 + r)), 1 // control pictures: ␀ … ␟
+		return pictures[r], 1 // control pictures: ␀ … ␟
 	case r < 0x7f:
 		return string(r), 1
 	case r == 0x7f:
@@ -61,8 +73,18 @@ func Escapes(r rune) bool {
 		return true
 	case r == utf8.RuneError:
 		return true
+	// Format (Cf) and separator (Zl, Zp) characters live in a few
+	// blocks: most text (Latin, Cyrillic, CJK, emoji) is decided here,
+	// without a table lookup. TestEscapesMatchesUnicode holds these
+	// ranges to the unicode tables, rune by rune.
+	case r < 0x600:
+		return r == 0xad // SOFT HYPHEN
+	case r >= 0x2070 && r < 0xfeff, r >= 0xff00 && r < 0xfff9, r >= 0x1f000 && r < 0xe0000:
+		return false
+	case r == 0x2028 || r == 0x2029:
+		return true
 	}
-	return unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp)
+	return unicode.Is(unicode.Cf, r)
 }
 
 // Safe reports whether s is drawn as itself: String(s) == s.
@@ -103,6 +125,11 @@ func write(b *strings.Builder, s string, col int) int {
 		if r >= 0x20 && r < 0x7f {
 			b.WriteByte(byte(r))
 			col++
+			continue
+		}
+		if r != '\t' && !Escapes(r) { // Rune's last case, without a copy
+			b.WriteRune(r)
+			col += runewidth.RuneWidth(r)
 			continue
 		}
 		c, w := Rune(r, col)

@@ -102,6 +102,17 @@ func TestJSONStaysExactAndSafe(t *testing.T) {
 	}
 }
 
+// TestEscapesMatchesUnicode checks Escapes's fast ranges against the
+// unicode tables for every rune.
+func TestEscapesMatchesUnicode(t *testing.T) {
+	for r := rune(0); r <= unicode.MaxRune; r++ {
+		want := r < 0x20 || (r >= 0x7f && r < 0xa0) || r == utf8.RuneError || unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp)
+		if Escapes(r) != want {
+			t.Errorf("Escapes(%U) = %v, want %v", r, !want, want)
+		}
+	}
+}
+
 // assertSafe fails if s holds anything a terminal would act on.
 func assertSafe(t testing.TB, s string) {
 	t.Helper()
