@@ -123,7 +123,7 @@ func (a *app) serve(sshAddr, operators string, run *engine.RunRequest) error {
 		if srv != nil {
 			sctx, scancel := context.WithTimeout(context.Background(), sshShutdownTimeout)
 			if err := srv.Shutdown(sctx); err != nil {
-				fmt.Fprintf(a.stderr, "ssh: %v\n", err)
+				fmt.Fprintf(a.stderr, "ssh: %s\n", safe(err.Error()))
 			}
 			scancel()
 		}

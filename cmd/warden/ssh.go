@@ -531,7 +531,7 @@ func sshStatus(e *engine.Engine) string {
 	} else {
 		fmt.Fprintf(&b, "Pending requests: %d\n", len(reqs))
 		for _, r := range reqs {
-			fmt.Fprintf(&b, "  #%-4d %-24s %s/%s run %s\n", r.ID, r.Operation, r.Requester.Module, r.Requester.Hook, r.Requester.Run)
+			fmt.Fprintf(&b, "  #%-4d %-24s %s/%s run %s\n", r.ID, safe(r.Operation), safe(r.Requester.Module), safe(r.Requester.Hook), safe(r.Requester.Run))
 		}
 	}
 	runs, err := e.Runs(200)
@@ -547,7 +547,7 @@ func sshStatus(e *engine.Engine) string {
 	}
 	fmt.Fprintf(&b, "\nRunning hooks: %d\n", len(running))
 	for _, r := range running {
-		fmt.Fprintf(&b, "  %s/%s run %s by %s since %s\n", r.Module, r.Hook, r.ID, r.Actor, r.Started.Format(time.RFC3339))
+		fmt.Fprintf(&b, "  %s/%s run %s by %s since %s\n", safe(r.Module), safe(r.Hook), safe(r.ID), safe(r.Actor), r.Started.Format(time.RFC3339))
 	}
 	return b.String()
 }
