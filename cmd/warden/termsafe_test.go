@@ -20,6 +20,7 @@ import (
 	gossh "golang.org/x/crypto/ssh"
 
 	"warden/engine"
+	"warden/engine/hands"
 	"warden/engine/hookkit"
 	"warden/engine/perms"
 )
@@ -421,3 +422,26 @@ func TestSSHLogEscapesWhatTheClientChose(t *testing.T) {
 		t.Errorf("the session log is not escaped:\n%q", log)
 	}
 }
+
+// TestHandsStatusEscapesWhatItQuotes: hands status quotes the recorded
+// receipt (a file in the root) and what the engine says; a receipt or a
+// container state carrying control sequences is shown escaped. (The
+// verbs need a Docker Engine; this is their printer, in-process.)
+func TestHandsStatusEscapesWhatItQuotes(t *testing.T) {
+	var out bytes.Buffer
+	a := &app{stdout: &out, stderr: io.Discard}
+	a.printStatus(hands.StatusReport{
+		Root: "/srv/hands/a", Phase: hands.Phase("ready" + hostileText), Engine: "ok", EngineSocket: "/run/docker.sock",
+		ContainerID: "0123456789abcdef", Generation: hostileText,
+		Container:  hands.ContainerStatus{State: "running" + hostileText, StartedAt: hostileText},
+		Unrecorded: []string{"fedcba9876543210"},
+		Drift:      []hands.Drift{{Problem: hostileText, Fix: "fix\n" + hostileText}},
+	})
+	assertTerminalSafe(t, "hands status", out.String())
+	if !strings.Contains(out.String(), "  - "+termsafeEscaped) || !strings.Contains(out.String(), "fix: fix␊before␛[2J") {
+		t.Errorf("hands status does not show the escaped text:\n%s", out.String())
+	}
+}
+
+// termsafeEscaped is hostileText as the CLI shows it.
+const termsafeEscaped = "before␛[2J␛]52;c;cm0gLXJmIH4=␇␛]0;pwned␇safe␍EVIL␀nul�31m�done"
