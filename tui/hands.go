@@ -235,16 +235,16 @@ func (p *handsPane) view(w, h int) string {
 		case "prepared", "creating", "running":
 			st = th.RunRunning
 		}
-		row := fmt.Sprintf("%s %-9s %s", mark, r.Phase, r.Root)
+		row := fmt.Sprintf("%s %-9s %s", mark, safe(r.Phase), safe(r.Root))
 		tail := fmt.Sprintf("  %s · access %s · updated %s ago", r.Image, r.Access, shortDur(now.Sub(r.Updated)))
 		if i == p.sel {
 			out = append(out, fit(th.Selected.Render(row)+th.Dim.Render(plain(tail, max(w-textWidth(row), 1))), w))
 		} else {
-			out = append(out, fit(mark+" "+st.Render(fmt.Sprintf("%-9s", r.Phase))+" "+r.Root+th.Dim.Render(plain(tail, max(w-textWidth(row), 1))), w))
+			out = append(out, fit(mark+" "+st.Render(fmt.Sprintf("%-9s", safe(r.Phase)))+" "+safe(r.Root)+th.Dim.Render(plain(tail, max(w-textWidth(row), 1))), w))
 		}
 	}
 	if p.busy != "" {
-		out = append(out, th.Dim.Render("asking the Docker engine about "+p.busy+" …"))
+		out = append(out, th.Dim.Render("asking the Docker engine about "+safe(p.busy)+" …"))
 	}
 	for len(out) < h-1 {
 		out = append(out, "")

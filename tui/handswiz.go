@@ -192,9 +192,9 @@ func (z *handsWizard) open(which int) tea.Cmd {
 			width = max(width, len(im.Ref))
 		}
 		for _, im := range z.images {
-			label := im.Ref
+			label := safe(im.Ref)
 			if im.Ref != im.ID {
-				label = fmt.Sprintf("%-*s  %s", width, im.Ref, im.ID)
+				label = fmt.Sprintf("%-*s  %s", width, safe(im.Ref), safe(im.ID))
 			}
 			opts = append(opts, huh.NewOption(label, im.Ref))
 		}
@@ -220,7 +220,7 @@ func (z *handsWizard) open(which int) tea.Cmd {
 	case formFinish:
 		opts := make([]huh.Option[string], 0, len(z.finishable))
 		for _, r := range z.finishable {
-			opts = append(opts, huh.NewOption(fmt.Sprintf("%s  (%s, container %s)", r.Root, r.Phase, shortID(r.ContainerID)), r.Root))
+			opts = append(opts, huh.NewOption(fmt.Sprintf("%s  (%s, container %s)", safe(r.Root), safe(r.Phase), safe(shortID(r.ContainerID))), r.Root))
 		}
 		z.confirmed = false
 		groups = append(groups,
@@ -228,7 +228,7 @@ func (z *handsWizard) open(which int) tea.Cmd {
 				Description("the roots this data dir knows that are not finished").
 				Options(opts...).Value(&z.root)).Title(z.title("which root")),
 			huh.NewGroup(huh.NewConfirm().Key("confirm").
-				TitleFunc(func() string { return "Finish " + z.root + "?" }, &z.root).
+				TitleFunc(func() string { return "Finish " + safe(z.root) + "?" }, &z.root).
 				Description("stops exactly the recorded container (only if it still carries this root's owner label and is the recorded generation), writes phase finished and revokes every grant of the root's policy").
 				Affirmative("Finish").Negative("Cancel").Value(&z.confirmed)).Title(z.title("confirm")),
 		)
@@ -248,9 +248,9 @@ func (z *handsWizard) summary() string {
 		access = "none (no workspace access)"
 	}
 	return strings.Join([]string{
-		"root    " + z.root,
+		"root    " + safe(z.root),
 		"engine  " + z.socket,
-		"image   " + z.image,
+		"image   " + safe(z.image),
 		"access  " + access,
 		"owner   " + string(z.sh.opts.Actor),
 		"",
@@ -788,7 +788,7 @@ func wrapStyled(st styleT, s string, width int) []string {
 // indented by rest.
 func wrapHanging(st styleT, first, rest, s string, width int) []string {
 	var out []string
-	for i, l := range wordWrap(s, max(width-textWidth(rest), 10)) {
+	for i, l := range wordWrap(safe(s), max(width-textWidth(rest), 10)) {
 		pre := rest
 		if i == 0 {
 			pre = first
@@ -905,7 +905,7 @@ func (z *handsWizard) progressLines(w int) []string {
 	case z.err != nil:
 		out = append(out, z.failureView(w)...)
 	case z.kind == wizInit:
-		out = append(out, th.RunOK.Render(fmt.Sprintf("✓ ready: container %s from %s, access %s", shortID(z.initRes.ContainerID), z.image, z.access)))
+		out = append(out, th.RunOK.Render(fmt.Sprintf("✓ ready: container %s from %s, access %s", safe(shortID(z.initRes.ContainerID)), safe(z.image), safe(z.access))))
 		out = append(out, th.Dim.Render("x finishes it · s shows status and drift · enter closes"))
 	default:
 		msg := "✓ finished"
@@ -926,7 +926,7 @@ func (z *handsWizard) failureView(w int) []string {
 	out := wrapHanging(th.StatusErr, th.StatusErr.Render("✗ "), "  ", oneLine(z.err.Error()), w-2)
 	out = append(out, "")
 	var failed *engine.HandsInitFailedError
-	evidence := z.root + "/" + engine.HandsEvidenceDir + "/"
+	evidence := safe(z.root) + "/" + engine.HandsEvidenceDir + "/"
 	switch {
 	case errors.As(z.err, &failed):
 		out = append(out, th.HeaderKey.Render("evidence ")+evidence)

@@ -86,6 +86,14 @@ func hookMain(args []string) int {
 		if err := c.Log(args[1], args[2]); err != nil {
 			return 1
 		}
+	case "hostile":
+		// hostileText everywhere a hook can put text the console shows.
+		fmt.Println(hostileText)
+		c.Log("info", hostileText)
+		if _, err := c.Confirm("line one\n" + hostileText); err != nil {
+			return 1
+		}
+		c.Fail("hostile", hostileText)
 	}
 	return 0
 }

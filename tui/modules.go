@@ -267,7 +267,7 @@ func (p *modulesPane) view(w, h int) string {
 		var line string
 		if r.hook == "" {
 			m := r.mod
-			line = fmt.Sprintf("%s %s %s", mark, m.Record.ID, m.Record.Version)
+			line = fmt.Sprintf("%s %s %s", mark, safe(m.Record.ID), safe(m.Record.Version))
 			if m.Manifest == nil {
 				line = fit(line, 24) + " " + th.StatusErr.Render(plain("cannot run: "+oneLine(m.Problem), max(w-26, 1)))
 			} else {

@@ -386,7 +386,7 @@ func (p *requestsPane) row(r engine.Request, sel bool, now time.Time, w int) str
 	if sel {
 		mark = "▸"
 	}
-	head := fmt.Sprintf("%s#%-4d %-14s %5s ", mark, r.ID, state, shortDur(now.Sub(r.Created)))
+	head := fmt.Sprintf("%s#%-4d %-14s %5s ", mark, r.ID, safe(state), shortDur(now.Sub(r.Created)))
 	rest := fmt.Sprintf("%-10s %s  %s/%s  %s", when, r.Subject, r.Requester.Module, r.Requester.Hook, operationLine(r))
 	if r.Decision != nil {
 		rest = fmt.Sprintf("%s  %s  %s", when, r.Subject, operationLine(r))
@@ -402,7 +402,7 @@ func (p *requestsPane) row(r engine.Request, sel bool, now time.Time, w int) str
 func (p *requestsPane) detail(r engine.Request) []string {
 	th := p.sh.th
 	now := p.sh.now()
-	field := func(k, v string) string { return th.Dim.Render(fmt.Sprintf("%-10s ", k)) + v }
+	field := func(k, v string) string { return th.Dim.Render(fmt.Sprintf("%-10s ", k)) + safe(v) }
 	state := th.Pending.Render("pending")
 	exp := r.Expires.Local().Format("15:04:05")
 	if left := r.Expires.Sub(now); left > 0 {
@@ -416,9 +416,9 @@ func (p *requestsPane) detail(r engine.Request) []string {
 		if d.Verdict == engine.Deny {
 			st = th.Denied
 		}
-		dec := st.Render(d.Verdict) + " by " + d.By + " at " + d.At.Local().Format("2006-01-02 15:04:05")
+		dec := st.Render(safe(d.Verdict)) + " by " + safe(d.By) + " at " + d.At.Local().Format("2006-01-02 15:04:05")
 		if d.Reason != "" {
-			dec += ": " + oneLine(d.Reason)
+			dec += ": " + safe(oneLine(d.Reason))
 		}
 		out[0] = th.Title.Render(fmt.Sprintf("Request %d", r.ID)) + "  " + dec
 	}
@@ -435,10 +435,10 @@ func (p *requestsPane) detail(r engine.Request) []string {
 	var buf bytes.Buffer
 	if json.Indent(&buf, r.Content, "", "  ") == nil {
 		for _, l := range strings.Split(buf.String(), "\n") {
-			out = append(out, "  "+l)
+			out = append(out, "  "+safe(l))
 		}
 	} else {
-		out = append(out, "  "+string(r.Content))
+		out = append(out, "  "+safe(string(r.Content)))
 	}
 	return out
 }

@@ -488,7 +488,7 @@ func (p *streamsPane) logTitle(w int) string {
 		r, _ = p.sh.e.Run(v.run)
 	}
 	_, st := runGlyph(th, r.Status)
-	parts := []string{th.Title.Render(r.Module + "/" + r.Hook), st.Render(r.Status)}
+	parts := []string{th.Title.Render(safe(r.Module + "/" + r.Hook)), st.Render(r.Status)}
 	if v.follow {
 		parts = append(parts, th.StatusOK.Render(fmt.Sprintf("FOLLOW %d lines", v.end-v.first)))
 	} else {

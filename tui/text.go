@@ -2,12 +2,12 @@ package tui
 
 import (
 	"strings"
-	"unicode/utf8"
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
-	"github.com/mattn/go-runewidth"
+
+	"warden/tui/termsafe"
 )
 
 // Stream text comes from hooks: it may hold tabs, escape sequences and
@@ -15,30 +15,20 @@ import (
 // here works on display cells and stops as soon as it has what it needs,
 // so the cost of drawing a line follows the view, not the line.
 
-const tabWidth = 4
-
 // cutMarker ends a line cut at the view's edge.
 const cutMarker = "…→"
 
-// cell is one rune as drawn: control characters become their visible
-// "control picture" (ESC shows as ␛) so a hook cannot drive the terminal.
-func cell(r rune, col int) (s string, w int) {
-	switch {
-	case r == '\t':
-		n := tabWidth - col%tabWidth
-		return strings.Repeat(" ", n), n
-	case r < 0x20:
-		return string(rune(0x2400 + r)), 1
-	case r == 0x7f:
-		return "␡", 1
-	case r >= 0x80 && r < 0xa0:
-		return "�", 1
-	case r == utf8.RuneError:
-		return "�", 1
-	}
-	w = runewidth.RuneWidth(r)
-	return string(r), w
-}
+// cell is one rune as drawn: termsafe's rule, the one the CLI uses too.
+// Control characters become their visible "control picture" (ESC shows as
+// ␛), so a hook cannot drive the terminal.
+func cell(r rune, col int) (s string, w int) { return termsafe.Rune(r, col) }
+
+// safe is a hook's or module author's string escaped for one line of the
+// console, whole (plain also cuts it to a width). Every such string goes
+// through one of the two before lipgloss or the terminal sees it:
+// lipgloss measures and cuts escape sequences as styling, it does not
+// neutralise them.
+func safe(s string) string { return termsafe.String(s) }
 
 // textWidth is the display width of s as cells would draw it.
 func textWidth(s string) int {

@@ -40,9 +40,9 @@ func (a *app) doctorCommand() *cobra.Command {
 			} else {
 				tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 				for _, c := range rep.Checks {
-					fmt.Fprintf(tw, "%s\t%s\t%s\n", c.Status, c.Name, c.Detail)
+					fmt.Fprintf(tw, "%s\t%s\t%s\n", safe(c.Status), safe(c.Name), safe(c.Detail))
 					if c.Fix != "" {
-						fmt.Fprintf(tw, "\t\tfix: %s\n", c.Fix)
+						fmt.Fprintf(tw, "\t\tfix: %s\n", safe(c.Fix))
 					}
 				}
 				tw.Flush()

@@ -60,7 +60,7 @@ failed and evidence/initialization-failure.json says what was left.`,
 					return err
 				}
 				return a.done(res, "hands %s ready: container %s from %s (%s), access %s\nfinish it with `warden hands finish --root %s`\n",
-					res.Root, res.ContainerID[:12], res.ImageName, res.Image, res.Access, res.Root)
+					safe(res.Root), safe(res.ContainerID[:12]), safe(res.ImageName), safe(res.Image), safe(res.Access), safe(res.Root))
 			})
 		},
 	}
@@ -94,9 +94,9 @@ refused with what to do next.`,
 				}
 				what := "stopped"
 				if !res.Stopped {
-					what = "not stopped: " + res.Note
+					what = "not stopped: " + safe(res.Note)
 				}
-				return a.done(res, "hands %s finished: container %s %s; its grants are revoked\n", res.Root, orNone12(res.ContainerID), what)
+				return a.done(res, "hands %s finished: container %s %s; its grants are revoked\n", safe(res.Root), orNone12(res.ContainerID), what)
 			})
 		},
 	}
@@ -163,7 +163,7 @@ its fix. It changes nothing. Exit 1 when there is drift.`,
 				tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "ROOT\tPHASE\tCONTAINER\tACCESS\tUPDATED")
 				for _, r := range rs {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Root, r.Phase, orNone12(r.ContainerID), r.Access, r.Updated.Local().Format("2006-01-02 15:04:05"))
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", safe(r.Root), safe(string(r.Phase)), orNone12(r.ContainerID), safe(r.Access), r.Updated.Local().Format("2006-01-02 15:04:05"))
 				}
 				return tw.Flush()
 			})
@@ -222,16 +222,16 @@ func (a *app) progress() func(step, detail string) {
 		if step == "failed" {
 			mark = "✗"
 		}
-		fmt.Fprintf(a.stderr, "%s %-9s %s\n", mark, step, detail)
+		fmt.Fprintf(a.stderr, "%s %-9s %s\n", mark, safe(step), safe(detail))
 	}
 }
 
 func (a *app) printStatus(s hands.StatusReport) {
-	a.printf("root       %s\nphase      %s\n", s.Root, s.Phase)
+	a.printf("root       %s\nphase      %s\n", safe(s.Root), safe(string(s.Phase)))
 	if s.InProgress {
 		a.printf("           (init or finish is running now)\n")
 	}
-	a.printf("engine     %s (%s)\n", s.Engine, s.EngineSocket)
+	a.printf("engine     %s (%s)\n", safe(s.Engine), safe(s.EngineSocket))
 	c := s.Container
 	switch {
 	case s.ContainerID == "":
@@ -245,10 +245,10 @@ func (a *app) printStatus(s hands.StatusReport) {
 		if !c.LabelOK {
 			label = "owner label MISSING"
 		}
-		a.printf("container  %s %s, started %s; %s; %s\n", s.ContainerID[:12], c.State, orNoneText(c.StartedAt), gen, label)
+		a.printf("container  %s %s, started %s; %s; %s\n", safe(s.ContainerID[:12]), safe(c.State), safe(orNoneText(c.StartedAt)), safe(gen), label)
 	}
 	for _, id := range s.Unrecorded {
-		a.printf("unrecorded %s carries this root's label\n", id[:12])
+		a.printf("unrecorded %s carries this root's label\n", safe(id[:12]))
 	}
 	if s.Failure != nil {
 		a.printf("failure    stopped=%v reconciliationRequired=%v\n", s.Failure.Stopped, s.Failure.ReconciliationRequired)
@@ -259,7 +259,7 @@ func (a *app) printStatus(s hands.StatusReport) {
 	}
 	a.printf("drift:\n")
 	for _, d := range s.Drift {
-		a.printf("  - %s\n    fix: %s\n", d.Problem, d.Fix)
+		a.printf("  - %s\n    fix: %s\n", safe(d.Problem), safe(d.Fix))
 	}
 }
 

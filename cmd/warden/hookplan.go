@@ -41,13 +41,13 @@ and listed in the run's receipt. Give path inputs with --input to plan them.`,
 						if r.Symlink != "" {
 							src = "-> " + r.Symlink
 						}
-						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Target, r.Mode, r.Absence, src, r.Reason)
+						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", safe(r.Target), safe(string(r.Mode)), safe(string(r.Absence)), safe(src), safe(r.Reason))
 					}
 					tw.Flush()
 					if len(hp.Plan.Missing) > 0 {
 						a.printf("\nabsent on this host:\n")
 						for _, r := range hp.Plan.Missing {
-							a.printf("  %-10s %s (%s)\n", r.Absence, r.Source, r.Reason)
+							a.printf("  %-10s %s (%s)\n", safe(string(r.Absence)), safe(r.Source), safe(r.Reason))
 						}
 					}
 					net := "none (the jail has its own empty network namespace)"

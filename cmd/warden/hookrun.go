@@ -17,6 +17,7 @@ import (
 	"golang.org/x/term"
 
 	"warden/engine"
+	"warden/tui/termsafe"
 )
 
 // hookCommand holds the operator's hook verbs (run, runs, logs) and the
@@ -86,18 +87,18 @@ prompt; without a terminal the answer is no.`,
 				if a.json {
 					out = io.Discard
 				}
-				a.follow(e, sub, h.ID, 0, out, h.Done())
+				a.follow(e, sub, h.ID, 0, out, writeLine, h.Done())
 				o := h.Wait()
 				if a.json {
 					a.emitJSON(o)
 				} else {
 					fmt.Fprintf(a.stderr, "run %s %s in %s", o.Run.ID, o.Run.Status, o.Duration.Round(time.Millisecond))
 					if o.Run.Error != "" {
-						fmt.Fprintf(a.stderr, ": %s", o.Run.Error)
+						fmt.Fprintf(a.stderr, ": %s", safe(o.Run.Error))
 					}
 					fmt.Fprintln(a.stderr)
 					if len(o.Run.Outputs) > 0 {
-						fmt.Fprintf(a.stderr, "outputs %s\n", o.Run.Outputs)
+						fmt.Fprintf(a.stderr, "outputs %s\n", safe(string(o.Run.Outputs)))
 					}
 				}
 				if !o.OK() {
@@ -136,10 +137,10 @@ func jailName(j string) string {
 	return j
 }
 
-// follow prints a run's lines from line from, reading storage (the truth)
-// whenever events say there is more, until stop is closed and the stream
-// is drained.
-func (a *app) follow(e engine.Facade, sub *engine.Subscription, run string, from uint64, out io.Writer, stop <-chan struct{}) {
+// follow prints a run's lines from line from with write, reading storage
+// (the truth) whenever events say there is more, until stop is closed and
+// the stream is drained.
+func (a *app) follow(e engine.Facade, sub *engine.Subscription, run string, from uint64, out io.Writer, writeLine func(*bufio.Writer, engine.Line), stop <-chan struct{}) {
 	w := bufio.NewWriterSize(out, 64<<10)
 	defer w.Flush()
 	next := from
@@ -191,8 +192,16 @@ func (a *app) follow(e engine.Facade, sub *engine.Subscription, run string, from
 	}
 }
 
+// writeLine prints a stream line for a terminal: the hook's text escaped.
 func writeLine(w *bufio.Writer, l engine.Line) {
-	fmt.Fprintf(w, "%s %-7s %s\n", l.At.Local().Format("15:04:05.000"), l.Level, l.Text)
+	fmt.Fprintf(w, "%s %-7s %s\n", l.At.Local().Format("15:04:05.000"), l.Level, safe(l.Text))
+}
+
+// writeRawLine prints a stream line's text exactly as stored (valid UTF-8,
+// the hook's bytes otherwise), for `hook logs --raw` into a pipe or file.
+func writeRawLine(w *bufio.Writer, l engine.Line) {
+	w.WriteString(l.Text)
+	w.WriteByte('\n')
 }
 
 func (a *app) hookRunsCommand() *cobra.Command {
@@ -224,7 +233,7 @@ func (a *app) hookRunsCommand() *cobra.Command {
 					if r.Ended != nil {
 						dur = r.Ended.Sub(r.Started).Round(time.Millisecond).String()
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%s/%s\t%s\t%s\t%s\t%s\n", r.ID, r.Status, r.Module, r.Hook, jailName(r.JailMode), r.Started.Local().Format("2006-01-02 15:04:05"), dur, oneLine(r.Error, 60))
+					fmt.Fprintf(tw, "%s\t%s\t%s/%s\t%s\t%s\t%s\t%s\n", safe(r.ID), safe(r.Status), safe(r.Module), safe(r.Hook), safe(jailName(r.JailMode)), r.Started.Local().Format("2006-01-02 15:04:05"), dur, oneLine(r.Error, 60))
 				}
 				return tw.Flush()
 			})
@@ -235,13 +244,32 @@ func (a *app) hookRunsCommand() *cobra.Command {
 }
 
 func (a *app) hookLogsCommand() *cobra.Command {
-	var followFlag bool
+	var followFlag, raw bool
 	c := &cobra.Command{
 		Use:   "logs RUN",
 		Short: "Replay a run's stream lines; --follow keeps printing while it runs",
-		Args:  args(cobra.ExactArgs(1)),
+		Long: `logs prints a run's stream lines with their time and level. The hook's text
+is escaped for the terminal: a control character shows as its picture (ESC
+as ␛, CR as ␍), so a hook cannot drive the operator's terminal.
+
+--raw prints only the lines' text, exactly as stored, for a pipe or a file;
+it refuses a terminal. --json carries the exact text too, JSON-escaped.`,
+		Example: `  warden hook logs 20261129T140000-1a2b3c
+  warden hook logs -f 20261129T140000-1a2b3c
+  warden hook logs --raw 20261129T140000-1a2b3c > run.log`,
+		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			run := argv[0]
+			write := writeLine
+			if raw {
+				if a.json {
+					return usageError{errors.New("--raw and --json: choose one (--json carries the exact text too, JSON-escaped)")}
+				}
+				if isTerminal(a.stdout) {
+					return usageError{errors.New("--raw prints the hook's bytes unescaped, and stdout is a terminal: redirect or pipe it (e.g. `warden hook logs --raw RUN > run.log`), or drop --raw to read the lines escaped")}
+				}
+				write = writeRawLine
+			}
 			return a.withEngine(func(e engine.Facade) error {
 				rec, err := e.Run(run)
 				if err != nil {
@@ -272,7 +300,12 @@ func (a *app) hookLogsCommand() *cobra.Command {
 					return a.emitJSON(map[string]any{"run": rec, "dropped": info.Dropped, "lines": out})
 				}
 				if info.Dropped > 0 {
-					fmt.Fprintf(a.stdout, "… %d earlier lines were dropped (stream retention)\n", info.Dropped)
+					// --raw keeps stdout to the hook's lines.
+					w := a.stdout
+					if raw {
+						w = a.stderr
+					}
+					fmt.Fprintf(w, "… %d earlier lines were dropped (stream retention)\n", info.Dropped)
 				}
 				stop := make(chan struct{})
 				if !followFlag || rec.Status != "running" {
@@ -292,12 +325,13 @@ func (a *app) hookLogsCommand() *cobra.Command {
 						}
 					}()
 				}
-				a.follow(e, sub, run, info.First, a.stdout, stop)
+				a.follow(e, sub, run, info.First, a.stdout, write, stop)
 				return nil
 			})
 		},
 	}
 	c.Flags().BoolVarP(&followFlag, "follow", "f", false, "keep printing new lines until the run ends")
+	c.Flags().BoolVar(&raw, "raw", false, "print only the lines' exact text, unescaped (refuses a terminal: pipe or redirect it)")
 	return c
 }
 
@@ -329,7 +363,16 @@ func ttyConfirm(tty *os.File) func(context.Context, string) (bool, error) {
 		}
 	}()
 	return func(ctx context.Context, msg string) (bool, error) {
-		fmt.Fprintf(tty, "\n? %s [y/N] ", msg)
+		// The message is the hook's: escaped, on lines of its own, so it
+		// cannot clear the screen or overwrite the question with a CR.
+		// The [y/N] is ours, on a line the hook's text cannot reach.
+		var b strings.Builder
+		b.WriteString("\n? the hook asks:\n")
+		for _, l := range strings.Split(msg, "\n") {
+			b.WriteString("  " + termsafe.String(l) + "\n")
+		}
+		b.WriteString("[y/N] ")
+		io.WriteString(tty, b.String())
 		select {
 		case s, ok := <-lines:
 			if !ok {

@@ -2,6 +2,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"warden/engine"
+	"warden/tui/termsafe"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -66,7 +68,8 @@ func (a *app) run(args []string) int {
 		if a.json {
 			a.emitJSON(map[string]any{"error": err.Error()})
 		} else {
-			fmt.Fprintln(a.stderr, "warden: "+err.Error())
+			// An error may quote a hook's or module's text.
+			fmt.Fprintln(a.stderr, "warden: "+termsafe.Text(err.Error()))
 		}
 	}
 	return code
@@ -135,13 +138,30 @@ func (a *app) withEngine(fn func(engine.Facade) error) error {
 	return fn(e)
 }
 
+// emitJSON prints v as indented JSON. The values are exact; the runes a
+// terminal could act on that encoding/json leaves raw (DEL, C1 controls,
+// bidi and other format characters) are written as \u escapes, so --json
+// on a terminal is as safe as the human output.
 func (a *app) emitJSON(v any) error {
-	enc := json.NewEncoder(a.stdout)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := a.stdout.Write(termsafe.JSON(buf.Bytes()))
+	return err
 }
 
+// printf prints human output. Whatever the fields, nothing but its line
+// breaks reaches the terminal as a control: this is the net under the
+// per-field escaping (safe), which also keeps a field on its line.
 func (a *app) printf(format string, args ...any) {
-	fmt.Fprintf(a.stdout, format, args...)
+	fmt.Fprint(a.stdout, termsafe.Text(fmt.Sprintf(format, args...)))
 }
+
+// safe is a string a hook, a module author or any other party outside
+// this process controls, escaped for one line of the terminal (a newline
+// in it shows as ␊). Table cells and one-line fields go through it.
+func safe(s string) string { return termsafe.String(s) }

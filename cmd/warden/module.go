@@ -31,7 +31,7 @@ strictly and registers the module under its id.`,
 				if err != nil {
 					return err
 				}
-				return a.done(m, "module %s %s added from %s (%d hooks: %s)\n", m.Manifest.ID, m.Manifest.Version, m.Record.Path, len(m.Manifest.Hooks), hookList(m.Manifest))
+				return a.done(m, "module %s %s added from %s (%d hooks: %s)\n", safe(m.Manifest.ID), safe(m.Manifest.Version), safe(m.Record.Path), len(m.Manifest.Hooks), hookList(m.Manifest))
 			})
 		},
 	}
@@ -58,11 +58,11 @@ strictly and registers the module under its id.`,
 				tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "ID\tVERSION\tHOOKS\tPATH")
 				for _, m := range ms {
-					hooks := "PROBLEM: " + m.Problem
+					hooks := "PROBLEM: " + oneLine(m.Problem, 200)
 					if m.Manifest != nil {
 						hooks = hookList(m.Manifest)
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", m.Record.ID, m.Record.Version, hooks, m.Record.Path)
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", safe(m.Record.ID), safe(m.Record.Version), hooks, safe(m.Record.Path))
 				}
 				return tw.Flush()
 			})
@@ -81,21 +81,21 @@ strictly and registers the module under its id.`,
 				if a.json {
 					return a.emitJSON(m)
 				}
-				a.printf("id       %s\npath     %s\nversion  %s\n", m.Record.ID, m.Record.Path, m.Record.Version)
+				a.printf("id       %s\npath     %s\nversion  %s\n", safe(m.Record.ID), safe(m.Record.Path), safe(m.Record.Version))
 				if m.Manifest == nil {
-					a.printf("problem  %s\n", m.Problem)
+					a.printf("problem  %s\n", safe(m.Problem))
 					return nil
 				}
 				mf := m.Manifest
 				if mf.Description != "" {
-					a.printf("about    %s\n", mf.Description)
+					a.printf("about    %s\n", safe(mf.Description))
 				}
 				a.printf("secrets  %s\nconfig   %s\n", orNone(mf.Secrets), orNone(mf.Config))
 				for _, name := range sortedHookNames(mf) {
 					h := mf.Hooks[name]
-					a.printf("\nhook %s\n  run          %s\n  timeout      %s (idle %s)\n", name, strings.Join(h.Run, " "), h.Timeout, h.IdleTimeout)
+					a.printf("\nhook %s\n  run          %s\n  timeout      %s (idle %s)\n", safe(name), safe(strings.Join(h.Run, " ")), h.Timeout, h.IdleTimeout)
 					if len(h.Requires) > 0 {
-						a.printf("  requires     %s\n", strings.Join(h.Requires, ", "))
+						a.printf("  requires     %s\n", safe(strings.Join(h.Requires, ", ")))
 					}
 					if len(h.Inputs) > 0 {
 						a.printf("  inputs       %s\n", typeList(h.Inputs))
@@ -137,7 +137,7 @@ func sortedHookNames(m *hooks.Manifest) []string {
 	return names
 }
 
-func hookList(m *hooks.Manifest) string { return strings.Join(sortedHookNames(m), ", ") }
+func hookList(m *hooks.Manifest) string { return safe(strings.Join(sortedHookNames(m), ", ")) }
 
 func typeList(m map[string]hooks.Type) string {
 	names := make([]string, 0, len(m))
@@ -149,12 +149,12 @@ func typeList(m map[string]hooks.Type) string {
 	for i, n := range names {
 		parts[i] = n + ": " + m[n].String()
 	}
-	return strings.Join(parts, ", ")
+	return safe(strings.Join(parts, ", "))
 }
 
 func orNone(s []string) string {
 	if len(s) == 0 {
 		return "none"
 	}
-	return strings.Join(s, ", ")
+	return safe(strings.Join(s, ", "))
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"warden/engine"
+	"warden/tui/termsafe"
 )
 
 func (a *app) permsCommand() *cobra.Command {
@@ -41,9 +42,9 @@ func (a *app) permsCommand() *cobra.Command {
 					return nil
 				}
 				a.printf("subject    %s\nrevision   %d\nworkspace  read=%v write=%v\nexecute    %v\nnetwork    %v\nrules      %d\nupdated    %s by %s\n",
-					p.Subject, p.Revision, p.Workspace.Read, p.Workspace.Write, p.Execute, p.Network, len(p.Rules), p.Updated.Local().Format("2006-01-02 15:04:05"), p.By)
+					safe(p.Subject), p.Revision, p.Workspace.Read, p.Workspace.Write, p.Execute, p.Network, len(p.Rules), p.Updated.Local().Format("2006-01-02 15:04:05"), safe(p.By))
 				for _, r := range p.Rules {
-					a.printf("  allow %s %s  %s\n", r.Operation, r.Digest[:12], r.Summary)
+					a.printf("  allow %s %s  %s\n", safe(r.Operation), safe(r.Digest[:12]), safe(r.Summary))
 				}
 				return nil
 			})
@@ -87,7 +88,7 @@ policy is at revision 0.`,
 				if err != nil {
 					return err
 				}
-				return a.done(out, "policy %s is now at revision %d\n", out.Subject, out.Revision)
+				return a.done(out, "policy %s is now at revision %d\n", safe(out.Subject), out.Revision)
 			})
 		},
 	}
@@ -142,8 +143,8 @@ func (a *app) permsListCommand() *cobra.Command {
 					if d := r.Decision; d != nil {
 						state, expires = d.Verdict, "-"
 					}
-					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s/%s\t%s\n", r.ID, state, shortDuration(now.Sub(r.Created)), expires, r.Subject,
-						r.Requester.Module, r.Requester.Hook, oneLine(engine.RequestSummary(r), 70))
+					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s/%s\t%s\n", r.ID, safe(state), shortDuration(now.Sub(r.Created)), expires, safe(r.Subject),
+						safe(r.Requester.Module), safe(r.Requester.Hook), oneLine(engine.RequestSummary(r), 70))
 				}
 				if err := tw.Flush(); err != nil {
 					return err
@@ -181,32 +182,34 @@ func (a *app) permsShowCommand() *cobra.Command {
 				}
 				now := time.Now()
 				a.printf("request    %d\nsubject    %s\nrequester  %s/%s (run %s)\noperation  %s\ndigest     %s\nrevision   %d (the policy revision it was made against)\ncreated    %s (%s ago)\n",
-					r.ID, r.Subject, r.Requester.Module, r.Requester.Hook, r.Requester.Run, r.Operation, r.Digest, r.Revision,
+					r.ID, safe(r.Subject), safe(r.Requester.Module), safe(r.Requester.Hook), safe(r.Requester.Run), safe(r.Operation), safe(r.Digest), r.Revision,
 					r.Created.Local().Format("2006-01-02 15:04:05"), shortDuration(now.Sub(r.Created)))
 				if r.Decision == nil {
 					a.printf("expires    %s (in %s)\ndecision   pending: `warden perms approve|approve-always|deny %d [--reason R]`\n",
 						r.Expires.Local().Format("2006-01-02 15:04:05"), shortDuration(r.Expires.Sub(now)), r.ID)
 				} else {
 					d := r.Decision
-					a.printf("expires    %s\ndecision   %s by %s at %s", r.Expires.Local().Format("2006-01-02 15:04:05"), d.Verdict, d.By, d.At.Local().Format("2006-01-02 15:04:05"))
+					a.printf("expires    %s\ndecision   %s by %s at %s", r.Expires.Local().Format("2006-01-02 15:04:05"), safe(d.Verdict), safe(d.By), d.At.Local().Format("2006-01-02 15:04:05"))
 					if d.Reason != "" {
-						a.printf(": %s", d.Reason)
+						a.printf(": %s", safe(d.Reason))
 					}
 					a.printf("\n")
 				}
 				if c := r.Claim; c != nil {
 					if c.Used {
-						a.printf("claim      consumed by run %s at %s\n", c.By, c.At.Local().Format("2006-01-02 15:04:05"))
+						a.printf("claim      consumed by run %s at %s\n", safe(c.By), c.At.Local().Format("2006-01-02 15:04:05"))
 					} else {
-						a.printf("claim      open: the next identical operation of %s goes through once\n", r.Subject)
+						a.printf("claim      open: the next identical operation of %s goes through once\n", safe(r.Subject))
 					}
 				}
+				// The content is the hook's, multi-line when it is JSON:
+				// each of its lines escaped on its own.
 				var pretty bytes.Buffer
 				if json.Indent(&pretty, r.Content, "           ", "  ") != nil {
 					pretty.Reset()
-					pretty.Write(r.Content)
+					pretty.WriteString(safe(string(r.Content)))
 				}
-				a.printf("content    %s\n", pretty.String())
+				a.printf("content    %s\n", termsafe.Text(pretty.String()))
 				return nil
 			})
 		},
@@ -246,7 +249,7 @@ func (a *app) permsDecideCommand(verdict string) *cobra.Command {
 						return a.emitJSON(map[string]any{"request": r, "rule": rule, "policy": p})
 					}
 					a.printf("request %d approved always\nrule added to %s: allow %s %s  %s\npolicy %s is now at revision %d\n",
-						r.ID, p.Subject, rule.Operation, rule.Digest[:12], rule.Summary, p.Subject, p.Revision)
+						r.ID, safe(p.Subject), safe(rule.Operation), safe(rule.Digest[:12]), safe(rule.Summary), safe(p.Subject), p.Revision)
 					return nil
 				case engine.ApproveOnce:
 					r, err := e.Approve(actor, id, reason)
@@ -262,7 +265,7 @@ func (a *app) permsDecideCommand(verdict string) *cobra.Command {
 					if err != nil {
 						return err
 					}
-					return a.done(r, "request %d denied: %s\n", r.ID, reason)
+					return a.done(r, "request %d denied: %s\n", r.ID, safe(reason))
 				}
 			})
 		},

@@ -56,7 +56,7 @@ without "hash"). Receipts carry names, never secret values.`,
 				tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "SEQ\tTIME\tKIND\tACTOR\tSUBJECT\tSUMMARY")
 				for _, r := range rs {
-					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", r.Seq, r.At.Local().Format("2006-01-02 15:04:05"), r.Kind, r.Actor, r.Subject, oneLine(r.Summary, 80))
+					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", r.Seq, r.At.Local().Format("2006-01-02 15:04:05"), safe(r.Kind), safe(r.Actor), safe(r.Subject), oneLine(r.Summary, 80))
 				}
 				return tw.Flush()
 			})
@@ -83,9 +83,9 @@ without "hash"). Receipts carry names, never secret values.`,
 				if a.json {
 					return a.emitJSON(r)
 				}
-				a.printf("seq      %d\nat       %s\nkind     %s\nactor    %s\nsubject  %s\nsummary  %s\n", r.Seq, r.At.Format(time.RFC3339Nano), r.Kind, r.Actor, r.Subject, r.Summary)
+				a.printf("seq      %d\nat       %s\nkind     %s\nactor    %s\nsubject  %s\nsummary  %s\n", r.Seq, r.At.Format(time.RFC3339Nano), safe(r.Kind), safe(r.Actor), safe(r.Subject), safe(r.Summary))
 				if len(r.Details) > 0 {
-					a.printf("details  %s\n", r.Details)
+					a.printf("details  %s\n", safe(string(r.Details)))
 				}
 				a.printf("prev     %s\nhash     %s\n", r.Prev, r.Hash)
 				return nil
@@ -108,7 +108,7 @@ without "hash"). Receipts carry names, never secret values.`,
 				} else if v.Intact {
 					a.printf("intact, %d receipts\n", v.Count)
 				} else {
-					a.printf("broken at seq %d: %s (%d receipts before it are intact)\n", v.BrokenSeq, v.Reason, v.Count)
+					a.printf("broken at seq %d: %s (%d receipts before it are intact)\n", v.BrokenSeq, safe(v.Reason), v.Count)
 				}
 				if !v.Intact {
 					return &exitError{code: 1}
@@ -136,8 +136,9 @@ func parseSince(s string) (time.Time, error) {
 	return time.Time{}, fmt.Errorf("--since %q: want a time like 2026-11-29T14:00:00Z or 2026-11-29, or a duration like 90m", s)
 }
 
+// oneLine is s escaped (safe) on one line, cut to max runes.
 func oneLine(s string, max int) string {
-	s = strings.ReplaceAll(s, "\n", " ")
+	s = safe(strings.ReplaceAll(s, "\n", " "))
 	if r := []rune(s); len(r) > max {
 		return string(r[:max-1]) + "…"
 	}

@@ -104,7 +104,7 @@ func (a *app) serve(sshAddr, operators string, run *engine.RunRequest) error {
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
 
-	logf := func(format string, args ...any) { fmt.Fprintf(a.stderr, format+"\n", args...) }
+	logf := func(format string, args ...any) { fmt.Fprintln(a.stderr, safe(fmt.Sprintf(format, args...))) }
 	e, ctl, err := a.openLocal(logf)
 	if err != nil {
 		return err
@@ -123,7 +123,7 @@ func (a *app) serve(sshAddr, operators string, run *engine.RunRequest) error {
 		if srv != nil {
 			sctx, scancel := context.WithTimeout(context.Background(), sshShutdownTimeout)
 			if err := srv.Shutdown(sctx); err != nil {
-				fmt.Fprintf(a.stderr, "ssh: %v\n", err)
+				fmt.Fprintf(a.stderr, "ssh: %s\n", safe(err.Error()))
 			}
 			scancel()
 		}

@@ -38,6 +38,7 @@ import (
 	"warden/engine"
 	"warden/themes"
 	"warden/tui"
+	"warden/tui/termsafe"
 )
 
 func init() {
@@ -255,7 +256,7 @@ func startSSH(ctx context.Context, e *engine.Engine, cfg sshConfig) (*sshServer,
 	if cfg.Log == nil {
 		cfg.Log = os.Stderr
 	}
-	logger := log.New(cfg.Log, "warden ssh: ", log.LstdFlags)
+	logger := log.New(safeLog{cfg.Log}, "warden ssh: ", log.LstdFlags)
 	if _, err := os.Stat(cfg.Operators); err != nil {
 		return nil, fmt.Errorf("operators file: %w", err)
 	}
@@ -348,7 +349,7 @@ func startSSH(ctx context.Context, e *engine.Engine, cfg sshConfig) (*sshServer,
 				next(s)
 				return
 			}
-			io.WriteString(s, sshStatus(e))
+			io.WriteString(s, termsafe.Text(sshStatus(e)))
 			s.Exit(0)
 		}
 	}
@@ -507,6 +508,19 @@ func themeWithRenderer(th themes.Theme, r *lipgloss.Renderer) themes.Theme {
 	return th
 }
 
+// safeLog writes each log entry escaped on one line (log.Logger writes
+// one entry per Write). The session log quotes what an SSH client chose:
+// its user name, version string and TERM.
+type safeLog struct{ w io.Writer }
+
+func (l safeLog) Write(p []byte) (int, error) {
+	s := strings.TrimSuffix(string(p), "\n")
+	if _, err := io.WriteString(l.w, termsafe.String(s)+"\n"); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
 // sshStatus is the one-screen status of a session without a terminal.
 func sshStatus(e *engine.Engine) string {
 	var b strings.Builder
@@ -517,7 +531,7 @@ func sshStatus(e *engine.Engine) string {
 	} else {
 		fmt.Fprintf(&b, "Pending requests: %d\n", len(reqs))
 		for _, r := range reqs {
-			fmt.Fprintf(&b, "  #%-4d %-24s %s/%s run %s\n", r.ID, r.Operation, r.Requester.Module, r.Requester.Hook, r.Requester.Run)
+			fmt.Fprintf(&b, "  #%-4d %-24s %s/%s run %s\n", r.ID, safe(r.Operation), safe(r.Requester.Module), safe(r.Requester.Hook), safe(r.Requester.Run))
 		}
 	}
 	runs, err := e.Runs(200)
@@ -533,7 +547,7 @@ func sshStatus(e *engine.Engine) string {
 	}
 	fmt.Fprintf(&b, "\nRunning hooks: %d\n", len(running))
 	for _, r := range running {
-		fmt.Fprintf(&b, "  %s/%s run %s by %s since %s\n", r.Module, r.Hook, r.ID, r.Actor, r.Started.Format(time.RFC3339))
+		fmt.Fprintf(&b, "  %s/%s run %s by %s since %s\n", safe(r.Module), safe(r.Hook), safe(r.ID), safe(r.Actor), r.Started.Format(time.RFC3339))
 	}
 	return b.String()
 }

@@ -145,7 +145,7 @@ func (a *app) configCommand() *cobra.Command {
 				if a.json {
 					return a.emitJSON(map[string]any{"module": argv[0], "name": argv[1], "value": v})
 				}
-				a.printf("%s\n", v)
+				a.printf("%s\n", safe(v))
 				return nil
 			})
 		},
@@ -168,7 +168,7 @@ func (a *app) configCommand() *cobra.Command {
 					return nil
 				}
 				for _, n := range sortedKeys(m) {
-					a.printf("%s=%s\n", n, m[n])
+					a.printf("%s=%s\n", safe(n), safe(m[n]))
 				}
 				return nil
 			})
@@ -216,7 +216,7 @@ func (a *app) printNames(names []string, empty string) error {
 	}
 	w := bufio.NewWriter(a.stdout)
 	for _, n := range names {
-		fmt.Fprintln(w, n)
+		fmt.Fprintln(w, safe(n))
 	}
 	return w.Flush()
 }

@@ -28,7 +28,7 @@ func (a *app) trustCommand() *cobra.Command {
 				}
 				agree := "yes"
 				if !st.Agrees {
-					agree = "NO: " + st.Problem
+					agree = "NO: " + safe(st.Problem)
 				}
 				a.printf("generation   %d\nfingerprint  %s\nsince        %s\nagrees       %s\ntokens       %d (%d live)\n",
 					st.Generation, st.Fingerprint, st.Since.Local().Format("2006-01-02 15:04:05"), agree, st.Tokens, st.Live)
