@@ -214,8 +214,11 @@ func TestSSHEndToEnd(t *testing.T) {
 	t.Logf("serve stopped %s after SIGTERM", time.Since(sigterm).Round(time.Millisecond))
 	for _, con := range []*tmuxConsole{opCon, vwCon} {
 		var st map[string]string
+		// tmux marks a pane dead when its terminal closes, and records
+		// the exit status only once it has reaped the process: wait for
+		// both, or a slow reap reads as a missing status.
 		waitUntil(t, con.session+"'s ssh to exit", 10*time.Second,
-			func() bool { st = con.paneState(t); return st["pane_dead"] == "1" },
+			func() bool { st = con.paneState(t); return st["pane_dead"] == "1" && st["pane_dead_status"] != "" },
 			func() string { return fmt.Sprintf("pane %v\n%s", st, output()) })
 		// The screen and its history: tmux's "Pane is dead" line scrolls
 		// the first line off.
