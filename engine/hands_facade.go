@@ -16,7 +16,7 @@ type HandsRecord = storage.HandsRecord
 // handsSubject is the policy subject of a hands root.
 func handsSubject(root string) string { return "hands:" + root }
 
-// HandsInit sets up a hands root (DESIGN section 7) owned by actor. Every
+// HandsInit sets up a hands root (docs/operating.md) owned by actor. Every
 // phase is also a receipt ("hands.<phase>") and updates the known-root
 // record; between running and ready the root gets its initial policy:
 // workspace read and write as --access says, no execute, no network.

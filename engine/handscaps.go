@@ -12,7 +12,7 @@ import (
 	"warden/storage"
 )
 
-// The hands capabilities (DESIGN section 4): every effect is checked
+// The hands capabilities (docs/protocol.md): every effect is checked
 // against the hands root's policy; what the policy does not allow becomes
 // a permission request the call waits on.
 func init() {

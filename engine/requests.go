@@ -491,7 +491,7 @@ func (e *Engine) networkFor(r *activeRun) (granted bool, details map[string]any)
 	subject := "module:" + module
 	fix := fmt.Sprintf("grant it with `warden perms policy set %s --network true --revision N` (see `warden perms policy show %s`)", subject, subject)
 	// The content is the module alone: approve-always grants network to
-	// the module (DESIGN: "approve always for this module"); the request's
+	// the module (docs/operating.md: approve-always for this module); the request's
 	// requester still names the hook that asked.
 	op, err := perms.NewOp(subject, perms.OpNetwork, map[string]string{"module": module})
 	if err != nil {

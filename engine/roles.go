@@ -9,7 +9,7 @@ import (
 	"warden/storage"
 )
 
-// Role is what an actor may do (DESIGN section 9): an operator may change
+// Role is what an actor may do (docs/operating.md): an operator may change
 // things; a viewer may watch but the engine refuses it every change.
 type Role string
 

@@ -66,7 +66,7 @@ type Store struct {
 }
 
 // Open opens (creating if needed) the data dir and its store, holding both
-// to the policy of DESIGN section 2.
+// to the policy of docs/operating.md.
 func Open(opts Options) (*Store, error) {
 	dir, err := filepath.Abs(opts.Dir)
 	if err != nil {

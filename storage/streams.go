@@ -13,7 +13,7 @@ import (
 // Level is a stream line's level.
 type Level uint8
 
-// Levels, in the order of DESIGN section 4.
+// Levels, in the order of docs/protocol.md.
 const (
 	LevelDebug Level = iota + 1
 	LevelInfo

@@ -1,5 +1,5 @@
-// Package caps is the trust root and the capability tokens of DESIGN
-// section 6.
+// Package caps is the trust root and the capability tokens of
+// docs/operating.md.
 //
 // A token is "cap_" + 64 lowercase hex (256 random bits). It is shown to
 // its holder once and never stored. Storage keeps a one-way index of it

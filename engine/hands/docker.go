@@ -1,6 +1,6 @@
 // Package hands sets up, checks and finishes a "hands" container: a Docker
 // container where a task's effects happen, owned and recorded under a hands
-// root so it can always be finished or reconciled (DESIGN section 7).
+// root so it can always be finished or reconciled (docs/operating.md).
 //
 // Docker is reached over the explicit engine socket only: never
 // DOCKER_HOST, never a default. The engine's identity is the daemon ID

@@ -87,8 +87,8 @@ func (e *InitFailedError) Error() string {
 
 func (e *InitFailedError) Unwrap() error { return e.Cause }
 
-// Init sets up a new hands root and its container, step by step as DESIGN
-// section 7 lists them. Before the receipt exists a failure touches
+// Init sets up a new hands root and its container, step by step as
+// docs/operating.md lists them. Before the receipt exists a failure touches
 // nothing (a root that already existed is never touched); after it, a
 // failure or cancellation stops the container only if inspection shows our
 // owner label, writes phase failed and initialization-failure.json, and
@@ -303,7 +303,7 @@ func (r *initRun) steps(ctx context.Context) error {
 	return nil
 }
 
-// create makes the container with every option of DESIGN section 7, the
+// create makes the container with every option of docs/operating.md, the
 // image pinned by id.
 func (r *initRun) create(ctx context.Context) (string, error) {
 	useInit := true

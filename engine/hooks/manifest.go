@@ -1,7 +1,7 @@
 // Package hooks holds module manifests (module.yaml), the typed values that
 // flow in and out of hooks, and the admission check for module folders.
 //
-// See DESIGN.md section 3 (Modules and hooks).
+// See docs/architecture.md (Modules and hooks).
 package hooks
 
 import (

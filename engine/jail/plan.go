@@ -17,7 +17,7 @@ const (
 	ModeTmpfs = "tmpfs"
 )
 
-// Absence classes (DESIGN section 5): what a missing source means.
+// Absence classes (docs/jail.md): what a missing source means.
 const (
 	// Required: the run fails before spawn, naming each missing path.
 	Required = "required"

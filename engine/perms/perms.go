@@ -1,5 +1,5 @@
-// Package perms is the logic of policies and permission requests (DESIGN
-// section 7): operation digests, policy evaluation, and the transitions of
+// Package perms is the logic of policies and permission requests
+// (docs/operating.md): operation digests, policy evaluation, and the transitions of
 // a request (open, decide, expire, claim) inside one storage transaction.
 // It does no I/O of its own beyond the storage.Tx it is handed, and every
 // request, decision, refusal and policy change it makes appends its
