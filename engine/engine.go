@@ -30,6 +30,15 @@ type (
 	TrustStatus   = caps.Status
 )
 
+// Receipt kind families, for filters and views above the engine (every
+// kind is a storage.Kind* constant).
+const (
+	KindFamilyHook    = storage.KindFamilyHook
+	KindFamilyHands   = storage.KindFamilyHands
+	KindFamilyPolicy  = storage.KindFamilyPolicy
+	KindFamilyRequest = storage.KindFamilyRequest
+)
+
 // Errors callers may test for.
 var (
 	ErrNotFound = storage.ErrNotFound
@@ -76,6 +85,13 @@ type Engine struct {
 	lingerDirs map[*broker.Broker]string
 	closing    bool
 
+	// capabilities is what hooks may call (defaultCapabilities); it is
+	// not changed once the engine is open.
+	capabilities capabilityRegistry
+	// requestTTL is how long a new permission request waits for a
+	// decision (DefaultRequestTTL).
+	requestTTL time.Duration
+
 	jailOnce sync.Once
 	jailAdm  *jail.Jail
 	jailErr  error
@@ -118,7 +134,8 @@ func Open(opts Options) (*Engine, error) {
 		opts.StreamBudget = DefaultStreamBudget
 	}
 	e := &Engine{bus: newBus(), opts: opts, active: map[string]*RunHandle{}, lingering: map[*broker.Broker]*time.Timer{},
-		lingerDirs: map[*broker.Broker]string{}, waiting: map[uint64]*waiter{}}
+		lingerDirs: map[*broker.Broker]string{}, waiting: map[uint64]*waiter{},
+		capabilities: defaultCapabilities(), requestTTL: DefaultRequestTTL}
 	st, err := storage.Open(storage.Options{Dir: opts.DataDir, LockTimeout: opts.LockTimeout, OnCommit: e.receiptsCommitted})
 	if err != nil {
 		return nil, err
@@ -162,7 +179,7 @@ func (e *Engine) reconcileRuns() error {
 			if err := tx.PutRun(r); err != nil {
 				return err
 			}
-			_, err := tx.AppendReceipt(storage.Draft{Kind: "hook.end", Actor: "engine", Subject: r.Module + "/" + r.Hook,
+			_, err := tx.AppendReceipt(storage.Draft{Kind: storage.KindHookEnd, Actor: "engine", Subject: r.Module + "/" + r.Hook,
 				Summary: fmt.Sprintf("run %s of %s/%s failed: %s", r.ID, r.Module, r.Hook, r.Error),
 				Details: map[string]any{"run": r.ID, "verdict": r.Status, "jail": r.JailMode, "error": r.Error}})
 			return err

@@ -32,17 +32,6 @@ const DefaultRequestTTL = perms.DefaultTTL
 // MaxPendingRequests is how many undecided requests one subject may have.
 const MaxPendingRequests = perms.MaxPending
 
-// requestTTL is DefaultRequestTTL; tests shorten it (setRequestTTL).
-var requestTTL atomic.Int64
-
-func init() { requestTTL.Store(int64(DefaultRequestTTL)) }
-
-// setRequestTTL changes how long new requests wait; it returns the undo.
-func setRequestTTL(d time.Duration) (restore func()) {
-	old := requestTTL.Swap(int64(d))
-	return func() { requestTTL.Store(old) }
-}
-
 // ErrAlreadyDecided is returned when a request already has a decision.
 var ErrAlreadyDecided = perms.ErrAlreadyDecided
 
@@ -105,7 +94,7 @@ func (e *Engine) openRequest(r *activeRun, op perms.Op) (Request, error) {
 
 func (e *Engine) askFor(r *activeRun, op perms.Op) perms.Ask {
 	return perms.Ask{Op: op, Requester: storage.Requester{Run: r.rec.ID, Module: r.rec.Module, Hook: r.rec.Hook},
-		Deadline: r.rec.Deadline, TTL: time.Duration(requestTTL.Load())}
+		Deadline: r.rec.Deadline, TTL: r.e.requestTTL}
 }
 
 // checkOrOpen evaluates op against its subject's policy, consumes a

@@ -5,10 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
-	"sort"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -167,8 +168,8 @@ func (e *Engine) StartRun(actor Actor, req RunRequest) (*RunHandle, error) {
 		}
 	}
 	for _, c := range hook.Requires {
-		if _, ok := capabilities[c]; !ok {
-			return nil, fmt.Errorf("hook %s/%s requires capability %q, which this engine does not provide (available: %s)", m.ID, hook.Name, c, capabilityNames())
+		if _, ok := e.capabilities[c]; !ok {
+			return nil, fmt.Errorf("hook %s/%s requires capability %q, which this engine does not provide (available: %s)", m.ID, hook.Name, c, e.capabilities.names())
 		}
 	}
 	jailMode := req.Jail
@@ -245,7 +246,7 @@ func (e *Engine) StartRun(actor Actor, req RunRequest) (*RunHandle, error) {
 	// before anything is spawned.
 	var spawner hooks.Spawner = hooks.DirectSpawner{}
 	var planErr error
-	startDetails := map[string]any{"run": rec.ID, "module": m.ID, "hook": hook.Name, "jail": jailMode, "inputs": sortedKeys(inputs)}
+	startDetails := map[string]any{"run": rec.ID, "module": m.ID, "hook": hook.Name, "jail": jailMode, "inputs": inputNames(inputs)}
 	spawn := hooks.Spawn{
 		Argv: append([]string{filepath.Join(m.Dir, hook.Run[0])}, hook.Run[1:]...),
 		Dir:  m.Dir,
@@ -290,14 +291,17 @@ func (e *Engine) StartRun(actor Actor, req RunRequest) (*RunHandle, error) {
 
 	var freed int64
 	if _, err := e.store.Update(func(tx *storage.Tx) error {
-		freed = e.pruneStreams(tx)
+		var err error
+		if freed, err = e.pruneStreams(tx); err != nil {
+			return err
+		}
 		if err := tok.Record(tx); err != nil {
 			return err
 		}
 		if err := tx.PutRun(rec); err != nil {
 			return err
 		}
-		_, err := tx.AppendReceipt(storage.Draft{Kind: "hook.start", Actor: string(actor), Subject: m.ID + "/" + hook.Name,
+		_, err = tx.AppendReceipt(storage.Draft{Kind: storage.KindHookStart, Actor: string(actor), Subject: m.ID + "/" + hook.Name,
 			Summary: fmt.Sprintf("run %s of %s/%s started (jail %s)", rec.ID, m.ID, hook.Name, jailName(jailMode)),
 			Details: startDetails})
 		return err
@@ -407,7 +411,7 @@ func (r *activeRun) finish(h *RunHandle, exit hooks.Exit) {
 		if resultErr != "" {
 			rec.Error = "result refused: " + resultErr
 		} else {
-			rec.Error = "exited 0 without a result, but the hook declares outputs (" + joinNames(sortedKeys(r.hook.Outputs)) + ")"
+			rec.Error = "exited 0 without a result, but the hook declares outputs (" + joinNames(slices.Sorted(maps.Keys(r.hook.Outputs))) + ")"
 		}
 	default:
 		rec.Status = storage.RunSucceeded
@@ -431,7 +435,7 @@ func (r *activeRun) finish(h *RunHandle, exit hooks.Exit) {
 		if err := tx.PutRun(rec); err != nil {
 			return err
 		}
-		if _, err := tx.AppendReceipt(storage.Draft{Kind: "hook.end", Actor: r.rec.Actor, Subject: rec.Module + "/" + rec.Hook, Summary: summary, Details: details}); err != nil {
+		if _, err := tx.AppendReceipt(storage.Draft{Kind: storage.KindHookEnd, Actor: r.rec.Actor, Subject: rec.Module + "/" + rec.Hook, Summary: summary, Details: details}); err != nil {
 			return err
 		}
 		// The run's one token, revoked in the same commit (a point
@@ -506,16 +510,7 @@ func (r *activeRun) say(lvl storage.Level, text string) {
 }
 
 func hookNames(m *hooks.Manifest) string {
-	return joinNames(sortedKeys(m.Hooks))
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
+	return joinNames(slices.Sorted(maps.Keys(m.Hooks)))
 }
 
 func joinNames(ss []string) string {
@@ -572,7 +567,7 @@ func wardenBinary() string {
 // pathInputs lists the hook's declared path inputs with their values.
 func pathInputs(h *hooks.Hook, inputs map[string]any) []jail.PathInput {
 	var out []jail.PathInput
-	for _, name := range sortedKeys(h.Inputs) {
+	for _, name := range slices.Sorted(maps.Keys(h.Inputs)) {
 		t := h.Inputs[name]
 		if t.Kind != "path" {
 			continue
@@ -582,6 +577,16 @@ func pathInputs(h *hooks.Hook, inputs map[string]any) []jail.PathInput {
 		}
 	}
 	return out
+}
+
+// inputNames lists the run's input names, sorted; [] rather than null
+// when there are none (the start receipt's details).
+func inputNames(inputs map[string]any) []string {
+	names := slices.Sorted(maps.Keys(inputs))
+	if names == nil {
+		names = []string{}
+	}
+	return names
 }
 
 func jailName(mode string) string {

@@ -89,7 +89,7 @@ func (s *shared) setStatus(msg string, isErr bool) {
 	s.status, s.statusOK, s.statusAt = msg, !isErr, s.now()
 }
 
-func (s *shared) errStatus(err error) { s.setStatus(oneLine(err.Error()), true) }
+func (s *shared) errStatus(err error) { s.setStatus(OneLine(err.Error()), true) }
 
 // pane is one tab.
 type pane interface {
@@ -481,7 +481,7 @@ func (a *App) ring(r engine.Request) tea.Cmd {
 	a.toastID++
 	id := a.toastID
 	a.toastReq = r.ID
-	a.toast = fmt.Sprintf("🔔 request %d from %s/%s: %s — press 2", r.ID, r.Requester.Module, r.Requester.Hook, oneLine(operationLine(r)))
+	a.toast = fmt.Sprintf("🔔 request %d from %s/%s: %s — press 2", r.ID, r.Requester.Module, r.Requester.Hook, OneLine(operationLine(r)))
 	return tea.Tick(8*time.Second, func(time.Time) tea.Msg { return toastDoneMsg{id} })
 }
 
@@ -520,7 +520,7 @@ func (a *App) tookOver(m takeoverMsg) tea.Cmd {
 		if a.overlay == nil {
 			a.engineGone(a.gone)
 		}
-		a.sh.setStatus("taking over failed: "+oneLine(m.err.Error())+"; t tries again", true)
+		a.sh.setStatus("taking over failed: "+OneLine(m.err.Error())+"; t tries again", true)
 		return nil
 	}
 	if a.closed {
@@ -659,7 +659,7 @@ func (a *App) statusLine(w int) string {
 		parts = append(parts, st.Render(plain(a.sh.status, w)))
 	}
 	if len(parts) == 0 && a.jailErr != "" && a.tab == tabModules {
-		parts = append(parts, th.StatusErr.Render(plain(oneLine(a.jailErr), w)))
+		parts = append(parts, th.StatusErr.Render(plain(OneLine(a.jailErr), w)))
 	}
 	return fit(strings.Join(parts, " "), w)
 }

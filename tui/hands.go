@@ -11,6 +11,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"warden/engine"
+	"warden/engine/hands"
 )
 
 type handsKeys struct{ Up, Down, Status, Reload, Init, Finish key.Binding }
@@ -176,7 +177,7 @@ func (p *handsPane) wizard(msg tea.Msg) tea.Cmd {
 	case w.showFinish:
 		known := false
 		for _, r := range p.roots {
-			known = known || (r.Root == w.root && r.Phase != "finished")
+			known = known || (r.Root == w.root && r.Phase != string(hands.PhaseFinished))
 		}
 		fw, fcmd := newFinishWizard(p.sh, p.roots, w.root, p.w, p.h)
 		if !known || fw == nil {
@@ -228,15 +229,15 @@ func (p *handsPane) view(w, h int) string {
 		}
 		st := th.Dim
 		switch r.Phase {
-		case "ready":
+		case string(hands.PhaseReady):
 			st = th.RunOK
-		case "failed":
+		case string(hands.PhaseFailed):
 			st = th.RunFailed
-		case "prepared", "creating", "running":
+		case string(hands.PhasePrepared), string(hands.PhaseCreating), string(hands.PhaseRunning):
 			st = th.RunRunning
 		}
 		row := fmt.Sprintf("%s %-9s %s", mark, r.Phase, r.Root)
-		tail := fmt.Sprintf("  %s · access %s · updated %s ago", r.Image, r.Access, shortDur(now.Sub(r.Updated)))
+		tail := fmt.Sprintf("  %s · access %s · updated %s ago", r.Image, r.Access, ShortDuration(now.Sub(r.Updated)))
 		if i == p.sel {
 			out = append(out, fit(th.Selected.Render(row)+th.Dim.Render(plain(tail, max(w-textWidth(row), 1))), w))
 		} else {

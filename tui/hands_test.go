@@ -437,7 +437,7 @@ func TestHandsFailureViewSmall(t *testing.T) {
 		}
 	}
 	for i, l := range lines {
-		if w := lipglossWidth(l); w > 80 {
+		if w := widthOf(l); w > 80 {
 			t.Errorf("line %d is %d wide", i, w)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/charmbracelet/huh"
 
 	"warden/engine"
+	"warden/engine/hands"
 )
 
 // The hands wizards: `i` sets up a new hands root, `x` finishes one. Each
@@ -117,7 +118,7 @@ func newInitWizard(sh *shared, w, h int) (*handsWizard, tea.Cmd) {
 func newFinishWizard(sh *shared, roots []engine.HandsRecord, selected string, w, h int) (*handsWizard, tea.Cmd) {
 	z := newWizard(sh, wizFinish, w, h)
 	for _, r := range roots {
-		if r.Phase != "finished" {
+		if r.Phase != string(hands.PhaseFinished) {
 			z.finishable = append(z.finishable, r)
 		}
 	}
@@ -220,7 +221,7 @@ func (z *handsWizard) open(which int) tea.Cmd {
 	case formFinish:
 		opts := make([]huh.Option[string], 0, len(z.finishable))
 		for _, r := range z.finishable {
-			opts = append(opts, huh.NewOption(fmt.Sprintf("%s  (%s, container %s)", r.Root, r.Phase, shortID(r.ContainerID)), r.Root))
+			opts = append(opts, huh.NewOption(fmt.Sprintf("%s  (%s, container %s)", r.Root, r.Phase, hands.ShortID(r.ContainerID)), r.Root))
 		}
 		z.confirmed = false
 		groups = append(groups,
@@ -264,16 +265,6 @@ func noteText(s string) string {
 	return r.Replace(s)
 }
 
-func shortID(id string) string {
-	if id == "" {
-		return "none"
-	}
-	if len(id) > 12 {
-		return id[:12]
-	}
-	return id
-}
-
 // resize follows the body's size.
 func (z *handsWizard) resize(w, h int) {
 	if w == z.w && h == z.h {
@@ -315,7 +306,7 @@ func (z *handsWizard) checkLive() {
 			return
 		}
 		if err := z.sh.e.ValidateHandsRoot(z.root); err != nil {
-			z.live = "✗ " + oneLine(err.Error())
+			z.live = "✗ " + OneLine(err.Error())
 			return
 		}
 		z.live, z.liveOK = "✓ "+z.root+" is new and its ancestors are safe", true
@@ -325,7 +316,7 @@ func (z *handsWizard) checkLive() {
 			return
 		}
 		if err := z.sh.e.ValidateHandsSocket(z.socketPath); err != nil {
-			z.live = "✗ " + oneLine(err.Error())
+			z.live = "✗ " + OneLine(err.Error())
 			return
 		}
 		z.live, z.liveOK = "✓ "+z.socketPath+" is a socket", true
@@ -382,7 +373,7 @@ func (z *handsWizard) update(msg tea.Msg) tea.Cmd {
 		}
 		switch {
 		case msg.err != nil:
-			z.stage, z.loadErr = wsLoadErr, oneLine(msg.err.Error())
+			z.stage, z.loadErr = wsLoadErr, OneLine(msg.err.Error())
 		case len(msg.images) == 0:
 			z.stage = wsLoadErr
 			z.loadErr = fmt.Sprintf("the Docker Engine at %s has no local images, and warden never pulls: load one first (e.g. `docker -H unix://%s pull busybox:1.36`), then choose the socket again", z.socket, z.socket)
@@ -552,7 +543,7 @@ func (z *handsWizard) finished() {
 	z.job.mu.Unlock()
 	z.job.cancel(nil)
 	if z.err != nil {
-		z.prog.fail(oneLine(z.err.Error()))
+		z.prog.fail(OneLine(z.err.Error()))
 		z.sh.setStatus("hands "+z.kind+" of "+z.root+" failed", true)
 		return
 	}
@@ -653,40 +644,42 @@ type progress struct {
 	rows    []progRow
 	cur     int
 	details map[string]string
-	note    string
 }
 
 func newProgress(kind string) *progress {
 	p := &progress{kind: kind, details: map[string]string{}}
+	stages, texts := hands.FinishStages, finishStageText
 	if kind == wizInit {
-		p.rows = []progRow{
-			{name: "prepared", steps: []string{"root", "engine", "layout", "lease", "prepared"},
-				text: func(*progress) string { return "layout made, receipt written (evidence/setup.json)" }},
-			{name: "creating", steps: []string{"image", "creating", "created", "label"},
-				text: func(p *progress) string {
-					return "container " + shortID(p.details["created"]) + " created with the owner label, image pinned by id"
-				}},
-			{name: "running", steps: []string{"started", "running"},
-				text: func(*progress) string { return "container started, generation recorded, hands.json written" }},
-			{name: "ready", steps: []string{"policy", "ready"},
-				text: func(*progress) string { return "initial policy set: " + p.details["policy"] }},
-		}
-		return p
+		stages, texts = hands.InitStages, initStageText
 	}
-	p.rows = []progRow{
-		{name: "receipt", steps: []string{"receipt"}, text: func(p *progress) string { return "read: " + p.details["receipt"] }},
-		{name: "engine", steps: []string{"engine"}, text: func(*progress) string { return "the recorded engine answers (same daemon, same socket)" }},
-		{name: "stopped", steps: []string{"inspected", "stopped"},
-			text: func(*progress) string { return "the recorded container, verified stopped by inspection" }},
-		{name: "finished", steps: []string{"finished"}, text: func(*progress) string { return "phase finished written, every grant revoked" }},
+	for _, st := range stages {
+		p.rows = append(p.rows, progRow{name: st.Name, steps: st.Steps, text: texts[st.Name]})
 	}
 	return p
 }
 
+// initStageText and finishStageText say what a completed stage did.
+var (
+	initStageText = map[string]func(*progress) string{
+		hands.StepPrepared: func(*progress) string { return "layout made, receipt written (evidence/setup.json)" },
+		hands.StepCreating: func(p *progress) string {
+			return "container " + hands.ShortID(p.details[hands.StepCreated]) + " created with the owner label, image pinned by id"
+		},
+		hands.StepRunning: func(*progress) string { return "container started, generation recorded, hands.json written" },
+		hands.StepReady:   func(p *progress) string { return "initial policy set: " + p.details[hands.StepPolicy] },
+	}
+	finishStageText = map[string]func(*progress) string{
+		hands.StepReceipt:  func(p *progress) string { return "read: " + p.details[hands.StepReceipt] },
+		hands.StepEngine:   func(*progress) string { return "the recorded engine answers (same daemon, same socket)" },
+		hands.StepStopped:  func(*progress) string { return "the recorded container, verified stopped by inspection" },
+		hands.StepFinished: func(*progress) string { return "phase finished written, every grant revoked" },
+	}
+)
+
 // step applies one of the engine's progress steps.
 func (p *progress) step(step, detail string) {
 	p.details[step] = detail
-	if step == "failed" {
+	if step == hands.StepFailed {
 		return // fail() marks the row with the whole error
 	}
 	for i := range p.rows {
@@ -905,12 +898,12 @@ func (z *handsWizard) progressLines(w int) []string {
 	case z.err != nil:
 		out = append(out, z.failureView(w)...)
 	case z.kind == wizInit:
-		out = append(out, th.RunOK.Render(fmt.Sprintf("✓ ready: container %s from %s, access %s", shortID(z.initRes.ContainerID), z.image, z.access)))
+		out = append(out, th.RunOK.Render(fmt.Sprintf("✓ ready: container %s from %s, access %s", hands.ShortID(z.initRes.ContainerID), z.image, z.access)))
 		out = append(out, th.Dim.Render("x finishes it · s shows status and drift · enter closes"))
 	default:
 		msg := "✓ finished"
 		if z.finRes.Stopped {
-			msg += ": container " + shortID(z.finRes.ContainerID) + " stopped"
+			msg += ": container " + hands.ShortID(z.finRes.ContainerID) + " stopped"
 		} else if z.finRes.Note != "" {
 			msg += ": " + z.finRes.Note
 		}
@@ -923,7 +916,7 @@ func (z *handsWizard) progressLines(w int) []string {
 // failureView shows the error, the evidence and what to do next.
 func (z *handsWizard) failureView(w int) []string {
 	th := z.sh.th
-	out := wrapHanging(th.StatusErr, th.StatusErr.Render("✗ "), "  ", oneLine(z.err.Error()), w-2)
+	out := wrapHanging(th.StatusErr, th.StatusErr.Render("✗ "), "  ", OneLine(z.err.Error()), w-2)
 	out = append(out, "")
 	var failed *engine.HandsInitFailedError
 	evidence := z.root + "/" + engine.HandsEvidenceDir + "/"

@@ -269,7 +269,7 @@ func (p *modulesPane) view(w, h int) string {
 			m := r.mod
 			line = fmt.Sprintf("%s %s %s", mark, m.Record.ID, m.Record.Version)
 			if m.Manifest == nil {
-				line = fit(line, 24) + " " + th.StatusErr.Render(plain("cannot run: "+oneLine(m.Problem), max(w-26, 1)))
+				line = fit(line, 24) + " " + th.StatusErr.Render(plain("cannot run: "+OneLine(m.Problem), max(w-26, 1)))
 			} else {
 				line = th.Title.Render(line) + "  " + th.Dim.Render(plain(m.Record.Description, max(w-textWidth(line)-2, 1)))
 			}
@@ -293,13 +293,13 @@ func (p *modulesPane) view(w, h int) string {
 			last := th.Dim.Render("never run")
 			if lr, ok := p.last[r.mod.Record.ID+"/"+r.hook]; ok {
 				g, st := runGlyph(th, lr.Status)
-				last = st.Render(g+" "+lr.Status) + th.Dim.Render(" "+shortDur(now.Sub(lr.Started))+" ago, took "+runDuration(lr, now))
+				last = st.Render(g+" "+lr.Status) + th.Dim.Render(" "+ShortDuration(now.Sub(lr.Started))+" ago, took "+runDuration(lr, now))
 			}
 			name := fmt.Sprintf("%s   %-16s", mark, r.hook)
 			if i == p.sel {
 				name = th.Selected.Render(name)
 			}
-			lastW := lipglossWidth(last)
+			lastW := widthOf(last)
 			line = name + " " + fit(th.Dim.Render(plain(strings.Join(info, " · "), max(w-22-lastW-2, 1))), max(w-22-lastW-2, 1)) + " " + last
 		}
 		out = append(out, fit(line, w))

@@ -129,7 +129,7 @@ func TestSmallTerminalAndResize(t *testing.T) {
 		t.Errorf("%d lines at 80x24", len(lines))
 	}
 	for i, l := range lines {
-		if w := lipglossWidth(l); w > 80 {
+		if w := widthOf(l); w > 80 {
 			t.Errorf("line %d is %d wide: %q", i, w, l)
 		}
 	}

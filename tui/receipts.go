@@ -288,7 +288,7 @@ func (p *receiptsPane) view(w, h int) string {
 	}
 	for i := p.off; i < len(p.rs) && len(out) < h; i++ {
 		r := p.rs[i]
-		line := cols(fmt.Sprint(r.Seq), r.At.Local().Format("15:04:05"), r.Kind, r.Actor, r.Subject, oneLine(r.Summary))
+		line := cols(fmt.Sprint(r.Seq), r.At.Local().Format("15:04:05"), r.Kind, r.Actor, r.Subject, OneLine(r.Summary))
 		if i == p.sel {
 			out = append(out, th.Selected.Render("▸ "+line))
 		} else {
@@ -306,7 +306,7 @@ func (p *receiptsPane) view(w, h int) string {
 
 func receiptStyle(th themeT, kind string) (s styleT) {
 	switch {
-	case strings.HasPrefix(kind, "request."), strings.HasPrefix(kind, "policy."):
+	case strings.HasPrefix(kind, engine.KindFamilyRequest), strings.HasPrefix(kind, engine.KindFamilyPolicy):
 		return th.Pending
 	case strings.HasSuffix(kind, ".error"), strings.HasSuffix(kind, ".failed"):
 		return th.LevelError

@@ -173,10 +173,7 @@ func (p *requestsPane) keys() keyMap {
 	case p.confirming:
 		return keyMap{short: []key.Binding{k.Yes, k.No}}
 	}
-	acts := []key.Binding{k.Approve, k.Deny}
-	if canApproveAlways {
-		acts = append(acts, k.Always)
-	}
+	acts := []key.Binding{k.Approve, k.Deny, k.Always}
 	short := append([]key.Binding{k.Up, k.Down}, acts...)
 	short = append(short, k.Detail)
 	return keyMap{short: short, full: [][]key.Binding{{k.Up, k.Down, k.Detail}, acts}}
@@ -240,7 +237,7 @@ func (p *requestsPane) key(msg tea.KeyMsg) tea.Cmd {
 			p.reason.Reset()
 			return p.reason.Focus()
 		}
-	case key.Matches(msg, k.Always) && canApproveAlways:
+	case key.Matches(msg, k.Always):
 		if r, ok := p.currentPending(); ok {
 			rule, err := alwaysRule(p.sh.e, r)
 			if err != nil {
@@ -297,7 +294,7 @@ func operationLine(r engine.Request) string {
 	var m map[string]any
 	if json.Unmarshal(r.Content, &m) == nil {
 		if msg, ok := m["message"].(string); ok && len(m) == 1 {
-			return r.Operation + ": " + oneLine(msg)
+			return r.Operation + ": " + OneLine(msg)
 		}
 		if argv, ok := m["argv"].([]any); ok {
 			parts := make([]string, len(argv))
@@ -310,7 +307,7 @@ func operationLine(r engine.Request) string {
 			return r.Operation + ": " + path
 		}
 	}
-	return r.Operation + " " + oneLine(string(r.Content))
+	return r.Operation + " " + OneLine(string(r.Content))
 }
 
 func (p *requestsPane) view(w, h int) string {
@@ -372,7 +369,7 @@ func (p *requestsPane) row(r engine.Request, sel bool, now time.Time, w int) str
 		if left <= 0 {
 			when = "expired"
 		} else {
-			when = "exp " + shortDur(left)
+			when = "exp " + ShortDuration(left)
 		}
 	} else {
 		state = r.Decision.Verdict
@@ -386,7 +383,7 @@ func (p *requestsPane) row(r engine.Request, sel bool, now time.Time, w int) str
 	if sel {
 		mark = "▸"
 	}
-	head := fmt.Sprintf("%s#%-4d %-14s %5s ", mark, r.ID, state, shortDur(now.Sub(r.Created)))
+	head := fmt.Sprintf("%s#%-4d %-14s %5s ", mark, r.ID, state, ShortDuration(now.Sub(r.Created)))
 	rest := fmt.Sprintf("%-10s %s  %s/%s  %s", when, r.Subject, r.Requester.Module, r.Requester.Hook, operationLine(r))
 	if r.Decision != nil {
 		rest = fmt.Sprintf("%s  %s  %s", when, r.Subject, operationLine(r))
@@ -406,7 +403,7 @@ func (p *requestsPane) detail(r engine.Request) []string {
 	state := th.Pending.Render("pending")
 	exp := r.Expires.Local().Format("15:04:05")
 	if left := r.Expires.Sub(now); left > 0 {
-		exp = "in " + shortDur(left) + " (" + exp + ")"
+		exp = "in " + ShortDuration(left) + " (" + exp + ")"
 	} else {
 		exp = "expired " + exp
 	}
@@ -418,7 +415,7 @@ func (p *requestsPane) detail(r engine.Request) []string {
 		}
 		dec := st.Render(d.Verdict) + " by " + d.By + " at " + d.At.Local().Format("2006-01-02 15:04:05")
 		if d.Reason != "" {
-			dec += ": " + oneLine(d.Reason)
+			dec += ": " + OneLine(d.Reason)
 		}
 		out[0] = th.Title.Render(fmt.Sprintf("Request %d", r.ID)) + "  " + dec
 	}
@@ -426,7 +423,7 @@ func (p *requestsPane) detail(r engine.Request) []string {
 		field("subject", r.Subject),
 		field("requester", fmt.Sprintf("%s/%s, run %s", r.Requester.Module, r.Requester.Hook, r.Requester.Run)),
 		field("operation", r.Operation),
-		field("created", r.Created.Local().Format("2006-01-02 15:04:05")+" ("+shortDur(now.Sub(r.Created))+" ago)"),
+		field("created", r.Created.Local().Format("2006-01-02 15:04:05")+" ("+ShortDuration(now.Sub(r.Created))+" ago)"),
 	)
 	if r.Decision == nil {
 		out = append(out, field("expires", exp))

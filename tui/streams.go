@@ -530,22 +530,5 @@ func runDuration(r engine.RunRecord, now time.Time) string {
 	if r.Ended != nil {
 		end = *r.Ended
 	}
-	return shortDur(end.Sub(r.Started))
-}
-
-// shortDur is a compact duration: 0s, 42s, 3m05s, 2h07m, 3d04h.
-func shortDur(d time.Duration) string {
-	if d < 0 {
-		d = 0
-	}
-	s := int(d / time.Second)
-	switch {
-	case s < 60:
-		return fmt.Sprintf("%ds", s)
-	case s < 3600:
-		return fmt.Sprintf("%dm%02ds", s/60, s%60)
-	case s < 86400:
-		return fmt.Sprintf("%dh%02dm", s/3600, s%3600/60)
-	}
-	return fmt.Sprintf("%dd%02dh", s/86400, s%86400/3600)
+	return ShortDuration(end.Sub(r.Started))
 }

@@ -1,7 +1,9 @@
 package tui
 
 import (
+	"fmt"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	tea "github.com/charmbracelet/bubbletea"
@@ -220,8 +222,8 @@ func plain(s string, width int) string {
 	return out + "…"
 }
 
-// oneLine folds whitespace runs (newlines included) into single spaces.
-func oneLine(s string) string {
+// OneLine folds whitespace runs (newlines included) into single spaces.
+func OneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
 }
 
@@ -344,4 +346,23 @@ func listMouse(msg tea.MouseMsg, step, top, off, n int, move func(int)) int {
 		}
 	}
 	return -1
+}
+
+// ShortDuration is a compact duration for a column or a line: 0s, 42s,
+// 3m05s, 2h07m, 3d04h; a negative one is 0s. The console and the CLI both
+// use it, so a request's age reads the same in either.
+func ShortDuration(d time.Duration) string {
+	if d < 0 {
+		d = 0
+	}
+	s := int(d / time.Second)
+	switch {
+	case s < 60:
+		return fmt.Sprintf("%ds", s)
+	case s < 3600:
+		return fmt.Sprintf("%dm%02ds", s/60, s%60)
+	case s < 86400:
+		return fmt.Sprintf("%dh%02dm", s/3600, s%3600/60)
+	}
+	return fmt.Sprintf("%dd%02dh", s/86400, s%86400/3600)
 }

@@ -215,7 +215,7 @@ func (a *app) progress() func(step, detail string) {
 	}
 	return func(step, detail string) {
 		mark := "✓"
-		if step == "failed" {
+		if step == hands.StepFailed {
 			mark = "✗"
 		}
 		fmt.Fprintf(a.stderr, "%s %-9s %s\n", mark, step, detail)

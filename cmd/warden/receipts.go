@@ -3,13 +3,13 @@ package main
 import (
 	"fmt"
 	"strconv"
-	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"warden/engine"
+	"warden/tui"
 )
 
 func (a *app) receiptsCommand() *cobra.Command {
@@ -136,8 +136,9 @@ func parseSince(s string) (time.Time, error) {
 	return time.Time{}, fmt.Errorf("--since %q: want a time like 2026-11-29T14:00:00Z or 2026-11-29, or a duration like 90m", s)
 }
 
+// oneLine is tui.OneLine cut to max runes with an ellipsis: a list column.
 func oneLine(s string, max int) string {
-	s = strings.ReplaceAll(s, "\n", " ")
+	s = tui.OneLine(s)
 	if r := []rune(s); len(r) > max {
 		return string(r[:max-1]) + "…"
 	}

@@ -15,12 +15,6 @@ import (
 	"warden/engine"
 )
 
-// sshStarter serves the console over SSH on addr for the operators in the
-// operators file, until ctx ends or the returned service is shut down or
-// closed. ssh.go sets it in its init(); a build without it has no SSH
-// server.
-var sshStarter func(ctx context.Context, e *engine.Engine, addr, operators string) (sshService, error)
-
 // sshService is a running SSH server.
 type sshService interface {
 	// Shutdown stops accepting, makes every console quit (restoring its
@@ -56,9 +50,6 @@ released. A second signal during the shutdown kills it at once.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if sshAddr == "" && operators != "" {
 				return usageError{errors.New("--operators needs --ssh ADDR")}
-			}
-			if sshAddr != "" && sshStarter == nil {
-				return &exitError{code: 2, err: errors.New("this build has no SSH server")}
 			}
 			var run *engine.RunRequest
 			if runHook != "" {
@@ -142,7 +133,7 @@ func (a *app) serve(sshAddr, operators string, run *engine.RunRequest) error {
 		// at once, saying so in its stream.
 		detach := e.AttachOperator()
 		defer detach()
-		s, err := sshStarter(ctx, e, sshAddr, operators)
+		s, err := startSSH(ctx, e, sshConfig{Addr: sshAddr, Operators: operators})
 		if err != nil {
 			return err
 		}

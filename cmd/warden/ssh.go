@@ -40,12 +40,6 @@ import (
 	"warden/tui"
 )
 
-func init() {
-	sshStarter = func(ctx context.Context, e *engine.Engine, addr, operators string) (sshService, error) {
-		return startSSH(ctx, e, sshConfig{Addr: addr, Operators: operators})
-	}
-}
-
 const (
 	sshDefaultPort        = "2222"
 	sshDefaultIdle        = 15 * time.Minute

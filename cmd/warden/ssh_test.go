@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
@@ -13,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -23,24 +21,6 @@ import (
 
 	"warden/engine"
 )
-
-// sshBuffer collects output written from several goroutines.
-type sshBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *sshBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *sshBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 func sshTestKey(t *testing.T) (gossh.Signer, string) {
 	t.Helper()
@@ -58,7 +38,7 @@ func sshTestKey(t *testing.T) (gossh.Signer, string) {
 type sshFixture struct {
 	e        *engine.Engine
 	srv      *sshServer
-	log      *sshBuffer
+	log      *lockedBuffer
 	hostKey  gossh.PublicKey
 	operator gossh.Signer
 	viewer   gossh.Signer
@@ -75,7 +55,7 @@ func newSSHFixture(t *testing.T, cfg sshConfig) *sshFixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.Close() })
-	f := &sshFixture{e: e, log: &sshBuffer{}}
+	f := &sshFixture{e: e, log: &lockedBuffer{}}
 	var op, vw string
 	f.operator, op = sshTestKey(t)
 	f.viewer, vw = sshTestKey(t)
@@ -125,7 +105,7 @@ type sshConsole struct {
 	client *gossh.Client
 	sess   *gossh.Session
 	in     io.WriteCloser
-	screen *sshBuffer
+	screen *lockedBuffer
 	done   chan struct{} // closed when the session has ended
 	err    error         // then: how it ended (nil: exit status 0)
 }
@@ -137,7 +117,7 @@ func (f *sshFixture) console(t *testing.T, signer gossh.Signer) *sshConsole {
 
 // openSSHConsole logs in with a PTY (40x140) and waits for the console;
 // cleanup quits it. log is the server's, shown when a wait fails.
-func openSSHConsole(t *testing.T, addr string, hostKey gossh.PublicKey, signer gossh.Signer, log *sshBuffer) *sshConsole {
+func openSSHConsole(t *testing.T, addr string, hostKey gossh.PublicKey, signer gossh.Signer, log *lockedBuffer) *sshConsole {
 	t.Helper()
 	c, err := sshDial(addr, hostKey, signer)
 	if err != nil {
@@ -147,7 +127,7 @@ func openSSHConsole(t *testing.T, addr string, hostKey gossh.PublicKey, signer g
 	if err != nil {
 		t.Fatal(err)
 	}
-	con := &sshConsole{client: c, sess: s, screen: &sshBuffer{}, done: make(chan struct{})}
+	con := &sshConsole{client: c, sess: s, screen: &lockedBuffer{}, done: make(chan struct{})}
 	t.Cleanup(func() { con.quit(); s.Close(); c.Close() })
 	if err := s.RequestPty("xterm-256color", 40, 140, gossh.TerminalModes{gossh.ECHO: 0}); err != nil {
 		t.Fatal(err)
@@ -186,7 +166,7 @@ func (c *sshConsole) quit() {
 
 func (c *sshConsole) text() string { return ansi.Strip(c.screen.String()) }
 
-func (c *sshConsole) waitFor(t *testing.T, want string, timeout time.Duration, log *sshBuffer) {
+func (c *sshConsole) waitFor(t *testing.T, want string, timeout time.Duration, log *lockedBuffer) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
@@ -440,7 +420,7 @@ func TestSSHServeSIGTERMRestoresTerminals(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := net.JoinHostPort("127.0.0.1", freePort(t))
-	var stdout, log sshBuffer
+	var stdout, log lockedBuffer
 	serve := exec.Command(bin, "--data-dir", data, "serve", "--ssh", addr, "--operators", operators)
 	serve.Stdout, serve.Stderr = &stdout, &log
 	if err := serve.Start(); err != nil {
@@ -480,7 +460,7 @@ func TestSSHServeSIGTERMRestoresTerminals(t *testing.T) {
 		}
 		// What the client got after it last entered the alternate screen.
 		raw := con.screen.String()
-		j := strings.LastIndex(raw, ansi.SetAltScreenSaveCursorMode)
+		j := strings.LastIndex(raw, ansi.SetModeAltScreenSaveCursor)
 		if j < 0 {
 			t.Errorf("console %d never entered the alternate screen", i)
 			continue
@@ -488,16 +468,16 @@ func TestSSHServeSIGTERMRestoresTerminals(t *testing.T) {
 		tail := raw[j:]
 		var missing []string
 		for _, want := range []struct{ name, seq string }{
-			{"alternate screen off", ansi.ResetAltScreenSaveCursorMode},
-			{"mouse cell motion off", ansi.ResetButtonEventMouseMode},
-			{"SGR mouse off", ansi.ResetSgrExtMouseMode},
+			{"alternate screen off", ansi.ResetModeAltScreenSaveCursor},
+			{"mouse cell motion off", ansi.ResetModeMouseButtonEvent},
+			{"SGR mouse off", ansi.ResetModeMouseExtSgr},
 			{"cursor shown", ansi.ShowCursor},
 		} {
 			if !strings.Contains(tail, want.seq) {
 				missing = append(missing, fmt.Sprintf("%s (%q)", want.name, want.seq))
 			}
 		}
-		if k := strings.LastIndex(tail, ansi.ResetAltScreenSaveCursorMode); k < 0 || !strings.Contains(tail[k:], sshShutdownLine) {
+		if k := strings.LastIndex(tail, ansi.ResetModeAltScreenSaveCursor); k < 0 || !strings.Contains(tail[k:], sshShutdownLine) {
 			missing = append(missing, fmt.Sprintf("%q on the restored screen", sshShutdownLine))
 		}
 		if len(missing) > 0 {

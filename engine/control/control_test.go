@@ -225,14 +225,23 @@ func TestParity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Every change made over the socket above, by kind: each must be
+	// there, and name the peer.
+	changes := map[string]int{storage.KindModuleAdd: 0, storage.KindSecretSet: 0, storage.KindConfigSet: 0, storage.KindPolicySet: 0}
 	for _, r := range rs {
-		if r.Kind == "module.added" || strings.HasPrefix(r.Kind, "secret.") || strings.HasPrefix(r.Kind, "policy.") {
+		if _, ok := changes[r.Kind]; ok {
+			changes[r.Kind]++
 			if r.Actor != string(me) {
 				t.Fatalf("receipt %d (%s) names actor %q, want %q", r.Seq, r.Kind, r.Actor, me)
 			}
 		}
 		if strings.Contains(r.Summary, "s3cr3t-value") {
 			t.Fatalf("receipt %d holds the secret value", r.Seq)
+		}
+	}
+	for kind, n := range changes {
+		if n == 0 {
+			t.Errorf("no %s receipt for the change made over the socket", kind)
 		}
 	}
 

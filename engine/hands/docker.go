@@ -67,7 +67,7 @@ func openEngine(ctx context.Context, socket string) (*dockerEngine, error) {
 	if err != nil {
 		return nil, err
 	}
-	cli, err := client.New(client.WithHost("unix://"+socket), client.WithAPIVersionNegotiation())
+	cli, err := client.New(client.WithHost("unix://"+socket))
 	if err != nil {
 		return nil, fmt.Errorf("engine socket %s: %w", socket, err)
 	}
@@ -118,7 +118,7 @@ func (e *dockerEngine) checkIdentity(root string, r SetupReceipt) error {
 	return fmt.Errorf("the Docker Engine at %s is not the one %s was set up with (recorded daemon %s on socket %s; now daemon %s on socket %s): "+
 		"warden will not act through it. If dockerd was only restarted (it re-creates its socket, so the inode changes), inspect the container yourself "+
 		"(`docker -H unix://%s inspect %s`) and stop it by hand; otherwise point --engine-socket at the engine that holds it",
-		e.socket, root, r.DaemonID, r.SocketIdentity, e.id.DaemonID, e.id.Socket, e.socket, shortID(r.ContainerID))
+		e.socket, root, r.DaemonID, r.SocketIdentity, e.id.DaemonID, e.id.Socket, e.socket, ShortID(r.ContainerID))
 }
 
 // observed is what inspection says about a recorded container.
@@ -137,7 +137,7 @@ func (e *dockerEngine) inspect(ctx context.Context, id, owner, root string) (obs
 		return observed{Missing: true, State: "missing"}, container.InspectResponse{}, nil
 	}
 	if err != nil {
-		return observed{}, container.InspectResponse{}, fmt.Errorf("inspect container %s: %w", shortID(id), err)
+		return observed{}, container.InspectResponse{}, fmt.Errorf("inspect container %s: %w", ShortID(id), err)
 	}
 	c := res.Container
 	o := observed{}
@@ -179,12 +179,12 @@ func (e *dockerEngine) stopOwned(ctx context.Context, id, owner, root string) (s
 		return false, nil
 	}
 	if !o.LabelOK {
-		return false, fmt.Errorf("container %s does not carry this root's owner label: warden never stops it", shortID(id))
+		return false, fmt.Errorf("container %s does not carry this root's owner label: warden never stops it", ShortID(id))
 	}
 	if o.Running {
 		timeout := 10
 		if _, err := e.cli.ContainerStop(ctx, id, client.ContainerStopOptions{Timeout: &timeout}); err != nil && !cerrdefs.IsNotFound(err) {
-			return false, fmt.Errorf("stop container %s: %w", shortID(id), err)
+			return false, fmt.Errorf("stop container %s: %w", ShortID(id), err)
 		}
 	}
 	o, _, err = e.inspect(ctx, id, owner, root)
@@ -192,17 +192,20 @@ func (e *dockerEngine) stopOwned(ctx context.Context, id, owner, root string) (s
 		return false, err
 	}
 	if o.Running {
-		return false, fmt.Errorf("container %s is still running after docker stop", shortID(id))
+		return false, fmt.Errorf("container %s is still running after docker stop", ShortID(id))
 	}
 	return true, nil
 }
 
-func shortID(id string) string {
+// ShortID is a container id as docker prints it (its first 12 hex
+// digits), or "none" when no container is recorded. Every message and view
+// that names a container uses it, so they all say "none" the same way.
+func ShortID(id string) string {
+	if id == "" {
+		return "none"
+	}
 	if len(id) > 12 {
 		return id[:12]
-	}
-	if id == "" {
-		return "(none recorded)"
 	}
 	return id
 }

@@ -106,7 +106,7 @@ func Init(ctx context.Context, opts InitOptions) (InitResult, error) {
 		return InitResult{}, err
 	}
 	r := &initRun{opts: opts, root: opts.Root, ctx: ctx}
-	r.progress("root", opts.Root+" is new and its ancestors are safe")
+	r.progress(StepRoot, opts.Root+" is new and its ancestors are safe")
 
 	eng, err := openEngine(ctx, opts.EngineSocket)
 	if err != nil {
@@ -114,7 +114,7 @@ func Init(ctx context.Context, opts InitOptions) (InitResult, error) {
 	}
 	defer eng.Close()
 	r.eng = eng
-	r.progress("engine", fmt.Sprintf("daemon %s on %s (API %s)", eng.id.DaemonID, opts.EngineSocket, eng.cli.ClientVersion()))
+	r.progress(StepEngine, fmt.Sprintf("daemon %s on %s (API %s)", eng.id.DaemonID, opts.EngineSocket, eng.cli.ClientVersion()))
 	if err := r.interrupted(); err != nil {
 		return InitResult{}, err
 	}
@@ -122,13 +122,13 @@ func Init(ctx context.Context, opts InitOptions) (InitResult, error) {
 	if err := makeLayout(opts.Root); err != nil {
 		return InitResult{}, err
 	}
-	r.progress("layout", "state/ agent/ workspace/ evidence/ docker-cli/ (0700), resources/ (0755)")
+	r.progress(StepLayout, "state/ agent/ workspace/ evidence/ docker-cli/ (0700), resources/ (0755)")
 	lease, err := takeLease(opts.Root)
 	if err != nil {
 		return InitResult{}, err
 	}
 	defer lease.Close()
-	r.progress("lease", "holding evidence/")
+	r.progress(StepLease, "holding evidence/")
 
 	r.rec = SetupReceipt{Version: ReceiptVersion, Owner: opts.Owner, EngineSocket: opts.EngineSocket,
 		SocketIdentity: eng.id.Socket, DaemonID: eng.id.DaemonID, Phase: PhasePrepared}
@@ -203,7 +203,7 @@ func (r *initRun) steps(ctx context.Context) error {
 	if err := r.notify(); err != nil { // the receipt exists: from here on, failures leave evidence
 		return err
 	}
-	r.progress("prepared", "evidence/setup.json")
+	r.progress(StepPrepared, "evidence/setup.json")
 	if err := check(nil); err != nil {
 		return err
 	}
@@ -219,7 +219,7 @@ func (r *initRun) steps(ctx context.Context) error {
 		return fmt.Errorf("image %q resolved to an id that is not sha256:<64 hex>; warden pins images by that id only", r.opts.Image)
 	}
 	r.rec.Image = img.ID
-	r.progress("image", r.opts.Image+" is "+img.ID)
+	r.progress(StepImage, r.opts.Image+" is "+img.ID)
 
 	if err := check(nil); err != nil {
 		return err
@@ -228,7 +228,7 @@ func (r *initRun) steps(ctx context.Context) error {
 	if err := r.phase(PhaseCreating); err != nil {
 		return err
 	}
-	r.progress("creating", "phase creating written")
+	r.progress(StepCreating, "phase creating written")
 	id, err := r.create(ctx)
 	if err != nil {
 		return check(err)
@@ -237,7 +237,7 @@ func (r *initRun) steps(ctx context.Context) error {
 	if err := r.phase(PhaseCreating); err != nil { // record the id before anything else
 		return err
 	}
-	r.progress("created", id)
+	r.progress(StepCreated, id)
 	if err := check(nil); err != nil {
 		return err
 	}
@@ -247,31 +247,31 @@ func (r *initRun) steps(ctx context.Context) error {
 		return check(err)
 	}
 	if o.Missing || !o.LabelOK {
-		return fmt.Errorf("container %s does not carry the owner label warden set (or is gone): refusing to start it", shortID(id))
+		return fmt.Errorf("container %s does not carry the owner label warden set (or is gone): refusing to start it", ShortID(id))
 	}
-	r.progress("label", LabelOwner+" matches")
+	r.progress(StepLabel, LabelOwner+" matches")
 	if err := check(nil); err != nil {
 		return err
 	}
 	if _, err := r.eng.cli.ContainerStart(ctx, id, client.ContainerStartOptions{}); err != nil {
-		return check(fmt.Errorf("start container %s: %w", shortID(id), err))
+		return check(fmt.Errorf("start container %s: %w", ShortID(id), err))
 	}
 	o, c, err := r.eng.inspect(ctx, id, r.opts.Owner, r.root)
 	if err != nil {
 		return check(err)
 	}
 	if !o.LabelOK {
-		return fmt.Errorf("container %s lost its owner label after start", shortID(id))
+		return fmt.Errorf("container %s lost its owner label after start", ShortID(id))
 	}
 	if !o.Running || !validGeneration(o.StartedAt) {
 		code := 0
 		if c.State != nil {
 			code = c.State.ExitCode
 		}
-		return fmt.Errorf("container %s is %s right after start (exit code %d): the image must provide sh and sleep (a busybox image works)", shortID(id), o.State, code)
+		return fmt.Errorf("container %s is %s right after start (exit code %d): the image must provide sh and sleep (a busybox image works)", ShortID(id), o.State, code)
 	}
 	r.rec.Generation = o.StartedAt
-	r.progress("started", "generation "+o.StartedAt)
+	r.progress(StepStarted, "generation "+o.StartedAt)
 	if err := check(nil); err != nil {
 		return err
 	}
@@ -283,7 +283,7 @@ func (r *initRun) steps(ctx context.Context) error {
 		Access: r.opts.Access, EngineSocket: r.opts.EngineSocket}); err != nil {
 		return err
 	}
-	r.progress("running", "hands.json written")
+	r.progress(StepRunning, "hands.json written")
 	if err := check(nil); err != nil {
 		return err
 	}
@@ -291,7 +291,7 @@ func (r *initRun) steps(ctx context.Context) error {
 		if err := r.opts.BeforeReady(r.rec); err != nil {
 			return fmt.Errorf("initial policy: %w", err)
 		}
-		r.progress("policy", fmt.Sprintf("workspace read/write %v, execute false, network false", r.opts.Access == AccessFiles))
+		r.progress(StepPolicy, fmt.Sprintf("workspace read/write %v, execute false, network false", r.opts.Access == AccessFiles))
 	}
 	if err := check(nil); err != nil {
 		return err
@@ -299,7 +299,7 @@ func (r *initRun) steps(ctx context.Context) error {
 	if err := r.phase(PhaseReady); err != nil {
 		return err
 	}
-	r.progress("ready", "container "+shortID(id)+" is ready")
+	r.progress(StepReady, "container "+ShortID(id)+" is ready")
 	return nil
 }
 
@@ -372,7 +372,7 @@ func (r *initRun) fail(ctx context.Context, cause error) error {
 		if stopped {
 			ev.Stopped = true
 			if r.opts.Progress != nil {
-				r.opts.Progress("stopped", id)
+				r.opts.Progress(StepStopped, id)
 			}
 		}
 	}
@@ -390,7 +390,7 @@ func (r *initRun) fail(ctx context.Context, cause error) error {
 		}
 	}
 	if r.opts.Progress != nil {
-		r.opts.Progress("failed", cause.Error())
+		r.opts.Progress(StepFailed, cause.Error())
 	}
 	if len(notes) > 0 {
 		cause = fmt.Errorf("%w (also: %s)", cause, strings.Join(notes, "; "))

@@ -28,10 +28,10 @@ const ManifestFile = "module.yaml"
 // MaxManifestSize is the largest module.yaml accepted, in bytes.
 const MaxManifestSize = 256 << 10
 
-// maxDepth bounds the nesting of a manifest (the format needs 4 levels).
+// maxManifestDepth bounds the nesting of a manifest (the format needs 4 levels).
 const maxManifestDepth = 64
 
-// maxUnits bounds the number of YAML tokens (roughly: words plus
+// maxManifestUnits bounds the number of YAML tokens (roughly: words plus
 // indicator characters) of a manifest. The YAML parser is superlinear on
 // some shapes of input; real manifests are far below this.
 const maxManifestUnits = 16384

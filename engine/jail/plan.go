@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 )
@@ -163,5 +162,3 @@ func (p *Plan) Targets() []string {
 	sort.Strings(out)
 	return out
 }
-
-var _ = filepath.Join
