@@ -67,7 +67,7 @@ func openEngine(ctx context.Context, socket string) (*dockerEngine, error) {
 	if err != nil {
 		return nil, err
 	}
-	cli, err := client.New(client.WithHost("unix://"+socket))
+	cli, err := client.New(client.WithHost("unix://" + socket))
 	if err != nil {
 		return nil, fmt.Errorf("engine socket %s: %w", socket, err)
 	}
