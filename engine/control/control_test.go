@@ -14,7 +14,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"sync"
 	"syscall"
@@ -522,21 +521,5 @@ func TestOtherUIDRefused(t *testing.T) {
 	last := rs[len(rs)-1]
 	if last.Kind != "control.refused" || last.Actor != "uid:60998" {
 		t.Fatalf("no refusal receipt; last receipt %+v", last)
-	}
-}
-
-// TestEveryFacadeMethodHasAClientMethod guards the one list that is
-// written twice: the Client's methods against the Facade's.
-func TestEveryFacadeMethodHasAClientMethod(t *testing.T) {
-	ft := reflect.TypeFor[engine.Facade]()
-	ct := reflect.TypeFor[*Client]()
-	for i := range ft.NumMethod() {
-		name := ft.Method(i).Name
-		if _, ok := ct.MethodByName(name); !ok {
-			t.Errorf("Client has no %s", name)
-		}
-		if _, ok := reflect.TypeFor[*engine.Engine]().MethodByName(name); !ok {
-			t.Errorf("Engine has no %s", name)
-		}
 	}
 }
