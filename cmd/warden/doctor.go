@@ -8,6 +8,7 @@ import (
 
 	"warden/engine"
 	"warden/engine/control"
+	"warden/tui/sshconsole"
 )
 
 func (a *app) doctorCommand() *cobra.Command {
@@ -61,7 +62,7 @@ func (a *app) doctorCommand() *cobra.Command {
 // operatorsChecks reports an operators file: one warning per malformed
 // line (it is skipped; the other lines keep working), or ok.
 func operatorsChecks(path string) []engine.Check {
-	problems := checkOperatorsFile(path)
+	problems := sshconsole.CheckOperatorsFile(path)
 	if len(problems) == 0 {
 		return []engine.Check{{Name: "operators file", Status: "ok", Detail: path + ": every line is well-formed"}}
 	}

@@ -13,17 +13,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"warden/engine"
+	"warden/tui/sshconsole"
 )
-
-// sshService is a running SSH server.
-type sshService interface {
-	// Shutdown stops accepting, makes every console quit (restoring its
-	// client's terminal) and waits for the sessions to end, at most until
-	// ctx ends; then it closes the server.
-	Shutdown(ctx context.Context) error
-	// Close drops every connection at once.
-	Close() error
-}
 
 // sshShutdownTimeout bounds how long a shutdown waits for SSH sessions to
 // end before it drops them.
@@ -101,7 +92,7 @@ func (a *app) serve(sshAddr, operators string, run *engine.RunRequest) error {
 		return err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	var srv sshService
+	var srv *sshconsole.Server
 	closed := false
 	shutdown := func() error {
 		if closed {
@@ -133,7 +124,7 @@ func (a *app) serve(sshAddr, operators string, run *engine.RunRequest) error {
 		// at once, saying so in its stream.
 		detach := e.AttachOperator()
 		defer detach()
-		s, err := startSSH(ctx, e, sshConfig{Addr: sshAddr, Operators: operators})
+		s, err := sshconsole.Start(ctx, e, sshconsole.Config{Addr: sshAddr, Operators: operators, Version: version})
 		if err != nil {
 			return err
 		}
