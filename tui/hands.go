@@ -29,7 +29,7 @@ type handsPane struct {
 	wiz   *handsWizard
 	w, h  int
 	// jobs are the wizards' engine calls still running (Close waits).
-	jobs []*handsJob
+	jobs []*progressJob
 }
 
 type handsStatusMsg struct {
@@ -158,7 +158,7 @@ func (p *handsPane) wizard(msg tea.Msg) tea.Cmd {
 	if w.job != nil && w.job != job {
 		p.jobs = append(p.jobs, w.job)
 	}
-	if m, ok := msg.(handsJobMsg); ok && m.done {
+	if m, ok := msg.(jobProgressMsg); ok && m.done {
 		p.reload() // the list shows the new phase at once
 	}
 	if !w.closed {

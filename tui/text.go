@@ -366,3 +366,59 @@ func ShortDuration(d time.Duration) string {
 	}
 	return fmt.Sprintf("%dd%02dh", s/86400, s%86400/3600)
 }
+
+// noteText escapes what huh's note would read as markup.
+func noteText(s string) string {
+	r := strings.NewReplacer(`\`, `\\`, "_", `\_`, "*", `\*`, "`", "\\`")
+	return r.Replace(s)
+}
+
+// wrapStyled wraps plain text to width and styles each row.
+func wrapStyled(st styleT, s string, width int) []string {
+	return wrapHanging(st, "", "", s, width)
+}
+
+// wrapHanging wraps s to width after a first-row prefix, later rows
+// indented by rest.
+func wrapHanging(st styleT, first, rest, s string, width int) []string {
+	var out []string
+	for i, l := range wordWrap(s, max(width-textWidth(rest), 10)) {
+		pre := rest
+		if i == 0 {
+			pre = first
+		}
+		out = append(out, pre+st.Render(l))
+	}
+	return out
+}
+
+// wordWrap breaks s at spaces into rows of at most width cells (a word
+// longer than that is cut into pieces).
+func wordWrap(s string, width int) []string {
+	var rows []string
+	for _, para := range strings.Split(s, "\n") {
+		line := ""
+		for _, word := range strings.Fields(para) {
+			for textWidth(word) > width {
+				if line != "" {
+					rows = append(rows, line)
+					line = ""
+				}
+				cut := wrapRows(word, width, 0, 1)[0]
+				rows = append(rows, cut)
+				word = word[len(cut):]
+			}
+			switch {
+			case line == "":
+				line = word
+			case textWidth(line)+1+textWidth(word) <= width:
+				line += " " + word
+			default:
+				rows = append(rows, line)
+				line = word
+			}
+		}
+		rows = append(rows, line)
+	}
+	return rows
+}

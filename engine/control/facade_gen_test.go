@@ -27,6 +27,7 @@ import (
 	"testing"
 
 	"warden/engine"
+	"warden/engine/hands"
 )
 
 var update = flag.Bool("update", false, "rewrite facade_gen.go from engine.Facade")
@@ -402,6 +403,24 @@ func TestCannotCross(t *testing.T) {
 	} {
 		if why := cannotCross(typ, map[reflect.Type]bool{}); (why != "") != bad {
 			t.Errorf("%s: cannotCross says %q, want bad=%v", typ, why, bad)
+		}
+	}
+}
+
+// An error's fixes cross the socket: a console attached to another
+// process lists the same next steps as one that holds the engine.
+func TestFixesCrossTheSocket(t *testing.T) {
+	fix := &hands.FixError{Problem: "no Docker socket at /x", Fix: "start dockerd or pass the right --engine-socket"}
+	for _, err := range []error{
+		fmt.Errorf("hands init: %w", fix),
+		&engine.HandsInitFailedError{Root: "/r", Cause: fix},
+	} {
+		back := decodeError(encodeError(err))
+		if back.Error() != err.Error() {
+			t.Errorf("message changed: %q -> %q", err, back)
+		}
+		if got := hands.Fixes(back); !slices.Equal(got, []string{fix.Fix}) {
+			t.Errorf("%T: fixes after the socket %q, want %q", err, got, fix.Fix)
 		}
 	}
 }

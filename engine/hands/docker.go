@@ -76,12 +76,12 @@ func openEngine(ctx context.Context, socket string) (*dockerEngine, error) {
 	defer cancel()
 	if _, err := cli.Ping(pctx, client.PingOptions{NegotiateAPIVersion: true}); err != nil {
 		cli.Close()
-		return nil, fmt.Errorf("cannot reach the Docker Engine at %s: %v; check that dockerd is running there and that you may use its socket", socket, err)
+		return nil, &FixError{Problem: fmt.Sprintf("cannot reach the Docker Engine at %s: %v", socket, err), Fix: "check that dockerd is running there and that you may use its socket", Err: err}
 	}
 	info, err := cli.Info(pctx, client.InfoOptions{})
 	if err != nil {
 		cli.Close()
-		return nil, fmt.Errorf("the Docker Engine at %s did not say who it is (info): %v; check dockerd's log", socket, err)
+		return nil, &FixError{Problem: fmt.Sprintf("the Docker Engine at %s did not say who it is (info): %v", socket, err), Fix: "check dockerd's log", Err: err}
 	}
 	if !daemonIDPattern.MatchString(info.Info.ID) {
 		cli.Close()
@@ -98,13 +98,13 @@ func (e *dockerEngine) Close() { e.cli.Close() }
 func socketIdentity(socket string) (string, error) {
 	fi, err := os.Stat(socket)
 	if errors.Is(err, fs.ErrNotExist) {
-		return "", fmt.Errorf("no Docker socket at %s: start dockerd or pass the right --engine-socket", socket)
+		return "", &FixError{Problem: "no Docker socket at " + socket, Fix: "start dockerd or pass the right --engine-socket"}
 	}
 	if err != nil {
 		return "", fmt.Errorf("engine socket %s: %v", socket, errText(err))
 	}
 	if fi.Mode()&fs.ModeSocket == 0 {
-		return "", fmt.Errorf("engine socket %s is not a socket: pass the path dockerd listens on (its --host unix://PATH)", socket)
+		return "", &FixError{Problem: "engine socket " + socket + " is not a socket", Fix: "pass the path dockerd listens on (its --host unix://PATH)"}
 	}
 	st := fi.Sys().(*syscall.Stat_t)
 	return fmt.Sprintf("%d:%d", uint64(st.Dev), st.Ino), nil
@@ -115,10 +115,11 @@ func (e *dockerEngine) checkIdentity(root string, r SetupReceipt) error {
 	if e.id.DaemonID == r.DaemonID && e.id.Socket == r.SocketIdentity {
 		return nil
 	}
-	return fmt.Errorf("the Docker Engine at %s is not the one %s was set up with (recorded daemon %s on socket %s; now daemon %s on socket %s): "+
-		"warden will not act through it. If dockerd was only restarted (it re-creates its socket, so the inode changes), inspect the container yourself "+
-		"(`docker -H unix://%s inspect %s`) and stop it by hand; otherwise point --engine-socket at the engine that holds it",
-		e.socket, root, r.DaemonID, r.SocketIdentity, e.id.DaemonID, e.id.Socket, e.socket, ShortID(r.ContainerID))
+	return &FixError{
+		Problem: fmt.Sprintf("the Docker Engine at %s is not the one %s was set up with (recorded daemon %s on socket %s; now daemon %s on socket %s): warden will not act through it",
+			e.socket, root, r.DaemonID, r.SocketIdentity, e.id.DaemonID, e.id.Socket),
+		Fix: fmt.Sprintf("if dockerd was only restarted (it re-creates its socket, so the inode changes), inspect the container yourself "+
+			"(`docker -H unix://%s inspect %s`) and stop it by hand; otherwise point --engine-socket at the engine that holds it", e.socket, ShortID(r.ContainerID))}
 }
 
 // observed is what inspection says about a recorded container.

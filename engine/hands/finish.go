@@ -69,9 +69,8 @@ func Finish(ctx context.Context, root string, progress func(step, detail string)
 			return res, err
 		}
 		if len(found) > 0 {
-			return res, fmt.Errorf("reconciliation required: container %s carries this root's owner label but was never recorded, so warden will not stop it: "+
-				"inspect it (`docker -H unix://%s inspect %s`), then `docker stop`/`docker rm` it yourself, and run `warden hands finish --root %s` again",
-				ShortID(found[0]), rec.EngineSocket, found[0], root)
+			return res, &FixError{Problem: fmt.Sprintf("reconciliation required: container %s carries this root's owner label but was never recorded, so warden will not stop it", ShortID(found[0])),
+				Fix: fmt.Sprintf("inspect it (`docker -H unix://%s inspect %s`), then `docker stop`/`docker rm` it yourself, and run `warden hands finish --root %s` again", rec.EngineSocket, found[0], root)}
 		}
 		res.Note = "no container was created"
 	} else {
@@ -84,22 +83,19 @@ func Finish(ctx context.Context, root string, progress func(step, detail string)
 		case o.Missing:
 			res.Note = "the container was already gone"
 		case !o.LabelOK:
-			return res, fmt.Errorf("container %s does not carry this root's owner label, so warden will never stop it: "+
-				"check that %s names the right container, inspect it (`docker -H unix://%s inspect %s`) and deal with it yourself, then init a new root",
-				ShortID(id), receiptPath(root), rec.EngineSocket, id)
+			return res, &FixError{Problem: fmt.Sprintf("container %s does not carry this root's owner label, so warden will never stop it", ShortID(id)),
+				Fix: fmt.Sprintf("check that %s names the right container, inspect it (`docker -H unix://%s inspect %s`) and deal with it yourself, then init a new root", receiptPath(root), rec.EngineSocket, id)}
 		case rec.Generation == "" && o.Running:
-			return res, fmt.Errorf("reconciliation required: container %s is running but init never recorded its generation, so warden cannot tell it is the one it started: "+
-				"inspect it (`docker -H unix://%s inspect %s`), then `docker stop`/`docker rm` it yourself, and run `warden hands finish --root %s` again",
-				ShortID(id), rec.EngineSocket, id, root)
+			return res, &FixError{Problem: fmt.Sprintf("reconciliation required: container %s is running but init never recorded its generation, so warden cannot tell it is the one it started", ShortID(id)),
+				Fix: fmt.Sprintf("inspect it (`docker -H unix://%s inspect %s`), then `docker stop`/`docker rm` it yourself, and run `warden hands finish --root %s` again", rec.EngineSocket, id, root)}
 		case rec.Generation != "" && o.StartedAt != rec.Generation:
-			return res, fmt.Errorf("container %s was restarted behind warden's back (started %s, recorded generation %s), so warden will not stop it: "+
-				"inspect it (`docker -H unix://%s inspect %s`), then `docker stop`/`docker rm` it yourself (finish then closes the books) or init a new root",
-				ShortID(id), o.StartedAt, rec.Generation, rec.EngineSocket, id)
+			return res, &FixError{Problem: fmt.Sprintf("container %s was restarted behind warden's back (started %s, recorded generation %s), so warden will not stop it", ShortID(id), o.StartedAt, rec.Generation),
+				Fix: fmt.Sprintf("inspect it (`docker -H unix://%s inspect %s`), then `docker stop`/`docker rm` it yourself (finish then closes the books) or init a new root", rec.EngineSocket, id)}
 		case o.Running:
 			say(StepInspected, fmt.Sprintf("container %s is running generation %s with our label", ShortID(id), rec.Generation))
 			stopped, err := eng.stopOwned(ctx, id, rec.Owner, root)
 			if err != nil {
-				return res, fmt.Errorf("%w; nothing was recorded: run `warden hands status --root %s` and try again", err, root)
+				return res, &FixError{Problem: err.Error() + "; nothing was recorded", Fix: "run `warden hands status --root " + root + "` and try again", Err: err}
 			}
 			res.Stopped = stopped
 			say(StepStopped, "container "+ShortID(id)+" is stopped (verified by inspection)")

@@ -134,7 +134,7 @@ func Init(ctx context.Context, opts InitOptions) (InitResult, error) {
 		SocketIdentity: eng.id.Socket, DaemonID: eng.id.DaemonID, Phase: PhasePrepared}
 	if err := writeReceipt(r.root, r.rec); err != nil {
 		// Not even the receipt: nothing outside the new root exists.
-		return InitResult{}, fmt.Errorf("could not write the receipt under %s: %w; remove %s and try again", opts.Root, err, opts.Root)
+		return InitResult{}, &FixError{Problem: fmt.Sprintf("could not write the receipt under %s: %v", opts.Root, err), Fix: "remove " + opts.Root + " and try again", Err: err}
 	}
 	if err := r.steps(ctx); err != nil {
 		return InitResult{}, r.fail(ctx, err)
@@ -209,8 +209,8 @@ func (r *initRun) steps(ctx context.Context) error {
 	}
 	img, err := r.eng.cli.ImageInspect(ctx, r.opts.Image)
 	if cerrdefs.IsNotFound(err) {
-		return fmt.Errorf("image %q is not on the engine at %s and warden never pulls: load it first (`docker -H unix://%s pull %s`, or `docker load`), then init a new root",
-			r.opts.Image, r.opts.EngineSocket, r.opts.EngineSocket, r.opts.Image)
+		return &FixError{Problem: fmt.Sprintf("image %q is not on the engine at %s and warden never pulls", r.opts.Image, r.opts.EngineSocket),
+			Fix: fmt.Sprintf("load it first (`docker -H unix://%s pull %s`, or `docker load`), then init a new root", r.opts.EngineSocket, r.opts.Image)}
 	}
 	if err != nil {
 		return check(fmt.Errorf("resolve image %q: %w", r.opts.Image, err))
@@ -396,7 +396,7 @@ func (r *initRun) fail(ctx context.Context, cause error) error {
 		cause = fmt.Errorf("%w (also: %s)", cause, strings.Join(notes, "; "))
 	}
 	if ev.ReconciliationRequired {
-		cause = fmt.Errorf("%w; reconciliation required: see `warden hands status --root %s`", cause, r.root)
+		cause = &FixError{Problem: cause.Error() + "; reconciliation required", Fix: "see `warden hands status --root " + r.root + "`", Err: cause}
 	}
 	return &InitFailedError{Root: r.root, Cause: cause, Evidence: ev}
 }
@@ -419,12 +419,12 @@ func makeLayout(root string) error {
 		p := filepath.Join(root, d.name)
 		if d.name != "" {
 			if err := os.Mkdir(p, d.mode); err != nil {
-				return fmt.Errorf("create %s: %w; remove %s and try again", p, err, root)
+				return &FixError{Problem: fmt.Sprintf("create %s: %v", p, err), Fix: "remove " + root + " and try again", Err: err}
 			}
 		}
 		// Mkdir is subject to umask; make the mode exact.
 		if err := os.Chmod(p, d.mode); err != nil {
-			return fmt.Errorf("chmod %s: %w; remove %s and try again", p, err, root)
+			return &FixError{Problem: fmt.Sprintf("chmod %s: %v", p, err), Fix: "remove " + root + " and try again", Err: err}
 		}
 	}
 	return nil
@@ -444,7 +444,7 @@ func takeLease(root string) (*os.File, error) {
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("%w: another warden is initializing or finishing %s (it holds the lease on %s): wait for it to end, then try again", errLeaseHeld, root, dir)
+			return nil, &FixError{Problem: fmt.Sprintf("%v: another warden is initializing or finishing %s (it holds the lease on %s)", errLeaseHeld, root, dir), Fix: "wait for it to end, then try again", Err: errLeaseHeld}
 		}
 		return nil, fmt.Errorf("lease on %s: %w", dir, err)
 	}
