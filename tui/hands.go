@@ -20,12 +20,12 @@ type handsKeys struct{ Up, Down, Status, Reload, Init, Finish key.Binding }
 // s asks the Docker engine for live status and drift, i opens the init
 // wizard and x the finish wizard.
 type handsPane struct {
+	paneBase
 	sh    *shared
 	k     handsKeys
 	roots []engine.HandsRecord
 	sel   int
 	busy  string
-	ov    *overlay
 	wiz   *handsWizard
 	w, h  int
 	// jobs are the wizards' engine calls still running (Close waits).
@@ -87,12 +87,6 @@ func (p *handsPane) reload() {
 // where tabs, help and q work again.
 func (p *handsPane) capturing() bool { return p.wiz != nil && p.wiz.stage != wsDone }
 
-func (p *handsPane) takeOverlay() *overlay {
-	o := p.ov
-	p.ov = nil
-	return o
-}
-
 func (p *handsPane) keys() keyMap {
 	if p.wiz != nil {
 		return p.wiz.keys()
@@ -110,8 +104,7 @@ func (p *handsPane) update(msg tea.Msg) tea.Cmd {
 			p.sh.errStatus(msg.err)
 			return nil
 		}
-		p.ov = textOverlay(p.sh, "hands status · "+msg.root, msg.text)
-		return nil
+		return openOverlay(textOverlay(p.sh, "hands status · "+msg.root, msg.text))
 	}
 	if p.wiz != nil {
 		return p.wizard(msg)

@@ -33,6 +33,7 @@ type modRow struct {
 }
 
 type modulesPane struct {
+	paneBase
 	sh     *shared
 	k      modulesKeys
 	pk     promptKeys
@@ -116,8 +117,7 @@ func (p *modulesPane) update(msg tea.Msg) tea.Cmd {
 			return nil
 		}
 		p.sh.setStatus(fmt.Sprintf("started %s/%s: run %s", m.module, m.hook, m.id), false)
-		p.sh.jumpToRun = m.id
-		return nil
+		return jumpToRun(m.id)
 	}
 	if p.form != nil {
 		cmd, done := p.form.update(msg)

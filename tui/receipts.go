@@ -41,6 +41,7 @@ func newReceiptsKeys() receiptsKeys {
 }
 
 type receiptsPane struct {
+	paneBase
 	sh     *shared
 	k      receiptsKeys
 	pk     promptKeys
@@ -51,7 +52,6 @@ type receiptsPane struct {
 	atEnd  bool // the cursor follows new receipts
 	input  textinput.Model
 	typing bool
-	ov     *overlay
 	h      int
 }
 
@@ -117,12 +117,6 @@ func (p *receiptsPane) add(r engine.Receipt) {
 }
 
 func (p *receiptsPane) capturing() bool { return p.typing }
-
-func (p *receiptsPane) takeOverlay() *overlay {
-	o := p.ov
-	p.ov = nil
-	return o
-}
 
 func (p *receiptsPane) prompt() string {
 	if p.typing {
@@ -207,7 +201,7 @@ func (p *receiptsPane) key(msg tea.KeyMsg) tea.Cmd {
 	case key.Matches(msg, k.Detail):
 		if p.sel < len(p.rs) {
 			r := p.rs[p.sel]
-			p.ov = textOverlay(p.sh, fmt.Sprintf("receipt %d · %s", r.Seq, r.Kind), receiptDetail(r))
+			return openOverlay(textOverlay(p.sh, fmt.Sprintf("receipt %d · %s", r.Seq, r.Kind), receiptDetail(r)))
 		}
 	case key.Matches(msg, k.Verify):
 		p.verify()

@@ -38,6 +38,7 @@ func newRequestsKeys() requestsKeys {
 }
 
 type requestsPane struct {
+	paneBase
 	sh   *shared
 	k    requestsKeys
 	pk   promptKeys
@@ -52,7 +53,6 @@ type requestsPane struct {
 	confirming bool
 	confirmID  uint64
 	rule       string
-	ov         *overlay
 }
 
 func newRequestsPane(sh *shared) *requestsPane {
@@ -149,12 +149,6 @@ func (p *requestsPane) pending() (n int) {
 
 func (p *requestsPane) capturing() bool { return p.denying || p.confirming }
 
-func (p *requestsPane) takeOverlay() *overlay {
-	o := p.ov
-	p.ov = nil
-	return o
-}
-
 func (p *requestsPane) prompt() string {
 	switch {
 	case p.denying:
@@ -225,7 +219,7 @@ func (p *requestsPane) key(msg tea.KeyMsg) tea.Cmd {
 		p.move(1)
 	case key.Matches(msg, k.Detail):
 		if r, ok := p.current(); ok {
-			p.ov = textOverlay(p.sh, fmt.Sprintf("request %d", r.ID), strings.Join(p.detail(r), "\n"))
+			return openOverlay(textOverlay(p.sh, fmt.Sprintf("request %d", r.ID), strings.Join(p.detail(r), "\n")))
 		}
 	case key.Matches(msg, k.Approve):
 		if r, ok := p.currentPending(); ok {

@@ -46,6 +46,7 @@ func newStreamsKeys() streamsKeys {
 }
 
 type streamsPane struct {
+	paneBase
 	sh       *shared
 	k        streamsKeys
 	pk       promptKeys
@@ -56,7 +57,6 @@ type streamsPane struct {
 	log      *logView
 	input    textinput.Model
 	typing   bool
-	ov       *overlay
 	w, h     int
 	leftW    int
 }
@@ -181,12 +181,6 @@ func (p *streamsPane) lines(ev *engine.LinesEvent) {
 }
 
 func (p *streamsPane) capturing() bool { return p.typing }
-
-func (p *streamsPane) takeOverlay() *overlay {
-	o := p.ov
-	p.ov = nil
-	return o
-}
 
 func (p *streamsPane) prompt() string {
 	if !p.typing {
@@ -336,7 +330,7 @@ func (p *streamsPane) key(msg tea.KeyMsg) tea.Cmd {
 			p.focusLog = false
 		}
 	case key.Matches(msg, k.Open):
-		p.openLine()
+		return p.openLine()
 	}
 	return nil
 }
@@ -349,12 +343,12 @@ func (p *streamsPane) searchMiss() {
 	p.sh.setStatus(fmt.Sprintf("no more matches for %q", p.log.query), true)
 }
 
-func (p *streamsPane) openLine() {
+func (p *streamsPane) openLine() tea.Cmd {
 	l, ok := p.log.selected()
 	if !ok {
-		return
+		return nil
 	}
-	p.ov = textOverlay(p.sh, fmt.Sprintf("line %d · %s · %s", l.N+1, l.Level, l.At.Local().Format("15:04:05.000")), l.Text)
+	return openOverlay(textOverlay(p.sh, fmt.Sprintf("line %d · %s · %s", l.N+1, l.Level, l.At.Local().Format("15:04:05.000")), l.Text))
 }
 
 func (p *streamsPane) cancelRun() {
