@@ -14,7 +14,10 @@ import (
 	"warden/engine/hands"
 )
 
-type handsKeys struct{ Up, Down, Status, Reload, Init, Finish key.Binding }
+type handsKeys struct {
+	KeyMap
+	Status, Reload, Init, Finish key.Binding
+}
 
 // handsPane lists the hands roots this data dir knows, with their phase;
 // s asks the Docker engine for live status and drift, i opens the init
@@ -40,8 +43,7 @@ type handsStatusMsg struct {
 
 func newHandsPane(sh *shared) *handsPane {
 	return &handsPane{sh: sh, k: handsKeys{
-		Up:     key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑/k", "up")),
-		Down:   key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("↓/j", "down")),
+		KeyMap: DefaultKeyMap(),
 		Status: key.NewBinding(key.WithKeys("s", "enter"), key.WithHelp("s", "status & drift")),
 		Reload: key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "reload")),
 		Init:   key.NewBinding(key.WithKeys("i"), key.WithHelp("i", "init")),

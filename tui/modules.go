@@ -13,13 +13,13 @@ import (
 )
 
 type modulesKeys struct {
-	Up, Down, Run, Add, Reload key.Binding
+	KeyMap
+	Run, Add, Reload key.Binding
 }
 
 func newModulesKeys() modulesKeys {
 	return modulesKeys{
-		Up:     key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑/k", "up")),
-		Down:   key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("↓/j", "down")),
+		KeyMap: DefaultKeyMap(),
 		Run:    key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "run hook")),
 		Add:    key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "add module")),
 		Reload: key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "reload")),

@@ -21,22 +21,17 @@ const (
 )
 
 type receiptsKeys struct {
-	Up, Down, PageUp, PageDown, Top, Bottom key.Binding
-	Detail, Filter, Clear, Verify           key.Binding
+	KeyMap
+	Detail, Filter, Clear, Verify key.Binding
 }
 
 func newReceiptsKeys() receiptsKeys {
 	return receiptsKeys{
-		Up:       key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑/k", "up")),
-		Down:     key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("↓/j", "down")),
-		PageUp:   key.NewBinding(key.WithKeys("pgup", "ctrl+b"), key.WithHelp("pgup", "page up")),
-		PageDown: key.NewBinding(key.WithKeys("pgdown", "ctrl+f", " "), key.WithHelp("pgdn", "page down")),
-		Top:      key.NewBinding(key.WithKeys("g", "home"), key.WithHelp("g", "oldest")),
-		Bottom:   key.NewBinding(key.WithKeys("G", "end"), key.WithHelp("G", "newest")),
-		Detail:   key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "detail")),
-		Filter:   key.NewBinding(key.WithKeys("/", "K"), key.WithHelp("/", "filter by kind")),
-		Clear:    key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "clear filter")),
-		Verify:   key.NewBinding(key.WithKeys("v"), key.WithHelp("v", "verify chain")),
+		KeyMap: DefaultKeyMap().withEnds("oldest", "newest"),
+		Detail: key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "detail")),
+		Filter: key.NewBinding(key.WithKeys("/", "K"), key.WithHelp("/", "filter by kind")),
+		Clear:  key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "clear filter")),
+		Verify: key.NewBinding(key.WithKeys("v"), key.WithHelp("v", "verify chain")),
 	}
 }
 

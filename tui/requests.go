@@ -19,15 +19,15 @@ import (
 const maxRequests = 500
 
 type requestsKeys struct {
-	Up, Down, Detail      key.Binding
+	KeyMap
+	Detail                key.Binding
 	Approve, Deny, Always key.Binding
 	Yes, No               key.Binding
 }
 
 func newRequestsKeys() requestsKeys {
 	return requestsKeys{
-		Up:      key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑/k", "up")),
-		Down:    key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("↓/j", "down")),
+		KeyMap:  DefaultKeyMap(),
 		Detail:  key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "whole request")),
 		Approve: key.NewBinding(key.WithKeys("y"), key.WithHelp("y", "approve once")),
 		Deny:    key.NewBinding(key.WithKeys("n"), key.WithHelp("n", "deny")),

@@ -17,31 +17,26 @@ import (
 const maxRuns = 500
 
 type streamsKeys struct {
-	Up, Down, PageUp, PageDown, Top, Bottom key.Binding
-	Runs, Log, Open                         key.Binding
-	Follow, Search, Next, Prev              key.Binding
-	Level, Invert, Wrap, Cancel             key.Binding
+	KeyMap
+	Runs, Log, Open             key.Binding
+	Follow, Search, Next, Prev  key.Binding
+	Level, Invert, Wrap, Cancel key.Binding
 }
 
 func newStreamsKeys() streamsKeys {
 	return streamsKeys{
-		Up:       key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑/k", "up")),
-		Down:     key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("↓/j", "down")),
-		PageUp:   key.NewBinding(key.WithKeys("pgup", "ctrl+b"), key.WithHelp("pgup", "page up")),
-		PageDown: key.NewBinding(key.WithKeys("pgdown", "ctrl+f", " "), key.WithHelp("pgdn", "page down")),
-		Top:      key.NewBinding(key.WithKeys("g", "home"), key.WithHelp("g", "first line")),
-		Bottom:   key.NewBinding(key.WithKeys("G", "end"), key.WithHelp("G", "last line")),
-		Runs:     key.NewBinding(key.WithKeys("left", "h", "esc"), key.WithHelp("←/h", "runs")),
-		Log:      key.NewBinding(key.WithKeys("right"), key.WithHelp("→", "log")),
-		Open:     key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "open/whole line")),
-		Follow:   key.NewBinding(key.WithKeys("f"), key.WithHelp("f", "follow")),
-		Search:   key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "search")),
-		Next:     key.NewBinding(key.WithKeys("n"), key.WithHelp("n/N", "next/prev match")),
-		Prev:     key.NewBinding(key.WithKeys("N"), key.WithHelp("N", "prev match")),
-		Level:    key.NewBinding(key.WithKeys("l"), key.WithHelp("l", "level filter")),
-		Invert:   key.NewBinding(key.WithKeys("!"), key.WithHelp("!", "invert filter")),
-		Wrap:     key.NewBinding(key.WithKeys("w"), key.WithHelp("w", "wrap")),
-		Cancel:   key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "cancel run")),
+		KeyMap: DefaultKeyMap().withEnds("first line", "last line"),
+		Runs:   key.NewBinding(key.WithKeys("left", "h", "esc"), key.WithHelp("←/h", "runs")),
+		Log:    key.NewBinding(key.WithKeys("right"), key.WithHelp("→", "log")),
+		Open:   key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "open/whole line")),
+		Follow: key.NewBinding(key.WithKeys("f"), key.WithHelp("f", "follow")),
+		Search: key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "search")),
+		Next:   key.NewBinding(key.WithKeys("n"), key.WithHelp("n/N", "next/prev match")),
+		Prev:   key.NewBinding(key.WithKeys("N"), key.WithHelp("N", "prev match")),
+		Level:  key.NewBinding(key.WithKeys("l"), key.WithHelp("l", "level filter")),
+		Invert: key.NewBinding(key.WithKeys("!"), key.WithHelp("!", "invert filter")),
+		Wrap:   key.NewBinding(key.WithKeys("w"), key.WithHelp("w", "wrap")),
+		Cancel: key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "cancel run")),
 	}
 }
 
