@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/charmbracelet/bubbles/key"
-	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
 
 	"warden/engine"
@@ -34,25 +33,19 @@ type modRow struct {
 
 type modulesPane struct {
 	paneBase
-	sh     *shared
-	k      modulesKeys
-	pk     promptKeys
-	mods   []engine.Module
-	rows   []modRow
-	last   map[string]engine.RunRecord // "module/hook" -> newest run
-	sel    int
-	off    int
-	input  textinput.Model
-	typing bool
-	form   *inputsForm
+	sh   *shared
+	k    modulesKeys
+	mods []engine.Module
+	rows []modRow
+	last map[string]engine.RunRecord // "module/hook" -> newest run
+	sel  int
+	off  int
+	add  promptInput
+	form *inputsForm
 }
 
 func newModulesPane(sh *shared) *modulesPane {
-	ti := textinput.New()
-	ti.Prompt = "add module from folder › "
-	ti.Placeholder = "/absolute/path/to/module"
-	ti.CharLimit = 4096
-	return &modulesPane{sh: sh, k: newModulesKeys(), pk: newPromptKeys(), input: ti, last: map[string]engine.RunRecord{}}
+	return &modulesPane{sh: sh, k: newModulesKeys(), add: newPromptInput("add module from folder › ", "/absolute/path/to/module", 4096), last: map[string]engine.RunRecord{}}
 }
 
 func (p *modulesPane) reload(runs []engine.RunRecord) {
@@ -90,19 +83,14 @@ func (p *modulesPane) runEvent(r engine.RunRecord) {
 	}
 }
 
-func (p *modulesPane) capturing() bool { return p.typing || p.form != nil }
+func (p *modulesPane) capturing() bool { return p.add.Active() || p.form != nil }
 
-func (p *modulesPane) prompt() string {
-	if p.typing {
-		return p.input.View()
-	}
-	return ""
-}
+func (p *modulesPane) prompt() string { return p.add.View() }
 
 func (p *modulesPane) keys() keyMap {
 	k := p.k
-	if p.typing {
-		return keyMap{short: []key.Binding{p.pk.Submit, p.pk.Cancel}}
+	if p.add.Active() {
+		return p.add.KeyMap()
 	}
 	if p.form != nil {
 		return p.form.keys()
@@ -111,6 +99,10 @@ func (p *modulesPane) keys() keyMap {
 }
 
 func (p *modulesPane) update(msg tea.Msg) tea.Cmd {
+	if m, ok := msg.(moduleAddedMsg); ok {
+		p.added(m)
+		return nil
+	}
 	if m, ok := msg.(runStartedMsg); ok {
 		if m.err != nil {
 			p.sh.errStatus(m.err)
@@ -139,20 +131,11 @@ func (p *modulesPane) update(msg tea.Msg) tea.Cmd {
 
 func (p *modulesPane) key(msg tea.KeyMsg) tea.Cmd {
 	k := p.k
-	if p.typing {
-		switch {
-		case key.Matches(msg, p.pk.Submit):
-			p.typing = false
-			p.input.Blur()
-			p.add(strings.TrimSpace(p.input.Value()))
-			return nil
-		case key.Matches(msg, p.pk.Cancel):
-			p.typing = false
-			p.input.Blur()
-			return nil
+	if p.add.Active() {
+		cmd, outcome, path := p.add.Update(msg)
+		if outcome == promptSubmitted {
+			return p.addModule(strings.TrimSpace(path))
 		}
-		var cmd tea.Cmd
-		p.input, cmd = p.input.Update(msg)
 		return cmd
 	}
 	switch {
@@ -164,31 +147,48 @@ func (p *modulesPane) key(msg tea.KeyMsg) tea.Cmd {
 		p.reload(nil)
 		p.sh.setStatus(fmt.Sprintf("%d modules", len(p.mods)), false)
 	case key.Matches(msg, k.Add):
-		p.typing = true
-		p.input.Reset()
-		return p.input.Focus()
+		return p.add.Open("")
 	case key.Matches(msg, k.Run):
 		return p.runSelected()
 	}
 	return nil
 }
 
-func (p *modulesPane) add(path string) {
+// moduleAddedMsg is the outcome of adding a module from the console.
+type moduleAddedMsg struct {
+	path string
+	m    *engine.Module
+	err  error
+}
+
+// addModule adds the module at path, off the UI goroutine (the engine
+// reads and checks the whole folder).
+func (p *modulesPane) addModule(path string) tea.Cmd {
 	if path == "" {
+		return nil
+	}
+	e, actor := p.sh.e, p.sh.opts.Actor
+	p.sh.setStatus("adding the module at "+path+" …", false)
+	return func() tea.Msg {
+		m, err := e.AddModule(actor, path)
+		return moduleAddedMsg{path: path, m: m, err: err}
+	}
+}
+
+// added shows the module just added, selected.
+func (p *modulesPane) added(msg moduleAddedMsg) {
+	if msg.err != nil {
+		p.sh.errStatus(msg.err)
 		return
 	}
-	m, err := p.sh.e.AddModule(p.sh.opts.Actor, path)
-	if err != nil {
-		p.sh.errStatus(err)
-		return
-	}
+	m := msg.m
 	p.reload(nil)
 	for i, r := range p.rows {
 		if r.mod.Record.ID == m.Record.ID && r.hook == "" {
 			p.sel = i
 		}
 	}
-	p.sh.setStatus(fmt.Sprintf("module %s %s added from %s", m.Record.ID, m.Record.Version, path), false)
+	p.sh.setStatus(fmt.Sprintf("module %s %s added from %s", m.Record.ID, m.Record.Version, msg.path), false)
 }
 
 func (p *modulesPane) move(d int) {

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/charmbracelet/bubbles/key"
-	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
 
 	"warden/engine"
@@ -39,23 +38,17 @@ type receiptsPane struct {
 	paneBase
 	sh     *shared
 	k      receiptsKeys
-	pk     promptKeys
 	rs     []engine.Receipt
 	kind   string // filter: exact kind, or a prefix ending in "."
 	sel    int
 	off    int
 	atEnd  bool // the cursor follows new receipts
-	input  textinput.Model
-	typing bool
+	filter promptInput
 	h      int
 }
 
 func newReceiptsPane(sh *shared) *receiptsPane {
-	ti := textinput.New()
-	ti.Prompt = "kind › "
-	ti.Placeholder = "hook. request. policy. hands. module.add …"
-	ti.CharLimit = 64
-	return &receiptsPane{sh: sh, k: newReceiptsKeys(), pk: newPromptKeys(), input: ti, atEnd: true, h: 20}
+	return &receiptsPane{sh: sh, k: newReceiptsKeys(), filter: newPromptInput("kind › ", "hook. request. policy. hands. module.add …", 64), atEnd: true, h: 20}
 }
 
 // kindFilter turns what the operator typed into an engine filter: a bare
@@ -111,19 +104,14 @@ func (p *receiptsPane) add(r engine.Receipt) {
 	}
 }
 
-func (p *receiptsPane) capturing() bool { return p.typing }
+func (p *receiptsPane) capturing() bool { return p.filter.Active() }
 
-func (p *receiptsPane) prompt() string {
-	if p.typing {
-		return p.input.View()
-	}
-	return ""
-}
+func (p *receiptsPane) prompt() string { return p.filter.View() }
 
 func (p *receiptsPane) keys() keyMap {
 	k := p.k
-	if p.typing {
-		return keyMap{short: []key.Binding{p.pk.Submit, p.pk.Cancel}}
+	if p.filter.Active() {
+		return p.filter.KeyMap()
 	}
 	short := []key.Binding{k.Up, k.Down, k.Detail, k.Filter, k.Verify}
 	if p.kind != "" {
@@ -147,25 +135,16 @@ func (p *receiptsPane) update(msg tea.Msg) tea.Cmd {
 
 func (p *receiptsPane) key(msg tea.KeyMsg) tea.Cmd {
 	k := p.k
-	if p.typing {
-		switch {
-		case key.Matches(msg, p.pk.Submit):
-			p.typing = false
-			p.input.Blur()
-			p.kind = kindFilter(p.input.Value())
+	if p.filter.Active() {
+		cmd, outcome, kind := p.filter.Update(msg)
+		if outcome == promptSubmitted {
+			p.kind = kindFilter(kind)
 			p.atEnd = true
 			p.reload()
 			if p.kind != "" {
 				p.sh.setStatus(fmt.Sprintf("%d receipts of kind %s", len(p.rs), p.kind), false)
 			}
-			return nil
-		case key.Matches(msg, p.pk.Cancel):
-			p.typing = false
-			p.input.Blur()
-			return nil
 		}
-		var cmd tea.Cmd
-		p.input, cmd = p.input.Update(msg)
 		return cmd
 	}
 	page := max(p.h-3, 1)
@@ -183,10 +162,7 @@ func (p *receiptsPane) key(msg tea.KeyMsg) tea.Cmd {
 	case key.Matches(msg, k.Bottom):
 		p.move(len(p.rs))
 	case key.Matches(msg, k.Filter):
-		p.typing = true
-		p.input.SetValue(p.kind)
-		p.input.CursorEnd()
-		return p.input.Focus()
+		return p.filter.Open(p.kind)
 	case key.Matches(msg, k.Clear):
 		if p.kind != "" {
 			p.kind = ""

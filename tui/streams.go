@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/charmbracelet/bubbles/key"
-	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 
@@ -44,24 +43,18 @@ type streamsPane struct {
 	paneBase
 	sh       *shared
 	k        streamsKeys
-	pk       promptKeys
 	runs     []engine.RunRecord
 	sel      int
 	off      int
 	focusLog bool
 	log      *logView
-	input    textinput.Model
-	typing   bool
+	search   promptInput
 	w, h     int
 	leftW    int
 }
 
 func newStreamsPane(sh *shared) *streamsPane {
-	ti := textinput.New()
-	ti.Prompt = "/"
-	ti.Placeholder = "search this stream"
-	ti.CharLimit = 256
-	return &streamsPane{sh: sh, k: newStreamsKeys(), pk: newPromptKeys(), log: newLogView(sh), input: ti, w: 80, h: 20}
+	return &streamsPane{sh: sh, k: newStreamsKeys(), log: newLogView(sh), search: newPromptInput("/", "search this stream", 256), w: 80, h: 20}
 }
 
 func (p *streamsPane) reload() {
@@ -175,19 +168,14 @@ func (p *streamsPane) lines(ev *engine.LinesEvent) {
 	}
 }
 
-func (p *streamsPane) capturing() bool { return p.typing }
+func (p *streamsPane) capturing() bool { return p.search.Active() }
 
-func (p *streamsPane) prompt() string {
-	if !p.typing {
-		return ""
-	}
-	return p.input.View()
-}
+func (p *streamsPane) prompt() string { return p.search.View() }
 
 func (p *streamsPane) keys() keyMap {
 	k := p.k
-	if p.typing {
-		return keyMap{short: []key.Binding{p.pk.Submit, p.pk.Cancel}}
+	if p.search.Active() {
+		return p.search.KeyMap()
 	}
 	nav := []key.Binding{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Runs, k.Log, k.Open}
 	logk := []key.Binding{k.Follow, k.Search, k.Next, k.Prev, k.Level, k.Invert, k.Wrap, k.Cancel}
@@ -206,14 +194,14 @@ func (p *streamsPane) resize(w, h int) {
 	}
 	p.log.width = w - p.leftW - min(p.leftW, 1)
 	p.log.height = max(h-1, 1)
-	p.input.Width = max(w-4, 10)
+	p.search.SetWidth(max(w-4, 10))
 	p.log.scrollToCursor()
 }
 
 func (p *streamsPane) update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
 	case tea.KeyMsg:
-		if p.typing {
+		if p.search.Active() {
 			return p.typingKey(msg)
 		}
 		return p.key(msg)
@@ -224,22 +212,13 @@ func (p *streamsPane) update(msg tea.Msg) tea.Cmd {
 }
 
 func (p *streamsPane) typingKey(msg tea.KeyMsg) tea.Cmd {
-	switch {
-	case key.Matches(msg, p.pk.Submit):
-		p.typing = false
-		p.input.Blur()
-		p.log.query = p.input.Value()
+	cmd, outcome, query := p.search.Update(msg)
+	if outcome == promptSubmitted {
+		p.log.query = query
 		if p.log.query != "" && !p.log.search(1) && (p.log.scanStop || !p.log.search(-1)) {
 			p.searchMiss()
 		}
-		return nil
-	case key.Matches(msg, p.pk.Cancel):
-		p.typing = false
-		p.input.Blur()
-		return nil
 	}
-	var cmd tea.Cmd
-	p.input, cmd = p.input.Update(msg)
 	return cmd
 }
 
@@ -252,10 +231,7 @@ func (p *streamsPane) key(msg tea.KeyMsg) tea.Cmd {
 		v.setFollow(!v.follow)
 		return nil
 	case key.Matches(msg, k.Search):
-		p.typing = true
-		p.input.SetValue(v.query)
-		p.input.CursorEnd()
-		return p.input.Focus()
+		return p.search.Open(v.query)
 	case key.Matches(msg, k.Next), key.Matches(msg, k.Prev):
 		dir := 1
 		if key.Matches(msg, k.Prev) {
