@@ -57,6 +57,12 @@ func (p *promptInput) KeyMap() keyMap {
 	return keyMap{short: []key.Binding{p.keys.Submit, p.keys.Cancel}}
 }
 
+// Close closes the prompt without a value (what it asked about is moot).
+func (p *promptInput) Close() {
+	p.open = false
+	p.input.Blur()
+}
+
 // SetWidth bounds the text field.
 func (p *promptInput) SetWidth(w int) { p.input.Width = w }
 
@@ -65,12 +71,10 @@ func (p *promptInput) SetWidth(w int) { p.input.Width = w }
 func (p *promptInput) Update(msg tea.KeyMsg) (cmd tea.Cmd, outcome promptOutcome, value string) {
 	switch {
 	case key.Matches(msg, p.keys.Submit):
-		p.open = false
-		p.input.Blur()
+		p.Close()
 		return nil, promptSubmitted, p.input.Value()
 	case key.Matches(msg, p.keys.Cancel):
-		p.open = false
-		p.input.Blur()
+		p.Close()
 		return nil, promptCancelled, ""
 	}
 	p.input, cmd = p.input.Update(msg)

@@ -122,6 +122,8 @@ func (p *receiptsPane) keys() keyMap {
 
 func (p *receiptsPane) update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
+	case verifiedMsg:
+		p.verified(msg)
 	case tea.KeyMsg:
 		return p.key(msg)
 	case tea.MouseMsg:
@@ -175,13 +177,31 @@ func (p *receiptsPane) key(msg tea.KeyMsg) tea.Cmd {
 			return openOverlay(textOverlay(p.sh, fmt.Sprintf("receipt %d · %s", r.Seq, r.Kind), receiptDetail(r)))
 		}
 	case key.Matches(msg, k.Verify):
-		p.verify()
+		return p.verify()
 	}
 	return nil
 }
 
-func (p *receiptsPane) verify() {
-	v, err := p.sh.e.VerifyReceipts()
+// verifiedMsg is the outcome of a chain verification.
+type verifiedMsg struct {
+	v   engine.Verification
+	err error
+}
+
+// verify walks the whole receipt chain, off the UI goroutine: a long
+// chain takes a while, and the console must keep drawing meanwhile.
+func (p *receiptsPane) verify() tea.Cmd {
+	e := p.sh.e
+	p.sh.setStatus("verifying the receipt chain…", false)
+	return func() tea.Msg {
+		v, err := e.VerifyReceipts()
+		return verifiedMsg{v: v, err: err}
+	}
+}
+
+// verified shows a verification's outcome.
+func (p *receiptsPane) verified(m verifiedMsg) {
+	v, err := m.v, m.err
 	switch {
 	case err != nil:
 		p.sh.errStatus(err)

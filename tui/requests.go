@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/charmbracelet/bubbles/key"
-	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
 
 	"warden/engine"
@@ -41,14 +40,12 @@ type requestsPane struct {
 	paneBase
 	sh   *shared
 	k    requestsKeys
-	pk   promptKeys
 	reqs []engine.Request
 	sel  int
 	off  int
-	// denying: the reason prompt is open for request denyID.
-	denying bool
-	denyID  uint64
-	reason  textinput.Model
+	// reason is the deny prompt, open for request denyID.
+	reason promptInput
+	denyID uint64
 	// confirming: approve-always waits for y/n on request confirmID.
 	confirming bool
 	confirmID  uint64
@@ -56,10 +53,7 @@ type requestsPane struct {
 }
 
 func newRequestsPane(sh *shared) *requestsPane {
-	ti := textinput.New()
-	ti.Prompt = "deny: reason (optional, enter to deny) › "
-	ti.CharLimit = 500
-	return &requestsPane{sh: sh, k: newRequestsKeys(), pk: newPromptKeys(), reason: ti}
+	return &requestsPane{sh: sh, k: newRequestsKeys(), reason: newPromptInput("deny: reason (optional, enter to deny) › ", "", 500)}
 }
 
 func (p *requestsPane) reload() {
@@ -131,9 +125,8 @@ func (p *requestsPane) upsert(r engine.Request) (isNew bool) {
 	if p.confirming && p.confirmID == r.ID && r.Decision != nil {
 		p.confirming = false
 	}
-	if p.denying && p.denyID == r.ID && r.Decision != nil {
-		p.denying = false
-		p.reason.Blur()
+	if p.reason.Active() && p.denyID == r.ID && r.Decision != nil {
+		p.reason.Close()
 	}
 	return !found && r.Decision == nil
 }
@@ -147,11 +140,11 @@ func (p *requestsPane) pending() (n int) {
 	return n
 }
 
-func (p *requestsPane) capturing() bool { return p.denying || p.confirming }
+func (p *requestsPane) capturing() bool { return p.reason.Active() || p.confirming }
 
 func (p *requestsPane) prompt() string {
 	switch {
-	case p.denying:
+	case p.reason.Active():
 		return p.reason.View()
 	case p.confirming:
 		return p.sh.th.Prompt.Render(fmt.Sprintf("approve request %d always? [y/N]", p.confirmID)) + p.sh.th.Dim.Render(" (the rule to be added is shown above)")
@@ -162,8 +155,8 @@ func (p *requestsPane) prompt() string {
 func (p *requestsPane) keys() keyMap {
 	k := p.k
 	switch {
-	case p.denying:
-		return keyMap{short: []key.Binding{p.pk.Submit, p.pk.Cancel}}
+	case p.reason.Active():
+		return p.reason.KeyMap()
 	case p.confirming:
 		return keyMap{short: []key.Binding{k.Yes, k.No}}
 	}
@@ -175,6 +168,14 @@ func (p *requestsPane) keys() keyMap {
 
 func (p *requestsPane) update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
+	case decidedMsg:
+		p.decided(msg)
+	case alwaysRuleMsg:
+		if msg.err != nil {
+			p.sh.errStatus(msg.err)
+			return nil
+		}
+		p.confirming, p.confirmID, p.rule = true, msg.id, msg.rule
 	case tea.KeyMsg:
 		return p.key(msg)
 	case tea.MouseMsg:
@@ -187,26 +188,17 @@ func (p *requestsPane) update(msg tea.Msg) tea.Cmd {
 
 func (p *requestsPane) key(msg tea.KeyMsg) tea.Cmd {
 	k := p.k
-	if p.denying {
-		switch {
-		case key.Matches(msg, p.pk.Submit):
-			p.denying = false
-			p.reason.Blur()
-			p.decide(p.denyID, engine.Deny, strings.TrimSpace(p.reason.Value()))
-			return nil
-		case key.Matches(msg, p.pk.Cancel):
-			p.denying = false
-			p.reason.Blur()
-			return nil
+	if p.reason.Active() {
+		cmd, outcome, reason := p.reason.Update(msg)
+		if outcome == promptSubmitted {
+			return p.decide(p.denyID, engine.Deny, strings.TrimSpace(reason))
 		}
-		var cmd tea.Cmd
-		p.reason, cmd = p.reason.Update(msg)
 		return cmd
 	}
 	if p.confirming {
 		p.confirming = false
 		if key.Matches(msg, k.Yes) {
-			p.decide(p.confirmID, engine.ApproveAlways, "")
+			return p.decide(p.confirmID, engine.ApproveAlways, "")
 		} else {
 			p.sh.setStatus("not approved", false)
 		}
@@ -223,22 +215,20 @@ func (p *requestsPane) key(msg tea.KeyMsg) tea.Cmd {
 		}
 	case key.Matches(msg, k.Approve):
 		if r, ok := p.currentPending(); ok {
-			p.decide(r.ID, engine.ApproveOnce, "")
+			return p.decide(r.ID, engine.ApproveOnce, "")
 		}
 	case key.Matches(msg, k.Deny):
 		if r, ok := p.currentPending(); ok {
-			p.denying, p.denyID = true, r.ID
-			p.reason.Reset()
-			return p.reason.Focus()
+			p.denyID = r.ID
+			return p.reason.Open("")
 		}
 	case key.Matches(msg, k.Always):
 		if r, ok := p.currentPending(); ok {
-			rule, err := alwaysRule(p.sh.e, r)
-			if err != nil {
-				p.sh.errStatus(err)
-				return nil
+			e := p.sh.e
+			return func() tea.Msg {
+				rule, err := alwaysRule(e, r)
+				return alwaysRuleMsg{id: r.ID, rule: rule, err: err}
 			}
-			p.confirming, p.confirmID, p.rule = true, r.ID, rule
 		}
 	}
 	return nil
@@ -271,16 +261,41 @@ func (p *requestsPane) currentPending() (engine.Request, bool) {
 	return r, true
 }
 
-func (p *requestsPane) decide(id uint64, verdict, reason string) {
-	r, err := decideRequest(p.sh.e, p.sh.opts.Actor, id, verdict, reason)
-	if err != nil {
-		p.sh.errStatus(err)
+// Messages of the requests pane's engine calls.
+type (
+	decidedMsg struct {
+		id      uint64
+		verdict string
+		r       engine.Request
+		err     error
+	}
+	// alwaysRuleMsg is the rule approve-always would add, to confirm.
+	alwaysRuleMsg struct {
+		id   uint64
+		rule string
+		err  error
+	}
+)
+
+// decide records a decision through the engine, off the UI goroutine.
+func (p *requestsPane) decide(id uint64, verdict, reason string) tea.Cmd {
+	e, actor := p.sh.e, p.sh.opts.Actor
+	return func() tea.Msg {
+		r, err := decideRequest(e, actor, id, verdict, reason)
+		return decidedMsg{id: id, verdict: verdict, r: r, err: err}
+	}
+}
+
+// decided shows a decision's outcome.
+func (p *requestsPane) decided(m decidedMsg) {
+	if m.err != nil {
+		p.sh.errStatus(m.err)
 		p.reload()
 		return
 	}
-	p.upsert(r)
-	p.selectID(id)
-	p.sh.setStatus(fmt.Sprintf("request %d: %s", id, verdict), false)
+	p.upsert(m.r)
+	p.selectID(m.id)
+	p.sh.setStatus(fmt.Sprintf("request %d: %s", m.id, m.verdict), false)
 }
 
 // operationLine is a request's operation on one line.
