@@ -34,6 +34,7 @@ type (
 // kind is a storage.Kind* constant).
 const (
 	KindFamilyHook    = storage.KindFamilyHook
+	KindFamilyModule  = storage.KindFamilyModule
 	KindFamilyHands   = storage.KindFamilyHands
 	KindFamilyPolicy  = storage.KindFamilyPolicy
 	KindFamilyRequest = storage.KindFamilyRequest

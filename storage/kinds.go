@@ -39,6 +39,7 @@ const (
 // Kind families, for filters and views.
 const (
 	KindFamilyHook    = "hook."
+	KindFamilyModule  = "module."
 	KindFamilyHands   = "hands." // + the phase written: hands.prepared ... hands.finished
 	KindFamilyPolicy  = "policy."
 	KindFamilyRequest = "request."

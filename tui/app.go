@@ -456,6 +456,7 @@ func (a *App) layout() {
 // handleEvents applies a batch of engine events.
 func (a *App) handleEvents(evs []engine.Event) tea.Cmd {
 	var cmds []tea.Cmd
+	refreshModules, refreshHands := false, false
 	for _, ev := range evs {
 		switch ev.Kind {
 		case engine.EventMissed:
@@ -468,6 +469,15 @@ func (a *App) handleEvents(evs []engine.Event) tea.Cmd {
 			a.modules.runEvent(*ev.Run)
 		case engine.EventReceipt:
 			a.receipts.add(*ev.Receipt)
+			// Modules and Hands are views over these: a module added or
+			// removed, a hands phase written, by this console or any
+			// other warden on the data dir.
+			switch kind := ev.Receipt.Kind; {
+			case strings.HasPrefix(kind, engine.KindFamilyModule):
+				refreshModules = true
+			case strings.HasPrefix(kind, engine.KindFamilyHands):
+				refreshHands = true
+			}
 		case engine.EventRequest:
 			if a.requests.upsert(*ev.Request) {
 				cmds = append(cmds, a.ring(*ev.Request))
@@ -475,6 +485,12 @@ func (a *App) handleEvents(evs []engine.Event) tea.Cmd {
 				a.toast = "" // answered: the announcement is stale
 			}
 		}
+	}
+	if refreshModules {
+		cmds = append(cmds, a.modules.refresh(nil))
+	}
+	if refreshHands {
+		cmds = append(cmds, a.hands.refresh(""))
 	}
 	return tea.Batch(cmds...)
 }

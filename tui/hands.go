@@ -81,8 +81,36 @@ func (p *handsPane) reload() {
 		p.sh.errStatus(err)
 		return
 	}
+	p.apply(rs, "")
+}
+
+// handsLoadedMsg is a fresh read of the hands roots; sel, when set, is
+// the root to select.
+type handsLoadedMsg struct {
+	roots []engine.HandsRecord
+	err   error
+	sel   string
+}
+
+// refresh re-reads the roots off the UI goroutine: on r, when a wizard's
+// job ends or the wizard closes, and on every hands.* receipt (a phase
+// written by any warden on this data dir).
+func (p *handsPane) refresh(sel string) tea.Cmd {
+	e := p.sh.e
+	return func() tea.Msg {
+		rs, err := e.HandsList()
+		return handsLoadedMsg{roots: rs, err: err, sel: sel}
+	}
+}
+
+func (p *handsPane) apply(rs []engine.HandsRecord, sel string) {
 	p.roots = rs
 	p.sel = min(p.sel, max(len(rs)-1, 0))
+	for i, r := range rs {
+		if sel != "" && r.Root == sel {
+			p.sel = i
+		}
+	}
 }
 
 // capturing: an open wizard has the keyboard, except on its outcome,
@@ -107,6 +135,13 @@ func (p *handsPane) update(msg tea.Msg) tea.Cmd {
 			return nil
 		}
 		return openOverlay(textOverlay(p.sh, "hands status · "+msg.root, msg.text))
+	case handsLoadedMsg:
+		if msg.err != nil {
+			p.sh.errStatus(msg.err)
+			return nil
+		}
+		p.apply(msg.roots, msg.sel)
+		return nil
 	}
 	if p.wiz != nil {
 		return p.wizard(msg)
@@ -135,7 +170,7 @@ func (p *handsPane) update(msg tea.Msg) tea.Cmd {
 		case key.Matches(msg, p.k.Down):
 			p.sel = min(p.sel+1, max(len(p.roots)-1, 0))
 		case key.Matches(msg, p.k.Reload):
-			p.reload()
+			return p.refresh("")
 		case key.Matches(msg, p.k.Status):
 			if p.sel < len(p.roots) {
 				return p.status(p.roots[p.sel].Root)
@@ -154,18 +189,13 @@ func (p *handsPane) wizard(msg tea.Msg) tea.Cmd {
 		p.jobs = append(p.jobs, w.job)
 	}
 	if m, ok := msg.(jobProgressMsg); ok && m.done {
-		p.reload() // the list shows the new phase at once
+		cmd = tea.Batch(cmd, p.refresh("")) // the list shows the new phase at once
 	}
 	if !w.closed {
 		return cmd
 	}
 	p.wiz = nil
-	p.reload()
-	for i, r := range p.roots {
-		if r.Root == w.root {
-			p.sel = i
-		}
-	}
+	cmd = tea.Batch(cmd, p.refresh(w.root))
 	switch {
 	case w.showStatus && w.root != "":
 		return tea.Batch(cmd, p.status(w.root))

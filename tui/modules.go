@@ -54,6 +54,29 @@ func (p *modulesPane) reload(runs []engine.RunRecord) {
 		p.sh.errStatus(err)
 		return
 	}
+	p.apply(mods, runs)
+}
+
+// modulesLoadedMsg is a fresh read of the modules; then, when set, runs
+// once they are shown (to select one, say what happened).
+type modulesLoadedMsg struct {
+	mods []engine.Module
+	err  error
+	then func()
+}
+
+// refresh re-reads the modules off the UI goroutine: on r, after an add,
+// and on every module.* receipt (a module added or removed anywhere).
+func (p *modulesPane) refresh(then func()) tea.Cmd {
+	e := p.sh.e
+	return func() tea.Msg {
+		mods, err := e.Modules()
+		return modulesLoadedMsg{mods: mods, err: err, then: then}
+	}
+}
+
+// apply shows mods (and the newest of runs per hook).
+func (p *modulesPane) apply(mods []engine.Module, runs []engine.RunRecord) {
 	sort.Slice(mods, func(i, j int) bool { return mods[i].Record.ID < mods[j].Record.ID })
 	p.mods = mods
 	p.rows = p.rows[:0]
@@ -99,8 +122,18 @@ func (p *modulesPane) keys() keyMap {
 }
 
 func (p *modulesPane) update(msg tea.Msg) tea.Cmd {
-	if m, ok := msg.(moduleAddedMsg); ok {
-		p.added(m)
+	switch m := msg.(type) {
+	case moduleAddedMsg:
+		return p.added(m)
+	case modulesLoadedMsg:
+		if m.err != nil {
+			p.sh.errStatus(m.err)
+			return nil
+		}
+		p.apply(m.mods, nil)
+		if m.then != nil {
+			m.then()
+		}
 		return nil
 	}
 	if m, ok := msg.(runStartedMsg); ok {
@@ -144,8 +177,7 @@ func (p *modulesPane) key(msg tea.KeyMsg) tea.Cmd {
 	case key.Matches(msg, k.Down):
 		p.move(1)
 	case key.Matches(msg, k.Reload):
-		p.reload(nil)
-		p.sh.setStatus(fmt.Sprintf("%d modules", len(p.mods)), false)
+		return p.refresh(func() { p.sh.setStatus(fmt.Sprintf("%d modules", len(p.mods)), false) })
 	case key.Matches(msg, k.Add):
 		return p.add.Open("")
 	case key.Matches(msg, k.Run):
@@ -176,19 +208,20 @@ func (p *modulesPane) addModule(path string) tea.Cmd {
 }
 
 // added shows the module just added, selected.
-func (p *modulesPane) added(msg moduleAddedMsg) {
+func (p *modulesPane) added(msg moduleAddedMsg) tea.Cmd {
 	if msg.err != nil {
 		p.sh.errStatus(msg.err)
-		return
+		return nil
 	}
 	m := msg.m
-	p.reload(nil)
-	for i, r := range p.rows {
-		if r.mod.Record.ID == m.Record.ID && r.hook == "" {
-			p.sel = i
+	return p.refresh(func() {
+		for i, r := range p.rows {
+			if r.mod.Record.ID == m.Record.ID && r.hook == "" {
+				p.sel = i
+			}
 		}
-	}
-	p.sh.setStatus(fmt.Sprintf("module %s %s added from %s", m.Record.ID, m.Record.Version, msg.path), false)
+		p.sh.setStatus(fmt.Sprintf("module %s %s added from %s", m.Record.ID, m.Record.Version, msg.path), false)
+	})
 }
 
 func (p *modulesPane) move(d int) {

@@ -154,3 +154,15 @@ func TestModulesListSmall(t *testing.T) {
 	}
 	golden.RequireEqual(t, []byte(view))
 }
+
+// Modules is a view over module.* events: a module added elsewhere (the
+// CLI, another console) shows without pressing r.
+func TestModulesFollowModuleEvents(t *testing.T) {
+	e := newEngine(t)
+	c := startConsole(t, e)
+	c.keys("4")
+	c.wait("Modules (0)")
+	addModule(t, e, "latecomer", map[string]string{"greet": "exec warden greet"}, nil)
+	c.wait("Modules (1)", "latecomer")
+	c.final()
+}
