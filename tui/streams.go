@@ -200,6 +200,12 @@ func (p *streamsPane) resize(w, h int) {
 
 func (p *streamsPane) update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
+	case cancelledMsg:
+		if msg.err != nil {
+			p.sh.errStatus(msg.err)
+			return nil
+		}
+		p.sh.setStatus("cancelling run "+msg.run, false)
 	case tea.KeyMsg:
 		if p.search.Active() {
 			return p.typingKey(msg)
@@ -259,8 +265,7 @@ func (p *streamsPane) key(msg tea.KeyMsg) tea.Cmd {
 		v.scrollToCursor()
 		return nil
 	case key.Matches(msg, k.Cancel):
-		p.cancelRun()
-		return nil
+		return p.cancelRun()
 	}
 	if !p.focusLog {
 		switch {
@@ -322,19 +327,24 @@ func (p *streamsPane) openLine() tea.Cmd {
 	return openOverlay(textOverlay(p.sh, fmt.Sprintf("line %d · %s · %s", l.N+1, l.Level, l.At.Local().Format("15:04:05.000")), l.Text))
 }
 
-func (p *streamsPane) cancelRun() {
+// cancelledMsg is the engine's answer to a cancel asked for here.
+type cancelledMsg struct {
+	run string
+	err error
+}
+
+// cancelRun asks the engine to cancel the run shown, off the UI goroutine
+// (over a control socket it is a round trip).
+func (p *streamsPane) cancelRun() tea.Cmd {
 	id := p.log.run
 	if !p.focusLog {
 		id = p.selectedID()
 	}
 	if id == "" {
-		return
+		return nil
 	}
-	if err := p.sh.e.CancelRun(p.sh.opts.Actor, id); err != nil {
-		p.sh.errStatus(err)
-		return
-	}
-	p.sh.setStatus("cancelling run "+id, false)
+	e, actor := p.sh.e, p.sh.opts.Actor
+	return func() tea.Msg { return cancelledMsg{run: id, err: e.CancelRun(actor, id)} }
 }
 
 func (p *streamsPane) selectRun(i int) {
