@@ -184,3 +184,23 @@ func TestStreamsLiveBatched(t *testing.T) {
 }
 
 var keyBackspace = tea.KeyMsg{Type: tea.KeyBackspace}
+
+// x on a running run cancels it through the engine (off the UI
+// goroutine); the run ends cancelled, by the console's actor.
+func TestStreamsCancelRun(t *testing.T) {
+	e := newEngine(t)
+	streamModule(t, e)
+	c := startConsole(t, e)
+	c.wait("no runs yet")
+	h, err := e.StartRun("local:test", engine.RunRequest{Module: "chatty", Hook: "slow", Jail: engine.JailOff})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.wait("line 3:")
+	c.keys("x")
+	c.wait("cancelling run " + h.ID)
+	if o := h.Wait(); o.Run.Status != engine.RunCancelled || !strings.Contains(o.Run.Error, "local:test") {
+		t.Errorf("run after x: %s (%s)", o.Run.Status, o.Run.Error)
+	}
+	c.final()
+}
