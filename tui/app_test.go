@@ -164,11 +164,7 @@ func TestStreamsLiveBatched(t *testing.T) {
 	e := newEngine(t)
 	streamModule(t, e)
 	c := startConsole(t, e)
-	c.wait("no runs yet")
-	h, err := e.StartRun("local:test", engine.RunRequest{Module: "chatty", Hook: "slow", Jail: engine.JailOff})
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := c.startSlowRun()
 	c.wait("line 400: disk full")
 	h.Wait()
 	c.wait("succeeded")
@@ -191,11 +187,7 @@ func TestStreamsCancelRun(t *testing.T) {
 	e := newEngine(t)
 	streamModule(t, e)
 	c := startConsole(t, e)
-	c.wait("no runs yet")
-	h, err := e.StartRun("local:test", engine.RunRequest{Module: "chatty", Hook: "slow", Jail: engine.JailOff})
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := c.startSlowRun()
 	c.wait("line 3:")
 	c.keys("x")
 	c.wait("cancelling run " + h.ID)
@@ -203,4 +195,16 @@ func TestStreamsCancelRun(t *testing.T) {
 		t.Errorf("run after x: %s (%s)", o.Run.Status, o.Run.Error)
 	}
 	c.final()
+}
+
+// startSlowRun starts chatty/slow (400 lines, 30ms apart) once the
+// console shows it has no runs yet.
+func (c *console) startSlowRun() *engine.RunHandle {
+	c.t.Helper()
+	c.wait("no runs yet")
+	h, err := c.e.StartRun("local:test", engine.RunRequest{Module: "chatty", Hook: "slow", Jail: engine.JailOff})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return h
 }
