@@ -188,7 +188,7 @@ func TestStreamsCancelRun(t *testing.T) {
 	streamModule(t, e)
 	c := startConsole(t, e)
 	h := c.startSlowRun()
-	c.wait("line 3:")
+	c.wait("chatty/slow · running")
 	c.keys("x")
 	c.wait("cancelling run " + h.ID)
 	if o := h.Wait(); o.Run.Status != engine.RunCancelled || !strings.Contains(o.Run.Error, "local:test") {
