@@ -29,7 +29,7 @@ func ResolveDataDir(dir string) (string, error) {
 // refused (kind "control.refused"): who tried, from which process, and why.
 func (e *Engine) RecordRefusedAttach(uid, pid int, why string) error {
 	actor := fmt.Sprintf("uid:%d", uid)
-	_, err := e.store.AppendReceipt(storage.Draft{Kind: "control.refused", Actor: actor, Subject: ControlSocket,
+	_, err := e.store.AppendReceipt(storage.Draft{Kind: storage.KindControlRefused, Actor: actor, Subject: ControlSocket,
 		Summary: fmt.Sprintf("refused a control connection from uid %d (pid %d): %s", uid, pid, why),
 		Details: map[string]any{"uid": uid, "pid": pid, "why": why}})
 	return err

@@ -4,7 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 
 	"warden/engine/protocol"
 )
@@ -12,30 +13,37 @@ import (
 // capFunc implements one capability method for a run.
 type capFunc func(ctx context.Context, r *activeRun, args []json.RawMessage) (json.RawMessage, *protocol.Error)
 
-// capabilities is the registry the broker's call frames are dispatched to
-// and the preflight checks `requires` against. A capability appears here
-// only when it works.
-var capabilities = map[string]map[string]capFunc{
-	"operator": {"confirm": operatorConfirm},
+// capabilityRegistry maps capability -> method -> implementation. Each
+// engine has its own (Engine.capabilities, from defaultCapabilities): the
+// broker's call frames are dispatched to it and the preflight checks
+// `requires` against it. A capability appears in it only when it works.
+type capabilityRegistry map[string]map[string]capFunc
+
+// defaultCapabilities is what every engine offers (docs/protocol.md,
+// "Capabilities v1").
+func defaultCapabilities() capabilityRegistry {
+	return capabilityRegistry{
+		"operator": {"confirm": operatorConfirm},
+		"hands":    {"exec": handsExec, "read": handsRead, "write": handsWrite},
+	}
 }
 
-func capabilityNames() string { return joinNames(sortedKeys(capabilities)) }
+// names lists the capabilities, sorted, for messages.
+func (c capabilityRegistry) names() string { return joinNames(slices.Sorted(maps.Keys(c))) }
 
-func capabilityMethods(c string) []string {
-	ms := sortedKeys(capabilities[c])
-	sort.Strings(ms)
-	return ms
-}
+// methods lists one capability's methods, sorted.
+func (c capabilityRegistry) methods(name string) []string { return slices.Sorted(maps.Keys(c[name])) }
 
 // Call dispatches a capability call.
 func (r *activeRun) Call(ctx context.Context, c *protocol.Call) (json.RawMessage, *protocol.Error) {
-	methods, ok := capabilities[c.Capability]
+	reg := r.e.capabilities
+	methods, ok := reg[c.Capability]
 	if !ok {
-		return nil, &protocol.Error{Code: protocol.CodeUnknownCapability, Message: fmt.Sprintf("no capability %q (available: %s)", c.Capability, capabilityNames())}
+		return nil, &protocol.Error{Code: protocol.CodeUnknownCapability, Message: fmt.Sprintf("no capability %q (available: %s)", c.Capability, reg.names())}
 	}
 	fn, ok := methods[c.Method]
 	if !ok {
-		return nil, &protocol.Error{Code: protocol.CodeUnknownCapability, Message: fmt.Sprintf("capability %q has no method %q (it has: %s)", c.Capability, c.Method, joinNames(capabilityMethods(c.Capability)))}
+		return nil, &protocol.Error{Code: protocol.CodeUnknownCapability, Message: fmt.Sprintf("capability %q has no method %q (it has: %s)", c.Capability, c.Method, joinNames(reg.methods(c.Capability)))}
 	}
 	return fn(ctx, r, c.Args)
 }

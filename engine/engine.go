@@ -1,6 +1,8 @@
-// Package engine is warden's facade: the one surface the CLI, the console
-// and (later) the control socket and SSH server call. Storage is the truth;
-// every event a subscriber sees is durable before it is published.
+// Package engine is warden's facade (Facade, implemented by *Engine): the
+// one surface the CLI, the console, the SSH console and the control socket
+// (engine/control, which serves it to other warden processes) call.
+// Storage is the truth; every event a subscriber sees is durable before it
+// is published. docs/architecture.md maps the packages and a run's flow.
 package engine
 
 import (
@@ -26,6 +28,16 @@ type (
 	ReceiptFilter = storage.ReceiptFilter
 	Verification  = storage.Verification
 	TrustStatus   = caps.Status
+)
+
+// Receipt kind families, for filters and views above the engine (every
+// kind is a storage.Kind* constant).
+const (
+	KindFamilyHook    = storage.KindFamilyHook
+	KindFamilyModule  = storage.KindFamilyModule
+	KindFamilyHands   = storage.KindFamilyHands
+	KindFamilyPolicy  = storage.KindFamilyPolicy
+	KindFamilyRequest = storage.KindFamilyRequest
 )
 
 // Errors callers may test for.
@@ -74,6 +86,13 @@ type Engine struct {
 	lingerDirs map[*broker.Broker]string
 	closing    bool
 
+	// capabilities is what hooks may call (defaultCapabilities); it is
+	// not changed once the engine is open.
+	capabilities capabilityRegistry
+	// requestTTL is how long a new permission request waits for a
+	// decision (DefaultRequestTTL).
+	requestTTL time.Duration
+
 	jailOnce sync.Once
 	jailAdm  *jail.Jail
 	jailErr  error
@@ -116,7 +135,8 @@ func Open(opts Options) (*Engine, error) {
 		opts.StreamBudget = DefaultStreamBudget
 	}
 	e := &Engine{bus: newBus(), opts: opts, active: map[string]*RunHandle{}, lingering: map[*broker.Broker]*time.Timer{},
-		lingerDirs: map[*broker.Broker]string{}, waiting: map[uint64]*waiter{}}
+		lingerDirs: map[*broker.Broker]string{}, waiting: map[uint64]*waiter{},
+		capabilities: defaultCapabilities(), requestTTL: DefaultRequestTTL}
 	st, err := storage.Open(storage.Options{Dir: opts.DataDir, LockTimeout: opts.LockTimeout, OnCommit: e.receiptsCommitted})
 	if err != nil {
 		return nil, err
@@ -160,7 +180,7 @@ func (e *Engine) reconcileRuns() error {
 			if err := tx.PutRun(r); err != nil {
 				return err
 			}
-			_, err := tx.AppendReceipt(storage.Draft{Kind: "hook.end", Actor: "engine", Subject: r.Module + "/" + r.Hook,
+			_, err := tx.AppendReceipt(storage.Draft{Kind: storage.KindHookEnd, Actor: "engine", Subject: r.Module + "/" + r.Hook,
 				Summary: fmt.Sprintf("run %s of %s/%s failed: %s", r.ID, r.Module, r.Hook, r.Error),
 				Details: map[string]any{"run": r.ID, "verdict": r.Status, "jail": r.JailMode, "error": r.Error}})
 			return err

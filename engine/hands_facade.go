@@ -16,7 +16,7 @@ type HandsRecord = storage.HandsRecord
 // handsSubject is the policy subject of a hands root.
 func handsSubject(root string) string { return "hands:" + root }
 
-// HandsInit sets up a hands root (DESIGN section 7) owned by actor. Every
+// HandsInit sets up a hands root (docs/operating.md) owned by actor. Every
 // phase is also a receipt ("hands.<phase>") and updates the known-root
 // record; between running and ready the root gets its initial policy:
 // workspace read and write as --access says, no execute, no network.
@@ -101,7 +101,7 @@ func (e *Engine) recordHandsPhase(actor Actor, root, access string, r hands.Setu
 		if err := tx.PutHands(rec); err != nil {
 			return err
 		}
-		_, err = tx.AppendReceipt(storage.Draft{Kind: "hands." + string(r.Phase), Actor: string(actor), Subject: handsSubject(root),
+		_, err = tx.AppendReceipt(storage.Draft{Kind: storage.KindFamilyHands + string(r.Phase), Actor: string(actor), Subject: handsSubject(root),
 			Summary: handsSummary(root, r),
 			Details: map[string]any{"root": root, "phase": r.Phase, "containerId": r.ContainerID, "image": r.Image,
 				"daemonId": r.DaemonID, "engineSocket": r.EngineSocket, "generation": r.Generation, "access": rec.Access}})
@@ -111,15 +111,12 @@ func (e *Engine) recordHandsPhase(actor Actor, root, access string, r hands.Setu
 }
 
 func handsSummary(root string, r hands.SetupReceipt) string {
-	short := r.ContainerID
-	if len(short) > 12 {
-		short = short[:12]
-	}
+	short := hands.ShortID(r.ContainerID)
 	switch r.Phase {
 	case hands.PhasePrepared:
 		return fmt.Sprintf("hands %s prepared on the engine at %s (daemon %s)", root, r.EngineSocket, r.DaemonID)
 	case hands.PhaseCreating:
-		if short == "" {
+		if r.ContainerID == "" {
 			return fmt.Sprintf("hands %s: creating a container from %s", root, r.Image)
 		}
 		return fmt.Sprintf("hands %s: container %s created from %s", root, short, r.Image)
@@ -128,17 +125,10 @@ func handsSummary(root string, r hands.SetupReceipt) string {
 	case hands.PhaseReady:
 		return fmt.Sprintf("hands %s ready: container %s", root, short)
 	case hands.PhaseFailed:
-		return fmt.Sprintf("hands %s: initialization failed (container %s); evidence under %s/evidence", root, orNoneID(short), root)
+		return fmt.Sprintf("hands %s: initialization failed (container %s); evidence under %s/evidence", root, short, root)
 	default:
-		return fmt.Sprintf("hands %s finished: container %s", root, orNoneID(short))
+		return fmt.Sprintf("hands %s finished: container %s", root, short)
 	}
-}
-
-func orNoneID(s string) string {
-	if s == "" {
-		return "none"
-	}
-	return s
 }
 
 // swapHandsPolicy sets a root's policy by compare-and-swap on its current

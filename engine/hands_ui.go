@@ -40,7 +40,7 @@ const (
 )
 
 // ValidateHandsRoot holds a path to the rules a new hands root must meet
-// (DESIGN section 7): absolute, canonical, new, no control characters or
+// (docs/operating.md): absolute, canonical, new, no control characters or
 // commas, under safe ancestors. It only looks; the console calls it as the
 // operator types.
 func (e *Engine) ValidateHandsRoot(path string) error { return hands.ValidateRoot(path) }

@@ -12,16 +12,10 @@ import (
 	"warden/storage"
 )
 
-// The hands capabilities (DESIGN section 4): every effect is checked
-// against the hands root's policy; what the policy does not allow becomes
-// a permission request the call waits on.
-func init() {
-	capabilities["hands"] = map[string]capFunc{
-		"exec":  handsExec,
-		"read":  handsRead,
-		"write": handsWrite,
-	}
-}
+// The hands capabilities (docs/protocol.md; registered by
+// defaultCapabilities): every effect is checked against the hands root's
+// policy; what the policy does not allow becomes a permission request the
+// call waits on.
 
 // handsRoot checks the root argument: a hands root this engine set up and
 // that is ready. Anything else is a bad frame, never a request.
@@ -40,7 +34,7 @@ func handsRoot(r *activeRun, raw json.RawMessage) (string, *protocol.Error) {
 		return "", &protocol.Error{Code: protocol.CodeBadFrame, Message: fmt.Sprintf("hands: %s is not a hands root of this engine (see `warden hands list`)", root)}
 	case err != nil:
 		return "", &protocol.Error{Code: protocol.CodeBadFrame, Message: "hands: " + err.Error()}
-	case rec.Phase != "ready":
+	case rec.Phase != string(hands.PhaseReady):
 		return "", &protocol.Error{Code: protocol.CodeBadFrame, Message: fmt.Sprintf("hands: %s is %s, not ready", root, rec.Phase)}
 	}
 	return root, nil

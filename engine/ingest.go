@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"math"
 	"sort"
 	"sync"
@@ -136,26 +137,28 @@ func (g *ingester) write(lines []storage.Line) {
 }
 
 func (e *Engine) noteStreamError(run string, err error) {
-	e.store.AppendReceipt(storage.Draft{Kind: "stream.error", Actor: "engine", Subject: run, Summary: "stream lines lost: " + err.Error()})
+	e.store.AppendReceipt(storage.Draft{Kind: storage.KindStreamError, Actor: "engine", Subject: run, Summary: "stream lines lost: " + err.Error()})
 }
 
 // pruneStreams keeps the stored stream bytes across runs under budget by
 // deleting the streams of the oldest runs first (run ids sort by time).
 // It runs inside a run's start transaction; its failure (say a corrupt
-// stream record) only skips pruning, it never stops the run. It returns
-// the bytes it deleted, for the caller to take off e.streamBytes once the
-// transaction has committed.
+// stream record) stops pruning but never the run: it is receipted
+// (stream.error) in that same transaction (only an error writing that
+// receipt is returned), so the operator learns why the
+// budget is not kept. It returns the bytes it deleted, for the caller to
+// take off e.streamBytes once the transaction has committed.
 //
 // Finding the oldest streams walks every stream's record, so it is done
 // only when the running total says the budget is exceeded: a walk on
 // every run start grew with the number of runs kept (18 ms at 5,000) and
 // held up every other writer while it ran.
-func (e *Engine) pruneStreams(tx *storage.Tx) (freed int64) {
+func (e *Engine) pruneStreams(tx *storage.Tx) (freed int64, err error) {
 	budget := e.opts.StreamBudget
 	if e.streamBytes.Load() <= int64(min(budget, math.MaxInt64)) {
-		return 0
+		return 0, nil
 	}
-	func() error {
+	if perr := func() error {
 		sizes, err := tx.StreamSizes()
 		if err != nil {
 			return err
@@ -194,8 +197,14 @@ func (e *Engine) pruneStreams(tx *storage.Tx) (freed int64) {
 			freed += int64(sizes[s.run])
 		}
 		return nil
-	}()
-	return freed
+	}(); perr != nil {
+		// The run goes on; a receipt that cannot be written fails the
+		// start transaction, which then says why.
+		_, err = tx.AppendReceipt(storage.Draft{Kind: storage.KindStreamError, Actor: "engine", Subject: "streams",
+			Summary: fmt.Sprintf("pruning old streams failed, so the stream budget (%d bytes) is not kept: %v (run `warden doctor`)", budget, perr),
+			Details: map[string]any{"error": perr.Error(), "budget": budget}})
+	}
+	return freed, err
 }
 
 // countStreamBytes sets e.streamBytes from storage (at Open, before any

@@ -1,6 +1,6 @@
 package engine
 
-// Escape attempts against the real jail (DESIGN section 5). Every attempt
+// Escape attempts against the real jail (docs/jail.md). Every attempt
 // is a hook scenario of this test binary (escapeScenario, reached through
 // the "escape-*" cases of hookproc_test.go) and runs twice: in the
 // bubblewrap jail, where it must be blocked, and with the jail off, where

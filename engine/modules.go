@@ -40,7 +40,7 @@ func (e *Engine) AddModule(actor Actor, path string) (*Module, error) {
 		if err := tx.PutModule(rec); err != nil {
 			return err
 		}
-		_, err := tx.AppendReceipt(storage.Draft{Kind: "module.add", Actor: string(actor), Subject: m.ID,
+		_, err := tx.AppendReceipt(storage.Draft{Kind: storage.KindModuleAdd, Actor: string(actor), Subject: m.ID,
 			Summary: fmt.Sprintf("module %s %s added from %s", m.ID, m.Version, path), Details: map[string]any{"path": path, "version": m.Version, "hooks": len(m.Hooks)}})
 		return err
 	})
@@ -64,7 +64,7 @@ func (e *Engine) RemoveModule(actor Actor, id string) error {
 		if !existed {
 			return fmt.Errorf("no module %q (see `warden module list`): %w", id, ErrNotFound)
 		}
-		_, err = tx.AppendReceipt(storage.Draft{Kind: "module.remove", Actor: string(actor), Subject: id,
+		_, err = tx.AppendReceipt(storage.Draft{Kind: storage.KindModuleRemove, Actor: string(actor), Subject: id,
 			Summary: "module " + id + " removed (its secrets and config are kept)"})
 		return err
 	})

@@ -26,20 +26,28 @@ import (
 
 const permsSubject = "hands:/srv/warden-perms-test"
 
-func init() {
-	capabilities["testfx"] = map[string]capFunc{"do": func(ctx context.Context, r *activeRun, args []json.RawMessage) (json.RawMessage, *protocol.Error) {
-		if len(args) != 1 {
-			return nil, &protocol.Error{Code: protocol.CodeBadFrame, Message: "testfx.do: want [content]"}
+// testfxDo is the test-only capability method "testfx.do", given only to
+// the engines of these tests (setupPerms), never to a production registry.
+var testfxDo = map[string]capFunc{"do": func(ctx context.Context, r *activeRun, args []json.RawMessage) (json.RawMessage, *protocol.Error) {
+	if len(args) != 1 {
+		return nil, &protocol.Error{Code: protocol.CodeBadFrame, Message: "testfx.do: want [content]"}
+	}
+	if err := r.e.RequestPermission(ctx, r, permsSubject, perms.OpExec, args[0]); err != nil {
+		var pe *protocol.Error
+		if errors.As(err, &pe) {
+			return nil, pe
 		}
-		if err := r.e.RequestPermission(ctx, r, permsSubject, perms.OpExec, args[0]); err != nil {
-			var pe *protocol.Error
-			if errors.As(err, &pe) {
-				return nil, pe
-			}
-			return nil, &protocol.Error{Code: protocol.CodeRunEnded, Message: err.Error()}
-		}
-		return json.RawMessage(`"done"`), nil
-	}}
+		return nil, &protocol.Error{Code: protocol.CodeRunEnded, Message: err.Error()}
+	}
+	return json.RawMessage(`"done"`), nil
+}}
+
+// setupPerms is setupRun with testfx.do in the engine's registry.
+func setupPerms(t *testing.T, hooks map[string]string) *Engine {
+	t.Helper()
+	e := setupRun(t, hooks)
+	e.capabilities["testfx"] = testfxDo
+	return e
 }
 
 // permsScenario is the hook side. perms-call calls testfx.do once per
@@ -124,7 +132,7 @@ func kinds(t *testing.T, e *Engine, kind string) []Receipt {
 // through; the identical call after it is asked again, and the deny
 // reason of that second request reaches the hook.
 func TestPermsApproveOnceThenAskedAgain(t *testing.T) {
-	e := setupRun(t, map[string]string{"r": permsYAML("perms-call", "make all", "make all")})
+	e := setupPerms(t, map[string]string{"r": permsYAML("perms-call", "make all", "make all")})
 	h, sub := startPermsRun(t, e, "r")
 
 	first := nextPending(t, sub)
@@ -183,7 +191,7 @@ func TestPermsApproveOnceThenAskedAgain(t *testing.T) {
 // revision; later identical calls go through without a request, a
 // different one is asked.
 func TestPermsApproveAlways(t *testing.T) {
-	e := setupRun(t, map[string]string{
+	e := setupPerms(t, map[string]string{
 		"r":     permsYAML("perms-call", "ls", "ls", "ls -la"),
 		"again": permsYAML("perms-call", "ls"),
 	})
@@ -227,7 +235,7 @@ func TestPermsApproveAlways(t *testing.T) {
 // needs no request; one it does not, with nobody to ask, is denied at once
 // and the stream says why.
 func TestPermsPolicyAllowsAndNoOperator(t *testing.T) {
-	e := setupRun(t, map[string]string{"r": permsYAML("perms-call", "true")})
+	e := setupPerms(t, map[string]string{"r": permsYAML("perms-call", "true")})
 	o := run(t, e, "r", nil)
 	cs := checks(t, e, o.Run.ID)
 	wantCheck(t, cs, "perms-call 0 true:", "code=permission_denied")
@@ -248,8 +256,8 @@ func TestPermsPolicyAllowsAndNoOperator(t *testing.T) {
 // TestPermsExpired: a request nobody decides expires; the engine denies
 // it ("expired") and the call gets permission_denied.
 func TestPermsExpired(t *testing.T) {
-	defer setRequestTTL(1500 * time.Millisecond)()
-	e := setupRun(t, map[string]string{"r": permsYAML("perms-call", "sleep 1")})
+	e := setupPerms(t, map[string]string{"r": permsYAML("perms-call", "sleep 1")})
+	e.requestTTL = 1500 * time.Millisecond
 	h, sub := startPermsRun(t, e, "r")
 	req := nextPending(t, sub)
 	if d := req.Expires.Sub(req.Created); d != 1500*time.Millisecond {
@@ -270,7 +278,7 @@ func TestPermsExpired(t *testing.T) {
 // TestPermsPendingLimit: with 32 requests of one subject pending, the 33rd
 // is refused at once, and the refusal is a receipt.
 func TestPermsPendingLimit(t *testing.T) {
-	e := setupRun(t, map[string]string{"r": permsYAML("perms-flood", "33")})
+	e := setupPerms(t, map[string]string{"r": permsYAML("perms-flood", "33")})
 	h, _ := startPermsRun(t, e, "r")
 	deadline := time.Now().Add(time.Minute)
 	for {
@@ -315,7 +323,7 @@ func TestPermsPendingLimit(t *testing.T) {
 // ("the policy changed; review again") and receipted; the waiting call
 // asks again under the new revision, and that request can be decided.
 func TestPermsStaleRevision(t *testing.T) {
-	e := setupRun(t, map[string]string{"r": permsYAML("perms-call", "deploy")})
+	e := setupPerms(t, map[string]string{"r": permsYAML("perms-call", "deploy")})
 	h, sub := startPermsRun(t, e, "r")
 	first := nextPending(t, sub)
 	if first.Revision != 0 {
@@ -428,8 +436,10 @@ func TestPermsNetworkRequest(t *testing.T) {
 	needJail(t)
 	port := loopbackListener(t)
 	e := setupRun(t, map[string]string{"tcp": escapeYAML("escape-tcp", port) + "    network: true\n"})
+	// detach is replaced below (the inline prompt detaches, then attaches
+	// again): the deferred call must end the attachment current then.
 	detach := e.AttachOperator()
-	defer detach()
+	defer func() { detach() }()
 	sub := e.Subscribe()
 	defer sub.Close()
 	jailed := RunRequest{Module: "testmod", Hook: "tcp", Jail: JailBwrap}

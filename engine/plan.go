@@ -3,8 +3,10 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"warden/engine/hooks"
 	"warden/engine/jail"
@@ -33,7 +35,7 @@ func (e *Engine) PlanHook(module, hook string, raw map[string]string) (*HookPlan
 	}
 	h, ok := mod.Manifest.Hooks[hook]
 	if !ok {
-		return nil, fmt.Errorf("module %s has no hook %q (it has: %s)", module, hook, joinNames(sortedKeys(mod.Manifest.Hooks)))
+		return nil, fmt.Errorf("module %s has no hook %q (it has: %s)", module, hook, joinNames(slices.Sorted(maps.Keys(mod.Manifest.Hooks))))
 	}
 	inputs := map[string]any{}
 	if len(raw) > 0 {

@@ -7,7 +7,7 @@ import (
 	"warden/storage"
 )
 
-// Policy is a subject's policy (DESIGN section 7).
+// Policy is a subject's policy (docs/operating.md).
 type Policy = storage.PolicyRecord
 
 // ConflictError is a lost compare-and-swap on a policy revision.

@@ -32,17 +32,6 @@ const DefaultRequestTTL = perms.DefaultTTL
 // MaxPendingRequests is how many undecided requests one subject may have.
 const MaxPendingRequests = perms.MaxPending
 
-// requestTTL is DefaultRequestTTL; tests shorten it (setRequestTTL).
-var requestTTL atomic.Int64
-
-func init() { requestTTL.Store(int64(DefaultRequestTTL)) }
-
-// setRequestTTL changes how long new requests wait; it returns the undo.
-func setRequestTTL(d time.Duration) (restore func()) {
-	old := requestTTL.Swap(int64(d))
-	return func() { requestTTL.Store(old) }
-}
-
 // ErrAlreadyDecided is returned when a request already has a decision.
 var ErrAlreadyDecided = perms.ErrAlreadyDecided
 
@@ -105,7 +94,7 @@ func (e *Engine) openRequest(r *activeRun, op perms.Op) (Request, error) {
 
 func (e *Engine) askFor(r *activeRun, op perms.Op) perms.Ask {
 	return perms.Ask{Op: op, Requester: storage.Requester{Run: r.rec.ID, Module: r.rec.Module, Hook: r.rec.Hook},
-		Deadline: r.rec.Deadline, TTL: time.Duration(requestTTL.Load())}
+		Deadline: r.rec.Deadline, TTL: r.e.requestTTL}
 }
 
 // checkOrOpen evaluates op against its subject's policy, consumes a
@@ -491,7 +480,7 @@ func (e *Engine) networkFor(r *activeRun) (granted bool, details map[string]any)
 	subject := "module:" + module
 	fix := fmt.Sprintf("grant it with `warden perms policy set %s --network true --revision N` (see `warden perms policy show %s`)", subject, subject)
 	// The content is the module alone: approve-always grants network to
-	// the module (DESIGN: "approve always for this module"); the request's
+	// the module (docs/operating.md: approve-always for this module); the request's
 	// requester still names the hook that asked.
 	op, err := perms.NewOp(subject, perms.OpNetwork, map[string]string{"module": module})
 	if err != nil {

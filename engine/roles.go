@@ -9,7 +9,7 @@ import (
 	"warden/storage"
 )
 
-// Role is what an actor may do (DESIGN section 9): an operator may change
+// Role is what an actor may do (docs/operating.md): an operator may change
 // things; a viewer may watch but the engine refuses it every change.
 type Role string
 
@@ -91,7 +91,7 @@ func (e *Engine) authorize(actor Actor, what string) error {
 		actor = "unknown"
 	}
 	f := &ForbiddenError{Actor: actor, Role: role, What: what}
-	if _, err := e.store.AppendReceipt(storage.Draft{Kind: "access.refused", Actor: string(actor), Subject: what,
+	if _, err := e.store.AppendReceipt(storage.Draft{Kind: storage.KindAccessRefused, Actor: string(actor), Subject: what,
 		Summary: f.Error(), Details: map[string]any{"role": string(role), "what": what}}); err != nil {
 		return fmt.Errorf("%w (and recording the refusal failed: %v)", f, err)
 	}

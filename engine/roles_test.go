@@ -48,7 +48,7 @@ func TestRolesResolve(t *testing.T) {
 // nobody registered) is refused by the engine itself and receipted; the
 // same calls of an SSH operator and of a local actor go through.
 func TestRolesViewerRefused(t *testing.T) {
-	e := setupRun(t, map[string]string{"r": permsYAML("perms-call", "make all")})
+	e := setupPerms(t, map[string]string{"r": permsYAML("perms-call", "make all")})
 	e.SetRole(viewerActor, RoleViewer)
 	e.SetRole(sshOperator, RoleOperator)
 	h, sub := startPermsRun(t, e, "r")
@@ -148,7 +148,7 @@ func TestRolesViewerRefused(t *testing.T) {
 // TestRolesEngineDecisionsNotRefused: the engine's own denials (no operator
 // attached, expired) do not go through the role check.
 func TestRolesEngineDecisionsNotRefused(t *testing.T) {
-	e := setupRun(t, map[string]string{"r": permsYAML("perms-call", "make all")})
+	e := setupPerms(t, map[string]string{"r": permsYAML("perms-call", "make all")})
 	o, err := e.RunHook(testActor, RunRequest{Module: "testmod", Hook: "r", Jail: JailOff})
 	if err != nil {
 		t.Fatal(err)

@@ -5,15 +5,18 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
-	"sort"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"warden/engine/broker"
+	"warden/engine/caps"
 	"warden/engine/hooks"
 	"warden/engine/jail"
 	"warden/engine/protocol"
@@ -101,7 +104,6 @@ const (
 	DefaultStreamLimit  = 64 << 20 // stored bytes per run
 	DefaultStreamBudget = 1 << 30  // stored bytes across runs
 	brokerLinger        = 10 * time.Second
-	killGrace           = 2 * time.Second
 )
 
 // activeRun is a run in flight: the broker's Handler and the executor's
@@ -113,6 +115,7 @@ type activeRun struct {
 	hook     *hooks.Hook
 	inputs   map[string]any
 	token    string
+	tok      *caps.Minted // recorded with the start receipt
 	confirm  func(context.Context, string) (bool, error)
 	actor    string // "run:<id>": who the hook's own writes are recorded as
 
@@ -129,211 +132,297 @@ type activeRun struct {
 	cancelOnce sync.Once
 
 	streamLater []storage.Line // lines said before the stream exists (StartRun's goroutine only)
+
+	network        bool           // granted network (newRun)
+	networkDetails map[string]any // how it was decided, for the start receipt
 }
 
-// StartRun preflights and starts a hook run. Preflight failures (unknown
-// module or hook, bad inputs, a missing capability, jail not chosen) are
-// returned here, before anything is spawned or recorded as a run.
-func (e *Engine) StartRun(actor Actor, req RunRequest) (*RunHandle, error) {
-	if err := e.authorize(actor, "run "+req.Module+"/"+req.Hook); err != nil {
-		return nil, err
-	}
-	mod, err := e.Module(req.Module)
+// StartRun preflights and starts a hook run, in phases:
+//
+//	preflight     refuse what cannot run, before anything exists
+//	newRun        the run's record; network asked for (policy or operator)
+//	prepare       run dir, token, stream, broker: one undo if a later phase fails
+//	spawnSpec     the jail's plan, argv and environment
+//	recordStart   token, run record and hook.start receipt in one commit
+//	launch        the process, and the goroutine that finishes the run
+//
+// Preflight failures (unknown module or hook, bad inputs, a missing
+// capability, jail not chosen) are returned before anything is spawned or
+// recorded as a run. A plan that cannot be laid out on this host is not a
+// preflight failure: the run is recorded, and fails saying why.
+func (e *Engine) StartRun(actor Actor, req RunRequest) (_ *RunHandle, err error) {
+	pf, err := e.preflight(actor, req)
 	if err != nil {
 		return nil, err
 	}
+	r, err := e.newRun(actor, req, pf)
+	if err != nil {
+		return nil, err
+	}
+	undo, err := e.prepare(r)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			undo()
+		}
+	}()
+	sp := e.spawnSpec(r, pf)
+	if err = e.recordStart(actor, r, sp.startDetails); err != nil {
+		return nil, err
+	}
+	return e.launch(r, sp), nil
+}
+
+// preflighted is what preflight found: the hook and how it will run.
+type preflighted struct {
+	m        *hooks.Manifest
+	hook     *hooks.Hook
+	inputs   map[string]any
+	jailMode string
+	jl       *jail.Jail // nil with the jail off
+}
+
+// preflight refuses a run that cannot start: the actor's role, the module
+// and hook, the inputs by their declared types, the capabilities the hook
+// requires, the jail, the trust root.
+func (e *Engine) preflight(actor Actor, req RunRequest) (pf preflighted, err error) {
+	if err := e.authorize(actor, "run "+req.Module+"/"+req.Hook); err != nil {
+		return pf, err
+	}
+	mod, err := e.Module(req.Module)
+	if err != nil {
+		return pf, err
+	}
 	if mod.Manifest == nil {
-		return nil, fmt.Errorf("module %s cannot run: %s", req.Module, mod.Problem)
+		return pf, fmt.Errorf("module %s cannot run: %s", req.Module, mod.Problem)
 	}
 	m := mod.Manifest
 	hook, ok := m.Hooks[req.Hook]
 	if !ok {
-		return nil, fmt.Errorf("module %s has no hook %q (it has: %s)", m.ID, req.Hook, hookNames(m))
+		return pf, fmt.Errorf("module %s has no hook %q (it has: %s)", m.ID, req.Hook, hookNames(m))
 	}
 	inputs := req.Inputs
 	switch {
 	case req.RawInputs != nil && req.Inputs != nil:
-		return nil, errors.New("give inputs either typed or as k=v strings, not both")
+		return pf, errors.New("give inputs either typed or as k=v strings, not both")
 	case req.RawInputs != nil:
 		if inputs, err = hooks.ParseInputs(hook.Inputs, req.RawInputs); err != nil {
-			return nil, err
+			return pf, err
 		}
 	default:
 		if inputs == nil {
 			inputs = map[string]any{}
 		}
 		if err := hooks.CheckInputs(hook.Inputs, inputs); err != nil {
-			return nil, err
+			return pf, err
 		}
 	}
 	for _, c := range hook.Requires {
-		if _, ok := capabilities[c]; !ok {
-			return nil, fmt.Errorf("hook %s/%s requires capability %q, which this engine does not provide (available: %s)", m.ID, hook.Name, c, capabilityNames())
+		if _, ok := e.capabilities[c]; !ok {
+			return pf, fmt.Errorf("hook %s/%s requires capability %q, which this engine does not provide (available: %s)", m.ID, hook.Name, c, e.capabilities.names())
 		}
 	}
-	jailMode := req.Jail
-	if jailMode == "" {
-		jailMode = JailBwrap
+	pf = preflighted{m: m, hook: hook, inputs: inputs, jailMode: req.Jail}
+	if pf.jailMode == "" {
+		pf.jailMode = JailBwrap
 	}
-	var jl *jail.Jail
-	switch jailMode {
+	switch pf.jailMode {
 	case JailOff:
 	case JailBwrap:
-		var err error
-		if jl, err = e.jail(); err != nil {
-			return nil, err
+		if pf.jl, err = e.jail(); err != nil {
+			return pf, err
 		}
 	default:
-		return nil, fmt.Errorf("unknown jail mode %q (want bwrap or off)", jailMode)
+		return pf, fmt.Errorf("unknown jail mode %q (want bwrap or off)", pf.jailMode)
 	}
-	if err := e.auth.Err(); err != nil {
-		return nil, err
-	}
+	return pf, e.auth.Err()
+}
 
+// newRun makes the run's record and, for a jailed hook that declares
+// network, asks for it: a grant comes only from its module's policy or
+// the operator's answer to a permission request, asked before anything
+// of the run exists (without a grant the run goes on without network;
+// the stream says so, with the fix).
+func (e *Engine) newRun(actor Actor, req RunRequest, pf preflighted) (*activeRun, error) {
 	now := time.Now().UTC()
-	rec := RunRecord{ID: storage.NewRunID(now), Module: m.ID, Hook: hook.Name, Actor: string(actor), Status: storage.RunRunning,
-		JailMode: jailMode, Started: now, Deadline: now.Add(hook.Timeout), PID: os.Getpid()}
-	if raw, err := json.Marshal(inputs); err == nil {
+	rec := RunRecord{ID: storage.NewRunID(now), Module: pf.m.ID, Hook: pf.hook.Name, Actor: string(actor), Status: storage.RunRunning,
+		JailMode: pf.jailMode, Started: now, Deadline: now.Add(pf.hook.Timeout), PID: os.Getpid()}
+	if raw, err := json.Marshal(pf.inputs); err == nil {
 		rec.Inputs = raw
 	}
-	r := &activeRun{e: e, rec: rec, manifest: m, hook: hook, inputs: inputs, confirm: req.Confirm, actor: "run:" + rec.ID, started: time.Now()}
-	// A jailed hook that declares network gets it only by its module's
-	// policy, or by the operator's answer to a permission request, asked
-	// here before anything of the run exists (a run without a grant goes
-	// on without network; the stream says so, with the fix).
-	network, networkDetails := false, map[string]any(nil)
-	if jl != nil && hook.Network {
-		network, networkDetails = e.networkFor(r)
+	r := &activeRun{e: e, rec: rec, manifest: pf.m, hook: pf.hook, inputs: pf.inputs, confirm: req.Confirm, actor: "run:" + rec.ID, started: time.Now()}
+	if pf.jl != nil && pf.hook.Network {
+		r.network, r.networkDetails = e.networkFor(r)
 		if e.life.Err() != nil {
 			return nil, errors.New("the engine is shutting down: the run was not started")
 		}
 		// The operator may have taken a while: the run's clock starts now.
 		now = time.Now().UTC()
-		rec.Started, rec.Deadline = now, now.Add(hook.Timeout)
-		r.rec, r.started = rec, time.Now()
+		r.rec.Started, r.rec.Deadline = now, now.Add(pf.hook.Timeout)
+		r.started = time.Now()
 	}
-	runDir := filepath.Join(e.DataDir(), "runs", rec.ID)
+	return r, nil
+}
+
+// prepare makes what the run needs before it is recorded: its private
+// dir (with bin/warden), its token, its stream and its broker. It returns
+// the one undo of all of it, for a later phase that fails.
+func (e *Engine) prepare(r *activeRun) (undo func(), err error) {
+	runDir := filepath.Join(e.DataDir(), "runs", r.rec.ID)
+	undo = func() {
+		if r.brk != nil {
+			r.brk.Close() // the token was not recorded: nothing to revoke
+		}
+		if r.ingest != nil {
+			r.ingest.close()
+		}
+		os.RemoveAll(runDir)
+	}
 	if err := os.MkdirAll(filepath.Dir(runDir), 0o700); err != nil {
 		return nil, err
 	}
 	if err := os.Mkdir(runDir, 0o700); err != nil {
 		return nil, err
 	}
+	defer func() {
+		if err != nil {
+			undo()
+		}
+	}()
 	if err := linkWarden(runDir); err != nil {
-		os.RemoveAll(runDir)
 		return nil, err
 	}
 	// The token lives as long as the run may, plus the kill grace. It is
 	// recorded with the start receipt, in the same commit: until then it
 	// authorizes nothing, and nothing is spawned before.
-	tok, err := e.auth.Mint(string(actor), rec.ID, "hook", rec.ID, hook.Timeout+killGrace+time.Second)
-	if err != nil {
-		os.RemoveAll(runDir)
+	if r.tok, err = e.auth.Mint(r.rec.Actor, r.rec.ID, "hook", r.rec.ID, r.hook.Timeout+hooks.DefaultKillGrace+time.Second); err != nil {
 		return nil, err
 	}
-	r.token = tok.Token
+	r.token = r.tok.Token
 	// The stream exists before the broker: a refused hello writes a line.
-	r.ingest = e.newIngester(rec.ID)
+	r.ingest = e.newIngester(r.rec.ID)
 	if r.brk, err = broker.Start(runDir, r); err != nil {
-		r.ingest.close()
-		os.RemoveAll(runDir)
 		return nil, err
 	}
+	return undo, nil
+}
 
-	// The jail's plan is laid out before the start receipt, which lists
-	// what is absent on this host; a missing required path fails the run
-	// before anything is spawned.
-	var spawner hooks.Spawner = hooks.DirectSpawner{}
-	var planErr error
-	startDetails := map[string]any{"run": rec.ID, "module": m.ID, "hook": hook.Name, "jail": jailMode, "inputs": sortedKeys(inputs)}
-	spawn := hooks.Spawn{
-		Argv: append([]string{filepath.Join(m.Dir, hook.Run[0])}, hook.Run[1:]...),
-		Dir:  m.Dir,
+// spawned is how the run's process will be started.
+type spawned struct {
+	spawner      hooks.Spawner
+	spawn        hooks.Spawn
+	planErr      error // the jail cannot be laid out here: the run fails, recorded
+	startDetails map[string]any
+}
+
+// spawnSpec lays out the jail's plan (before the start receipt, which
+// lists what is absent on this host) and the process's argv, dir and
+// environment, in jail terms when jailed.
+func (e *Engine) spawnSpec(r *activeRun, pf preflighted) spawned {
+	m, hook, runDir := pf.m, pf.hook, filepath.Dir(r.brk.SocketPath())
+	sp := spawned{
+		spawner: hooks.DirectSpawner{},
+		spawn: hooks.Spawn{
+			Argv: append([]string{filepath.Join(m.Dir, hook.Run[0])}, hook.Run[1:]...),
+			Dir:  m.Dir,
+		},
+		startDetails: map[string]any{"run": r.rec.ID, "module": m.ID, "hook": hook.Name, "jail": pf.jailMode, "inputs": inputNames(pf.inputs)},
 	}
 	socket, pathFirst := r.brk.SocketPath(), filepath.Join(runDir, "bin")
-	if jl != nil {
-		startDetails["network"] = network
-		for k, v := range networkDetails {
-			startDetails[k] = v
-		}
-		plan, err := jail.BuildPlan(jail.PlanInput{ModuleDir: m.Dir, RunDir: runDir, Warden: wardenBinary(), Inputs: pathInputs(hook, inputs), Network: network})
+	if jl := pf.jl; jl != nil {
+		sp.startDetails["network"] = r.network
+		maps.Copy(sp.startDetails, r.networkDetails)
+		plan, err := jail.BuildPlan(jail.PlanInput{ModuleDir: m.Dir, RunDir: runDir, Warden: wardenBinary(), Inputs: pathInputs(hook, pf.inputs), Network: r.network})
 		if plan != nil && len(plan.Missing) > 0 {
-			startDetails["absent"] = plan.Missing
+			sp.startDetails["absent"] = plan.Missing
 		}
 		if err != nil {
-			planErr = err
+			sp.planErr = err
 		} else if err := jl.HandOver(runDir, socket); err != nil {
-			planErr = err
+			sp.planErr = err
 		}
-		js := jl.Spawner(plan, network)
-		spawner = js
-		spawn.Argv = append([]string{path.Join(jail.ModuleTarget, hook.Run[0])}, hook.Run[1:]...)
-		spawn.Dir = jail.ModuleTarget
+		sp.spawner = jl.Spawner(plan, r.network)
+		sp.spawn.Argv = append([]string{path.Join(jail.ModuleTarget, hook.Run[0])}, hook.Run[1:]...)
+		sp.spawn.Dir = jail.ModuleTarget
 		socket, pathFirst = jail.SocketTarget, jail.BinDir
 	}
-	spawn.Env = hooks.BuildEnv(os.Environ(), map[string]string{
+	sp.spawn.Env = hooks.BuildEnv(os.Environ(), map[string]string{
 		"WARDEN_SOCKET": socket,
 		"WARDEN_TOKEN":  r.token,
-		"WARDEN_RUN":    rec.ID,
+		"WARDEN_RUN":    r.rec.ID,
 		"WARDEN_MODULE": m.ID,
 		"WARDEN_HOOK":   hook.Name,
 	}, pathFirst)
-	if jl != nil {
+	if pf.jl != nil {
 		// The operator's HOME does not exist in the jail; /tmp is the
 		// hook's own (the synthesized passwd agrees).
-		for i, kv := range spawn.Env {
-			if len(kv) > 5 && kv[:5] == "HOME=" {
-				spawn.Env[i] = "HOME=/tmp"
+		for i, kv := range sp.spawn.Env {
+			if strings.HasPrefix(kv, "HOME=") {
+				sp.spawn.Env[i] = "HOME=/tmp"
 			}
 		}
 	}
+	return sp
+}
 
+// recordStart commits the token, the run record and the hook.start
+// receipt as one (pruning old streams in the same commit), then
+// publishes the run.
+func (e *Engine) recordStart(actor Actor, r *activeRun, details map[string]any) error {
 	var freed int64
-	if _, err := e.store.Update(func(tx *storage.Tx) error {
-		freed = e.pruneStreams(tx)
-		if err := tok.Record(tx); err != nil {
+	if _, err := e.store.Update(func(tx *storage.Tx) (err error) {
+		if freed, err = e.pruneStreams(tx); err != nil {
 			return err
 		}
-		if err := tx.PutRun(rec); err != nil {
+		if err := r.tok.Record(tx); err != nil {
 			return err
 		}
-		_, err := tx.AppendReceipt(storage.Draft{Kind: "hook.start", Actor: string(actor), Subject: m.ID + "/" + hook.Name,
-			Summary: fmt.Sprintf("run %s of %s/%s started (jail %s)", rec.ID, m.ID, hook.Name, jailName(jailMode)),
-			Details: startDetails})
+		if err := tx.PutRun(r.rec); err != nil {
+			return err
+		}
+		_, err = tx.AppendReceipt(storage.Draft{Kind: storage.KindHookStart, Actor: string(actor), Subject: r.rec.Module + "/" + r.rec.Hook,
+			Summary: fmt.Sprintf("run %s of %s/%s started (jail %s)", r.rec.ID, r.rec.Module, r.rec.Hook, jailName(r.rec.JailMode)),
+			Details: details})
 		return err
 	}); err != nil {
-		r.brk.Close() // the token was not recorded: nothing to revoke
-		r.ingest.close()
-		os.RemoveAll(runDir)
-		return nil, err
+		return err
 	}
 	e.streamBytes.Add(-freed)
+	rec := r.rec
 	e.bus.publish(Event{Kind: EventRun, Run: &rec})
+	return nil
+}
 
-	h := &RunHandle{ID: rec.ID, done: make(chan struct{}), r: r}
+// launch starts the recorded run's process (or fails the run, recorded,
+// when its plan could not be laid out or the process could not start)
+// and the goroutine that finishes it.
+func (e *Engine) launch(r *activeRun, sp spawned) *RunHandle {
+	h := &RunHandle{ID: r.rec.ID, done: make(chan struct{}), r: r}
 	e.runsMu.Lock()
-	e.active[rec.ID] = h
+	e.active[r.rec.ID] = h
 	e.runsMu.Unlock()
 
 	for _, l := range r.streamLater {
 		r.streamLine(l.Level, l.Text)
 	}
 	r.streamLater = nil
-	if planErr != nil {
-		go r.finish(h, hooks.Exit{Code: -1, Err: planErr, Reason: planErr.Error()})
-		return h, nil
+	if sp.planErr != nil {
+		go r.finish(h, hooks.Exit{Code: -1, Err: sp.planErr, Reason: sp.planErr.Error()})
+		return h
 	}
-	proc, err := hooks.Start(spawner, spawn, hooks.Limits{Timeout: hook.Timeout, IdleTimeout: hook.IdleTimeout, KillGrace: killGrace}, r.output)
-	if rel, ok := spawner.(interface{ Release() }); ok {
+	proc, err := hooks.Start(sp.spawner, sp.spawn, hooks.Limits{Timeout: r.hook.Timeout, IdleTimeout: r.hook.IdleTimeout, KillGrace: hooks.DefaultKillGrace}, r.output)
+	if rel, ok := sp.spawner.(interface{ Release() }); ok {
 		rel.Release()
 	}
 	if err != nil {
 		go r.finish(h, hooks.Exit{Code: -1, Err: err, Reason: "could not start: " + err.Error()})
-		return h, nil
+		return h
 	}
 	r.proc.Store(proc)
 	go func() { r.finish(h, proc.Wait()) }()
-	return h, nil
+	return h
 }
 
 // RunHook starts a run and waits for its outcome.
@@ -387,7 +476,7 @@ func (r *activeRun) finish(h *RunHandle, exit hooks.Exit) {
 	outputs, resultErr, hookErr, cancelWhy := r.outputs, r.resultErr, r.hookErr, r.cancelWhy
 	r.mu.Unlock()
 	switch {
-	case exit.Limit == "cancelled" || (cancelWhy != "" && exit.Limit == ""):
+	case exit.Limit == hooks.LimitCancelled || (cancelWhy != "" && exit.Limit == ""):
 		rec.Status = storage.RunCancelled
 		rec.Error = cancelWhy
 	case exit.Limit != "":
@@ -407,7 +496,7 @@ func (r *activeRun) finish(h *RunHandle, exit hooks.Exit) {
 		if resultErr != "" {
 			rec.Error = "result refused: " + resultErr
 		} else {
-			rec.Error = "exited 0 without a result, but the hook declares outputs (" + joinNames(sortedKeys(r.hook.Outputs)) + ")"
+			rec.Error = "exited 0 without a result, but the hook declares outputs (" + joinNames(slices.Sorted(maps.Keys(r.hook.Outputs))) + ")"
 		}
 	default:
 		rec.Status = storage.RunSucceeded
@@ -431,7 +520,7 @@ func (r *activeRun) finish(h *RunHandle, exit hooks.Exit) {
 		if err := tx.PutRun(rec); err != nil {
 			return err
 		}
-		if _, err := tx.AppendReceipt(storage.Draft{Kind: "hook.end", Actor: r.rec.Actor, Subject: rec.Module + "/" + rec.Hook, Summary: summary, Details: details}); err != nil {
+		if _, err := tx.AppendReceipt(storage.Draft{Kind: storage.KindHookEnd, Actor: r.rec.Actor, Subject: rec.Module + "/" + rec.Hook, Summary: summary, Details: details}); err != nil {
 			return err
 		}
 		// The run's one token, revoked in the same commit (a point
@@ -506,16 +595,7 @@ func (r *activeRun) say(lvl storage.Level, text string) {
 }
 
 func hookNames(m *hooks.Manifest) string {
-	return joinNames(sortedKeys(m.Hooks))
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
+	return joinNames(slices.Sorted(maps.Keys(m.Hooks)))
 }
 
 func joinNames(ss []string) string {
@@ -572,7 +652,7 @@ func wardenBinary() string {
 // pathInputs lists the hook's declared path inputs with their values.
 func pathInputs(h *hooks.Hook, inputs map[string]any) []jail.PathInput {
 	var out []jail.PathInput
-	for _, name := range sortedKeys(h.Inputs) {
+	for _, name := range slices.Sorted(maps.Keys(h.Inputs)) {
 		t := h.Inputs[name]
 		if t.Kind != "path" {
 			continue
@@ -582,6 +662,16 @@ func pathInputs(h *hooks.Hook, inputs map[string]any) []jail.PathInput {
 		}
 	}
 	return out
+}
+
+// inputNames lists the run's input names, sorted; [] rather than null
+// when there are none (the start receipt's details).
+func inputNames(inputs map[string]any) []string {
+	names := slices.Sorted(maps.Keys(inputs))
+	if names == nil {
+		names = []string{}
+	}
+	return names
 }
 
 func jailName(mode string) string {

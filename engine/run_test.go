@@ -323,10 +323,8 @@ func TestPreflightRefusals(t *testing.T) {
 		"typed": hookYAML("noop", "    inputs: {count: number}\n"),
 	})
 	// Every capability a manifest may name exists in this engine, so a
-	// missing one is staged by taking "hands" out of the registry.
-	saved := capabilities["hands"]
-	delete(capabilities, "hands")
-	defer func() { capabilities["hands"] = saved }()
+	// missing one is staged by taking "hands" out of its registry.
+	delete(e.capabilities, "hands")
 	for name, req := range map[string]RunRequest{
 		"unknown module":     {Module: "nope", Hook: "x", Jail: JailOff},
 		"unknown hook":       {Module: "testmod", Hook: "x", Jail: JailOff},

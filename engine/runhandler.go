@@ -1,11 +1,12 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
-	"sort"
+	"time"
 
 	"warden/engine/caps"
 	"warden/engine/hooks"
@@ -26,7 +27,7 @@ func (r *activeRun) Authorize(token string) error {
 			r.streamLine(storage.LevelWarn, fmt.Sprintf("a connection was refused: token %s", class))
 			return err
 		}
-		r.e.store.AppendReceipt(storage.Draft{Kind: "token.refused", Actor: r.actor, Subject: r.rec.ID,
+		r.e.store.AppendReceipt(storage.Draft{Kind: storage.KindTokenRefused, Actor: r.actor, Subject: r.rec.ID,
 			Summary: "hook connection refused: token " + string(class), Details: map[string]any{"class": string(class)}})
 		return err
 	}
@@ -41,10 +42,10 @@ func (r *activeRun) Context() *protocol.Context {
 	}
 	capMap := map[string][]string{}
 	for _, c := range r.hook.Requires {
-		capMap[c] = capabilityMethods(c)
+		capMap[c] = r.e.capabilities.methods(c)
 	}
 	// operator.confirm is always offered: any hook may ask the operator.
-	capMap["operator"] = capabilityMethods("operator")
+	capMap["operator"] = r.e.capabilities.methods("operator")
 	return &protocol.Context{
 		Protocol: protocol.Version, Run: r.rec.ID, Module: r.manifest.ID, Hook: r.hook.Name,
 		Inputs: r.inputs, Config: cfg,
@@ -73,7 +74,7 @@ func (r *activeRun) Log(level, message string) {
 	if !ok {
 		lvl = storage.LevelInfo
 	}
-	r.ingest.add([]storage.Line{{At: nowUTC(), Level: lvl, Text: message}})
+	r.ingest.add([]storage.Line{{At: time.Now().UTC(), Level: lvl, Text: message}})
 }
 
 // Result validates the outputs against the manifest.
@@ -114,7 +115,7 @@ func (r *activeRun) Store(_ context.Context, op *protocol.StoreOp) (json.RawMess
 		}
 		if !slices.Contains(declared, name) {
 			return &protocol.Error{Code: protocol.CodeUndeclaredName, Message: fmt.Sprintf(
-				"module %s did not declare %s %q; its declared %s names are: %s", m.ID, kind, name, kind, joinNames(sortedCopy(declared)))}
+				"module %s did not declare %s %q; its declared %s names are: %s", m.ID, kind, name, kind, joinNames(slices.Sorted(slices.Values(declared))))}
 		}
 		return nil
 	}
@@ -221,7 +222,7 @@ func decodeTxOps(raw json.RawMessage, ops *[]txOp) error {
 		Name  string  `json:"name"`
 		Value *string `json:"value"`
 	}
-	dec := json.NewDecoder(bytesReader(raw))
+	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&tmp); err != nil {
 		return err
@@ -267,9 +268,9 @@ func (r *activeRun) applyWrites(store string, ops []txOp) error {
 				return err
 			}
 		}
-		kind := "secret.write"
+		kind := storage.KindSecretWrite
 		if store == "config" {
-			kind = "config.write"
+			kind = storage.KindConfigWrite
 		}
 		details := map[string]any{"module": m.ID, "run": r.rec.ID}
 		if len(set) > 0 {
@@ -296,10 +297,4 @@ func stringArgs(args []json.RawMessage, n int) ([]string, bool) {
 		}
 	}
 	return out, true
-}
-
-func sortedCopy(s []string) []string {
-	c := append([]string(nil), s...)
-	sort.Strings(c)
-	return c
 }

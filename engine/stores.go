@@ -9,12 +9,12 @@ import (
 // SetSecret seals and stores a module secret. The receipt names the module
 // and the secret, never the value.
 func (e *Engine) SetSecret(actor Actor, module, name, value string) error {
-	return e.writeName(actor, "secret.set", module, name, func(tx *storage.Tx) (bool, error) { return true, tx.SecretSet(module, name, value) })
+	return e.writeName(actor, storage.KindSecretSet, module, name, func(tx *storage.Tx) (bool, error) { return true, tx.SecretSet(module, name, value) })
 }
 
 // DeleteSecret removes a module secret; it reports whether one was set.
 func (e *Engine) DeleteSecret(actor Actor, module, name string) (existed bool, err error) {
-	err = e.writeName(actor, "secret.delete", module, name, func(tx *storage.Tx) (bool, error) {
+	err = e.writeName(actor, storage.KindSecretDelete, module, name, func(tx *storage.Tx) (bool, error) {
 		ok, err := tx.SecretDelete(module, name)
 		existed = ok
 		return ok, err
@@ -33,12 +33,12 @@ func (e *Engine) SecretNames(module string) (names []string, err error) {
 
 // SetConfig stores a module config value.
 func (e *Engine) SetConfig(actor Actor, module, name, value string) error {
-	return e.writeName(actor, "config.set", module, name, func(tx *storage.Tx) (bool, error) { return true, tx.ConfigSet(module, name, value) })
+	return e.writeName(actor, storage.KindConfigSet, module, name, func(tx *storage.Tx) (bool, error) { return true, tx.ConfigSet(module, name, value) })
 }
 
 // DeleteConfig removes a module config value.
 func (e *Engine) DeleteConfig(actor Actor, module, name string) (existed bool, err error) {
-	err = e.writeName(actor, "config.delete", module, name, func(tx *storage.Tx) (bool, error) {
+	err = e.writeName(actor, storage.KindConfigDelete, module, name, func(tx *storage.Tx) (bool, error) {
 		ok, err := tx.ConfigDelete(module, name)
 		existed = ok
 		return ok, err

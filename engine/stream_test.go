@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
+
 	"warden/storage"
 )
 
@@ -297,5 +299,43 @@ func TestStreamBudgetRunningTotal(t *testing.T) {
 	runScript(t, e2, "count")
 	if got, want := e2.streamBytes.Load(), storedStreamBytes(t, e2); got != want || got != each {
 		t.Errorf("after pruning to a 1-byte budget: running total %d, storage %d, want %d (the new run's)", got, want, each)
+	}
+}
+
+// A stream record pruning cannot read stops pruning, not the run: the next
+// run starts and succeeds, and a stream.error receipt tells the operator
+// why the budget is not kept (the error used to be dropped).
+func TestStreamBudgetPruneFailureIsReceipted(t *testing.T) {
+	dir := newDataDir(t)
+	mod := scriptModule(t, map[string]string{"count.sh": "#!/bin/sh\nexec seq 1 10\n"}, map[string]string{"count": "    run: [./count.sh]\n"})
+	e := openEngine(t, Options{DataDir: dir})
+	if _, err := e.AddModule(testActor, mod); err != nil {
+		t.Fatal(err)
+	}
+	first := runScript(t, e, "count")
+	e.Close()
+
+	// Corrupt the first run's stream meta record with plain bbolt.
+	db, err := bolt.Open(filepath.Join(dir, storage.DBFile), 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket([]byte("streams")).Bucket([]byte(first.Run.ID)).Put([]byte("m"), []byte("not a record"))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	e2 := openEngine(t, Options{DataDir: dir, StreamBudget: 1})
+	if o := runScript(t, e2, "count"); !o.OK() {
+		t.Fatalf("the run after a failed prune: %+v", o.Run)
+	}
+	rs, err := e2.Receipts(ReceiptFilter{Kind: storage.KindStreamError})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 1 || !strings.Contains(rs[0].Summary, "pruning old streams failed") || !strings.Contains(rs[0].Summary, "warden doctor") {
+		t.Fatalf("stream.error receipts after a failed prune: %+v", rs)
 	}
 }

@@ -10,7 +10,7 @@ import (
 )
 
 // DefaultDir is $XDG_STATE_HOME/warden, else ~/.local/state/warden
-// (DESIGN section 2). WARDEN_DATA_DIR overrides both.
+// (docs/operating.md). WARDEN_DATA_DIR overrides both.
 func DefaultDir() (string, error) {
 	if d := os.Getenv("WARDEN_DATA_DIR"); d != "" {
 		return d, nil

@@ -12,7 +12,7 @@ var ErrNotFound = errors.New("not found")
 var ErrClosed = errors.New("store is closed")
 
 // PolicyError says a file or directory of the data dir breaks the open
-// policy of DESIGN section 2, and how to fix it.
+// policy of docs/operating.md, and how to fix it.
 type PolicyError struct {
 	Path    string
 	Problem string

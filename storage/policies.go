@@ -21,7 +21,7 @@ type Rule struct {
 }
 
 // PolicyRecord is the policy of one subject ("module:<id>" or
-// "hands:<root>"), DESIGN section 7. Every change is a compare-and-swap on
+// "hands:<root>"), docs/operating.md. Every change is a compare-and-swap on
 // Revision.
 type PolicyRecord struct {
 	Subject   string    `json:"subject"`
@@ -90,7 +90,7 @@ func (tx *Tx) SwapPolicy(p PolicyRecord, expected uint64) (PolicyRecord, error) 
 	if ok {
 		p.Revision = expected + 1
 	} else {
-		p.Revision = 0 // the first policy is revision 0 (DESIGN: initial policy)
+		p.Revision = 0 // the first policy is revision 0 (docs/operating.md: the initial policy)
 	}
 	if p.Rules == nil {
 		p.Rules = []Rule{}

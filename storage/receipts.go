@@ -21,8 +21,8 @@ var bucketReceipts = []byte("receipts")
 // GenesisPrev is the prev of the first receipt.
 const GenesisPrev = "0000000000000000000000000000000000000000000000000000000000000000"
 
-// Receipt is one entry of the append-only, hash-chained log (DESIGN
-// section 8). Hash = SHA-256(Prev as its 64 ASCII hex chars || canonical
+// Receipt is one entry of the append-only, hash-chained log
+// (docs/operating.md). Hash = SHA-256(Prev as its 64 ASCII hex chars || canonical
 // JSON of the receipt without "hash"), where canonical JSON is compact,
 // object keys sorted, no HTML escaping. Field order below is the sorted
 // key order, so encoding the struct is already canonical.

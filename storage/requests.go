@@ -41,7 +41,7 @@ type Claim struct {
 	At   *time.Time `json:"at,omitempty"`
 }
 
-// RequestRecord is a permission request (DESIGN section 7). Everything but
+// RequestRecord is a permission request (docs/operating.md). Everything but
 // Decision and the state of its Claim is immutable once written; Digest is
 // SHA-256 of the canonical operation and content, so a retry claim matches
 // only the identical one. Revision is the subject's policy revision the

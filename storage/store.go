@@ -23,6 +23,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 )
 
 // SchemaVersion is the schema this build writes and the newest it reads.
@@ -66,7 +67,7 @@ type Store struct {
 }
 
 // Open opens (creating if needed) the data dir and its store, holding both
-// to the policy of DESIGN section 2.
+// to the policy of docs/operating.md.
 func Open(opts Options) (*Store, error) {
 	dir, err := filepath.Abs(opts.Dir)
 	if err != nil {
@@ -85,7 +86,7 @@ func Open(opts Options) (*Store, error) {
 	}
 	db, err := bolt.Open(dbPath, 0o600, &bolt.Options{Timeout: timeout, NoSync: opts.NoSync, NoFreelistSync: true, FreelistType: bolt.FreelistMapType})
 	if err != nil {
-		if errors.Is(err, bolt.ErrTimeout) {
+		if errors.Is(err, bolterrors.ErrTimeout) {
 			return nil, &LockedError{Dir: dir, PID: readPID(dir)}
 		}
 		return nil, fmt.Errorf("open %s: %w", dbPath, err)

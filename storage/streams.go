@@ -13,7 +13,7 @@ import (
 // Level is a stream line's level.
 type Level uint8
 
-// Levels, in the order of DESIGN section 4.
+// Levels, in the order of docs/protocol.md.
 const (
 	LevelDebug Level = iota + 1
 	LevelInfo
@@ -240,16 +240,16 @@ func (tx *Tx) ReadLines(run string, from uint64, max int) ([]Line, error) {
 	}
 	c := b.Cursor()
 	k, v := c.Seek(u64key(from))
-	if k == nil || len(k) != 8 || bytesToU64(k) > from {
+	if len(k) != 8 || bytesToU64(k) > from {
 		// The chunk holding from starts before it.
-		if pk, pv := c.Prev(); pk != nil && len(pk) == 8 {
+		if pk, pv := c.Prev(); len(pk) == 8 {
 			k, v = pk, pv
-		} else if k, v = c.Seek(u64key(from)); k == nil || len(k) != 8 {
+		} else if k, v = c.Seek(u64key(from)); len(k) != 8 {
 			return nil, nil
 		}
 	}
 	var out []Line
-	for ; k != nil && len(k) == 8 && (max <= 0 || len(out) < max); k, v = c.Next() {
+	for ; len(k) == 8 && (max <= 0 || len(out) < max); k, v = c.Next() {
 		lines, err := decodeChunk(v, bytesToU64(k))
 		if err != nil {
 			return nil, &CorruptError{Bucket: "streams", Key: run + "/" + seqKeyString(k), Err: err}

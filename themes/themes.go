@@ -82,9 +82,13 @@ func ac(light, dark string) lipgloss.AdaptiveColor {
 	return lipgloss.AdaptiveColor{Light: light, Dark: dark}
 }
 
-// build makes a theme from a palette; every style derives from it.
-func build(name string, p palette) Theme {
-	s := lipgloss.NewStyle
+// build makes a theme from a palette, every style drawn with r (nil:
+// lipgloss's default renderer); every style derives from the palette.
+func build(r *lipgloss.Renderer, name string, p palette) Theme {
+	if r == nil {
+		r = lipgloss.DefaultRenderer()
+	}
+	s := r.NewStyle
 	fg := func(c lipgloss.TerminalColor) lipgloss.Style { return s().Foreground(c) }
 	return Theme{
 		Name:        name,
@@ -138,8 +142,10 @@ func build(name string, p palette) Theme {
 
 // Dark is the default theme, tuned for dark terminals (still readable on
 // light ones: every colour is adaptive).
-func Dark() Theme {
-	return build("dark", palette{
+func Dark() Theme { return dark(nil) }
+
+func dark(r *lipgloss.Renderer) Theme {
+	return build(r, "dark", palette{
 		fg: ac("#1c1c1c", "#e4e4e4"), dim: ac("#6c6c6c", "#8a8a8a"), subtle: ac("#3a3a3a", "#bcbcbc"),
 		accent: ac("#005f87", "#5fafff"), accentFg: ac("#ffffff", "#000000"),
 		ok: ac("#007a3d", "#5fd787"), warn: ac("#8a5a00", "#ffd75f"), bad: ac("#b00020", "#ff5f5f"),
@@ -153,8 +159,10 @@ func Dark() Theme {
 }
 
 // Light is tuned for light terminals.
-func Light() Theme {
-	return build("light", palette{
+func Light() Theme { return light(nil) }
+
+func light(r *lipgloss.Renderer) Theme {
+	return build(r, "light", palette{
 		fg: ac("#000000", "#eeeeee"), dim: ac("#5f5f5f", "#9e9e9e"), subtle: ac("#262626", "#d0d0d0"),
 		accent: ac("#5f00af", "#af87ff"), accentFg: ac("#ffffff", "#000000"),
 		ok: ac("#006b2e", "#87d787"), warn: ac("#875f00", "#ffd787"), bad: ac("#af0000", "#ff8787"),
@@ -168,8 +176,10 @@ func Light() Theme {
 }
 
 // Contrast is high contrast: pure black and white with saturated accents.
-func Contrast() Theme {
-	return build("contrast", palette{
+func Contrast() Theme { return contrast(nil) }
+
+func contrast(r *lipgloss.Renderer) Theme {
+	return build(r, "contrast", palette{
 		fg: ac("#000000", "#ffffff"), dim: ac("#000000", "#ffffff"), subtle: ac("#000000", "#ffffff"),
 		accent: ac("#0000d7", "#00ffff"), accentFg: ac("#ffffff", "#000000"),
 		ok: ac("#005f00", "#00ff00"), warn: ac("#5f3f00", "#ffff00"), bad: ac("#870000", "#ff0000"),
@@ -184,9 +194,14 @@ func Contrast() Theme {
 
 // NoColor uses no colour at all, only bold, underline and reverse: the
 // theme for NO_COLOR (https://no-color.org).
-func NoColor() Theme {
-	s := lipgloss.NewStyle
-	t := build("none", palette{
+func NoColor() Theme { return noColor(nil) }
+
+func noColor(r *lipgloss.Renderer) Theme {
+	if r == nil {
+		r = lipgloss.DefaultRenderer()
+	}
+	s := r.NewStyle
+	t := build(r, "none", palette{
 		fg: lipgloss.NoColor{}, dim: lipgloss.NoColor{}, subtle: lipgloss.NoColor{}, accent: lipgloss.NoColor{},
 		accentFg: lipgloss.NoColor{}, ok: lipgloss.NoColor{}, warn: lipgloss.NoColor{}, bad: lipgloss.NoColor{},
 		info: lipgloss.NoColor{}, debug: lipgloss.NoColor{}, selBg: lipgloss.NoColor{}, selFg: lipgloss.NoColor{},
@@ -203,7 +218,7 @@ func NoColor() Theme {
 	return t
 }
 
-var byName = map[string]func() Theme{"dark": Dark, "light": Light, "contrast": Contrast, "none": NoColor}
+var byName = map[string]func(*lipgloss.Renderer) Theme{"dark": dark, "light": light, "contrast": contrast, "none": noColor}
 
 // Names lists the theme names ByName knows, sorted.
 func Names() []string {
@@ -219,18 +234,25 @@ func Names() []string {
 // NO_COLOR variable set to anything but the empty string.
 func NoColorWanted() bool { return os.Getenv("NO_COLOR") != "" }
 
-// ByName returns a theme by name ("" is dark). NO_COLOR wins over any
-// name: the result is then NoColor.
-func ByName(name string) (Theme, error) {
+// ByName returns a theme by name ("" is dark), drawn with lipgloss's
+// default renderer. NO_COLOR wins over any name: the result is then
+// NoColor.
+func ByName(name string) (Theme, error) { return Make(name, NoColorWanted(), nil) }
+
+// Make returns a theme by name ("" is dark), or NoColor when noColor is
+// set, with every style drawn with r (nil: lipgloss's default renderer).
+// A console served over SSH passes its session's renderer, so that
+// colours follow the client's terminal.
+func Make(name string, noColor bool, r *lipgloss.Renderer) (Theme, error) {
 	mk, ok := byName[strings.ToLower(name)]
 	if name == "" {
-		mk, ok = Dark, true
+		mk, ok = dark, true
 	}
 	if !ok {
 		return Theme{}, fmt.Errorf("unknown theme %q (want %s)", name, strings.Join(Names(), ", "))
 	}
-	if NoColorWanted() {
-		return NoColor(), nil
+	if noColor {
+		mk = byName["none"]
 	}
-	return mk(), nil
+	return mk(r), nil
 }

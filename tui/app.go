@@ -68,8 +68,6 @@ type shared struct {
 	status   string
 	statusOK bool
 	statusAt time.Time
-	// jumpToRun asks the app to show a run's stream (set by panes).
-	jumpToRun string
 	// ctx ends when the console closes: work it started stops with it.
 	ctx context.Context
 }
@@ -89,16 +87,47 @@ func (s *shared) setStatus(msg string, isErr bool) {
 	s.status, s.statusOK, s.statusAt = msg, !isErr, s.now()
 }
 
-func (s *shared) errStatus(err error) { s.setStatus(oneLine(err.Error()), true) }
+func (s *shared) errStatus(err error) { s.setStatus(OneLine(err.Error()), true) }
 
-// pane is one tab.
+// pane is one tab: everything the app calls on it. A pane embeds
+// paneBase for the calls it has no use for. It talks back to the app only
+// with messages (jumpToRunMsg, openOverlayMsg), returned as commands.
 type pane interface {
 	update(msg tea.Msg) tea.Cmd
 	view(w, h int) string
+	// keys is what the help footer shows.
 	keys() keyMap
-	// capturing is true while a prompt has the keyboard.
+	// capturing is true while a prompt or a form has the keyboard: the
+	// app's own keys (tabs, help, q) then go to the pane.
 	capturing() bool
+	// prompt is the prompt line the status line shows ("" for none).
+	prompt() string
+	// wantsCtrlC is true while the pane runs something it must wind
+	// down (a hands init): ctrl+c then asks whether to cancel it instead
+	// of quitting the console under it.
+	wantsCtrlC() bool
+	// resize tells the pane the size of the body.
+	resize(w, h int)
 }
+
+// paneBase is the no-op half of pane, for panes to embed.
+type paneBase struct{}
+
+func (paneBase) prompt() string   { return "" }
+func (paneBase) wantsCtrlC() bool { return false }
+func (paneBase) resize(w, h int)  {}
+
+// Messages panes send the app.
+type (
+	// jumpToRunMsg shows a run's stream on the Streams tab.
+	jumpToRunMsg struct{ run string }
+	// openOverlayMsg shows an overlay over the frame.
+	openOverlayMsg struct{ ov *overlay }
+)
+
+func jumpToRun(run string) tea.Cmd { return func() tea.Msg { return jumpToRunMsg{run} } }
+
+func openOverlay(o *overlay) tea.Cmd { return func() tea.Msg { return openOverlayMsg{o} } }
 
 // Messages.
 type (
@@ -305,6 +334,13 @@ func (a *App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return a, nil
 	case takeoverMsg:
 		return a, a.tookOver(msg)
+	case jumpToRunMsg:
+		a.setTab(tabStreams)
+		a.streams.show(msg.run)
+		return a, nil
+	case openOverlayMsg:
+		a.overlay = msg.ov
+		return a, nil
 	case tickMsg:
 		if a.sh.status != "" && a.sh.now().Sub(a.sh.statusAt) > 10*time.Second {
 			a.sh.status = ""
@@ -324,7 +360,6 @@ func (a *App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	for _, p := range a.panes {
 		cmds = append(cmds, p.update(msg))
 	}
-	a.afterPane()
 	return a, tea.Batch(cmds...)
 }
 
@@ -336,7 +371,7 @@ func (a *App) key(msg tea.KeyMsg) tea.Cmd {
 		// A pane running something it must wind down (a hands init)
 		// takes ctrl+c to ask whether to cancel it, instead of quitting
 		// the console under it.
-		if p, ok := a.panes[a.tab].(interface{ wantsCtrlC() bool }); !ok || !p.wantsCtrlC() || a.overlay != nil {
+		if !a.panes[a.tab].wantsCtrlC() || a.overlay != nil {
 			a.Close()
 			return tea.Quit
 		}
@@ -382,33 +417,7 @@ func (a *App) key(msg tea.KeyMsg) tea.Cmd {
 			}
 		}
 	}
-	cmd := p.update(msg)
-	a.afterPane()
-	return cmd
-}
-
-// afterPane carries out what a pane asked of the app.
-func (a *App) afterPane() {
-	if o := a.takeOverlay(); o != nil {
-		a.overlay = o
-	}
-	if run := a.sh.jumpToRun; run != "" {
-		a.sh.jumpToRun = ""
-		a.setTab(tabStreams)
-		a.streams.show(run)
-	}
-}
-
-// takeOverlay collects an overlay a pane opened.
-func (a *App) takeOverlay() *overlay {
-	for _, p := range a.panes {
-		if op, ok := p.(interface{ takeOverlay() *overlay }); ok {
-			if o := op.takeOverlay(); o != nil {
-				return o
-			}
-		}
-	}
-	return nil
+	return p.update(msg)
 }
 
 func (a *App) setTab(t int) {
@@ -432,9 +441,7 @@ func (a *App) mouse(msg tea.MouseMsg) tea.Cmd {
 	}
 	// Body coordinates for the pane.
 	msg.Y -= bodyTop
-	cmd := a.panes[a.tab].update(msg)
-	a.afterPane()
-	return cmd
+	return a.panes[a.tab].update(msg)
 }
 
 // Layout: header, tab bar, body, status line, help line.
@@ -448,14 +455,13 @@ func (a *App) bodySize() (int, int) { return max(a.width, 20), max(a.height-chro
 func (a *App) layout() {
 	w, h := a.bodySize()
 	a.help.Width = w
-	if r, ok := a.panes[a.tab].(interface{ resize(w, h int) }); ok {
-		r.resize(w, h)
-	}
+	a.panes[a.tab].resize(w, h)
 }
 
 // handleEvents applies a batch of engine events.
 func (a *App) handleEvents(evs []engine.Event) tea.Cmd {
 	var cmds []tea.Cmd
+	refreshModules, refreshHands := false, false
 	for _, ev := range evs {
 		switch ev.Kind {
 		case engine.EventMissed:
@@ -468,6 +474,15 @@ func (a *App) handleEvents(evs []engine.Event) tea.Cmd {
 			a.modules.runEvent(*ev.Run)
 		case engine.EventReceipt:
 			a.receipts.add(*ev.Receipt)
+			// Modules and Hands are views over these: a module added or
+			// removed, a hands phase written, by this console or any
+			// other warden on the data dir.
+			switch kind := ev.Receipt.Kind; {
+			case strings.HasPrefix(kind, engine.KindFamilyModule):
+				refreshModules = true
+			case strings.HasPrefix(kind, engine.KindFamilyHands):
+				refreshHands = true
+			}
 		case engine.EventRequest:
 			if a.requests.upsert(*ev.Request) {
 				cmds = append(cmds, a.ring(*ev.Request))
@@ -476,7 +491,12 @@ func (a *App) handleEvents(evs []engine.Event) tea.Cmd {
 			}
 		}
 	}
-	a.afterPane()
+	if refreshModules {
+		cmds = append(cmds, a.modules.refresh(nil))
+	}
+	if refreshHands {
+		cmds = append(cmds, a.hands.refresh(""))
+	}
 	return tea.Batch(cmds...)
 }
 
@@ -486,7 +506,7 @@ func (a *App) ring(r engine.Request) tea.Cmd {
 	a.toastID++
 	id := a.toastID
 	a.toastReq = r.ID
-	a.toast = fmt.Sprintf("🔔 request %d from %s/%s: %s — press 2", r.ID, r.Requester.Module, r.Requester.Hook, oneLine(operationLine(r)))
+	a.toast = fmt.Sprintf("🔔 request %d from %s/%s: %s — press 2", r.ID, r.Requester.Module, r.Requester.Hook, OneLine(operationLine(r)))
 	return tea.Tick(8*time.Second, func(time.Time) tea.Msg { return toastDoneMsg{id} })
 }
 
@@ -527,7 +547,7 @@ func (a *App) tookOver(m takeoverMsg) tea.Cmd {
 			// operator has to decide, as after a crash.
 			a.engineGone(a.stopped)
 		}
-		a.sh.setStatus("taking over failed: "+oneLine(m.err.Error())+"; t tries again", true)
+		a.sh.setStatus("taking over failed: "+OneLine(m.err.Error())+"; t tries again", true)
 		return nil
 	}
 	if a.closed {
@@ -645,10 +665,8 @@ func (a *App) tabBar(w int) string {
 
 func (a *App) statusLine(w int) string {
 	th := a.sh.th
-	if p, ok := a.panes[a.tab].(interface{ prompt() string }); ok && a.overlay == nil {
-		if s := p.prompt(); s != "" {
-			return fit(s, w)
-		}
+	if s := a.panes[a.tab].prompt(); s != "" && a.overlay == nil {
+		return fit(s, w)
 	}
 	var parts []string
 	if a.toast != "" {
@@ -668,7 +686,7 @@ func (a *App) statusLine(w int) string {
 		parts = append(parts, st.Render(plain(a.sh.status, w)))
 	}
 	if len(parts) == 0 && a.jailErr != "" && a.tab == tabModules {
-		parts = append(parts, th.StatusErr.Render(plain(oneLine(a.jailErr), w)))
+		parts = append(parts, th.StatusErr.Render(plain(OneLine(a.jailErr), w)))
 	}
 	return fit(strings.Join(parts, " "), w)
 }

@@ -164,11 +164,7 @@ func TestStreamsLiveBatched(t *testing.T) {
 	e := newEngine(t)
 	streamModule(t, e)
 	c := startConsole(t, e)
-	c.wait("no runs yet")
-	h, err := e.StartRun("local:test", engine.RunRequest{Module: "chatty", Hook: "slow", Jail: engine.JailOff})
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := c.startSlowRun()
 	c.wait("line 400: disk full")
 	h.Wait()
 	c.wait("succeeded")
@@ -184,3 +180,31 @@ func TestStreamsLiveBatched(t *testing.T) {
 }
 
 var keyBackspace = tea.KeyMsg{Type: tea.KeyBackspace}
+
+// x on a running run cancels it through the engine (off the UI
+// goroutine); the run ends cancelled, by the console's actor.
+func TestStreamsCancelRun(t *testing.T) {
+	e := newEngine(t)
+	streamModule(t, e)
+	c := startConsole(t, e)
+	h := c.startSlowRun()
+	c.wait("chatty/slow · running")
+	c.keys("x")
+	c.wait("cancelling run " + h.ID)
+	if o := h.Wait(); o.Run.Status != engine.RunCancelled || !strings.Contains(o.Run.Error, "local:test") {
+		t.Errorf("run after x: %s (%s)", o.Run.Status, o.Run.Error)
+	}
+	c.final()
+}
+
+// startSlowRun starts chatty/slow (400 lines, 30ms apart) once the
+// console shows it has no runs yet.
+func (c *console) startSlowRun() *engine.RunHandle {
+	c.t.Helper()
+	c.wait("no runs yet")
+	h, err := c.e.StartRun("local:test", engine.RunRequest{Module: "chatty", Hook: "slow", Jail: engine.JailOff})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return h
+}

@@ -101,8 +101,7 @@ func BenchmarkLongLine100k(b *testing.B) {
 	v.wrap = false
 	b.Run("overlay-cold", func(b *testing.B) { // enter: the whole line laid out
 		for b.Loop() {
-			a.streams.openLine()
-			a.afterPane()
+			a.Update(a.streams.openLine()())
 			_ = a.View()
 			a.overlay = nil
 		}

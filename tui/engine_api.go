@@ -11,9 +11,6 @@ import (
 
 type themeT = themes.Theme
 
-// canApproveAlways: the engine adds an exact policy rule on approve-always.
-const canApproveAlways = true
-
 // decideRequest records the console's decision through the engine.
 func decideRequest(e engine.Facade, actor engine.Actor, id uint64, verdict, reason string) (engine.Request, error) {
 	switch verdict {
@@ -49,5 +46,3 @@ func listRequests(e engine.Facade, limit int) ([]engine.Request, error) {
 }
 
 type styleT = lipgloss.Style
-
-func lipglossWidth(s string) int { return lipgloss.Width(s) }

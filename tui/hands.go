@@ -11,24 +11,28 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"warden/engine"
+	"warden/engine/hands"
 )
 
-type handsKeys struct{ Up, Down, Status, Reload, Init, Finish key.Binding }
+type handsKeys struct {
+	KeyMap
+	Status, Reload, Init, Finish key.Binding
+}
 
 // handsPane lists the hands roots this data dir knows, with their phase;
 // s asks the Docker engine for live status and drift, i opens the init
 // wizard and x the finish wizard.
 type handsPane struct {
+	paneBase
 	sh    *shared
 	k     handsKeys
 	roots []engine.HandsRecord
 	sel   int
 	busy  string
-	ov    *overlay
 	wiz   *handsWizard
 	w, h  int
 	// jobs are the wizards' engine calls still running (Close waits).
-	jobs []*handsJob
+	jobs []*progressJob
 }
 
 type handsStatusMsg struct {
@@ -39,8 +43,7 @@ type handsStatusMsg struct {
 
 func newHandsPane(sh *shared) *handsPane {
 	return &handsPane{sh: sh, k: handsKeys{
-		Up:     key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑/k", "up")),
-		Down:   key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("↓/j", "down")),
+		KeyMap: DefaultKeyMap(),
 		Status: key.NewBinding(key.WithKeys("s", "enter"), key.WithHelp("s", "status & drift")),
 		Reload: key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "reload")),
 		Init:   key.NewBinding(key.WithKeys("i"), key.WithHelp("i", "init")),
@@ -78,19 +81,41 @@ func (p *handsPane) reload() {
 		p.sh.errStatus(err)
 		return
 	}
+	p.apply(rs, "")
+}
+
+// handsLoadedMsg is a fresh read of the hands roots; sel, when set, is
+// the root to select.
+type handsLoadedMsg struct {
+	roots []engine.HandsRecord
+	err   error
+	sel   string
+}
+
+// refresh re-reads the roots off the UI goroutine: on r, when a wizard's
+// job ends or the wizard closes, and on every hands.* receipt (a phase
+// written by any warden on this data dir).
+func (p *handsPane) refresh(sel string) tea.Cmd {
+	e := p.sh.e
+	return func() tea.Msg {
+		rs, err := e.HandsList()
+		return handsLoadedMsg{roots: rs, err: err, sel: sel}
+	}
+}
+
+func (p *handsPane) apply(rs []engine.HandsRecord, sel string) {
 	p.roots = rs
 	p.sel = min(p.sel, max(len(rs)-1, 0))
+	for i, r := range rs {
+		if sel != "" && r.Root == sel {
+			p.sel = i
+		}
+	}
 }
 
 // capturing: an open wizard has the keyboard, except on its outcome,
 // where tabs, help and q work again.
 func (p *handsPane) capturing() bool { return p.wiz != nil && p.wiz.stage != wsDone }
-
-func (p *handsPane) takeOverlay() *overlay {
-	o := p.ov
-	p.ov = nil
-	return o
-}
 
 func (p *handsPane) keys() keyMap {
 	if p.wiz != nil {
@@ -109,7 +134,13 @@ func (p *handsPane) update(msg tea.Msg) tea.Cmd {
 			p.sh.errStatus(msg.err)
 			return nil
 		}
-		p.ov = textOverlay(p.sh, "hands status · "+msg.root, msg.text)
+		return openOverlay(textOverlay(p.sh, "hands status · "+msg.root, msg.text))
+	case handsLoadedMsg:
+		if msg.err != nil {
+			p.sh.errStatus(msg.err)
+			return nil
+		}
+		p.apply(msg.roots, msg.sel)
 		return nil
 	}
 	if p.wiz != nil {
@@ -139,7 +170,7 @@ func (p *handsPane) update(msg tea.Msg) tea.Cmd {
 		case key.Matches(msg, p.k.Down):
 			p.sel = min(p.sel+1, max(len(p.roots)-1, 0))
 		case key.Matches(msg, p.k.Reload):
-			p.reload()
+			return p.refresh("")
 		case key.Matches(msg, p.k.Status):
 			if p.sel < len(p.roots) {
 				return p.status(p.roots[p.sel].Root)
@@ -157,26 +188,21 @@ func (p *handsPane) wizard(msg tea.Msg) tea.Cmd {
 	if w.job != nil && w.job != job {
 		p.jobs = append(p.jobs, w.job)
 	}
-	if m, ok := msg.(handsJobMsg); ok && m.done {
-		p.reload() // the list shows the new phase at once
+	if m, ok := msg.(jobProgressMsg); ok && m.done {
+		cmd = tea.Batch(cmd, p.refresh("")) // the list shows the new phase at once
 	}
 	if !w.closed {
 		return cmd
 	}
 	p.wiz = nil
-	p.reload()
-	for i, r := range p.roots {
-		if r.Root == w.root {
-			p.sel = i
-		}
-	}
+	cmd = tea.Batch(cmd, p.refresh(w.root))
 	switch {
 	case w.showStatus && w.root != "":
 		return tea.Batch(cmd, p.status(w.root))
 	case w.showFinish:
 		known := false
 		for _, r := range p.roots {
-			known = known || (r.Root == w.root && r.Phase != "finished")
+			known = known || (r.Root == w.root && r.Phase != string(hands.PhaseFinished))
 		}
 		fw, fcmd := newFinishWizard(p.sh, p.roots, w.root, p.w, p.h)
 		if !known || fw == nil {
@@ -228,15 +254,15 @@ func (p *handsPane) view(w, h int) string {
 		}
 		st := th.Dim
 		switch r.Phase {
-		case "ready":
+		case string(hands.PhaseReady):
 			st = th.RunOK
-		case "failed":
+		case string(hands.PhaseFailed):
 			st = th.RunFailed
-		case "prepared", "creating", "running":
+		case string(hands.PhasePrepared), string(hands.PhaseCreating), string(hands.PhaseRunning):
 			st = th.RunRunning
 		}
 		row := fmt.Sprintf("%s %-9s %s", mark, safe(r.Phase), safe(r.Root))
-		tail := fmt.Sprintf("  %s · access %s · updated %s ago", r.Image, r.Access, shortDur(now.Sub(r.Updated)))
+		tail := fmt.Sprintf("  %s · access %s · updated %s ago", r.Image, r.Access, ShortDuration(now.Sub(r.Updated)))
 		if i == p.sel {
 			out = append(out, fit(th.Selected.Render(row)+th.Dim.Render(plain(tail, max(w-textWidth(row), 1))), w))
 		} else {

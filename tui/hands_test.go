@@ -17,6 +17,7 @@ import (
 	"github.com/charmbracelet/x/exp/teatest"
 
 	"warden/engine"
+	"warden/engine/hands"
 	"warden/engine/hands/handstest"
 )
 
@@ -348,18 +349,18 @@ func TestHandsFinishWizardFailedRoot(t *testing.T) {
 
 // Progress reaches the console a frame at a time, never a message per
 // step.
-func TestHandsJobBatches(t *testing.T) {
-	j := newHandsJob(context.Background())
+func TestProgressJobBatches(t *testing.T) {
+	j := newProgressJob(context.Background())
 	for i := range 100 {
 		j.push("step", fmt.Sprint(i))
 	}
-	m := j.next()().(handsJobMsg)
+	m := j.next()().(jobProgressMsg)
 	if len(m.steps) != 100 || m.done || m.steps[99][1] != "99" {
 		t.Fatalf("first batch: %d steps, done %v", len(m.steps), m.done)
 	}
 	j.push("last", "")
 	j.end(nil, errors.New("boom"))
-	m = j.next()().(handsJobMsg)
+	m = j.next()().(jobProgressMsg)
 	if len(m.steps) != 1 || !m.done {
 		t.Fatalf("last batch: %+v", m)
 	}
@@ -424,7 +425,7 @@ func TestHandsFailureViewSmall(t *testing.T) {
 	z.root, z.socket, z.image, z.access = "/srv/hands/task1", "/run/docker.sock", "busybox:1.36", "files"
 	z.prog, z.stage = newProgress(wizInit), wsDone
 	z.prog.step("root", "ok")
-	z.err = &engine.HandsInitFailedError{Root: z.root, Cause: errors.New(`image "busybox:1.36" is gone; load it first, then init a new root`)}
+	z.err = &engine.HandsInitFailedError{Root: z.root, Cause: &hands.FixError{Problem: `image "busybox:1.36" is gone`, Fix: "load it first, then init a new root"}}
 	z.prog.fail(z.err.Error())
 	view := z.view(80, 20)
 	lines := strings.Split(view, "\n")
@@ -437,7 +438,7 @@ func TestHandsFailureViewSmall(t *testing.T) {
 		}
 	}
 	for i, l := range lines {
-		if w := lipglossWidth(l); w > 80 {
+		if w := widthOf(l); w > 80 {
 			t.Errorf("line %d is %d wide", i, w)
 		}
 	}

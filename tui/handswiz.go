@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/charmbracelet/bubbles/key"
@@ -15,6 +13,7 @@ import (
 	"github.com/charmbracelet/huh"
 
 	"warden/engine"
+	"warden/engine/hands"
 )
 
 // The hands wizards: `i` sets up a new hands root, `x` finishes one. Each
@@ -86,7 +85,7 @@ type handsWizard struct {
 	live       string // the live validation line under the form
 	liveOK     bool
 	spin       spinner.Model
-	job        *handsJob
+	job        *progressJob
 	prog       *progress
 	askCancel  bool
 	cancelling bool
@@ -117,7 +116,7 @@ func newInitWizard(sh *shared, w, h int) (*handsWizard, tea.Cmd) {
 func newFinishWizard(sh *shared, roots []engine.HandsRecord, selected string, w, h int) (*handsWizard, tea.Cmd) {
 	z := newWizard(sh, wizFinish, w, h)
 	for _, r := range roots {
-		if r.Phase != "finished" {
+		if r.Phase != string(hands.PhaseFinished) {
 			z.finishable = append(z.finishable, r)
 		}
 	}
@@ -220,7 +219,7 @@ func (z *handsWizard) open(which int) tea.Cmd {
 	case formFinish:
 		opts := make([]huh.Option[string], 0, len(z.finishable))
 		for _, r := range z.finishable {
-			opts = append(opts, huh.NewOption(fmt.Sprintf("%s  (%s, container %s)", safe(r.Root), safe(r.Phase), safe(shortID(r.ContainerID))), r.Root))
+			opts = append(opts, huh.NewOption(fmt.Sprintf("%s  (%s, container %s)", safe(r.Root), safe(r.Phase), safe(hands.ShortID(r.ContainerID))), r.Root))
 		}
 		z.confirmed = false
 		groups = append(groups,
@@ -256,22 +255,6 @@ func (z *handsWizard) summary() string {
 		"",
 		"The container gets no network, a read-only root, no capabilities and a 128 MiB workspace.",
 	}, "\n")
-}
-
-// noteText escapes what huh's note would read as markup.
-func noteText(s string) string {
-	r := strings.NewReplacer(`\`, `\\`, "_", `\_`, "*", `\*`, "`", "\\`")
-	return r.Replace(s)
-}
-
-func shortID(id string) string {
-	if id == "" {
-		return "none"
-	}
-	if len(id) > 12 {
-		return id[:12]
-	}
-	return id
 }
 
 // resize follows the body's size.
@@ -315,7 +298,7 @@ func (z *handsWizard) checkLive() {
 			return
 		}
 		if err := z.sh.e.ValidateHandsRoot(z.root); err != nil {
-			z.live = "✗ " + oneLine(err.Error())
+			z.live = "✗ " + OneLine(err.Error())
 			return
 		}
 		z.live, z.liveOK = "✓ "+z.root+" is new and its ancestors are safe", true
@@ -325,7 +308,7 @@ func (z *handsWizard) checkLive() {
 			return
 		}
 		if err := z.sh.e.ValidateHandsSocket(z.socketPath); err != nil {
-			z.live = "✗ " + oneLine(err.Error())
+			z.live = "✗ " + OneLine(err.Error())
 			return
 		}
 		z.live, z.liveOK = "✓ "+z.socketPath+" is a socket", true
@@ -338,12 +321,6 @@ type (
 		socket string
 		images []engine.HandsImage
 		err    error
-	}
-	// handsJobMsg is a frame's worth of progress of a job, and its end.
-	handsJobMsg struct {
-		id    int64
-		steps [][2]string
-		done  bool
 	}
 )
 
@@ -382,7 +359,7 @@ func (z *handsWizard) update(msg tea.Msg) tea.Cmd {
 		}
 		switch {
 		case msg.err != nil:
-			z.stage, z.loadErr = wsLoadErr, oneLine(msg.err.Error())
+			z.stage, z.loadErr = wsLoadErr, OneLine(msg.err.Error())
 		case len(msg.images) == 0:
 			z.stage = wsLoadErr
 			z.loadErr = fmt.Sprintf("the Docker Engine at %s has no local images, and warden never pulls: load one first (e.g. `docker -H unix://%s pull busybox:1.36`), then choose the socket again", z.socket, z.socket)
@@ -391,7 +368,7 @@ func (z *handsWizard) update(msg tea.Msg) tea.Cmd {
 			return z.open(formImage)
 		}
 		return nil
-	case handsJobMsg:
+	case jobProgressMsg:
 		if z.job == nil || msg.id != z.job.id {
 			return nil
 		}
@@ -522,23 +499,23 @@ func (z *handsWizard) next() tea.Cmd {
 // progress arrives batched per frame.
 func (z *handsWizard) start() tea.Cmd {
 	z.stage, z.form, z.live = wsRun, nil, ""
-	z.job = newHandsJob(z.sh.context())
+	z.job = newProgressJob(z.sh.context())
 	z.prog = newProgress(z.kind)
-	j, e, actor := z.job, z.sh.e, z.sh.opts.Actor
-	root := z.root
+	e, actor, root := z.sh.e, z.sh.opts.Actor, z.root
 	if z.kind == wizInit {
-		opts := engine.HandsInitOptions{Root: root, EngineSocket: z.socket, Image: z.image, Access: z.access, Progress: j.push}
-		go func() {
-			res, err := e.HandsInit(j.ctx, actor, opts)
-			j.end(func() { z.initRes = res }, err)
-		}()
+		opts := engine.HandsInitOptions{Root: root, EngineSocket: z.socket, Image: z.image, Access: z.access}
+		z.job.run(func(ctx context.Context, progress func(step, detail string)) (func(), error) {
+			opts.Progress = progress
+			res, err := e.HandsInit(ctx, actor, opts)
+			return func() { z.initRes = res }, err
+		})
 	} else {
-		go func() {
-			res, err := e.HandsFinish(j.ctx, actor, root, j.push)
-			j.end(func() { z.finRes = res }, err)
-		}()
+		z.job.run(func(ctx context.Context, progress func(step, detail string)) (func(), error) {
+			res, err := e.HandsFinish(ctx, actor, root, progress)
+			return func() { z.finRes = res }, err
+		})
 	}
-	return tea.Batch(j.next(), z.spin.Tick)
+	return tea.Batch(z.job.next(), z.spin.Tick)
 }
 
 // finished takes the job's outcome.
@@ -552,7 +529,7 @@ func (z *handsWizard) finished() {
 	z.job.mu.Unlock()
 	z.job.cancel(nil)
 	if z.err != nil {
-		z.prog.fail(oneLine(z.err.Error()))
+		z.prog.fail(OneLine(z.err.Error()))
 		z.sh.setStatus("hands "+z.kind+" of "+z.root+" failed", true)
 		return
 	}
@@ -562,179 +539,6 @@ func (z *handsWizard) finished() {
 		return
 	}
 	z.sh.setStatus("hands "+z.root+" ready", false)
-}
-
-// handsJob is an init or finish running in its own goroutine.
-type handsJob struct {
-	id     int64
-	ctx    context.Context
-	cancel context.CancelCauseFunc
-	wake   chan struct{}
-	ended  chan struct{} // closed when the engine call has returned
-
-	mu    sync.Mutex
-	steps [][2]string
-	read  int
-	done  bool
-	err   error
-	keep  func() // stores the result in the wizard, on the UI goroutine
-}
-
-var jobIDs atomic.Int64
-
-func newHandsJob(parent context.Context) *handsJob {
-	ctx, cancel := context.WithCancelCause(parent)
-	return &handsJob{id: jobIDs.Add(1), ctx: ctx, cancel: cancel, wake: make(chan struct{}, 1), ended: make(chan struct{})}
-}
-
-func (j *handsJob) poke() {
-	select {
-	case j.wake <- struct{}{}:
-	default:
-	}
-}
-
-// push is the engine's Progress callback.
-func (j *handsJob) push(step, detail string) {
-	j.mu.Lock()
-	j.steps = append(j.steps, [2]string{step, detail})
-	j.mu.Unlock()
-	j.poke()
-}
-
-func (j *handsJob) end(keep func(), err error) {
-	j.mu.Lock()
-	j.done, j.err, j.keep = true, err, keep
-	j.mu.Unlock()
-	close(j.ended)
-	j.poke()
-}
-
-// next waits for progress, gathers a frame's worth, and returns it as one
-// message: never one message per step.
-func (j *handsJob) next() tea.Cmd {
-	return func() tea.Msg {
-		<-j.wake
-		j.mu.Lock()
-		done := j.done
-		j.mu.Unlock()
-		if !done {
-			time.Sleep(frame)
-		}
-		j.mu.Lock()
-		defer j.mu.Unlock()
-		m := handsJobMsg{id: j.id, steps: append([][2]string(nil), j.steps[j.read:]...), done: j.done}
-		j.read = len(j.steps)
-		return m
-	}
-}
-
-// progress is the phases of a job, each pending, current, done, skipped
-// or failed; the engine's steps move it along.
-type rowState int
-
-const (
-	rowPending rowState = iota
-	rowDone
-	rowSkipped
-	rowFailed
-)
-
-type progRow struct {
-	name   string
-	steps  []string // the engine's steps that make up this phase; the last ends it
-	state  rowState
-	detail string // the latest step's detail while current
-	text   func(p *progress) string
-}
-
-type progress struct {
-	kind    string
-	rows    []progRow
-	cur     int
-	details map[string]string
-	note    string
-}
-
-func newProgress(kind string) *progress {
-	p := &progress{kind: kind, details: map[string]string{}}
-	if kind == wizInit {
-		p.rows = []progRow{
-			{name: "prepared", steps: []string{"root", "engine", "layout", "lease", "prepared"},
-				text: func(*progress) string { return "layout made, receipt written (evidence/setup.json)" }},
-			{name: "creating", steps: []string{"image", "creating", "created", "label"},
-				text: func(p *progress) string {
-					return "container " + shortID(p.details["created"]) + " created with the owner label, image pinned by id"
-				}},
-			{name: "running", steps: []string{"started", "running"},
-				text: func(*progress) string { return "container started, generation recorded, hands.json written" }},
-			{name: "ready", steps: []string{"policy", "ready"},
-				text: func(*progress) string { return "initial policy set: " + p.details["policy"] }},
-		}
-		return p
-	}
-	p.rows = []progRow{
-		{name: "receipt", steps: []string{"receipt"}, text: func(p *progress) string { return "read: " + p.details["receipt"] }},
-		{name: "engine", steps: []string{"engine"}, text: func(*progress) string { return "the recorded engine answers (same daemon, same socket)" }},
-		{name: "stopped", steps: []string{"inspected", "stopped"},
-			text: func(*progress) string { return "the recorded container, verified stopped by inspection" }},
-		{name: "finished", steps: []string{"finished"}, text: func(*progress) string { return "phase finished written, every grant revoked" }},
-	}
-	return p
-}
-
-// step applies one of the engine's progress steps.
-func (p *progress) step(step, detail string) {
-	p.details[step] = detail
-	if step == "failed" {
-		return // fail() marks the row with the whole error
-	}
-	for i := range p.rows {
-		r := &p.rows[i]
-		idx := -1
-		for n, s := range r.steps {
-			if s == step {
-				idx = n
-			}
-		}
-		if idx < 0 {
-			continue
-		}
-		for j := p.cur; j < i; j++ {
-			if p.rows[j].state == rowPending {
-				p.rows[j].state = rowSkipped
-			}
-		}
-		p.cur = max(p.cur, i)
-		r.detail = step + ": " + detail
-		if idx == len(r.steps)-1 {
-			r.state = rowDone
-			p.cur = i + 1
-		}
-		return
-	}
-	// A step of no phase (e.g. the failure path stopping the container).
-	if p.cur < len(p.rows) {
-		p.rows[p.cur].detail = step + ": " + detail
-	}
-}
-
-// fail marks the current phase failed.
-func (p *progress) fail(why string) {
-	if p.cur < len(p.rows) {
-		p.rows[p.cur].state = rowFailed
-		p.rows[p.cur].detail = why
-	}
-}
-
-// finishDone says why a phase finish skipped (no container to stop).
-func (p *progress) finishDone(res engine.HandsFinishResult) {
-	for i := range p.rows {
-		if p.rows[i].state == rowSkipped || p.rows[i].state == rowPending {
-			p.rows[i].state = rowSkipped
-			p.rows[i].detail = res.Note
-		}
-	}
 }
 
 // view draws the wizard.
@@ -779,151 +583,10 @@ func (z *handsWizard) view(w, h int) string {
 	return strings.Join(out, "\n")
 }
 
-// wrapStyled wraps plain text to width and styles each row.
-func wrapStyled(st styleT, s string, width int) []string {
-	return wrapHanging(st, "", "", s, width)
-}
-
-// wrapHanging wraps s to width after a first-row prefix, later rows
-// indented by rest.
-func wrapHanging(st styleT, first, rest, s string, width int) []string {
-	var out []string
-	for i, l := range wordWrap(safe(s), max(width-textWidth(rest), 10)) {
-		pre := rest
-		if i == 0 {
-			pre = first
-		}
-		out = append(out, pre+st.Render(l))
-	}
-	return out
-}
-
-// wordWrap breaks s at spaces into rows of at most width cells (a word
-// longer than that is cut into pieces).
-func wordWrap(s string, width int) []string {
-	var rows []string
-	for _, para := range strings.Split(s, "\n") {
-		line := ""
-		for _, word := range strings.Fields(para) {
-			for textWidth(word) > width {
-				if line != "" {
-					rows = append(rows, line)
-					line = ""
-				}
-				cut := wrapRows(word, width, 0, 1)[0]
-				rows = append(rows, cut)
-				word = word[len(cut):]
-			}
-			switch {
-			case line == "":
-				line = word
-			case textWidth(line)+1+textWidth(word) <= width:
-				line += " " + word
-			default:
-				rows = append(rows, line)
-				line = word
-			}
-		}
-		rows = append(rows, line)
-	}
-	return rows
-}
-
-func (z *handsWizard) progressView(w, h int) []string {
-	out := z.progressLines(w)
-	// Short of room (80x24): drop the blank separators, then the engine
-	// and image lines; the phases and the outcome always show.
-	if len(out) > h {
-		kept := out[:0:0]
-		for i, l := range out {
-			if l != "" || i == 0 {
-				kept = append(kept, l)
-			}
-		}
-		out = kept
-	}
-	if len(out) > h && z.kind == wizInit && len(out) > 4 {
-		out = append(out[:2:2], out[4:]...)
-	}
-	return out
-}
-
-func (z *handsWizard) progressLines(w int) []string {
-	th := z.sh.th
-	state := "running"
-	switch {
-	case z.cancelling && z.stage == wsRun:
-		state = "cancelling…"
-	case z.stage == wsDone && z.err != nil:
-		state = "failed"
-	case z.stage == wsDone && z.kind == wizInit:
-		state = "ready"
-	case z.stage == wsDone:
-		state = "finished"
-	}
-	out := []string{th.Title.Render("Hands " + z.kind + " · " + state), ""}
-	kv := func(k, v string) string { return th.HeaderKey.Render(fmt.Sprintf("  %-7s ", k)) + plain(v, w-10) }
-	out = append(out, kv("root", z.root))
-	if z.kind == wizInit {
-		out = append(out, kv("engine", z.socket), kv("image", z.image+" · access "+z.access))
-	}
-	out = append(out, "")
-	for i, r := range z.prog.rows {
-		var mark, text string
-		st := th.Dim
-		switch {
-		case r.state == rowDone:
-			mark, st, text = "✓", th.RunOK, r.text(z.prog)
-		case r.state == rowSkipped:
-			mark, text = "–", "skipped: "+r.detail
-		case r.state == rowFailed:
-			mark, st, text = "✗", th.RunFailed, "failed"
-		case i == z.prog.cur && z.stage == wsRun:
-			mark, st, text = z.spin.View(), th.RunRunning, r.detail
-		default:
-			mark = "·"
-		}
-		if mark != z.spin.View() {
-			mark = st.Render(mark)
-		}
-		line := "  " + mark + " " + st.Render(fmt.Sprintf("%-9s", r.name)) + " " + th.Dim.Render(plain(text, max(w-16, 1)))
-		out = append(out, line)
-	}
-	out = append(out, "")
-	switch {
-	case z.stage == wsRun && z.askCancel:
-		q := "Cancel the init? The engine's failure path stops the container (only if it carries this root's owner label), marks the root failed and writes evidence."
-		if z.kind == wizFinish {
-			q = "Cancel the finish? What was not done yet stays as it was; run finish again later."
-		}
-		out = append(out, wrapStyled(th.Pending, q, w-2)...)
-		out = append(out, th.Dim.Render("y: cancel it · n: go on"))
-	case z.stage == wsRun && z.cancelling:
-		out = append(out, th.Pending.Render("cancelling: waiting for the engine to stop what it started…"))
-	case z.stage == wsRun:
-		out = append(out, th.Dim.Render("esc or ctrl+c cancels"))
-	case z.err != nil:
-		out = append(out, z.failureView(w)...)
-	case z.kind == wizInit:
-		out = append(out, th.RunOK.Render(fmt.Sprintf("✓ ready: container %s from %s, access %s", safe(shortID(z.initRes.ContainerID)), safe(z.image), safe(z.access))))
-		out = append(out, th.Dim.Render("x finishes it · s shows status and drift · enter closes"))
-	default:
-		msg := "✓ finished"
-		if z.finRes.Stopped {
-			msg += ": container " + shortID(z.finRes.ContainerID) + " stopped"
-		} else if z.finRes.Note != "" {
-			msg += ": " + z.finRes.Note
-		}
-		out = append(out, th.RunOK.Render(msg))
-		out = append(out, th.Dim.Render("s shows status and drift · enter closes"))
-	}
-	return out
-}
-
 // failureView shows the error, the evidence and what to do next.
 func (z *handsWizard) failureView(w int) []string {
 	th := z.sh.th
-	out := wrapHanging(th.StatusErr, th.StatusErr.Render("✗ "), "  ", oneLine(z.err.Error()), w-2)
+	out := wrapHanging(th.StatusErr, th.StatusErr.Render("✗ "), "  ", OneLine(z.err.Error()), w-2)
 	out = append(out, "")
 	var failed *engine.HandsInitFailedError
 	evidence := safe(z.root) + "/" + engine.HandsEvidenceDir + "/"
@@ -949,30 +612,17 @@ func (z *handsWizard) failureView(w int) []string {
 	return out
 }
 
-// nextSteps says what to do after a failed init or finish: the advice in
-// the error's own text first (the clauses after its first "; "), then
-// what the console offers.
+// nextSteps says what to do after a failed init or finish: the fixes the
+// error carries (hands.Fixes: its structured Fix fields, never its text
+// taken apart), then what the console offers.
 func nextSteps(kind string, err error) []string {
-	var out []string
 	var failed *engine.HandsInitFailedError
 	var rootErr *engine.HandsRootError
-	text := err.Error()
-	switch {
-	case errors.As(err, &rootErr):
+	if errors.As(err, &rootErr) {
 		return []string{rootErr.Fix, "nothing was touched: press i to start again with another root"}
-	case errors.As(err, &failed):
-		text = failed.Cause.Error()
 	}
-	if i := strings.Index(text, "; "); i >= 0 {
-		for _, c := range strings.Split(text[i+2:], "; ") {
-			if c = strings.TrimSpace(c); c != "" {
-				out = append(out, c)
-			}
-		}
-	} else if i := strings.LastIndex(text, ": "); i >= 0 && strings.Contains(text[i:], "`") {
-		out = append(out, text[i+2:])
-	}
-	if failed != nil {
+	out := hands.Fixes(err)
+	if errors.As(err, &failed) {
 		if failed.Evidence.ReconciliationRequired {
 			out = append(out, "press s on this root for its status and drift, and deal with the containers it lists")
 		}

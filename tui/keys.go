@@ -37,20 +37,44 @@ type keyMap struct {
 func (k keyMap) ShortHelp() []key.Binding  { return k.short }
 func (k keyMap) FullHelp() [][]key.Binding { return k.full }
 
+// KeyMap is the console's one set of navigation keys. Every list pane and
+// the overlay embed it (DefaultKeyMap), so a key moves the same way
+// everywhere; a pane only renames where Top and Bottom go (withEnds).
+type KeyMap struct {
+	Up, Down, PageUp, PageDown, Top, Bottom key.Binding
+}
+
+// DefaultKeyMap is the navigation of every list and view: arrows and
+// vi's j/k, page keys with less's b/space and vi's ctrl+b/ctrl+f, and
+// g/G or home/end for the ends.
+func DefaultKeyMap() KeyMap {
+	return KeyMap{
+		Up:       key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑/k", "up")),
+		Down:     key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("↓/j", "down")),
+		PageUp:   key.NewBinding(key.WithKeys("pgup", "b", "ctrl+b"), key.WithHelp("pgup", "page up")),
+		PageDown: key.NewBinding(key.WithKeys("pgdown", " ", "ctrl+f"), key.WithHelp("pgdn", "page down")),
+		Top:      key.NewBinding(key.WithKeys("g", "home"), key.WithHelp("g", "top")),
+		Bottom:   key.NewBinding(key.WithKeys("G", "end"), key.WithHelp("G", "bottom")),
+	}
+}
+
+// withEnds names where Top and Bottom go in a pane ("oldest", "newest").
+func (k KeyMap) withEnds(top, bottom string) KeyMap {
+	k.Top.SetHelp("g", top)
+	k.Bottom.SetHelp("G", bottom)
+	return k
+}
+
 // overlayKeys scroll and close an overlay.
 type overlayKeys struct {
-	Up, Down, PageUp, PageDown, Top, Bottom, Close key.Binding
+	KeyMap
+	Close key.Binding
 }
 
 func newOverlayKeys() overlayKeys {
 	return overlayKeys{
-		Up:       key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑/k", "up")),
-		Down:     key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("↓/j", "down")),
-		PageUp:   key.NewBinding(key.WithKeys("pgup", "b"), key.WithHelp("pgup", "page up")),
-		PageDown: key.NewBinding(key.WithKeys("pgdown", " "), key.WithHelp("pgdn", "page down")),
-		Top:      key.NewBinding(key.WithKeys("g", "home"), key.WithHelp("g", "top")),
-		Bottom:   key.NewBinding(key.WithKeys("G", "end"), key.WithHelp("G", "bottom")),
-		Close:    key.NewBinding(key.WithKeys("esc", "enter"), key.WithHelp("esc", "close")),
+		KeyMap: DefaultKeyMap(),
+		Close:  key.NewBinding(key.WithKeys("esc", "enter"), key.WithHelp("esc", "close")),
 	}
 }
 

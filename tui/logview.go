@@ -691,7 +691,7 @@ func (v *logView) View() string {
 		if v.err != "" {
 			msg = v.err
 		}
-		msg = plain(oneLine(msg), w)
+		msg = plain(OneLine(msg), w)
 		emit(pt.dim.s(msg), textWidth(msg))
 	default:
 		gut := v.gutter()

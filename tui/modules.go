@@ -6,20 +6,19 @@ import (
 	"strings"
 
 	"github.com/charmbracelet/bubbles/key"
-	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
 
 	"warden/engine"
 )
 
 type modulesKeys struct {
-	Up, Down, Run, Add, Reload key.Binding
+	KeyMap
+	Run, Add, Reload key.Binding
 }
 
 func newModulesKeys() modulesKeys {
 	return modulesKeys{
-		Up:     key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑/k", "up")),
-		Down:   key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("↓/j", "down")),
+		KeyMap: DefaultKeyMap(),
 		Run:    key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "run hook")),
 		Add:    key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "add module")),
 		Reload: key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "reload")),
@@ -33,25 +32,20 @@ type modRow struct {
 }
 
 type modulesPane struct {
-	sh     *shared
-	k      modulesKeys
-	pk     promptKeys
-	mods   []engine.Module
-	rows   []modRow
-	last   map[string]engine.RunRecord // "module/hook" -> newest run
-	sel    int
-	off    int
-	input  textinput.Model
-	typing bool
-	form   *inputsForm
+	paneBase
+	sh   *shared
+	k    modulesKeys
+	mods []engine.Module
+	rows []modRow
+	last map[string]engine.RunRecord // "module/hook" -> newest run
+	sel  int
+	off  int
+	add  promptInput
+	form *inputsForm
 }
 
 func newModulesPane(sh *shared) *modulesPane {
-	ti := textinput.New()
-	ti.Prompt = "add module from folder › "
-	ti.Placeholder = "/absolute/path/to/module"
-	ti.CharLimit = 4096
-	return &modulesPane{sh: sh, k: newModulesKeys(), pk: newPromptKeys(), input: ti, last: map[string]engine.RunRecord{}}
+	return &modulesPane{sh: sh, k: newModulesKeys(), add: newPromptInput("add module from folder › ", "/absolute/path/to/module", 4096), last: map[string]engine.RunRecord{}}
 }
 
 func (p *modulesPane) reload(runs []engine.RunRecord) {
@@ -60,6 +54,29 @@ func (p *modulesPane) reload(runs []engine.RunRecord) {
 		p.sh.errStatus(err)
 		return
 	}
+	p.apply(mods, runs)
+}
+
+// modulesLoadedMsg is a fresh read of the modules; then, when set, runs
+// once they are shown (to select one, say what happened).
+type modulesLoadedMsg struct {
+	mods []engine.Module
+	err  error
+	then func()
+}
+
+// refresh re-reads the modules off the UI goroutine: on r, after an add,
+// and on every module.* receipt (a module added or removed anywhere).
+func (p *modulesPane) refresh(then func()) tea.Cmd {
+	e := p.sh.e
+	return func() tea.Msg {
+		mods, err := e.Modules()
+		return modulesLoadedMsg{mods: mods, err: err, then: then}
+	}
+}
+
+// apply shows mods (and the newest of runs per hook).
+func (p *modulesPane) apply(mods []engine.Module, runs []engine.RunRecord) {
 	sort.Slice(mods, func(i, j int) bool { return mods[i].Record.ID < mods[j].Record.ID })
 	p.mods = mods
 	p.rows = p.rows[:0]
@@ -89,19 +106,14 @@ func (p *modulesPane) runEvent(r engine.RunRecord) {
 	}
 }
 
-func (p *modulesPane) capturing() bool { return p.typing || p.form != nil }
+func (p *modulesPane) capturing() bool { return p.add.Active() || p.form != nil }
 
-func (p *modulesPane) prompt() string {
-	if p.typing {
-		return p.input.View()
-	}
-	return ""
-}
+func (p *modulesPane) prompt() string { return p.add.View() }
 
 func (p *modulesPane) keys() keyMap {
 	k := p.k
-	if p.typing {
-		return keyMap{short: []key.Binding{p.pk.Submit, p.pk.Cancel}}
+	if p.add.Active() {
+		return p.add.KeyMap()
 	}
 	if p.form != nil {
 		return p.form.keys()
@@ -110,14 +122,27 @@ func (p *modulesPane) keys() keyMap {
 }
 
 func (p *modulesPane) update(msg tea.Msg) tea.Cmd {
+	switch m := msg.(type) {
+	case moduleAddedMsg:
+		return p.added(m)
+	case modulesLoadedMsg:
+		if m.err != nil {
+			p.sh.errStatus(m.err)
+			return nil
+		}
+		p.apply(m.mods, nil)
+		if m.then != nil {
+			m.then()
+		}
+		return nil
+	}
 	if m, ok := msg.(runStartedMsg); ok {
 		if m.err != nil {
 			p.sh.errStatus(m.err)
 			return nil
 		}
 		p.sh.setStatus(fmt.Sprintf("started %s/%s: run %s", m.module, m.hook, m.id), false)
-		p.sh.jumpToRun = m.id
-		return nil
+		return jumpToRun(m.id)
 	}
 	if p.form != nil {
 		cmd, done := p.form.update(msg)
@@ -139,20 +164,11 @@ func (p *modulesPane) update(msg tea.Msg) tea.Cmd {
 
 func (p *modulesPane) key(msg tea.KeyMsg) tea.Cmd {
 	k := p.k
-	if p.typing {
-		switch {
-		case key.Matches(msg, p.pk.Submit):
-			p.typing = false
-			p.input.Blur()
-			p.add(strings.TrimSpace(p.input.Value()))
-			return nil
-		case key.Matches(msg, p.pk.Cancel):
-			p.typing = false
-			p.input.Blur()
-			return nil
+	if p.add.Active() {
+		cmd, outcome, path := p.add.Update(msg)
+		if outcome == promptSubmitted {
+			return p.addModule(strings.TrimSpace(path))
 		}
-		var cmd tea.Cmd
-		p.input, cmd = p.input.Update(msg)
 		return cmd
 	}
 	switch {
@@ -161,34 +177,51 @@ func (p *modulesPane) key(msg tea.KeyMsg) tea.Cmd {
 	case key.Matches(msg, k.Down):
 		p.move(1)
 	case key.Matches(msg, k.Reload):
-		p.reload(nil)
-		p.sh.setStatus(fmt.Sprintf("%d modules", len(p.mods)), false)
+		return p.refresh(func() { p.sh.setStatus(fmt.Sprintf("%d modules", len(p.mods)), false) })
 	case key.Matches(msg, k.Add):
-		p.typing = true
-		p.input.Reset()
-		return p.input.Focus()
+		return p.add.Open("")
 	case key.Matches(msg, k.Run):
 		return p.runSelected()
 	}
 	return nil
 }
 
-func (p *modulesPane) add(path string) {
+// moduleAddedMsg is the outcome of adding a module from the console.
+type moduleAddedMsg struct {
+	path string
+	m    *engine.Module
+	err  error
+}
+
+// addModule adds the module at path, off the UI goroutine (the engine
+// reads and checks the whole folder).
+func (p *modulesPane) addModule(path string) tea.Cmd {
 	if path == "" {
-		return
+		return nil
 	}
-	m, err := p.sh.e.AddModule(p.sh.opts.Actor, path)
-	if err != nil {
-		p.sh.errStatus(err)
-		return
+	e, actor := p.sh.e, p.sh.opts.Actor
+	p.sh.setStatus("adding the module at "+path+" …", false)
+	return func() tea.Msg {
+		m, err := e.AddModule(actor, path)
+		return moduleAddedMsg{path: path, m: m, err: err}
 	}
-	p.reload(nil)
-	for i, r := range p.rows {
-		if r.mod.Record.ID == m.Record.ID && r.hook == "" {
-			p.sel = i
+}
+
+// added shows the module just added, selected.
+func (p *modulesPane) added(msg moduleAddedMsg) tea.Cmd {
+	if msg.err != nil {
+		p.sh.errStatus(msg.err)
+		return nil
+	}
+	m := msg.m
+	return p.refresh(func() {
+		for i, r := range p.rows {
+			if r.mod.Record.ID == m.Record.ID && r.hook == "" {
+				p.sel = i
+			}
 		}
-	}
-	p.sh.setStatus(fmt.Sprintf("module %s %s added from %s", m.Record.ID, m.Record.Version, path), false)
+		p.sh.setStatus(fmt.Sprintf("module %s %s added from %s", m.Record.ID, m.Record.Version, msg.path), false)
+	})
 }
 
 func (p *modulesPane) move(d int) {
@@ -269,7 +302,7 @@ func (p *modulesPane) view(w, h int) string {
 			m := r.mod
 			line = fmt.Sprintf("%s %s %s", mark, safe(m.Record.ID), safe(m.Record.Version))
 			if m.Manifest == nil {
-				line = fit(line, 24) + " " + th.StatusErr.Render(plain("cannot run: "+oneLine(m.Problem), max(w-26, 1)))
+				line = fit(line, 24) + " " + th.StatusErr.Render(plain("cannot run: "+OneLine(m.Problem), max(w-26, 1)))
 			} else {
 				line = th.Title.Render(line) + "  " + th.Dim.Render(plain(m.Record.Description, max(w-textWidth(line)-2, 1)))
 			}
@@ -293,13 +326,13 @@ func (p *modulesPane) view(w, h int) string {
 			last := th.Dim.Render("never run")
 			if lr, ok := p.last[r.mod.Record.ID+"/"+r.hook]; ok {
 				g, st := runGlyph(th, lr.Status)
-				last = st.Render(g+" "+lr.Status) + th.Dim.Render(" "+shortDur(now.Sub(lr.Started))+" ago, took "+runDuration(lr, now))
+				last = st.Render(g+" "+lr.Status) + th.Dim.Render(" "+ShortDuration(now.Sub(lr.Started))+" ago, took "+runDuration(lr, now))
 			}
 			name := fmt.Sprintf("%s   %-16s", mark, r.hook)
 			if i == p.sel {
 				name = th.Selected.Render(name)
 			}
-			lastW := lipglossWidth(last)
+			lastW := widthOf(last)
 			line = name + " " + fit(th.Dim.Render(plain(strings.Join(info, " · "), max(w-22-lastW-2, 1))), max(w-22-lastW-2, 1)) + " " + last
 		}
 		out = append(out, fit(line, w))

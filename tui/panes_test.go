@@ -129,7 +129,7 @@ func TestSmallTerminalAndResize(t *testing.T) {
 		t.Errorf("%d lines at 80x24", len(lines))
 	}
 	for i, l := range lines {
-		if w := lipglossWidth(l); w > 80 {
+		if w := widthOf(l); w > 80 {
 			t.Errorf("line %d is %d wide: %q", i, w, l)
 		}
 	}
@@ -153,4 +153,16 @@ func TestModulesListSmall(t *testing.T) {
 		}
 	}
 	golden.RequireEqual(t, []byte(view))
+}
+
+// Modules is a view over module.* events: a module added elsewhere (the
+// CLI, another console) shows without pressing r.
+func TestModulesFollowModuleEvents(t *testing.T) {
+	e := newEngine(t)
+	c := startConsole(t, e)
+	c.keys("4")
+	c.wait("Modules (0)")
+	addModule(t, e, "latecomer", map[string]string{"greet": "exec warden greet"}, nil)
+	c.wait("Modules (1)", "latecomer")
+	c.final()
 }

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/charmbracelet/bubbles/key"
-	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
 
 	"warden/engine"
@@ -21,46 +20,35 @@ const (
 )
 
 type receiptsKeys struct {
-	Up, Down, PageUp, PageDown, Top, Bottom key.Binding
-	Detail, Filter, Clear, Verify           key.Binding
+	KeyMap
+	Detail, Filter, Clear, Verify key.Binding
 }
 
 func newReceiptsKeys() receiptsKeys {
 	return receiptsKeys{
-		Up:       key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑/k", "up")),
-		Down:     key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("↓/j", "down")),
-		PageUp:   key.NewBinding(key.WithKeys("pgup", "ctrl+b"), key.WithHelp("pgup", "page up")),
-		PageDown: key.NewBinding(key.WithKeys("pgdown", "ctrl+f", " "), key.WithHelp("pgdn", "page down")),
-		Top:      key.NewBinding(key.WithKeys("g", "home"), key.WithHelp("g", "oldest")),
-		Bottom:   key.NewBinding(key.WithKeys("G", "end"), key.WithHelp("G", "newest")),
-		Detail:   key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "detail")),
-		Filter:   key.NewBinding(key.WithKeys("/", "K"), key.WithHelp("/", "filter by kind")),
-		Clear:    key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "clear filter")),
-		Verify:   key.NewBinding(key.WithKeys("v"), key.WithHelp("v", "verify chain")),
+		KeyMap: DefaultKeyMap().withEnds("oldest", "newest"),
+		Detail: key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "detail")),
+		Filter: key.NewBinding(key.WithKeys("/", "K"), key.WithHelp("/", "filter by kind")),
+		Clear:  key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "clear filter")),
+		Verify: key.NewBinding(key.WithKeys("v"), key.WithHelp("v", "verify chain")),
 	}
 }
 
 type receiptsPane struct {
+	paneBase
 	sh     *shared
 	k      receiptsKeys
-	pk     promptKeys
 	rs     []engine.Receipt
 	kind   string // filter: exact kind, or a prefix ending in "."
 	sel    int
 	off    int
 	atEnd  bool // the cursor follows new receipts
-	input  textinput.Model
-	typing bool
-	ov     *overlay
+	filter promptInput
 	h      int
 }
 
 func newReceiptsPane(sh *shared) *receiptsPane {
-	ti := textinput.New()
-	ti.Prompt = "kind › "
-	ti.Placeholder = "hook. request. policy. hands. module.add …"
-	ti.CharLimit = 64
-	return &receiptsPane{sh: sh, k: newReceiptsKeys(), pk: newPromptKeys(), input: ti, atEnd: true, h: 20}
+	return &receiptsPane{sh: sh, k: newReceiptsKeys(), filter: newPromptInput("kind › ", "hook. request. policy. hands. module.add …", 64), atEnd: true, h: 20}
 }
 
 // kindFilter turns what the operator typed into an engine filter: a bare
@@ -116,25 +104,14 @@ func (p *receiptsPane) add(r engine.Receipt) {
 	}
 }
 
-func (p *receiptsPane) capturing() bool { return p.typing }
+func (p *receiptsPane) capturing() bool { return p.filter.Active() }
 
-func (p *receiptsPane) takeOverlay() *overlay {
-	o := p.ov
-	p.ov = nil
-	return o
-}
-
-func (p *receiptsPane) prompt() string {
-	if p.typing {
-		return p.input.View()
-	}
-	return ""
-}
+func (p *receiptsPane) prompt() string { return p.filter.View() }
 
 func (p *receiptsPane) keys() keyMap {
 	k := p.k
-	if p.typing {
-		return keyMap{short: []key.Binding{p.pk.Submit, p.pk.Cancel}}
+	if p.filter.Active() {
+		return p.filter.KeyMap()
 	}
 	short := []key.Binding{k.Up, k.Down, k.Detail, k.Filter, k.Verify}
 	if p.kind != "" {
@@ -145,6 +122,8 @@ func (p *receiptsPane) keys() keyMap {
 
 func (p *receiptsPane) update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
+	case verifiedMsg:
+		p.verified(msg)
 	case tea.KeyMsg:
 		return p.key(msg)
 	case tea.MouseMsg:
@@ -158,25 +137,16 @@ func (p *receiptsPane) update(msg tea.Msg) tea.Cmd {
 
 func (p *receiptsPane) key(msg tea.KeyMsg) tea.Cmd {
 	k := p.k
-	if p.typing {
-		switch {
-		case key.Matches(msg, p.pk.Submit):
-			p.typing = false
-			p.input.Blur()
-			p.kind = kindFilter(p.input.Value())
+	if p.filter.Active() {
+		cmd, outcome, kind := p.filter.Update(msg)
+		if outcome == promptSubmitted {
+			p.kind = kindFilter(kind)
 			p.atEnd = true
 			p.reload()
 			if p.kind != "" {
 				p.sh.setStatus(fmt.Sprintf("%d receipts of kind %s", len(p.rs), p.kind), false)
 			}
-			return nil
-		case key.Matches(msg, p.pk.Cancel):
-			p.typing = false
-			p.input.Blur()
-			return nil
 		}
-		var cmd tea.Cmd
-		p.input, cmd = p.input.Update(msg)
 		return cmd
 	}
 	page := max(p.h-3, 1)
@@ -194,10 +164,7 @@ func (p *receiptsPane) key(msg tea.KeyMsg) tea.Cmd {
 	case key.Matches(msg, k.Bottom):
 		p.move(len(p.rs))
 	case key.Matches(msg, k.Filter):
-		p.typing = true
-		p.input.SetValue(p.kind)
-		p.input.CursorEnd()
-		return p.input.Focus()
+		return p.filter.Open(p.kind)
 	case key.Matches(msg, k.Clear):
 		if p.kind != "" {
 			p.kind = ""
@@ -207,16 +174,34 @@ func (p *receiptsPane) key(msg tea.KeyMsg) tea.Cmd {
 	case key.Matches(msg, k.Detail):
 		if p.sel < len(p.rs) {
 			r := p.rs[p.sel]
-			p.ov = textOverlay(p.sh, fmt.Sprintf("receipt %d · %s", r.Seq, r.Kind), receiptDetail(r))
+			return openOverlay(textOverlay(p.sh, fmt.Sprintf("receipt %d · %s", r.Seq, r.Kind), receiptDetail(r)))
 		}
 	case key.Matches(msg, k.Verify):
-		p.verify()
+		return p.verify()
 	}
 	return nil
 }
 
-func (p *receiptsPane) verify() {
-	v, err := p.sh.e.VerifyReceipts()
+// verifiedMsg is the outcome of a chain verification.
+type verifiedMsg struct {
+	v   engine.Verification
+	err error
+}
+
+// verify walks the whole receipt chain, off the UI goroutine: a long
+// chain takes a while, and the console must keep drawing meanwhile.
+func (p *receiptsPane) verify() tea.Cmd {
+	e := p.sh.e
+	p.sh.setStatus("verifying the receipt chain…", false)
+	return func() tea.Msg {
+		v, err := e.VerifyReceipts()
+		return verifiedMsg{v: v, err: err}
+	}
+}
+
+// verified shows a verification's outcome.
+func (p *receiptsPane) verified(m verifiedMsg) {
+	v, err := m.v, m.err
 	switch {
 	case err != nil:
 		p.sh.errStatus(err)
@@ -288,7 +273,7 @@ func (p *receiptsPane) view(w, h int) string {
 	}
 	for i := p.off; i < len(p.rs) && len(out) < h; i++ {
 		r := p.rs[i]
-		line := cols(fmt.Sprint(r.Seq), r.At.Local().Format("15:04:05"), r.Kind, r.Actor, r.Subject, oneLine(r.Summary))
+		line := cols(fmt.Sprint(r.Seq), r.At.Local().Format("15:04:05"), r.Kind, r.Actor, r.Subject, OneLine(r.Summary))
 		if i == p.sel {
 			out = append(out, th.Selected.Render("▸ "+line))
 		} else {
@@ -306,7 +291,7 @@ func (p *receiptsPane) view(w, h int) string {
 
 func receiptStyle(th themeT, kind string) (s styleT) {
 	switch {
-	case strings.HasPrefix(kind, "request."), strings.HasPrefix(kind, "policy."):
+	case strings.HasPrefix(kind, engine.KindFamilyRequest), strings.HasPrefix(kind, engine.KindFamilyPolicy):
 		return th.Pending
 	case strings.HasSuffix(kind, ".error"), strings.HasSuffix(kind, ".failed"):
 		return th.LevelError

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/charmbracelet/bubbles/key"
-	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
 
 	"warden/engine"
@@ -19,15 +18,15 @@ import (
 const maxRequests = 500
 
 type requestsKeys struct {
-	Up, Down, Detail      key.Binding
+	KeyMap
+	Detail                key.Binding
 	Approve, Deny, Always key.Binding
 	Yes, No               key.Binding
 }
 
 func newRequestsKeys() requestsKeys {
 	return requestsKeys{
-		Up:      key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑/k", "up")),
-		Down:    key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("↓/j", "down")),
+		KeyMap:  DefaultKeyMap(),
 		Detail:  key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "whole request")),
 		Approve: key.NewBinding(key.WithKeys("y"), key.WithHelp("y", "approve once")),
 		Deny:    key.NewBinding(key.WithKeys("n"), key.WithHelp("n", "deny")),
@@ -38,28 +37,23 @@ func newRequestsKeys() requestsKeys {
 }
 
 type requestsPane struct {
+	paneBase
 	sh   *shared
 	k    requestsKeys
-	pk   promptKeys
 	reqs []engine.Request
 	sel  int
 	off  int
-	// denying: the reason prompt is open for request denyID.
-	denying bool
-	denyID  uint64
-	reason  textinput.Model
+	// reason is the deny prompt, open for request denyID.
+	reason promptInput
+	denyID uint64
 	// confirming: approve-always waits for y/n on request confirmID.
 	confirming bool
 	confirmID  uint64
 	rule       string
-	ov         *overlay
 }
 
 func newRequestsPane(sh *shared) *requestsPane {
-	ti := textinput.New()
-	ti.Prompt = "deny: reason (optional, enter to deny) › "
-	ti.CharLimit = 500
-	return &requestsPane{sh: sh, k: newRequestsKeys(), pk: newPromptKeys(), reason: ti}
+	return &requestsPane{sh: sh, k: newRequestsKeys(), reason: newPromptInput("deny: reason (optional, enter to deny) › ", "", 500)}
 }
 
 func (p *requestsPane) reload() {
@@ -131,9 +125,8 @@ func (p *requestsPane) upsert(r engine.Request) (isNew bool) {
 	if p.confirming && p.confirmID == r.ID && r.Decision != nil {
 		p.confirming = false
 	}
-	if p.denying && p.denyID == r.ID && r.Decision != nil {
-		p.denying = false
-		p.reason.Blur()
+	if p.reason.Active() && p.denyID == r.ID && r.Decision != nil {
+		p.reason.Close()
 	}
 	return !found && r.Decision == nil
 }
@@ -147,17 +140,11 @@ func (p *requestsPane) pending() (n int) {
 	return n
 }
 
-func (p *requestsPane) capturing() bool { return p.denying || p.confirming }
-
-func (p *requestsPane) takeOverlay() *overlay {
-	o := p.ov
-	p.ov = nil
-	return o
-}
+func (p *requestsPane) capturing() bool { return p.reason.Active() || p.confirming }
 
 func (p *requestsPane) prompt() string {
 	switch {
-	case p.denying:
+	case p.reason.Active():
 		return p.reason.View()
 	case p.confirming:
 		return p.sh.th.Prompt.Render(fmt.Sprintf("approve request %d always? [y/N]", p.confirmID)) + p.sh.th.Dim.Render(" (the rule to be added is shown above)")
@@ -168,15 +155,12 @@ func (p *requestsPane) prompt() string {
 func (p *requestsPane) keys() keyMap {
 	k := p.k
 	switch {
-	case p.denying:
-		return keyMap{short: []key.Binding{p.pk.Submit, p.pk.Cancel}}
+	case p.reason.Active():
+		return p.reason.KeyMap()
 	case p.confirming:
 		return keyMap{short: []key.Binding{k.Yes, k.No}}
 	}
-	acts := []key.Binding{k.Approve, k.Deny}
-	if canApproveAlways {
-		acts = append(acts, k.Always)
-	}
+	acts := []key.Binding{k.Approve, k.Deny, k.Always}
 	short := append([]key.Binding{k.Up, k.Down}, acts...)
 	short = append(short, k.Detail)
 	return keyMap{short: short, full: [][]key.Binding{{k.Up, k.Down, k.Detail}, acts}}
@@ -184,6 +168,14 @@ func (p *requestsPane) keys() keyMap {
 
 func (p *requestsPane) update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
+	case decidedMsg:
+		p.decided(msg)
+	case alwaysRuleMsg:
+		if msg.err != nil {
+			p.sh.errStatus(msg.err)
+			return nil
+		}
+		p.confirming, p.confirmID, p.rule = true, msg.id, msg.rule
 	case tea.KeyMsg:
 		return p.key(msg)
 	case tea.MouseMsg:
@@ -196,26 +188,17 @@ func (p *requestsPane) update(msg tea.Msg) tea.Cmd {
 
 func (p *requestsPane) key(msg tea.KeyMsg) tea.Cmd {
 	k := p.k
-	if p.denying {
-		switch {
-		case key.Matches(msg, p.pk.Submit):
-			p.denying = false
-			p.reason.Blur()
-			p.decide(p.denyID, engine.Deny, strings.TrimSpace(p.reason.Value()))
-			return nil
-		case key.Matches(msg, p.pk.Cancel):
-			p.denying = false
-			p.reason.Blur()
-			return nil
+	if p.reason.Active() {
+		cmd, outcome, reason := p.reason.Update(msg)
+		if outcome == promptSubmitted {
+			return p.decide(p.denyID, engine.Deny, strings.TrimSpace(reason))
 		}
-		var cmd tea.Cmd
-		p.reason, cmd = p.reason.Update(msg)
 		return cmd
 	}
 	if p.confirming {
 		p.confirming = false
 		if key.Matches(msg, k.Yes) {
-			p.decide(p.confirmID, engine.ApproveAlways, "")
+			return p.decide(p.confirmID, engine.ApproveAlways, "")
 		} else {
 			p.sh.setStatus("not approved", false)
 		}
@@ -228,26 +211,24 @@ func (p *requestsPane) key(msg tea.KeyMsg) tea.Cmd {
 		p.move(1)
 	case key.Matches(msg, k.Detail):
 		if r, ok := p.current(); ok {
-			p.ov = textOverlay(p.sh, fmt.Sprintf("request %d", r.ID), strings.Join(p.detail(r), "\n"))
+			return openOverlay(textOverlay(p.sh, fmt.Sprintf("request %d", r.ID), strings.Join(p.detail(r), "\n")))
 		}
 	case key.Matches(msg, k.Approve):
 		if r, ok := p.currentPending(); ok {
-			p.decide(r.ID, engine.ApproveOnce, "")
+			return p.decide(r.ID, engine.ApproveOnce, "")
 		}
 	case key.Matches(msg, k.Deny):
 		if r, ok := p.currentPending(); ok {
-			p.denying, p.denyID = true, r.ID
-			p.reason.Reset()
-			return p.reason.Focus()
+			p.denyID = r.ID
+			return p.reason.Open("")
 		}
-	case key.Matches(msg, k.Always) && canApproveAlways:
+	case key.Matches(msg, k.Always):
 		if r, ok := p.currentPending(); ok {
-			rule, err := alwaysRule(p.sh.e, r)
-			if err != nil {
-				p.sh.errStatus(err)
-				return nil
+			e := p.sh.e
+			return func() tea.Msg {
+				rule, err := alwaysRule(e, r)
+				return alwaysRuleMsg{id: r.ID, rule: rule, err: err}
 			}
-			p.confirming, p.confirmID, p.rule = true, r.ID, rule
 		}
 	}
 	return nil
@@ -280,16 +261,41 @@ func (p *requestsPane) currentPending() (engine.Request, bool) {
 	return r, true
 }
 
-func (p *requestsPane) decide(id uint64, verdict, reason string) {
-	r, err := decideRequest(p.sh.e, p.sh.opts.Actor, id, verdict, reason)
-	if err != nil {
-		p.sh.errStatus(err)
+// Messages of the requests pane's engine calls.
+type (
+	decidedMsg struct {
+		id      uint64
+		verdict string
+		r       engine.Request
+		err     error
+	}
+	// alwaysRuleMsg is the rule approve-always would add, to confirm.
+	alwaysRuleMsg struct {
+		id   uint64
+		rule string
+		err  error
+	}
+)
+
+// decide records a decision through the engine, off the UI goroutine.
+func (p *requestsPane) decide(id uint64, verdict, reason string) tea.Cmd {
+	e, actor := p.sh.e, p.sh.opts.Actor
+	return func() tea.Msg {
+		r, err := decideRequest(e, actor, id, verdict, reason)
+		return decidedMsg{id: id, verdict: verdict, r: r, err: err}
+	}
+}
+
+// decided shows a decision's outcome.
+func (p *requestsPane) decided(m decidedMsg) {
+	if m.err != nil {
+		p.sh.errStatus(m.err)
 		p.reload()
 		return
 	}
-	p.upsert(r)
-	p.selectID(id)
-	p.sh.setStatus(fmt.Sprintf("request %d: %s", id, verdict), false)
+	p.upsert(m.r)
+	p.selectID(m.id)
+	p.sh.setStatus(fmt.Sprintf("request %d: %s", m.id, m.verdict), false)
 }
 
 // operationLine is a request's operation on one line.
@@ -297,7 +303,7 @@ func operationLine(r engine.Request) string {
 	var m map[string]any
 	if json.Unmarshal(r.Content, &m) == nil {
 		if msg, ok := m["message"].(string); ok && len(m) == 1 {
-			return r.Operation + ": " + oneLine(msg)
+			return r.Operation + ": " + OneLine(msg)
 		}
 		if argv, ok := m["argv"].([]any); ok {
 			parts := make([]string, len(argv))
@@ -310,7 +316,7 @@ func operationLine(r engine.Request) string {
 			return r.Operation + ": " + path
 		}
 	}
-	return r.Operation + " " + oneLine(string(r.Content))
+	return r.Operation + " " + OneLine(string(r.Content))
 }
 
 func (p *requestsPane) view(w, h int) string {
@@ -372,7 +378,7 @@ func (p *requestsPane) row(r engine.Request, sel bool, now time.Time, w int) str
 		if left <= 0 {
 			when = "expired"
 		} else {
-			when = "exp " + shortDur(left)
+			when = "exp " + ShortDuration(left)
 		}
 	} else {
 		state = r.Decision.Verdict
@@ -386,7 +392,7 @@ func (p *requestsPane) row(r engine.Request, sel bool, now time.Time, w int) str
 	if sel {
 		mark = "▸"
 	}
-	head := fmt.Sprintf("%s#%-4d %-14s %5s ", mark, r.ID, safe(state), shortDur(now.Sub(r.Created)))
+	head := fmt.Sprintf("%s#%-4d %-14s %5s ", mark, r.ID, safe(state), ShortDuration(now.Sub(r.Created)))
 	rest := fmt.Sprintf("%-10s %s  %s/%s  %s", when, r.Subject, r.Requester.Module, r.Requester.Hook, operationLine(r))
 	if r.Decision != nil {
 		rest = fmt.Sprintf("%s  %s  %s", when, r.Subject, operationLine(r))
@@ -406,7 +412,7 @@ func (p *requestsPane) detail(r engine.Request) []string {
 	state := th.Pending.Render("pending")
 	exp := r.Expires.Local().Format("15:04:05")
 	if left := r.Expires.Sub(now); left > 0 {
-		exp = "in " + shortDur(left) + " (" + exp + ")"
+		exp = "in " + ShortDuration(left) + " (" + exp + ")"
 	} else {
 		exp = "expired " + exp
 	}
@@ -418,7 +424,7 @@ func (p *requestsPane) detail(r engine.Request) []string {
 		}
 		dec := st.Render(safe(d.Verdict)) + " by " + safe(d.By) + " at " + d.At.Local().Format("2006-01-02 15:04:05")
 		if d.Reason != "" {
-			dec += ": " + safe(oneLine(d.Reason))
+			dec += ": " + safe(OneLine(d.Reason))
 		}
 		out[0] = th.Title.Render(fmt.Sprintf("Request %d", r.ID)) + "  " + dec
 	}
@@ -426,7 +432,7 @@ func (p *requestsPane) detail(r engine.Request) []string {
 		field("subject", r.Subject),
 		field("requester", fmt.Sprintf("%s/%s, run %s", r.Requester.Module, r.Requester.Hook, r.Requester.Run)),
 		field("operation", r.Operation),
-		field("created", r.Created.Local().Format("2006-01-02 15:04:05")+" ("+shortDur(now.Sub(r.Created))+" ago)"),
+		field("created", r.Created.Local().Format("2006-01-02 15:04:05")+" ("+ShortDuration(now.Sub(r.Created))+" ago)"),
 	)
 	if r.Decision == nil {
 		out = append(out, field("expires", exp))

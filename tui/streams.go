@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/charmbracelet/bubbles/key"
-	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 
@@ -17,56 +16,45 @@ import (
 const maxRuns = 500
 
 type streamsKeys struct {
-	Up, Down, PageUp, PageDown, Top, Bottom key.Binding
-	Runs, Log, Open                         key.Binding
-	Follow, Search, Next, Prev              key.Binding
-	Level, Invert, Wrap, Cancel             key.Binding
+	KeyMap
+	Runs, Log, Open             key.Binding
+	Follow, Search, Next, Prev  key.Binding
+	Level, Invert, Wrap, Cancel key.Binding
 }
 
 func newStreamsKeys() streamsKeys {
 	return streamsKeys{
-		Up:       key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑/k", "up")),
-		Down:     key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("↓/j", "down")),
-		PageUp:   key.NewBinding(key.WithKeys("pgup", "ctrl+b"), key.WithHelp("pgup", "page up")),
-		PageDown: key.NewBinding(key.WithKeys("pgdown", "ctrl+f", " "), key.WithHelp("pgdn", "page down")),
-		Top:      key.NewBinding(key.WithKeys("g", "home"), key.WithHelp("g", "first line")),
-		Bottom:   key.NewBinding(key.WithKeys("G", "end"), key.WithHelp("G", "last line")),
-		Runs:     key.NewBinding(key.WithKeys("left", "h", "esc"), key.WithHelp("←/h", "runs")),
-		Log:      key.NewBinding(key.WithKeys("right"), key.WithHelp("→", "log")),
-		Open:     key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "open/whole line")),
-		Follow:   key.NewBinding(key.WithKeys("f"), key.WithHelp("f", "follow")),
-		Search:   key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "search")),
-		Next:     key.NewBinding(key.WithKeys("n"), key.WithHelp("n/N", "next/prev match")),
-		Prev:     key.NewBinding(key.WithKeys("N"), key.WithHelp("N", "prev match")),
-		Level:    key.NewBinding(key.WithKeys("l"), key.WithHelp("l", "level filter")),
-		Invert:   key.NewBinding(key.WithKeys("!"), key.WithHelp("!", "invert filter")),
-		Wrap:     key.NewBinding(key.WithKeys("w"), key.WithHelp("w", "wrap")),
-		Cancel:   key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "cancel run")),
+		KeyMap: DefaultKeyMap().withEnds("first line", "last line"),
+		Runs:   key.NewBinding(key.WithKeys("left", "h", "esc"), key.WithHelp("←/h", "runs")),
+		Log:    key.NewBinding(key.WithKeys("right"), key.WithHelp("→", "log")),
+		Open:   key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "open/whole line")),
+		Follow: key.NewBinding(key.WithKeys("f"), key.WithHelp("f", "follow")),
+		Search: key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "search")),
+		Next:   key.NewBinding(key.WithKeys("n"), key.WithHelp("n/N", "next/prev match")),
+		Prev:   key.NewBinding(key.WithKeys("N"), key.WithHelp("N", "prev match")),
+		Level:  key.NewBinding(key.WithKeys("l"), key.WithHelp("l", "level filter")),
+		Invert: key.NewBinding(key.WithKeys("!"), key.WithHelp("!", "invert filter")),
+		Wrap:   key.NewBinding(key.WithKeys("w"), key.WithHelp("w", "wrap")),
+		Cancel: key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "cancel run")),
 	}
 }
 
 type streamsPane struct {
+	paneBase
 	sh       *shared
 	k        streamsKeys
-	pk       promptKeys
 	runs     []engine.RunRecord
 	sel      int
 	off      int
 	focusLog bool
 	log      *logView
-	input    textinput.Model
-	typing   bool
-	ov       *overlay
+	search   promptInput
 	w, h     int
 	leftW    int
 }
 
 func newStreamsPane(sh *shared) *streamsPane {
-	ti := textinput.New()
-	ti.Prompt = "/"
-	ti.Placeholder = "search this stream"
-	ti.CharLimit = 256
-	return &streamsPane{sh: sh, k: newStreamsKeys(), pk: newPromptKeys(), log: newLogView(sh), input: ti, w: 80, h: 20}
+	return &streamsPane{sh: sh, k: newStreamsKeys(), log: newLogView(sh), search: newPromptInput("/", "search this stream", 256), w: 80, h: 20}
 }
 
 func (p *streamsPane) reload() {
@@ -180,25 +168,14 @@ func (p *streamsPane) lines(ev *engine.LinesEvent) {
 	}
 }
 
-func (p *streamsPane) capturing() bool { return p.typing }
+func (p *streamsPane) capturing() bool { return p.search.Active() }
 
-func (p *streamsPane) takeOverlay() *overlay {
-	o := p.ov
-	p.ov = nil
-	return o
-}
-
-func (p *streamsPane) prompt() string {
-	if !p.typing {
-		return ""
-	}
-	return p.input.View()
-}
+func (p *streamsPane) prompt() string { return p.search.View() }
 
 func (p *streamsPane) keys() keyMap {
 	k := p.k
-	if p.typing {
-		return keyMap{short: []key.Binding{p.pk.Submit, p.pk.Cancel}}
+	if p.search.Active() {
+		return p.search.KeyMap()
 	}
 	nav := []key.Binding{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Runs, k.Log, k.Open}
 	logk := []key.Binding{k.Follow, k.Search, k.Next, k.Prev, k.Level, k.Invert, k.Wrap, k.Cancel}
@@ -217,14 +194,20 @@ func (p *streamsPane) resize(w, h int) {
 	}
 	p.log.width = w - p.leftW - min(p.leftW, 1)
 	p.log.height = max(h-1, 1)
-	p.input.Width = max(w-4, 10)
+	p.search.SetWidth(max(w-4, 10))
 	p.log.scrollToCursor()
 }
 
 func (p *streamsPane) update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
+	case cancelledMsg:
+		if msg.err != nil {
+			p.sh.errStatus(msg.err)
+			return nil
+		}
+		p.sh.setStatus("cancelling run "+msg.run, false)
 	case tea.KeyMsg:
-		if p.typing {
+		if p.search.Active() {
 			return p.typingKey(msg)
 		}
 		return p.key(msg)
@@ -235,22 +218,13 @@ func (p *streamsPane) update(msg tea.Msg) tea.Cmd {
 }
 
 func (p *streamsPane) typingKey(msg tea.KeyMsg) tea.Cmd {
-	switch {
-	case key.Matches(msg, p.pk.Submit):
-		p.typing = false
-		p.input.Blur()
-		p.log.query = p.input.Value()
+	cmd, outcome, query := p.search.Update(msg)
+	if outcome == promptSubmitted {
+		p.log.query = query
 		if p.log.query != "" && !p.log.search(1) && (p.log.scanStop || !p.log.search(-1)) {
 			p.searchMiss()
 		}
-		return nil
-	case key.Matches(msg, p.pk.Cancel):
-		p.typing = false
-		p.input.Blur()
-		return nil
 	}
-	var cmd tea.Cmd
-	p.input, cmd = p.input.Update(msg)
 	return cmd
 }
 
@@ -263,10 +237,7 @@ func (p *streamsPane) key(msg tea.KeyMsg) tea.Cmd {
 		v.setFollow(!v.follow)
 		return nil
 	case key.Matches(msg, k.Search):
-		p.typing = true
-		p.input.SetValue(v.query)
-		p.input.CursorEnd()
-		return p.input.Focus()
+		return p.search.Open(v.query)
 	case key.Matches(msg, k.Next), key.Matches(msg, k.Prev):
 		dir := 1
 		if key.Matches(msg, k.Prev) {
@@ -294,8 +265,7 @@ func (p *streamsPane) key(msg tea.KeyMsg) tea.Cmd {
 		v.scrollToCursor()
 		return nil
 	case key.Matches(msg, k.Cancel):
-		p.cancelRun()
-		return nil
+		return p.cancelRun()
 	}
 	if !p.focusLog {
 		switch {
@@ -336,7 +306,7 @@ func (p *streamsPane) key(msg tea.KeyMsg) tea.Cmd {
 			p.focusLog = false
 		}
 	case key.Matches(msg, k.Open):
-		p.openLine()
+		return p.openLine()
 	}
 	return nil
 }
@@ -349,27 +319,32 @@ func (p *streamsPane) searchMiss() {
 	p.sh.setStatus(fmt.Sprintf("no more matches for %q", p.log.query), true)
 }
 
-func (p *streamsPane) openLine() {
+func (p *streamsPane) openLine() tea.Cmd {
 	l, ok := p.log.selected()
 	if !ok {
-		return
+		return nil
 	}
-	p.ov = textOverlay(p.sh, fmt.Sprintf("line %d · %s · %s", l.N+1, l.Level, l.At.Local().Format("15:04:05.000")), l.Text)
+	return openOverlay(textOverlay(p.sh, fmt.Sprintf("line %d · %s · %s", l.N+1, l.Level, l.At.Local().Format("15:04:05.000")), l.Text))
 }
 
-func (p *streamsPane) cancelRun() {
+// cancelledMsg is the engine's answer to a cancel asked for here.
+type cancelledMsg struct {
+	run string
+	err error
+}
+
+// cancelRun asks the engine to cancel the run shown, off the UI goroutine
+// (over a control socket it is a round trip).
+func (p *streamsPane) cancelRun() tea.Cmd {
 	id := p.log.run
 	if !p.focusLog {
 		id = p.selectedID()
 	}
 	if id == "" {
-		return
+		return nil
 	}
-	if err := p.sh.e.CancelRun(p.sh.opts.Actor, id); err != nil {
-		p.sh.errStatus(err)
-		return
-	}
-	p.sh.setStatus("cancelling run "+id, false)
+	e, actor := p.sh.e, p.sh.opts.Actor
+	return func() tea.Msg { return cancelledMsg{run: id, err: e.CancelRun(actor, id)} }
 }
 
 func (p *streamsPane) selectRun(i int) {
@@ -530,22 +505,5 @@ func runDuration(r engine.RunRecord, now time.Time) string {
 	if r.Ended != nil {
 		end = *r.Ended
 	}
-	return shortDur(end.Sub(r.Started))
-}
-
-// shortDur is a compact duration: 0s, 42s, 3m05s, 2h07m, 3d04h.
-func shortDur(d time.Duration) string {
-	if d < 0 {
-		d = 0
-	}
-	s := int(d / time.Second)
-	switch {
-	case s < 60:
-		return fmt.Sprintf("%ds", s)
-	case s < 3600:
-		return fmt.Sprintf("%dm%02ds", s/60, s%60)
-	case s < 86400:
-		return fmt.Sprintf("%dh%02dm", s/3600, s%3600/60)
-	}
-	return fmt.Sprintf("%dd%02dh", s/86400, s%86400/3600)
+	return ShortDuration(end.Sub(r.Started))
 }

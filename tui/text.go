@@ -1,7 +1,9 @@
 package tui
 
 import (
+	"fmt"
 	"strings"
+	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
@@ -210,8 +212,8 @@ func plain(s string, width int) string {
 	return out + "…"
 }
 
-// oneLine folds whitespace runs (newlines included) into single spaces.
-func oneLine(s string) string {
+// OneLine folds whitespace runs (newlines included) into single spaces.
+func OneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
 }
 
@@ -334,4 +336,79 @@ func listMouse(msg tea.MouseMsg, step, top, off, n int, move func(int)) int {
 		}
 	}
 	return -1
+}
+
+// ShortDuration is a compact duration for a column or a line: 0s, 42s,
+// 3m05s, 2h07m, 3d04h; a negative one is 0s. The console and the CLI both
+// use it, so a request's age reads the same in either.
+func ShortDuration(d time.Duration) string {
+	if d < 0 {
+		d = 0
+	}
+	s := int(d / time.Second)
+	switch {
+	case s < 60:
+		return fmt.Sprintf("%ds", s)
+	case s < 3600:
+		return fmt.Sprintf("%dm%02ds", s/60, s%60)
+	case s < 86400:
+		return fmt.Sprintf("%dh%02dm", s/3600, s%3600/60)
+	}
+	return fmt.Sprintf("%dd%02dh", s/86400, s%86400/3600)
+}
+
+// noteText escapes what huh's note would read as markup.
+func noteText(s string) string {
+	r := strings.NewReplacer(`\`, `\\`, "_", `\_`, "*", `\*`, "`", "\\`")
+	return r.Replace(s)
+}
+
+// wrapStyled wraps plain text to width and styles each row.
+func wrapStyled(st styleT, s string, width int) []string {
+	return wrapHanging(st, "", "", s, width)
+}
+
+// wrapHanging wraps s to width after a first-row prefix, later rows
+// indented by rest.
+func wrapHanging(st styleT, first, rest, s string, width int) []string {
+	var out []string
+	for i, l := range wordWrap(safe(s), max(width-textWidth(rest), 10)) {
+		pre := rest
+		if i == 0 {
+			pre = first
+		}
+		out = append(out, pre+st.Render(l))
+	}
+	return out
+}
+
+// wordWrap breaks s at spaces into rows of at most width cells (a word
+// longer than that is cut into pieces).
+func wordWrap(s string, width int) []string {
+	var rows []string
+	for _, para := range strings.Split(s, "\n") {
+		line := ""
+		for _, word := range strings.Fields(para) {
+			for textWidth(word) > width {
+				if line != "" {
+					rows = append(rows, line)
+					line = ""
+				}
+				cut := wrapRows(word, width, 0, 1)[0]
+				rows = append(rows, cut)
+				word = word[len(cut):]
+			}
+			switch {
+			case line == "":
+				line = word
+			case textWidth(line)+1+textWidth(word) <= width:
+				line += " " + word
+			default:
+				rows = append(rows, line)
+				line = word
+			}
+		}
+		rows = append(rows, line)
+	}
+	return rows
 }

@@ -8,6 +8,7 @@ import (
 
 	"warden/engine"
 	"warden/engine/control"
+	"warden/tui/sshconsole"
 )
 
 func (a *app) doctorCommand() *cobra.Command {
@@ -62,7 +63,7 @@ func (a *app) doctorCommand() *cobra.Command {
 // line, or ok. serve skips such a line and the others keep working, but
 // doctor was asked about this file, so a bad line fails it (exit 1).
 func operatorsChecks(path string) []engine.Check {
-	problems := checkOperatorsFile(path)
+	problems := sshconsole.CheckOperatorsFile(path)
 	if len(problems) == 0 {
 		return []engine.Check{{Name: "operators file", Status: "ok", Detail: path + ": every line is well-formed"}}
 	}

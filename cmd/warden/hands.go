@@ -219,7 +219,7 @@ func (a *app) progress() func(step, detail string) {
 	}
 	return func(step, detail string) {
 		mark := "✓"
-		if step == "failed" {
+		if step == hands.StepFailed {
 			mark = "✗"
 		}
 		fmt.Fprintf(a.stderr, "%s %-9s %s\n", mark, safe(step), safe(detail))

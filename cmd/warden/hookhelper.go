@@ -16,7 +16,7 @@ import (
 	"warden/engine/protocol"
 )
 
-// The shell helper verbs of DESIGN section 4: `warden hook context|log|
+// The shell helper verbs of docs/protocol.md: `warden hook context|log|
 // secret|config|call|result`, run by a hook from inside its jail. They
 // talk to the run's broker through hookkit (WARDEN_SOCKET, WARDEN_TOKEN)
 // and never open a data dir: inside the jail there is none.

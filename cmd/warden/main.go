@@ -27,8 +27,9 @@ type app struct {
 	stdin   io.Reader
 }
 
-// exitError carries a specific exit code (e.g. 1 for a broken chain)
-// without an extra message when msg is empty.
+// exitError carries a specific exit code (e.g. 1 for a broken chain);
+// with a nil err it prints no message of its own (the command has already
+// said everything).
 type exitError struct {
 	code int
 	err  error

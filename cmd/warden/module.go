@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -91,7 +93,7 @@ strictly and registers the module under its id.`,
 					a.printf("about    %s\n", safe(mf.Description))
 				}
 				a.printf("secrets  %s\nconfig   %s\n", orNone(mf.Secrets), orNone(mf.Config))
-				for _, name := range sortedHookNames(mf) {
+				for _, name := range slices.Sorted(maps.Keys(mf.Hooks)) {
 					h := mf.Hooks[name]
 					a.printf("\nhook %s\n  run          %s\n  timeout      %s (idle %s)\n", safe(name), safe(strings.Join(h.Run, " ")), h.Timeout, h.IdleTimeout)
 					if len(h.Requires) > 0 {
@@ -128,16 +130,9 @@ strictly and registers the module under its id.`,
 	return c
 }
 
-func sortedHookNames(m *hooks.Manifest) []string {
-	names := make([]string, 0, len(m.Hooks))
-	for n := range m.Hooks {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
+func hookList(m *hooks.Manifest) string {
+	return safe(strings.Join(slices.Sorted(maps.Keys(m.Hooks)), ", "))
 }
-
-func hookList(m *hooks.Manifest) string { return safe(strings.Join(sortedHookNames(m), ", ")) }
 
 func typeList(m map[string]hooks.Type) string {
 	names := make([]string, 0, len(m))

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"warden/engine"
+	"warden/tui"
 	"warden/tui/termsafe"
 )
 
@@ -139,11 +140,11 @@ func (a *app) permsListCommand() *cobra.Command {
 				tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "ID\tSTATE\tAGE\tEXPIRES IN\tSUBJECT\tREQUESTER\tOPERATION")
 				for _, r := range rs {
-					state, expires := "pending", shortDuration(r.Expires.Sub(now))
+					state, expires := "pending", tui.ShortDuration(r.Expires.Sub(now))
 					if d := r.Decision; d != nil {
 						state, expires = d.Verdict, "-"
 					}
-					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s/%s\t%s\n", r.ID, safe(state), shortDuration(now.Sub(r.Created)), expires, safe(r.Subject),
+					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s/%s\t%s\n", r.ID, safe(state), tui.ShortDuration(now.Sub(r.Created)), expires, safe(r.Subject),
 						safe(r.Requester.Module), safe(r.Requester.Hook), oneLine(engine.RequestSummary(r), 70))
 				}
 				if err := tw.Flush(); err != nil {
@@ -183,10 +184,10 @@ func (a *app) permsShowCommand() *cobra.Command {
 				now := time.Now()
 				a.printf("request    %d\nsubject    %s\nrequester  %s/%s (run %s)\noperation  %s\ndigest     %s\nrevision   %d (the policy revision it was made against)\ncreated    %s (%s ago)\n",
 					r.ID, safe(r.Subject), safe(r.Requester.Module), safe(r.Requester.Hook), safe(r.Requester.Run), safe(r.Operation), safe(r.Digest), r.Revision,
-					r.Created.Local().Format("2006-01-02 15:04:05"), shortDuration(now.Sub(r.Created)))
+					r.Created.Local().Format("2006-01-02 15:04:05"), tui.ShortDuration(now.Sub(r.Created)))
 				if r.Decision == nil {
 					a.printf("expires    %s (in %s)\ndecision   pending: `warden perms approve|approve-always|deny %d [--reason R]`\n",
-						r.Expires.Local().Format("2006-01-02 15:04:05"), shortDuration(r.Expires.Sub(now)), r.ID)
+						r.Expires.Local().Format("2006-01-02 15:04:05"), tui.ShortDuration(r.Expires.Sub(now)), r.ID)
 				} else {
 					d := r.Decision
 					a.printf("expires    %s\ndecision   %s by %s at %s", r.Expires.Local().Format("2006-01-02 15:04:05"), safe(d.Verdict), safe(d.By), d.At.Local().Format("2006-01-02 15:04:05"))
@@ -280,27 +281,4 @@ func requestID(s string) (uint64, error) {
 		return 0, usageError{fmt.Errorf("ID must be a positive request number, got %q (see `warden perms list`)", s)}
 	}
 	return id, nil
-}
-
-// shortDuration is a duration for a list column: 45s, 12m, 3h05m, 2d.
-func shortDuration(d time.Duration) string {
-	neg := d < 0
-	if neg {
-		d = -d
-	}
-	var s string
-	switch {
-	case d < time.Minute:
-		s = fmt.Sprintf("%ds", int(d.Seconds()))
-	case d < time.Hour:
-		s = fmt.Sprintf("%dm", int(d.Minutes()))
-	case d < 48*time.Hour:
-		s = fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
-	default:
-		s = fmt.Sprintf("%dd", int(d.Hours()/24))
-	}
-	if neg {
-		return "-" + s
-	}
-	return s
 }

@@ -3,13 +3,13 @@ package main
 import (
 	"fmt"
 	"strconv"
-	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"warden/engine"
+	"warden/tui"
 )
 
 func (a *app) receiptsCommand() *cobra.Command {
@@ -136,9 +136,10 @@ func parseSince(s string) (time.Time, error) {
 	return time.Time{}, fmt.Errorf("--since %q: want a time like 2026-11-29T14:00:00Z or 2026-11-29, or a duration like 90m", s)
 }
 
-// oneLine is s escaped (safe) on one line, cut to max runes.
+// oneLine is tui.OneLine, escaped (safe) and cut to max runes with an
+// ellipsis: a list column.
 func oneLine(s string, max int) string {
-	s = safe(strings.ReplaceAll(s, "\n", " "))
+	s = safe(tui.OneLine(s))
 	if r := []rune(s); len(r) > max {
 		return string(r[:max-1]) + "…"
 	}

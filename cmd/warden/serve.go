@@ -13,23 +13,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"warden/engine"
+	"warden/tui/sshconsole"
 )
-
-// sshStarter serves the console over SSH on addr for the operators in the
-// operators file, until ctx ends or the returned service is shut down or
-// closed. ssh.go sets it in its init(); a build without it has no SSH
-// server.
-var sshStarter func(ctx context.Context, e *engine.Engine, addr, operators string) (sshService, error)
-
-// sshService is a running SSH server.
-type sshService interface {
-	// Shutdown stops accepting, makes every console quit (restoring its
-	// client's terminal) and waits for the sessions to end, at most until
-	// ctx ends; then it closes the server.
-	Shutdown(ctx context.Context) error
-	// Close drops every connection at once.
-	Close() error
-}
 
 // sshShutdownTimeout bounds how long a shutdown waits for SSH sessions to
 // end before it drops them.
@@ -56,9 +41,6 @@ released. A second signal during the shutdown kills it at once.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if sshAddr == "" && operators != "" {
 				return usageError{errors.New("--operators needs --ssh ADDR")}
-			}
-			if sshAddr != "" && sshStarter == nil {
-				return &exitError{code: 2, err: errors.New("this build has no SSH server")}
 			}
 			var run *engine.RunRequest
 			if runHook != "" {
@@ -110,7 +92,7 @@ func (a *app) serve(sshAddr, operators string, run *engine.RunRequest) error {
 		return err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	var srv sshService
+	var srv *sshconsole.Server
 	closed := false
 	shutdown := func() error {
 		if closed {
@@ -142,7 +124,7 @@ func (a *app) serve(sshAddr, operators string, run *engine.RunRequest) error {
 		// at once, saying so in its stream.
 		detach := e.AttachOperator()
 		defer detach()
-		s, err := sshStarter(ctx, e, sshAddr, operators)
+		s, err := sshconsole.Start(ctx, e, sshconsole.Config{Addr: sshAddr, Operators: operators, Version: version})
 		if err != nil {
 			return err
 		}

@@ -222,15 +222,10 @@ func findSockets(t *testing.T, dir string) []string {
 	return out
 }
 
-// TestServeUsage: --ssh on a build without SSH and a bad --run are usage
-// errors (exit 2).
+// TestServeUsage: flags that do not go together, and a bad --run, are
+// usage errors (exit 2).
 func TestServeUsage(t *testing.T) {
 	c := newCLI(t)
-	if sshStarter == nil {
-		if r := c.run("serve", "--ssh", "127.0.0.1:0"); r.code != 2 || !strings.Contains(r.stderr, "this build has no SSH server") {
-			t.Errorf("--ssh without SSH: %s", r)
-		}
-	}
 	if r := c.run("serve", "--run", "nohook"); r.code != 2 || !strings.Contains(r.stderr, "want MODULE/HOOK") {
 		t.Errorf("--run nohook: %s", r)
 	}

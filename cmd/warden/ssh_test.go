@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
@@ -13,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -22,25 +20,8 @@ import (
 	gossh "golang.org/x/crypto/ssh"
 
 	"warden/engine"
+	"warden/tui/sshconsole"
 )
-
-// sshBuffer collects output written from several goroutines.
-type sshBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *sshBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *sshBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 func sshTestKey(t *testing.T) (gossh.Signer, string) {
 	t.Helper()
@@ -57,8 +38,8 @@ func sshTestKey(t *testing.T) (gossh.Signer, string) {
 
 type sshFixture struct {
 	e        *engine.Engine
-	srv      *sshServer
-	log      *sshBuffer
+	srv      *sshconsole.Server
+	log      *lockedBuffer
 	hostKey  gossh.PublicKey
 	operator gossh.Signer
 	viewer   gossh.Signer
@@ -66,7 +47,7 @@ type sshFixture struct {
 	opsPath  string
 }
 
-func newSSHFixture(t *testing.T, cfg sshConfig) *sshFixture {
+func newSSHFixture(t *testing.T, cfg sshconsole.Config) *sshFixture {
 	t.Helper()
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")
@@ -75,7 +56,7 @@ func newSSHFixture(t *testing.T, cfg sshConfig) *sshFixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.Close() })
-	f := &sshFixture{e: e, log: &sshBuffer{}}
+	f := &sshFixture{e: e, log: &lockedBuffer{}}
 	var op, vw string
 	f.operator, op = sshTestKey(t)
 	f.viewer, vw = sshTestKey(t)
@@ -89,13 +70,13 @@ func newSSHFixture(t *testing.T, cfg sshConfig) *sshFixture {
 	}
 	cfg.Addr, cfg.Operators, cfg.Log = "127.0.0.1:0", f.opsPath, f.log
 	ctx, cancel := context.WithCancel(context.Background())
-	f.srv, err = startSSH(ctx, e, cfg)
+	f.srv, err = sshconsole.Start(ctx, e, cfg)
 	if err != nil {
 		cancel()
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cancel(); f.srv.Close() })
-	pemData, err := os.ReadFile(filepath.Join(data, sshHostKeyName))
+	pemData, err := os.ReadFile(filepath.Join(data, sshconsole.HostKeyFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +106,7 @@ type sshConsole struct {
 	client *gossh.Client
 	sess   *gossh.Session
 	in     io.WriteCloser
-	screen *sshBuffer
+	screen *lockedBuffer
 	done   chan struct{} // closed when the session has ended
 	err    error         // then: how it ended (nil: exit status 0)
 }
@@ -137,7 +118,7 @@ func (f *sshFixture) console(t *testing.T, signer gossh.Signer) *sshConsole {
 
 // openSSHConsole logs in with a PTY (40x140) and waits for the console;
 // cleanup quits it. log is the server's, shown when a wait fails.
-func openSSHConsole(t *testing.T, addr string, hostKey gossh.PublicKey, signer gossh.Signer, log *sshBuffer) *sshConsole {
+func openSSHConsole(t *testing.T, addr string, hostKey gossh.PublicKey, signer gossh.Signer, log *lockedBuffer) *sshConsole {
 	t.Helper()
 	c, err := sshDial(addr, hostKey, signer)
 	if err != nil {
@@ -147,7 +128,7 @@ func openSSHConsole(t *testing.T, addr string, hostKey gossh.PublicKey, signer g
 	if err != nil {
 		t.Fatal(err)
 	}
-	con := &sshConsole{client: c, sess: s, screen: &sshBuffer{}, done: make(chan struct{})}
+	con := &sshConsole{client: c, sess: s, screen: &lockedBuffer{}, done: make(chan struct{})}
 	t.Cleanup(func() { con.quit(); s.Close(); c.Close() })
 	if err := s.RequestPty("xterm-256color", 40, 140, gossh.TerminalModes{gossh.ECHO: 0}); err != nil {
 		t.Fatal(err)
@@ -186,7 +167,7 @@ func (c *sshConsole) quit() {
 
 func (c *sshConsole) text() string { return ansi.Strip(c.screen.String()) }
 
-func (c *sshConsole) waitFor(t *testing.T, want string, timeout time.Duration, log *sshBuffer) {
+func (c *sshConsole) waitFor(t *testing.T, want string, timeout time.Duration, log *lockedBuffer) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
@@ -224,13 +205,13 @@ func sshWaitUntil(t *testing.T, what string, timeout time.Duration, ok func() bo
 }
 
 func TestSSHOperatorsFileAndAuth(t *testing.T) {
-	f := newSSHFixture(t, sshConfig{})
+	f := newSSHFixture(t, sshconsole.Config{})
 	// The malformed line is reported with its number, in the log and for
 	// doctor; the lines around it still work.
 	if !strings.Contains(f.log.String(), "line 2") {
 		t.Errorf("log does not report line 2:\n%s", f.log.String())
 	}
-	probs := checkOperatorsFile(f.opsPath)
+	probs := sshconsole.CheckOperatorsFile(f.opsPath)
 	if len(probs) != 1 || !strings.Contains(probs[0], "line 2") {
 		t.Errorf("checkOperatorsFile = %q", probs)
 	}
@@ -242,15 +223,15 @@ func TestSSHOperatorsFileAndAuth(t *testing.T) {
 		t.Fatal("an unknown key logged in")
 	}
 	// The host key is 0600 and kept.
-	fi, err := os.Stat(filepath.Join(f.e.DataDir(), sshHostKeyName))
+	fi, err := os.Stat(filepath.Join(f.e.DataDir(), sshconsole.HostKeyFile))
 	if err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("host key: %v %v", fi, err)
 	}
-	if _, err := sshHostKey(f.e.DataDir()); err != nil {
+	if _, err := sshconsole.HostKey(f.e.DataDir()); err != nil {
 		t.Errorf("reopening the host key: %v", err)
 	}
-	os.Chmod(filepath.Join(f.e.DataDir(), sshHostKeyName), 0o644)
-	if _, err := sshHostKey(f.e.DataDir()); err == nil || !strings.Contains(err.Error(), "0600") {
+	os.Chmod(filepath.Join(f.e.DataDir(), sshconsole.HostKeyFile), 0o644)
+	if _, err := sshconsole.HostKey(f.e.DataDir()); err == nil || !strings.Contains(err.Error(), "0600") {
 		t.Errorf("a 0644 host key was not refused: %v", err)
 	}
 	// The file is re-read when it changes: drop the viewer.
@@ -269,7 +250,7 @@ func TestSSHOperatorsFileAndAuth(t *testing.T) {
 }
 
 func TestSSHNoPTYStatusAndSessionLimit(t *testing.T) {
-	f := newSSHFixture(t, sshConfig{MaxSessions: 2})
+	f := newSSHFixture(t, sshconsole.Config{MaxSessions: 2})
 	c, err := f.dial(f.viewer)
 	if err != nil {
 		t.Fatal(err)
@@ -303,14 +284,14 @@ func TestSSHNoPTYStatusAndSessionLimit(t *testing.T) {
 }
 
 func TestSSHTwoSessionsOneRequest(t *testing.T) {
-	f := newSSHFixture(t, sshConfig{})
+	f := newSSHFixture(t, sshconsole.Config{})
 	hello := example(t, "hello")
 	if _, err := f.e.AddModule(engine.LocalActor(), hello); err != nil {
 		t.Fatal(err)
 	}
 	op := f.console(t, f.operator)
 	vw := f.console(t, f.viewer)
-	opActor, vwActor := sshActor(f.operator.PublicKey()), sshActor(f.viewer.PublicKey())
+	opActor, vwActor := sshconsole.Actor(f.operator.PublicKey()), sshconsole.Actor(f.viewer.PublicKey())
 
 	h, err := f.e.StartRun(engine.LocalActor(), engine.RunRequest{
 		Module: "hello", Hook: "greet", Inputs: map[string]any{"target": "ssh"}, Jail: engine.JailOff,
@@ -378,26 +359,26 @@ func TestSSHListenAddrIsLoopbackByDefault(t *testing.T) {
 		"[::1]:2200":   "[::1]:2200",
 		"example:2200": "example:2200",
 	} {
-		if got := sshListenAddr(in); got != want {
-			t.Errorf("sshListenAddr(%q) = %q, want %q", in, got, want)
+		if got := sshconsole.ListenAddr(in); got != want {
+			t.Errorf("sshconsole.ListenAddr(%q) = %q, want %q", in, got, want)
 		}
 	}
 }
 
 func TestSSHHostKeyRefusals(t *testing.T) {
 	dir := t.TempDir()
-	if _, err := sshHostKey(dir); err != nil {
+	if _, err := sshconsole.HostKey(dir); err != nil {
 		t.Fatal(err)
 	}
-	key := filepath.Join(dir, sshHostKeyName)
+	key := filepath.Join(dir, sshconsole.HostKeyFile)
 	os.Link(key, filepath.Join(dir, "second-link"))
-	if _, err := sshHostKey(dir); err == nil || !strings.Contains(err.Error(), "links") {
+	if _, err := sshconsole.HostKey(dir); err == nil || !strings.Contains(err.Error(), "links") {
 		t.Errorf("a hard-linked key was not refused: %v", err)
 	}
 	os.Remove(filepath.Join(dir, "second-link"))
 	os.Rename(key, key+".real")
 	os.Symlink(key+".real", key)
-	if _, err := sshHostKey(dir); err == nil {
+	if _, err := sshconsole.HostKey(dir); err == nil {
 		t.Error("a symlinked key was not refused")
 	}
 }
@@ -441,7 +422,7 @@ func TestSSHServeSIGTERMRestoresTerminals(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := net.JoinHostPort("127.0.0.1", freePort(t))
-	var stdout, log sshBuffer
+	var stdout, log lockedBuffer
 	serve := exec.Command(bin, "--data-dir", data, "serve", "--ssh", addr, "--operators", operators)
 	serve.Stdout, serve.Stderr = &stdout, &log
 	if err := serve.Start(); err != nil {
@@ -452,7 +433,7 @@ func TestSSHServeSIGTERMRestoresTerminals(t *testing.T) {
 	t.Cleanup(func() { serve.Process.Kill() })
 	output := func() string { return "serve stdout:\n" + stdout.String() + "serve stderr:\n" + log.String() }
 	waitUntil(t, "serving", 20*time.Second, func() bool { return strings.Contains(log.String(), "listening on") }, output)
-	pemData, err := os.ReadFile(filepath.Join(data, sshHostKeyName))
+	pemData, err := os.ReadFile(filepath.Join(data, sshconsole.HostKeyFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -484,7 +465,7 @@ func TestSSHServeSIGTERMRestoresTerminals(t *testing.T) {
 		if strings.Contains(raw, "GONE") {
 			t.Errorf("console %d showed a crash for a clean shutdown:\n%q", i, lastN(raw, 600))
 		}
-		j := strings.LastIndex(raw, ansi.SetAltScreenSaveCursorMode)
+		j := strings.LastIndex(raw, ansi.SetModeAltScreenSaveCursor)
 		if j < 0 {
 			t.Errorf("console %d never entered the alternate screen", i)
 			continue
@@ -492,17 +473,17 @@ func TestSSHServeSIGTERMRestoresTerminals(t *testing.T) {
 		tail := raw[j:]
 		var missing []string
 		for _, want := range []struct{ name, seq string }{
-			{"alternate screen off", ansi.ResetAltScreenSaveCursorMode},
-			{"mouse cell motion off", ansi.ResetButtonEventMouseMode},
-			{"SGR mouse off", ansi.ResetSgrExtMouseMode},
+			{"alternate screen off", ansi.ResetModeAltScreenSaveCursor},
+			{"mouse cell motion off", ansi.ResetModeMouseButtonEvent},
+			{"SGR mouse off", ansi.ResetModeMouseExtSgr},
 			{"cursor shown", ansi.ShowCursor},
 		} {
 			if !strings.Contains(tail, want.seq) {
 				missing = append(missing, fmt.Sprintf("%s (%q)", want.name, want.seq))
 			}
 		}
-		if k := strings.LastIndex(tail, ansi.ResetAltScreenSaveCursorMode); k < 0 || !strings.Contains(tail[k:], sshShutdownLine) {
-			missing = append(missing, fmt.Sprintf("%q on the restored screen", sshShutdownLine))
+		if k := strings.LastIndex(tail, ansi.ResetModeAltScreenSaveCursor); k < 0 || !strings.Contains(tail[k:], sshconsole.ShutdownLine) {
+			missing = append(missing, fmt.Sprintf("%q on the restored screen", sshconsole.ShutdownLine))
 		}
 		if len(missing) > 0 {
 			t.Errorf("console %d after SIGTERM lacks %s; it got:\n%q", i, strings.Join(missing, ", "), lastN(tail, 600))

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -167,7 +169,7 @@ func (a *app) configCommand() *cobra.Command {
 					a.printf("no config set for %s\n", argv[0])
 					return nil
 				}
-				for _, n := range sortedKeys(m) {
+				for _, n := range slices.Sorted(maps.Keys(m)) {
 					a.printf("%s=%s\n", safe(n), safe(m[n]))
 				}
 				return nil

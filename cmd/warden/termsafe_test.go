@@ -23,6 +23,7 @@ import (
 	"warden/engine/hands"
 	"warden/engine/hookkit"
 	"warden/engine/perms"
+	"warden/tui/sshconsole"
 )
 
 // What testers sent to the operator's terminal: a screen clear, an OSC 52
@@ -382,7 +383,7 @@ func TestRawLogsOnAFileAreExact(t *testing.T) {
 // version escaped; its title and clipboard sequences never reach the
 // operator's terminal (they did, as the Modules tab's row title).
 func TestHostileModuleOverSSH(t *testing.T) {
-	f := newSSHFixture(t, sshConfig{})
+	f := newSSHFixture(t, sshconsole.Config{})
 	if _, err := f.e.AddModule(engine.LocalActor(), hostileModule(t)); err != nil {
 		t.Fatal(err)
 	}
@@ -401,7 +402,7 @@ func TestHostileModuleOverSSH(t *testing.T) {
 // TestSSHLogEscapesWhatTheClientChose: the session log on serve's stderr
 // quotes the client's user name; a user name carrying OSC 0 is escaped.
 func TestSSHLogEscapesWhatTheClientChose(t *testing.T) {
-	f := newSSHFixture(t, sshConfig{})
+	f := newSSHFixture(t, sshconsole.Config{})
 	c, err := gossh.Dial("tcp", f.srv.Addr(), &gossh.ClientConfig{
 		User:            "eve\x1b]0;pwned\x07",
 		Auth:            []gossh.AuthMethod{gossh.PublicKeys(f.operator)},

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"sort"
-
 	"github.com/spf13/cobra"
 
 	"warden/engine"
@@ -56,13 +54,4 @@ fingerprint disagree.`,
 	}
 	c.AddCommand(status, rotate)
 	return c
-}
-
-func sortedKeys(m map[string]string) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
 }

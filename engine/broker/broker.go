@@ -12,7 +12,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -152,11 +151,10 @@ func (b *Broker) accept() {
 
 // conn is one hook connection after a good hello.
 type conn struct {
-	b   *Broker
-	c   net.Conn
-	w   *protocol.Writer
-	wg  sync.WaitGroup // calls in flight on this connection
-	err error
+	b  *Broker
+	c  net.Conn
+	w  *protocol.Writer
+	wg sync.WaitGroup // calls in flight on this connection
 }
 
 func (b *Broker) serve(c net.Conn) {
@@ -237,7 +235,6 @@ func (cn *conn) readFailed(err error) bool {
 	}
 	// io.EOF, a torn last frame (io.ErrUnexpectedEOF: ignored, so a hook
 	// killed mid-frame changes nothing) or a closed connection.
-	_ = io.EOF
 	return true
 }
 

@@ -1,5 +1,5 @@
-// Package caps is the trust root and the capability tokens of DESIGN
-// section 6.
+// Package caps is the trust root and the capability tokens of
+// docs/operating.md.
 //
 // A token is "cap_" + 64 lowercase hex (256 random bits). It is shown to
 // its holder once and never stored. Storage keeps a one-way index of it
@@ -101,7 +101,7 @@ func Open(store *storage.Store, actor string) (*Authority, error) {
 			if err := tx.PutTrust(rec); err != nil {
 				return err
 			}
-			_, err := tx.AppendReceipt(storage.Draft{Kind: "trust.init", Actor: actor, Subject: "trust",
+			_, err := tx.AppendReceipt(storage.Draft{Kind: storage.KindTrustInit, Actor: actor, Subject: "trust",
 				Summary: "trust root created (generation 1)", Details: map[string]any{"generation": 1, "fingerprint": rec.Fingerprint}})
 			return err
 		}); err != nil {
@@ -215,7 +215,7 @@ func (m *Minted) Record(tx *storage.Tx) error {
 	if err := tx.PutToken(m.rec); err != nil {
 		return err
 	}
-	_, err = tx.AppendReceipt(storage.Draft{Kind: "token.issue", Actor: m.actor, Subject: m.rec.Subject,
+	_, err = tx.AppendReceipt(storage.Draft{Kind: storage.KindTokenIssue, Actor: m.actor, Subject: m.rec.Subject,
 		Summary: "issued " + m.rec.Scope + " token", Details: map[string]any{"scope": m.rec.Scope, "session": m.rec.Session, "expires": m.rec.Expires, "generation": m.rec.Generation}})
 	return err
 }
@@ -308,7 +308,7 @@ func (a *Authority) RevokeTx(tx *storage.Tx, actor, token, summary string) error
 	if err := tx.PutToken(r); err != nil {
 		return err
 	}
-	_, err = tx.AppendReceipt(storage.Draft{Kind: "token.revoke", Actor: actor, Subject: r.Subject, Summary: summary,
+	_, err = tx.AppendReceipt(storage.Draft{Kind: storage.KindTokenRevoke, Actor: actor, Subject: r.Subject, Summary: summary,
 		Details: map[string]any{"count": 1}})
 	return err
 }
@@ -348,7 +348,7 @@ func (a *Authority) revokeWhere(actor, summary string, match func(storage.TokenR
 		if len(subjects) > 1 {
 			subject = "tokens"
 		}
-		_, err := tx.AppendReceipt(storage.Draft{Kind: "token.revoke", Actor: actor, Subject: subject, Summary: summary,
+		_, err := tx.AppendReceipt(storage.Draft{Kind: storage.KindTokenRevoke, Actor: actor, Subject: subject, Summary: summary,
 			Details: map[string]any{"count": len(hits)}})
 		return err
 	})
@@ -452,7 +452,7 @@ func (a *Authority) Rotate(actor string) (Status, error) {
 				return err
 			}
 		}
-		_, err := tx.AppendReceipt(storage.Draft{Kind: "trust.rotate", Actor: actor, Subject: "trust",
+		_, err := tx.AppendReceipt(storage.Draft{Kind: storage.KindTrustRotate, Actor: actor, Subject: "trust",
 			Summary: fmt.Sprintf("trust root rotated to generation %d; %d tokens revoked", next.Generation, n),
 			Details: map[string]any{"generation": next.Generation, "fingerprint": next.Fingerprint, "revoked": n}})
 		return err

@@ -26,7 +26,6 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
-	"reflect"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -541,11 +540,13 @@ func (c *conn) progress(id uint64) func(step, detail string) {
 	}
 }
 
-var (
-	ctxType   = reflect.TypeFor[context.Context]()
-	actorType = reflect.TypeFor[engine.Actor]()
-	errType   = reflect.TypeFor[error]()
-)
+// handler serves one facade method called by name: it decodes the wire
+// arguments into the method's own parameter types and calls it. The
+// table of them, handlers, is generated from engine.Facade
+// (facade_gen.go), with the Client's stubs beside it.
+type handler func(ctx context.Context, e engine.Facade, actor engine.Actor, args []json.RawMessage) ([]any, error)
+
+//go:generate go test -run ^TestFacadeCodeIsCurrent$ -update .
 
 // local are facade methods a Client answers itself or with an op of its
 // own; they are never called by name.
@@ -553,29 +554,38 @@ var local = map[string]bool{
 	"Close": true, "DataDir": true, "Subscribe": true, "AttachOperator": true, "RunHook": true,
 }
 
-// dispatch calls a facade method. A few need more than their arguments
-// (a run's questions go back to the client; hands steps are relayed);
-// the rest are called by reflection on the Facade interface, which is
-// the allow-list: nothing outside it can be called. Context arguments
-// are the call's own; Actor arguments are the peer, never sent.
-func (c *conn) dispatch(ctx context.Context, m message, cl *call) ([]any, error) {
-	args := func(into ...any) error {
-		if len(m.Args) != len(into) {
-			return fmt.Errorf("%s takes %d arguments, got %d", m.Method, len(into), len(m.Args))
-		}
-		for i, a := range m.Args {
-			if err := json.Unmarshal(a, into[i]); err != nil {
-				return fmt.Errorf("%s argument %d: %v", m.Method, i+1, err)
-			}
-		}
-		return nil
+// special are facade methods called by name but served by hand in
+// dispatch, because they need the connection: a run's questions go back
+// to the client, hands steps are relayed to it. Their Client methods are
+// hand-written too.
+var special = map[string]bool{"StartRun": true, "HandsInit": true, "HandsFinish": true}
+
+// decodeArgs decodes a call's arguments, one JSON value each, into into.
+func decodeArgs(method string, raw []json.RawMessage, into ...any) error {
+	switch {
+	case len(raw) < len(into):
+		return fmt.Errorf("%s: too few arguments (%d, it takes %d)", method, len(raw), len(into))
+	case len(raw) > len(into):
+		return fmt.Errorf("%s: too many arguments (%d, it takes %d)", method, len(raw), len(into))
 	}
+	for i, a := range raw {
+		if err := json.Unmarshal(a, into[i]); err != nil {
+			return fmt.Errorf("%s argument %d: %v", method, i+1, err)
+		}
+	}
+	return nil
+}
+
+// dispatch calls a facade method: a special one by hand, any other
+// through its generated handler. The handler table is the allow-list:
+// nothing outside the Facade can be called.
+func (c *conn) dispatch(ctx context.Context, m message, cl *call) ([]any, error) {
 	e, actor := c.s.e, c.peer.actor
 	switch m.Method {
 	case "StartRun":
 		var req engine.RunRequest
 		var ask bool
-		if err := args(&req, &ask); err != nil {
+		if err := decodeArgs(m.Method, m.Args, &req, &ask); err != nil {
 			return nil, err
 		}
 		if ask {
@@ -596,7 +606,7 @@ func (c *conn) dispatch(ctx context.Context, m message, cl *call) ([]any, error)
 	case "HandsInit":
 		var opts hands.InitOptions
 		var progress bool
-		if err := args(&opts, &progress); err != nil {
+		if err := decodeArgs(m.Method, m.Args, &opts, &progress); err != nil {
 			return nil, err
 		}
 		if progress {
@@ -607,7 +617,7 @@ func (c *conn) dispatch(ctx context.Context, m message, cl *call) ([]any, error)
 	case "HandsFinish":
 		var root string
 		var progress bool
-		if err := args(&root, &progress); err != nil {
+		if err := decodeArgs(m.Method, m.Args, &root, &progress); err != nil {
 			return nil, err
 		}
 		var p func(string, string)
@@ -617,68 +627,9 @@ func (c *conn) dispatch(ctx context.Context, m message, cl *call) ([]any, error)
 		r, err := e.HandsFinish(ctx, actor, root, p)
 		return []any{r}, err
 	}
-	return callByName(ctx, e, actor, m.Method, m.Args)
-}
-
-// facadeMethods are the methods callByName may call, looked up once: the
-// Facade interface's, as the engine implements them.
-var facadeMethods = func() map[string]reflect.Method {
-	t := reflect.TypeFor[engine.Facade]()
-	et := reflect.TypeFor[*engine.Engine]()
-	ms := map[string]reflect.Method{}
-	for i := range t.NumMethod() {
-		n := t.Method(i).Name
-		if local[n] {
-			continue
-		}
-		if m, ok := et.MethodByName(n); ok {
-			ms[n] = m
-		}
-	}
-	return ms
-}()
-
-func callByName(ctx context.Context, e *engine.Engine, actor engine.Actor, name string, raw []json.RawMessage) ([]any, error) {
-	m, ok := facadeMethods[name]
+	h, ok := handlers[m.Method]
 	if !ok {
-		return nil, fmt.Errorf("%q is not a method of the engine facade", name)
+		return nil, fmt.Errorf("%q is not a method of the engine facade", m.Method)
 	}
-	ft := m.Type // its first parameter is the receiver
-	in := make([]reflect.Value, ft.NumIn())
-	in[0] = reflect.ValueOf(e)
-	next := 0
-	for i := 1; i < len(in); i++ {
-		switch t := ft.In(i); t {
-		case ctxType:
-			in[i] = reflect.ValueOf(ctx)
-		case actorType:
-			in[i] = reflect.ValueOf(actor)
-		default:
-			if next >= len(raw) {
-				return nil, fmt.Errorf("%s: too few arguments (%d)", name, len(raw))
-			}
-			v := reflect.New(t)
-			if err := json.Unmarshal(raw[next], v.Interface()); err != nil {
-				return nil, fmt.Errorf("%s argument %d: %v", name, next+1, err)
-			}
-			in[i] = v.Elem()
-			next++
-		}
-	}
-	if next != len(raw) {
-		return nil, fmt.Errorf("%s: too many arguments (%d, it takes %d)", name, len(raw), next)
-	}
-	out := m.Func.Call(in)
-	var err error
-	if n := len(out); n > 0 && ft.Out(n-1) == errType {
-		if e := out[n-1].Interface(); e != nil {
-			err = e.(error)
-		}
-		out = out[:n-1]
-	}
-	results := make([]any, len(out))
-	for i, o := range out {
-		results[i] = o.Interface()
-	}
-	return results, err
+	return h(ctx, e, actor, m.Args)
 }

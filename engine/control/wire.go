@@ -128,6 +128,10 @@ type wireError struct {
 	Code    string          `json:"code"`
 	Message string          `json:"message"`
 	Detail  json.RawMessage `json:"detail,omitempty"`
+	// Fixes are what to do about it (hands.Fixes), so that a console
+	// attached over the socket lists the same next steps as one that
+	// holds the engine.
+	Fixes []string `json:"fixes,omitempty"`
 }
 
 const (
@@ -148,13 +152,14 @@ type initFailedDetail struct {
 	Root     string                `json:"root"`
 	Cause    string                `json:"cause"`
 	Evidence hands.FailureEvidence `json:"evidence"`
+	Fixes    []string              `json:"fixes,omitempty"` // the cause's
 }
 
 func encodeError(err error) *wireError {
 	if err == nil {
 		return nil
 	}
-	w := &wireError{Code: codeError, Message: err.Error()}
+	w := &wireError{Code: codeError, Message: err.Error(), Fixes: hands.Fixes(err)}
 	detail := func(v any) {
 		if b, jerr := json.Marshal(v); jerr == nil {
 			w.Detail = b
@@ -169,7 +174,7 @@ func encodeError(err error) *wireError {
 	switch {
 	case errors.As(err, &initFailed) && err == error(initFailed):
 		w.Code = codeHandsInitFailed
-		detail(initFailedDetail{Root: initFailed.Root, Cause: initFailed.Cause.Error(), Evidence: initFailed.Evidence})
+		detail(initFailedDetail{Root: initFailed.Root, Cause: initFailed.Cause.Error(), Evidence: initFailed.Evidence, Fixes: hands.Fixes(initFailed.Cause)})
 	case errors.As(err, &forbidden) && err == error(forbidden):
 		w.Code = codeForbidden
 		detail(forbidden)
@@ -205,11 +210,24 @@ type remoteError struct {
 func (e *remoteError) Error() string { return e.msg }
 func (e *remoteError) Unwrap() error { return e.is }
 
+// withFixes adds a remote error's fixes to what it matches, as
+// *hands.FixError values, so that hands.Fixes finds them on this side.
+func withFixes(is error, fixes []string) error {
+	if len(fixes) == 0 {
+		return is
+	}
+	errs := []error{is}
+	for _, f := range fixes {
+		errs = append(errs, &hands.FixError{Fix: f})
+	}
+	return errors.Join(errs...)
+}
+
 func decodeError(w *wireError) error {
 	if w == nil {
 		return nil
 	}
-	plain := func(is error) error { return &remoteError{msg: w.Message, is: is} }
+	plain := func(is error) error { return &remoteError{msg: w.Message, is: withFixes(is, w.Fixes)} }
 	switch w.Code {
 	case codeNotFound:
 		return plain(engine.ErrNotFound)
@@ -240,7 +258,7 @@ func decodeError(w *wireError) error {
 	case codeHandsInitFailed:
 		var d initFailedDetail
 		if json.Unmarshal(w.Detail, &d) == nil {
-			return &engine.HandsInitFailedError{Root: d.Root, Cause: &remoteError{msg: d.Cause}, Evidence: d.Evidence}
+			return &engine.HandsInitFailedError{Root: d.Root, Cause: &remoteError{msg: d.Cause, is: withFixes(nil, d.Fixes)}, Evidence: d.Evidence}
 		}
 	}
 	return plain(nil)

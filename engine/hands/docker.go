@@ -1,6 +1,6 @@
 // Package hands sets up, checks and finishes a "hands" container: a Docker
 // container where a task's effects happen, owned and recorded under a hands
-// root so it can always be finished or reconciled (DESIGN section 7).
+// root so it can always be finished or reconciled (docs/operating.md).
 //
 // Docker is reached over the explicit engine socket only: never
 // DOCKER_HOST, never a default. The engine's identity is the daemon ID
@@ -67,7 +67,7 @@ func openEngine(ctx context.Context, socket string) (*dockerEngine, error) {
 	if err != nil {
 		return nil, err
 	}
-	cli, err := client.New(client.WithHost("unix://"+socket), client.WithAPIVersionNegotiation())
+	cli, err := client.New(client.WithHost("unix://" + socket))
 	if err != nil {
 		return nil, fmt.Errorf("engine socket %s: %w", socket, err)
 	}
@@ -76,12 +76,12 @@ func openEngine(ctx context.Context, socket string) (*dockerEngine, error) {
 	defer cancel()
 	if _, err := cli.Ping(pctx, client.PingOptions{NegotiateAPIVersion: true}); err != nil {
 		cli.Close()
-		return nil, fmt.Errorf("cannot reach the Docker Engine at %s: %v; check that dockerd is running there and that you may use its socket", socket, err)
+		return nil, &FixError{Problem: fmt.Sprintf("cannot reach the Docker Engine at %s: %v", socket, err), Fix: "check that dockerd is running there and that you may use its socket", Err: err}
 	}
 	info, err := cli.Info(pctx, client.InfoOptions{})
 	if err != nil {
 		cli.Close()
-		return nil, fmt.Errorf("the Docker Engine at %s did not say who it is (info): %v; check dockerd's log", socket, err)
+		return nil, &FixError{Problem: fmt.Sprintf("the Docker Engine at %s did not say who it is (info): %v", socket, err), Fix: "check dockerd's log", Err: err}
 	}
 	if !daemonIDPattern.MatchString(info.Info.ID) {
 		cli.Close()
@@ -98,13 +98,13 @@ func (e *dockerEngine) Close() { e.cli.Close() }
 func socketIdentity(socket string) (string, error) {
 	fi, err := os.Stat(socket)
 	if errors.Is(err, fs.ErrNotExist) {
-		return "", fmt.Errorf("no Docker socket at %s: start dockerd or pass the right --engine-socket", socket)
+		return "", &FixError{Problem: "no Docker socket at " + socket, Fix: "start dockerd or pass the right --engine-socket"}
 	}
 	if err != nil {
 		return "", fmt.Errorf("engine socket %s: %v", socket, errText(err))
 	}
 	if fi.Mode()&fs.ModeSocket == 0 {
-		return "", fmt.Errorf("engine socket %s is not a socket: pass the path dockerd listens on (its --host unix://PATH)", socket)
+		return "", &FixError{Problem: "engine socket " + socket + " is not a socket", Fix: "pass the path dockerd listens on (its --host unix://PATH)"}
 	}
 	st := fi.Sys().(*syscall.Stat_t)
 	return fmt.Sprintf("%d:%d", uint64(st.Dev), st.Ino), nil
@@ -115,10 +115,11 @@ func (e *dockerEngine) checkIdentity(root string, r SetupReceipt) error {
 	if e.id.DaemonID == r.DaemonID && e.id.Socket == r.SocketIdentity {
 		return nil
 	}
-	return fmt.Errorf("the Docker Engine at %s is not the one %s was set up with (recorded daemon %s on socket %s; now daemon %s on socket %s): "+
-		"warden will not act through it. If dockerd was only restarted (it re-creates its socket, so the inode changes), inspect the container yourself "+
-		"(`docker -H unix://%s inspect %s`) and stop it by hand; otherwise point --engine-socket at the engine that holds it",
-		e.socket, root, r.DaemonID, r.SocketIdentity, e.id.DaemonID, e.id.Socket, e.socket, shortID(r.ContainerID))
+	return &FixError{
+		Problem: fmt.Sprintf("the Docker Engine at %s is not the one %s was set up with (recorded daemon %s on socket %s; now daemon %s on socket %s): warden will not act through it",
+			e.socket, root, r.DaemonID, r.SocketIdentity, e.id.DaemonID, e.id.Socket),
+		Fix: fmt.Sprintf("if dockerd was only restarted (it re-creates its socket, so the inode changes), inspect the container yourself "+
+			"(`docker -H unix://%s inspect %s`) and stop it by hand; otherwise point --engine-socket at the engine that holds it", e.socket, ShortID(r.ContainerID))}
 }
 
 // observed is what inspection says about a recorded container.
@@ -137,7 +138,7 @@ func (e *dockerEngine) inspect(ctx context.Context, id, owner, root string) (obs
 		return observed{Missing: true, State: "missing"}, container.InspectResponse{}, nil
 	}
 	if err != nil {
-		return observed{}, container.InspectResponse{}, fmt.Errorf("inspect container %s: %w", shortID(id), err)
+		return observed{}, container.InspectResponse{}, fmt.Errorf("inspect container %s: %w", ShortID(id), err)
 	}
 	c := res.Container
 	o := observed{}
@@ -179,12 +180,12 @@ func (e *dockerEngine) stopOwned(ctx context.Context, id, owner, root string) (s
 		return false, nil
 	}
 	if !o.LabelOK {
-		return false, fmt.Errorf("container %s does not carry this root's owner label: warden never stops it", shortID(id))
+		return false, fmt.Errorf("container %s does not carry this root's owner label: warden never stops it", ShortID(id))
 	}
 	if o.Running {
 		timeout := 10
 		if _, err := e.cli.ContainerStop(ctx, id, client.ContainerStopOptions{Timeout: &timeout}); err != nil && !cerrdefs.IsNotFound(err) {
-			return false, fmt.Errorf("stop container %s: %w", shortID(id), err)
+			return false, fmt.Errorf("stop container %s: %w", ShortID(id), err)
 		}
 	}
 	o, _, err = e.inspect(ctx, id, owner, root)
@@ -192,17 +193,20 @@ func (e *dockerEngine) stopOwned(ctx context.Context, id, owner, root string) (s
 		return false, err
 	}
 	if o.Running {
-		return false, fmt.Errorf("container %s is still running after docker stop", shortID(id))
+		return false, fmt.Errorf("container %s is still running after docker stop", ShortID(id))
 	}
 	return true, nil
 }
 
-func shortID(id string) string {
+// ShortID is a container id as docker prints it (its first 12 hex
+// digits), or "none" when no container is recorded. Every message and view
+// that names a container uses it, so they all say "none" the same way.
+func ShortID(id string) string {
+	if id == "" {
+		return "none"
+	}
 	if len(id) > 12 {
 		return id[:12]
-	}
-	if id == "" {
-		return "(none recorded)"
 	}
 	return id
 }

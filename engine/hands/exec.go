@@ -116,7 +116,7 @@ func checkWorkspacePath(p string) error {
 	}
 	for _, part := range strings.Split(p, "/") {
 		if part == ".." {
-			return fmt.Errorf("path %q contains ..", p)
+			return fmt.Errorf("path %q contains a \"..\" element", p)
 		}
 	}
 	return nil

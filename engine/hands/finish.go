@@ -35,7 +35,7 @@ func Finish(ctx context.Context, root string, progress func(step, detail string)
 		return res, err
 	}
 	if rec.Phase == PhaseFinished {
-		return res, fmt.Errorf("%s is %w (container %s); nothing to do", root, ErrAlreadyFinished, shortID(rec.ContainerID))
+		return res, fmt.Errorf("%s is %w (container %s); nothing to do", root, ErrAlreadyFinished, ShortID(rec.ContainerID))
 	}
 	lease, err := takeLease(root)
 	if err != nil {
@@ -47,9 +47,9 @@ func Finish(ctx context.Context, root string, progress func(step, detail string)
 		return res, err
 	}
 	if rec.Phase == PhaseFinished {
-		return res, fmt.Errorf("%s is %w (container %s); nothing to do", root, ErrAlreadyFinished, shortID(rec.ContainerID))
+		return res, fmt.Errorf("%s is %w (container %s); nothing to do", root, ErrAlreadyFinished, ShortID(rec.ContainerID))
 	}
-	say("receipt", fmt.Sprintf("phase %s, container %s", rec.Phase, shortID(rec.ContainerID)))
+	say(StepReceipt, fmt.Sprintf("phase %s, container %s", rec.Phase, ShortID(rec.ContainerID)))
 	res.ContainerID = rec.ContainerID
 
 	eng, err := openEngine(ctx, rec.EngineSocket)
@@ -60,7 +60,7 @@ func Finish(ctx context.Context, root string, progress func(step, detail string)
 	if err := eng.checkIdentity(root, rec); err != nil {
 		return res, err
 	}
-	say("engine", "daemon "+rec.DaemonID+" on "+rec.EngineSocket+" as recorded")
+	say(StepEngine, "daemon "+rec.DaemonID+" on "+rec.EngineSocket+" as recorded")
 
 	if rec.ContainerID == "" {
 		// Creation may have happened without its id reaching the receipt.
@@ -69,9 +69,8 @@ func Finish(ctx context.Context, root string, progress func(step, detail string)
 			return res, err
 		}
 		if len(found) > 0 {
-			return res, fmt.Errorf("reconciliation required: container %s carries this root's owner label but was never recorded, so warden will not stop it: "+
-				"inspect it (`docker -H unix://%s inspect %s`), then `docker stop`/`docker rm` it yourself, and run `warden hands finish --root %s` again",
-				shortID(found[0]), rec.EngineSocket, found[0], root)
+			return res, &FixError{Problem: fmt.Sprintf("reconciliation required: container %s carries this root's owner label but was never recorded, so warden will not stop it", ShortID(found[0])),
+				Fix: fmt.Sprintf("inspect it (`docker -H unix://%s inspect %s`), then `docker stop`/`docker rm` it yourself, and run `warden hands finish --root %s` again", rec.EngineSocket, found[0], root)}
 		}
 		res.Note = "no container was created"
 	} else {
@@ -84,25 +83,22 @@ func Finish(ctx context.Context, root string, progress func(step, detail string)
 		case o.Missing:
 			res.Note = "the container was already gone"
 		case !o.LabelOK:
-			return res, fmt.Errorf("container %s does not carry this root's owner label, so warden will never stop it: "+
-				"check that %s names the right container, inspect it (`docker -H unix://%s inspect %s`) and deal with it yourself, then init a new root",
-				shortID(id), receiptPath(root), rec.EngineSocket, id)
+			return res, &FixError{Problem: fmt.Sprintf("container %s does not carry this root's owner label, so warden will never stop it", ShortID(id)),
+				Fix: fmt.Sprintf("check that %s names the right container, inspect it (`docker -H unix://%s inspect %s`) and deal with it yourself, then init a new root", receiptPath(root), rec.EngineSocket, id)}
 		case rec.Generation == "" && o.Running:
-			return res, fmt.Errorf("reconciliation required: container %s is running but init never recorded its generation, so warden cannot tell it is the one it started: "+
-				"inspect it (`docker -H unix://%s inspect %s`), then `docker stop`/`docker rm` it yourself, and run `warden hands finish --root %s` again",
-				shortID(id), rec.EngineSocket, id, root)
+			return res, &FixError{Problem: fmt.Sprintf("reconciliation required: container %s is running but init never recorded its generation, so warden cannot tell it is the one it started", ShortID(id)),
+				Fix: fmt.Sprintf("inspect it (`docker -H unix://%s inspect %s`), then `docker stop`/`docker rm` it yourself, and run `warden hands finish --root %s` again", rec.EngineSocket, id, root)}
 		case rec.Generation != "" && o.StartedAt != rec.Generation:
-			return res, fmt.Errorf("container %s was restarted behind warden's back (started %s, recorded generation %s), so warden will not stop it: "+
-				"inspect it (`docker -H unix://%s inspect %s`), then `docker stop`/`docker rm` it yourself (finish then closes the books) or init a new root",
-				shortID(id), o.StartedAt, rec.Generation, rec.EngineSocket, id)
+			return res, &FixError{Problem: fmt.Sprintf("container %s was restarted behind warden's back (started %s, recorded generation %s), so warden will not stop it", ShortID(id), o.StartedAt, rec.Generation),
+				Fix: fmt.Sprintf("inspect it (`docker -H unix://%s inspect %s`), then `docker stop`/`docker rm` it yourself (finish then closes the books) or init a new root", rec.EngineSocket, id)}
 		case o.Running:
-			say("inspected", fmt.Sprintf("container %s is running generation %s with our label", shortID(id), rec.Generation))
+			say(StepInspected, fmt.Sprintf("container %s is running generation %s with our label", ShortID(id), rec.Generation))
 			stopped, err := eng.stopOwned(ctx, id, rec.Owner, root)
 			if err != nil {
-				return res, fmt.Errorf("%w; nothing was recorded: run `warden hands status --root %s` and try again", err, root)
+				return res, &FixError{Problem: err.Error() + "; nothing was recorded", Fix: "run `warden hands status --root " + root + "` and try again", Err: err}
 			}
 			res.Stopped = stopped
-			say("stopped", "container "+shortID(id)+" is stopped (verified by inspection)")
+			say(StepStopped, "container "+ShortID(id)+" is stopped (verified by inspection)")
 		default:
 			res.Note = "the container was not running (" + o.State + ")"
 		}
@@ -117,7 +113,7 @@ func Finish(ctx context.Context, root string, progress func(step, detail string)
 			return res, fmt.Errorf("%s is finished but recording it failed: %w", root, err)
 		}
 	}
-	say("finished", root)
+	say(StepFinished, root)
 	return res, nil
 }
 

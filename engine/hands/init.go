@@ -87,8 +87,8 @@ func (e *InitFailedError) Error() string {
 
 func (e *InitFailedError) Unwrap() error { return e.Cause }
 
-// Init sets up a new hands root and its container, step by step as DESIGN
-// section 7 lists them. Before the receipt exists a failure touches
+// Init sets up a new hands root and its container, step by step as
+// docs/operating.md lists them. Before the receipt exists a failure touches
 // nothing (a root that already existed is never touched); after it, a
 // failure or cancellation stops the container only if inspection shows our
 // owner label, writes phase failed and initialization-failure.json, and
@@ -106,7 +106,7 @@ func Init(ctx context.Context, opts InitOptions) (InitResult, error) {
 		return InitResult{}, err
 	}
 	r := &initRun{opts: opts, root: opts.Root, ctx: ctx}
-	r.progress("root", opts.Root+" is new and its ancestors are safe")
+	r.progress(StepRoot, opts.Root+" is new and its ancestors are safe")
 
 	eng, err := openEngine(ctx, opts.EngineSocket)
 	if err != nil {
@@ -114,7 +114,7 @@ func Init(ctx context.Context, opts InitOptions) (InitResult, error) {
 	}
 	defer eng.Close()
 	r.eng = eng
-	r.progress("engine", fmt.Sprintf("daemon %s on %s (API %s)", eng.id.DaemonID, opts.EngineSocket, eng.cli.ClientVersion()))
+	r.progress(StepEngine, fmt.Sprintf("daemon %s on %s (API %s)", eng.id.DaemonID, opts.EngineSocket, eng.cli.ClientVersion()))
 	if err := r.interrupted(); err != nil {
 		return InitResult{}, err
 	}
@@ -122,19 +122,19 @@ func Init(ctx context.Context, opts InitOptions) (InitResult, error) {
 	if err := makeLayout(opts.Root); err != nil {
 		return InitResult{}, err
 	}
-	r.progress("layout", "state/ agent/ workspace/ evidence/ docker-cli/ (0700), resources/ (0755)")
+	r.progress(StepLayout, "state/ agent/ workspace/ evidence/ docker-cli/ (0700), resources/ (0755)")
 	lease, err := takeLease(opts.Root)
 	if err != nil {
 		return InitResult{}, err
 	}
 	defer lease.Close()
-	r.progress("lease", "holding evidence/")
+	r.progress(StepLease, "holding evidence/")
 
 	r.rec = SetupReceipt{Version: ReceiptVersion, Owner: opts.Owner, EngineSocket: opts.EngineSocket,
 		SocketIdentity: eng.id.Socket, DaemonID: eng.id.DaemonID, Phase: PhasePrepared}
 	if err := writeReceipt(r.root, r.rec); err != nil {
 		// Not even the receipt: nothing outside the new root exists.
-		return InitResult{}, fmt.Errorf("could not write the receipt under %s: %w; remove %s and try again", opts.Root, err, opts.Root)
+		return InitResult{}, &FixError{Problem: fmt.Sprintf("could not write the receipt under %s: %v", opts.Root, err), Fix: "remove " + opts.Root + " and try again", Err: err}
 	}
 	if err := r.steps(ctx); err != nil {
 		return InitResult{}, r.fail(ctx, err)
@@ -203,14 +203,14 @@ func (r *initRun) steps(ctx context.Context) error {
 	if err := r.notify(); err != nil { // the receipt exists: from here on, failures leave evidence
 		return err
 	}
-	r.progress("prepared", "evidence/setup.json")
+	r.progress(StepPrepared, "evidence/setup.json")
 	if err := check(nil); err != nil {
 		return err
 	}
 	img, err := r.eng.cli.ImageInspect(ctx, r.opts.Image)
 	if cerrdefs.IsNotFound(err) {
-		return fmt.Errorf("image %q is not on the engine at %s and warden never pulls: load it first (`docker -H unix://%s pull %s`, or `docker load`), then init a new root",
-			r.opts.Image, r.opts.EngineSocket, r.opts.EngineSocket, r.opts.Image)
+		return &FixError{Problem: fmt.Sprintf("image %q is not on the engine at %s and warden never pulls", r.opts.Image, r.opts.EngineSocket),
+			Fix: fmt.Sprintf("load it first (`docker -H unix://%s pull %s`, or `docker load`), then init a new root", r.opts.EngineSocket, r.opts.Image)}
 	}
 	if err != nil {
 		return check(fmt.Errorf("resolve image %q: %w", r.opts.Image, err))
@@ -219,7 +219,7 @@ func (r *initRun) steps(ctx context.Context) error {
 		return fmt.Errorf("image %q resolved to an id that is not sha256:<64 hex>; warden pins images by that id only", r.opts.Image)
 	}
 	r.rec.Image = img.ID
-	r.progress("image", r.opts.Image+" is "+img.ID)
+	r.progress(StepImage, r.opts.Image+" is "+img.ID)
 
 	if err := check(nil); err != nil {
 		return err
@@ -228,7 +228,7 @@ func (r *initRun) steps(ctx context.Context) error {
 	if err := r.phase(PhaseCreating); err != nil {
 		return err
 	}
-	r.progress("creating", "phase creating written")
+	r.progress(StepCreating, "phase creating written")
 	id, err := r.create(ctx)
 	if err != nil {
 		return check(err)
@@ -237,7 +237,7 @@ func (r *initRun) steps(ctx context.Context) error {
 	if err := r.phase(PhaseCreating); err != nil { // record the id before anything else
 		return err
 	}
-	r.progress("created", id)
+	r.progress(StepCreated, id)
 	if err := check(nil); err != nil {
 		return err
 	}
@@ -247,31 +247,31 @@ func (r *initRun) steps(ctx context.Context) error {
 		return check(err)
 	}
 	if o.Missing || !o.LabelOK {
-		return fmt.Errorf("container %s does not carry the owner label warden set (or is gone): refusing to start it", shortID(id))
+		return fmt.Errorf("container %s does not carry the owner label warden set (or is gone): refusing to start it", ShortID(id))
 	}
-	r.progress("label", LabelOwner+" matches")
+	r.progress(StepLabel, LabelOwner+" matches")
 	if err := check(nil); err != nil {
 		return err
 	}
 	if _, err := r.eng.cli.ContainerStart(ctx, id, client.ContainerStartOptions{}); err != nil {
-		return check(fmt.Errorf("start container %s: %w", shortID(id), err))
+		return check(fmt.Errorf("start container %s: %w", ShortID(id), err))
 	}
 	o, c, err := r.eng.inspect(ctx, id, r.opts.Owner, r.root)
 	if err != nil {
 		return check(err)
 	}
 	if !o.LabelOK {
-		return fmt.Errorf("container %s lost its owner label after start", shortID(id))
+		return fmt.Errorf("container %s lost its owner label after start", ShortID(id))
 	}
 	if !o.Running || !validGeneration(o.StartedAt) {
 		code := 0
 		if c.State != nil {
 			code = c.State.ExitCode
 		}
-		return fmt.Errorf("container %s is %s right after start (exit code %d): the image must provide sh and sleep (a busybox image works)", shortID(id), o.State, code)
+		return fmt.Errorf("container %s is %s right after start (exit code %d): the image must provide sh and sleep (a busybox image works)", ShortID(id), o.State, code)
 	}
 	r.rec.Generation = o.StartedAt
-	r.progress("started", "generation "+o.StartedAt)
+	r.progress(StepStarted, "generation "+o.StartedAt)
 	if err := check(nil); err != nil {
 		return err
 	}
@@ -283,7 +283,7 @@ func (r *initRun) steps(ctx context.Context) error {
 		Access: r.opts.Access, EngineSocket: r.opts.EngineSocket}); err != nil {
 		return err
 	}
-	r.progress("running", "hands.json written")
+	r.progress(StepRunning, "hands.json written")
 	if err := check(nil); err != nil {
 		return err
 	}
@@ -291,7 +291,7 @@ func (r *initRun) steps(ctx context.Context) error {
 		if err := r.opts.BeforeReady(r.rec); err != nil {
 			return fmt.Errorf("initial policy: %w", err)
 		}
-		r.progress("policy", fmt.Sprintf("workspace read/write %v, execute false, network false", r.opts.Access == AccessFiles))
+		r.progress(StepPolicy, fmt.Sprintf("workspace read/write %v, execute false, network false", r.opts.Access == AccessFiles))
 	}
 	if err := check(nil); err != nil {
 		return err
@@ -299,11 +299,11 @@ func (r *initRun) steps(ctx context.Context) error {
 	if err := r.phase(PhaseReady); err != nil {
 		return err
 	}
-	r.progress("ready", "container "+shortID(id)+" is ready")
+	r.progress(StepReady, "container "+ShortID(id)+" is ready")
 	return nil
 }
 
-// create makes the container with every option of DESIGN section 7, the
+// create makes the container with every option of docs/operating.md, the
 // image pinned by id.
 func (r *initRun) create(ctx context.Context) (string, error) {
 	useInit := true
@@ -372,7 +372,7 @@ func (r *initRun) fail(ctx context.Context, cause error) error {
 		if stopped {
 			ev.Stopped = true
 			if r.opts.Progress != nil {
-				r.opts.Progress("stopped", id)
+				r.opts.Progress(StepStopped, id)
 			}
 		}
 	}
@@ -390,13 +390,13 @@ func (r *initRun) fail(ctx context.Context, cause error) error {
 		}
 	}
 	if r.opts.Progress != nil {
-		r.opts.Progress("failed", cause.Error())
+		r.opts.Progress(StepFailed, cause.Error())
 	}
 	if len(notes) > 0 {
 		cause = fmt.Errorf("%w (also: %s)", cause, strings.Join(notes, "; "))
 	}
 	if ev.ReconciliationRequired {
-		cause = fmt.Errorf("%w; reconciliation required: see `warden hands status --root %s`", cause, r.root)
+		cause = &FixError{Problem: cause.Error() + "; reconciliation required", Fix: "see `warden hands status --root " + r.root + "`", Err: cause}
 	}
 	return &InitFailedError{Root: r.root, Cause: cause, Evidence: ev}
 }
@@ -419,12 +419,12 @@ func makeLayout(root string) error {
 		p := filepath.Join(root, d.name)
 		if d.name != "" {
 			if err := os.Mkdir(p, d.mode); err != nil {
-				return fmt.Errorf("create %s: %w; remove %s and try again", p, err, root)
+				return &FixError{Problem: fmt.Sprintf("create %s: %v", p, err), Fix: "remove " + root + " and try again", Err: err}
 			}
 		}
 		// Mkdir is subject to umask; make the mode exact.
 		if err := os.Chmod(p, d.mode); err != nil {
-			return fmt.Errorf("chmod %s: %w; remove %s and try again", p, err, root)
+			return &FixError{Problem: fmt.Sprintf("chmod %s: %v", p, err), Fix: "remove " + root + " and try again", Err: err}
 		}
 	}
 	return nil
@@ -444,7 +444,7 @@ func takeLease(root string) (*os.File, error) {
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("%w: another warden is initializing or finishing %s (it holds the lease on %s): wait for it to end, then try again", errLeaseHeld, root, dir)
+			return nil, &FixError{Problem: fmt.Sprintf("%v: another warden is initializing or finishing %s (it holds the lease on %s)", errLeaseHeld, root, dir), Fix: "wait for it to end, then try again", Err: errLeaseHeld}
 		}
 		return nil, fmt.Errorf("lease on %s: %w", dir, err)
 	}

@@ -16,7 +16,7 @@ import (
 	"warden/storage"
 )
 
-// Phase is where a hands root is in its life (DESIGN section 7). It moves
+// Phase is where a hands root is in its life (docs/operating.md). It moves
 // prepared -> creating -> running -> ready (or failed), then finished, and
 // is written BEFORE each effect so a crash always leaves the last intent.
 type Phase string

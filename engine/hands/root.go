@@ -21,8 +21,8 @@ func (e *RootError) Error() string {
 	return fmt.Sprintf("hands root %q %s; %s", e.Root, e.Problem, e.Fix)
 }
 
-// ValidateRoot holds a root that init is about to create to DESIGN
-// section 7: absolute, canonical, new, free of control characters and
+// ValidateRoot holds a root that init is about to create to
+// docs/operating.md: absolute, canonical, new, free of control characters and
 // commas (a comma would split Docker's mount options), under ancestors
 // that are real directories owned by root or the current user and not
 // group- or world-writable (a root-owned sticky dir such as /tmp is fine:

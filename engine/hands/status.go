@@ -94,11 +94,11 @@ func Status(ctx context.Context, root string) (StatusReport, error) {
 	id := rec.ContainerID
 	inspectIt := fmt.Sprintf("inspect it (`docker -H unix://%s inspect %s`)", rec.EngineSocket, id)
 	restarted := func() {
-		drift(fmt.Sprintf("container %s was restarted outside warden (started %s, recorded generation %s)", shortID(id), o.StartedAt, rec.Generation),
+		drift(fmt.Sprintf("container %s was restarted outside warden (started %s, recorded generation %s)", ShortID(id), o.StartedAt, rec.Generation),
 			inspectIt+", then `docker stop`/`docker rm` it yourself ("+finish+" after that) or init a new root")
 	}
 	foreign := func() {
-		drift(fmt.Sprintf("container %s does not carry this root's owner label: warden will never stop it", shortID(id)),
+		drift(fmt.Sprintf("container %s does not carry this root's owner label: warden will never stop it", ShortID(id)),
 			"check that "+receiptPath(root)+" names the right container; "+inspectIt+" and deal with it yourself")
 	}
 	unrecorded := func() bool {
@@ -113,7 +113,7 @@ func Status(ctx context.Context, root string) (StatusReport, error) {
 	case PhaseReady:
 		switch {
 		case o.Missing:
-			drift(fmt.Sprintf("container %s was removed outside warden", shortID(id)), finish)
+			drift(fmt.Sprintf("container %s was removed outside warden", ShortID(id)), finish)
 		case !o.LabelOK:
 			foreign()
 		case !s.Container.GenerationMatches:
@@ -129,18 +129,18 @@ func Status(ctx context.Context, root string) (StatusReport, error) {
 				drift(at+" before a container was created", finish)
 			}
 		case o.Missing:
-			drift(at+fmt.Sprintf("; container %s is gone", shortID(id)), finish)
+			drift(at+fmt.Sprintf("; container %s is gone", ShortID(id)), finish)
 		case !o.LabelOK:
 			foreign()
 		case o.Running && rec.Generation == "":
-			drift(at+fmt.Sprintf("; reconciliation required: container %s is running but its generation was never recorded, so warden will not stop it", shortID(id)),
+			drift(at+fmt.Sprintf("; reconciliation required: container %s is running but its generation was never recorded, so warden will not stop it", ShortID(id)),
 				inspectIt+", `docker stop` it yourself, then "+finish)
 		case rec.Generation != "" && !s.Container.GenerationMatches:
 			restarted()
 		case o.Running:
-			drift(at+fmt.Sprintf("; container %s is still running", shortID(id)), fmt.Sprintf("run `warden hands finish --root %s` to stop it and close the books", root))
+			drift(at+fmt.Sprintf("; container %s is still running", ShortID(id)), fmt.Sprintf("run `warden hands finish --root %s` to stop it and close the books", root))
 		default:
-			drift(at+fmt.Sprintf("; container %s is %s", shortID(id), o.State), finish)
+			drift(at+fmt.Sprintf("; container %s is %s", ShortID(id), o.State), finish)
 		}
 	case PhaseFailed:
 		switch {
@@ -149,21 +149,21 @@ func Status(ctx context.Context, root string) (StatusReport, error) {
 				drift("init failed before a container was created", finish)
 			}
 		case o.Missing:
-			drift(fmt.Sprintf("init failed; container %s is gone", shortID(id)), finish)
+			drift(fmt.Sprintf("init failed; container %s is gone", ShortID(id)), finish)
 		case !o.LabelOK:
 			foreign()
 		case o.Running && rec.Generation != "" && s.Container.GenerationMatches:
-			drift(fmt.Sprintf("reconciliation required: init failed but container %s is still running", shortID(id)),
+			drift(fmt.Sprintf("reconciliation required: init failed but container %s is still running", ShortID(id)),
 				fmt.Sprintf("run `warden hands finish --root %s` to stop it and close the books", root))
 		case o.Running:
-			drift(fmt.Sprintf("reconciliation required: init failed but container %s is running and its generation was never recorded, so warden will not stop it", shortID(id)),
+			drift(fmt.Sprintf("reconciliation required: init failed but container %s is running and its generation was never recorded, so warden will not stop it", ShortID(id)),
 				inspectIt+", `docker stop` it yourself, then "+finish)
 		default:
-			drift(fmt.Sprintf("init failed; container %s is %s", shortID(id), o.State), "read "+root+"/"+EvidenceDir+"/"+FailureFile+", then "+finish)
+			drift(fmt.Sprintf("init failed; container %s is %s", ShortID(id), o.State), "read "+root+"/"+EvidenceDir+"/"+FailureFile+", then "+finish)
 		}
 	case PhaseFinished:
 		if id != "" && o.Running && o.LabelOK {
-			drift(fmt.Sprintf("phase finished but container %s is running again", shortID(id)), inspectIt+" and `docker stop` it yourself")
+			drift(fmt.Sprintf("phase finished but container %s is running again", ShortID(id)), inspectIt+" and `docker stop` it yourself")
 		}
 	}
 	return s, nil
@@ -172,7 +172,7 @@ func Status(ctx context.Context, root string) (StatusReport, error) {
 func shortIDs(ids []string) []string {
 	out := make([]string, len(ids))
 	for i, id := range ids {
-		out[i] = shortID(id)
+		out[i] = ShortID(id)
 	}
 	return out
 }

@@ -1,5 +1,5 @@
 // Package hookkit is the Go SDK for hook authors: the client half of the
-// hook wire protocol v1 (DESIGN section 4).
+// hook wire protocol v1 (docs/protocol.md).
 //
 //	c, err := hookkit.Connect()        // from WARDEN_SOCKET and WARDEN_TOKEN
 //	if err != nil { log.Fatal(err) }

@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// envAllowed is the allow-list of DESIGN section 3: the only variables of
+// envAllowed is the allow-list of docs/architecture.md: the only variables of
 // the operator's environment a hook ever sees, and only when they are set.
 // Everything else (tokens, SSH agent sockets, cloud credentials...) stays
 // behind.

@@ -42,7 +42,7 @@ const outputCap = 3 * time.Second
 // actually be gone (SIGKILL delivery is asynchronous).
 const groupGoneCap = 2 * time.Second
 
-// DefaultKillGrace is the time between SIGTERM and SIGKILL (DESIGN section 3).
+// DefaultKillGrace is the time between SIGTERM and SIGKILL (docs/architecture.md).
 const DefaultKillGrace = 2 * time.Second
 
 // Spawn is what to start.

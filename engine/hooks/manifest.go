@@ -1,7 +1,7 @@
 // Package hooks holds module manifests (module.yaml), the typed values that
 // flow in and out of hooks, and the admission check for module folders.
 //
-// See DESIGN.md section 3 (Modules and hooks).
+// See docs/architecture.md (Modules and hooks).
 package hooks
 
 import (
@@ -28,10 +28,10 @@ const ManifestFile = "module.yaml"
 // MaxManifestSize is the largest module.yaml accepted, in bytes.
 const MaxManifestSize = 256 << 10
 
-// maxDepth bounds the nesting of a manifest (the format needs 4 levels).
+// maxManifestDepth bounds the nesting of a manifest (the format needs 4 levels).
 const maxManifestDepth = 64
 
-// maxUnits bounds the number of YAML tokens (roughly: words plus
+// maxManifestUnits bounds the number of YAML tokens (roughly: words plus
 // indicator characters) of a manifest. The YAML parser is superlinear on
 // some shapes of input; real manifests are far below this.
 const maxManifestUnits = 16384

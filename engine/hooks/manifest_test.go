@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// designExample is the module.yaml of DESIGN.md section 3, verbatim.
+// designExample is the module.yaml of docs/architecture.md, verbatim.
 const designExample = `id: hello                  # [a-z0-9][a-z0-9-]{0,62}
 version: 1.0.0
 description: Says hello.

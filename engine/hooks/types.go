@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -115,15 +117,6 @@ func KindOf(raw json.RawMessage) string {
 	}
 }
 
-func sortedNames[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
 func quoteNames(names []string) string {
 	q := make([]string, len(names))
 	for i, n := range names {
@@ -136,10 +129,11 @@ func declaredList(what string, decl map[string]Type) string {
 	if len(decl) == 0 {
 		return "this hook declares no " + what + "s"
 	}
-	return "declared " + what + "s: " + strings.Join(sortedNames(decl), ", ")
+	return "declared " + what + "s: " + strings.Join(slices.Sorted(maps.Keys(decl)), ", ")
 }
 
-// checkNames refuses unknown names, then missing declared names.
+// checkDeclaredNames refuses unknown names, then missing declared names
+// (unknown first: a typo reads better as "unknown" than as "missing").
 func checkDeclaredNames[V any](what string, decl map[string]Type, given map[string]V) error {
 	var unknown, missing []string
 	for k := range given {
@@ -202,7 +196,7 @@ func ParseInputs(decl map[string]Type, given map[string]string) (map[string]any,
 		return nil, err
 	}
 	out := make(map[string]any, len(given))
-	for _, name := range sortedNames(given) {
+	for _, name := range slices.Sorted(maps.Keys(given)) {
 		t := decl[name]
 		s := given[name]
 		var v any
@@ -304,7 +298,7 @@ func CheckInputs(decl map[string]Type, given map[string]any) error {
 	if err := checkDeclaredNames("input", decl, given); err != nil {
 		return err
 	}
-	for _, name := range sortedNames(given) {
+	for _, name := range slices.Sorted(maps.Keys(given)) {
 		t := decl[name]
 		if !t.Valid() {
 			return fmt.Errorf("input %q: declared with unknown type %q", name, t.String())
@@ -351,7 +345,7 @@ func CheckOutputs(decl map[string]Type, got map[string]json.RawMessage) error {
 	case len(missing) > 1:
 		return fmt.Errorf("outputs %s missing (%s)", quoteNames(missing), declaredList("output", decl))
 	}
-	for _, name := range sortedNames(decl) {
+	for _, name := range slices.Sorted(maps.Keys(decl)) {
 		t := decl[name]
 		raw := got[name]
 		k := KindOf(raw)

@@ -1,6 +1,6 @@
 // Package jail runs hooks inside bubblewrap: admission of the bwrap
-// binary, the mount plan, the bwrap argv and the seccomp filter (DESIGN
-// section 5).
+// binary, the mount plan, the bwrap argv and the seccomp filter
+// (docs/jail.md).
 package jail
 
 import (

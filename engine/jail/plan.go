@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 )
@@ -17,7 +16,7 @@ const (
 	ModeTmpfs = "tmpfs"
 )
 
-// Absence classes (DESIGN section 5): what a missing source means.
+// Absence classes (docs/jail.md): what a missing source means.
 const (
 	// Required: the run fails before spawn, naming each missing path.
 	Required = "required"
@@ -163,5 +162,3 @@ func (p *Plan) Targets() []string {
 	sort.Strings(out)
 	return out
 }
-
-var _ = filepath.Join

@@ -524,7 +524,7 @@ func runSeccompProbe(t *testing.T, bwrap, probe string, seccomp, network bool) m
 	}
 	args = append(args,
 		// An unprivileged uid with no capabilities, as a hook runs
-		// (DESIGN section 5), so denials come from seccomp, not from
+		// (docs/jail.md), so denials come from seccomp, not from
 		// missing privilege, and the unfiltered control runs are harmless.
 		"--unshare-user", "--uid", "65534", "--gid", "65534",
 		"--die-with-parent",

@@ -1,5 +1,5 @@
-// Package perms is the logic of policies and permission requests (DESIGN
-// section 7): operation digests, policy evaluation, and the transitions of
+// Package perms is the logic of policies and permission requests
+// (docs/operating.md): operation digests, policy evaluation, and the transitions of
 // a request (open, decide, expire, claim) inside one storage transaction.
 // It does no I/O of its own beyond the storage.Tx it is handed, and every
 // request, decision, refusal and policy change it makes appends its
@@ -184,7 +184,7 @@ func SetPolicy(tx *storage.Tx, actor string, p storage.PolicyRecord, expected ui
 	if err != nil {
 		return out, err
 	}
-	_, err = tx.AppendReceipt(storage.Draft{Kind: "policy.set", Actor: actor, Subject: p.Subject,
+	_, err = tx.AppendReceipt(storage.Draft{Kind: storage.KindPolicySet, Actor: actor, Subject: p.Subject,
 		Summary: fmt.Sprintf("policy %s set to revision %d: workspace read=%v write=%v, execute=%v, network=%v, %d rules",
 			p.Subject, out.Revision, p.Workspace.Read, p.Workspace.Write, p.Execute, p.Network, len(out.Rules)),
 		Details: map[string]any{"revision": out.Revision, "expected": expected, "network": p.Network, "execute": p.Execute,
@@ -220,7 +220,7 @@ func consume(tx *storage.Tx, req *storage.RequestRecord, run string, now time.Ti
 	if err := tx.PutRequest(*req); err != nil {
 		return err
 	}
-	_, err := tx.AppendReceipt(storage.Draft{Kind: "request.claim", Actor: "run:" + run, Subject: req.Subject,
+	_, err := tx.AppendReceipt(storage.Draft{Kind: storage.KindRequestClaim, Actor: "run:" + run, Subject: req.Subject,
 		Summary: fmt.Sprintf("request %d: its approve-once claim was consumed by run %s (%s)", req.ID, run, req.Operation),
 		Details: map[string]any{"request": req.ID, "operation": req.Operation, "digest": req.Digest, "run": run}})
 	return err
@@ -255,7 +255,7 @@ func Open(tx *storage.Tx, a Ask, now time.Time) (storage.RequestRecord, error) {
 	if len(pending) >= MaxPending {
 		msg := fmt.Sprintf("permission request refused: %s already has %d pending requests, the limit (%d); decide some first: `warden perms list`, then `warden perms approve|deny ID`",
 			op.Subject, len(pending), MaxPending)
-		if _, err := tx.AppendReceipt(storage.Draft{Kind: "request.refused", Actor: actor, Subject: op.Subject,
+		if _, err := tx.AppendReceipt(storage.Draft{Kind: storage.KindRequestRefused, Actor: actor, Subject: op.Subject,
 			Summary: fmt.Sprintf("%s by %s/%s refused: %d pending requests (limit %d)", op.Operation, a.Requester.Module, a.Requester.Hook, len(pending), MaxPending),
 			Details: map[string]any{"reason": RefusedLimit, "operation": op.Operation, "digest": op.Digest, "run": a.Requester.Run,
 				"pending": len(pending), "limit": MaxPending}}); err != nil {
@@ -288,7 +288,7 @@ func Open(tx *storage.Tx, a Ask, now time.Time) (storage.RequestRecord, error) {
 	if err := tx.PutRequest(req); err != nil {
 		return req, err
 	}
-	_, err = tx.AppendReceipt(storage.Draft{Kind: "request.open", Actor: actor, Subject: op.Subject,
+	_, err = tx.AppendReceipt(storage.Draft{Kind: storage.KindRequestOpen, Actor: actor, Subject: op.Subject,
 		Summary: fmt.Sprintf("request %d: %s by %s/%s", id, Summary(op.Operation, op.Content), a.Requester.Module, a.Requester.Hook),
 		Details: map[string]any{"request": id, "operation": op.Operation, "run": a.Requester.Run, "digest": op.Digest,
 			"revision": p.Revision, "expires": expires.Format(time.RFC3339Nano)}})
@@ -356,7 +356,7 @@ func Decide(tx *storage.Tx, id uint64, verdict, actor, reason string, now time.T
 	}
 	refuse := func(why string, r *Refusal) (Decided, error) {
 		r.Request = id
-		if _, err := tx.AppendReceipt(storage.Draft{Kind: "request.refused", Actor: actor, Subject: req.Subject,
+		if _, err := tx.AppendReceipt(storage.Draft{Kind: storage.KindRequestRefused, Actor: actor, Subject: req.Subject,
 			Summary: fmt.Sprintf("%s of request %d (%s) refused: %s", verdict, id, req.Operation, why),
 			Details: map[string]any{"reason": r.Reason, "request": id, "verdict": verdict}}); err != nil {
 			return Decided{}, err
@@ -396,7 +396,7 @@ func Decide(tx *storage.Tx, id uint64, verdict, actor, reason string, now time.T
 		if err != nil {
 			return Decided{}, err
 		}
-		if _, err := tx.AppendReceipt(storage.Draft{Kind: "policy.rule", Actor: actor, Subject: req.Subject,
+		if _, err := tx.AppendReceipt(storage.Draft{Kind: storage.KindPolicyRule, Actor: actor, Subject: req.Subject,
 			Summary: fmt.Sprintf("policy %s at revision %d: rule added by approve-always of request %d: allow %s", req.Subject, saved.Revision, id, rule.Summary),
 			Details: map[string]any{"revision": saved.Revision, "request": id, "operation": rule.Operation, "digest": rule.Digest, "rules": len(saved.Rules)}}); err != nil {
 			return Decided{}, err
@@ -444,6 +444,6 @@ func record(tx *storage.Tx, req *storage.RequestRecord, verdict, actor, reason s
 			summary += "; one retry claim is open for the identical operation"
 		}
 	}
-	_, err := tx.AppendReceipt(storage.Draft{Kind: "request.decide", Actor: actor, Subject: req.Subject, Summary: summary, Details: details})
+	_, err := tx.AppendReceipt(storage.Draft{Kind: storage.KindRequestDecide, Actor: actor, Subject: req.Subject, Summary: summary, Details: details})
 	return err
 }

@@ -1,4 +1,4 @@
-// Package protocol is the hook wire protocol v1 (DESIGN section 4): the
+// Package protocol is the hook wire protocol v1 (docs/protocol.md): the
 // frame types that travel between a hook and its run's broker, and a line
 // codec that never buffers more than one MaxFrame.
 //

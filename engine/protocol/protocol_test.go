@@ -15,7 +15,7 @@ const token = "cap_0123456789abcdef0123456789abcdef0123456789abcdef0123456789abc
 
 func raw(s string) json.RawMessage { return json.RawMessage(s) }
 
-// wireCases are frames with the exact bytes DESIGN section 4 puts on the wire.
+// wireCases are frames with the exact bytes docs/protocol.md puts on the wire.
 var wireCases = []struct {
 	name  string
 	frame Frame

@@ -67,7 +67,7 @@ func find() (string, error) {
 		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 		sock = lines[len(lines)-1]
 	}
-	cli, err := client.New(client.WithHost("unix://"+sock), client.WithAPIVersionNegotiation())
+	cli, err := client.New(client.WithHost("unix://" + sock))
 	if err != nil {
 		return "", err
 	}
@@ -105,7 +105,7 @@ func harness() (string, error) {
 // tampering; it is closed when the test ends.
 func Client(t testing.TB, sock string) *client.Client {
 	t.Helper()
-	cli, err := client.New(client.WithHost("unix://"+sock), client.WithAPIVersionNegotiation())
+	cli, err := client.New(client.WithHost("unix://" + sock))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func Base(t testing.TB, sock string) string {
 // RemoveContainers force-removes every container whose root label lies
 // under base: the test's own, so the engine does not fill up.
 func RemoveContainers(t testing.TB, sock, base string) {
-	cli, err := client.New(client.WithHost("unix://"+sock), client.WithAPIVersionNegotiation())
+	cli, err := client.New(client.WithHost("unix://" + sock))
 	if err != nil {
 		return
 	}

@@ -1,0 +1,46 @@
+package storage
+
+// Receipt kinds: every Kind the engine writes, named once. A kind is
+// "<family>.<what>"; ReceiptFilter.Kind takes an exact kind or a family
+// prefix ending in "." (KindFamilyHook, ...). docs/operating.md lists
+// what each family records.
+const (
+	KindHookStart = "hook.start" // a run started (details: inputs' names, jail, absent mounts)
+	KindHookEnd   = "hook.end"   // a run ended (details: verdict, exit, limit, error)
+
+	KindModuleAdd    = "module.add"
+	KindModuleRemove = "module.remove"
+
+	KindSecretSet    = "secret.set"    // by an operator; names only, never values
+	KindSecretDelete = "secret.delete" // by an operator
+	KindSecretWrite  = "secret.write"  // by a hook's store op
+	KindConfigSet    = "config.set"
+	KindConfigDelete = "config.delete"
+	KindConfigWrite  = "config.write"
+
+	KindPolicySet      = "policy.set"
+	KindPolicyRule     = "policy.rule" // approve-always added an exact rule
+	KindRequestOpen    = "request.open"
+	KindRequestClaim   = "request.claim" // an approve-once retry was consumed
+	KindRequestRefused = "request.refused"
+	KindRequestDecide  = "request.decide"
+
+	KindTokenIssue   = "token.issue"
+	KindTokenRevoke  = "token.revoke"
+	KindTokenRefused = "token.refused" // a hook connection's token was not VALID (its class)
+	KindTrustInit    = "trust.init"
+	KindTrustRotate  = "trust.rotate"
+
+	KindAccessRefused  = "access.refused"  // a viewer tried a change
+	KindControlRefused = "control.refused" // a control-socket peer was refused
+	KindStreamError    = "stream.error"    // stream lines could not be stored
+)
+
+// Kind families, for filters and views.
+const (
+	KindFamilyHook    = "hook."
+	KindFamilyModule  = "module."
+	KindFamilyHands   = "hands." // + the phase written: hands.prepared ... hands.finished
+	KindFamilyPolicy  = "policy."
+	KindFamilyRequest = "request."
+)
