@@ -95,6 +95,9 @@ type Engine struct {
 	// by the ingesters and pruning, so that a run start walks every
 	// stream only when the budget is exceeded (see pruneStreams).
 	streamBytes atomic.Int64
+
+	// mcp are the MCP clients connected now (see HoldMCPSession).
+	mcp mcpSessions
 }
 
 // Open opens the data dir and the store, and loads the trust root.

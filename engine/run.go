@@ -46,6 +46,12 @@ type RunRequest struct {
 	// it, requests wait for an attached operator, or are answered "no" at
 	// once when none is attached.
 	Confirm func(ctx context.Context, message string) (bool, error) `json:"-"`
+	// Client and Session, for a run an MCP client asked for through
+	// `warden mcp serve` (after GateMCP let it through): the run's
+	// receipts name the client ("mcp:<client>") as actor, with the
+	// session, and who relayed it.
+	Client  string `json:",omitempty"`
+	Session string `json:",omitempty"`
 }
 
 // Outcome is how a run ended.
@@ -115,6 +121,7 @@ type activeRun struct {
 	token    string
 	confirm  func(context.Context, string) (bool, error)
 	actor    string // "run:<id>": who the hook's own writes are recorded as
+	session  string // the MCP session that asked for the run, if one did
 
 	proc    atomic.Pointer[hooks.Process]
 	ingest  *ingester
@@ -190,13 +197,17 @@ func (e *Engine) StartRun(actor Actor, req RunRequest) (*RunHandle, error) {
 		return nil, err
 	}
 
+	runActor := string(actor)
+	if req.Client != "" {
+		runActor = MCPSubject(req.Client)
+	}
 	now := time.Now().UTC()
-	rec := RunRecord{ID: storage.NewRunID(now), Module: m.ID, Hook: hook.Name, Actor: string(actor), Status: storage.RunRunning,
+	rec := RunRecord{ID: storage.NewRunID(now), Module: m.ID, Hook: hook.Name, Actor: runActor, Status: storage.RunRunning,
 		JailMode: jailMode, Started: now, Deadline: now.Add(hook.Timeout), PID: os.Getpid()}
 	if raw, err := json.Marshal(inputs); err == nil {
 		rec.Inputs = raw
 	}
-	r := &activeRun{e: e, rec: rec, manifest: m, hook: hook, inputs: inputs, confirm: req.Confirm, actor: "run:" + rec.ID, started: time.Now()}
+	r := &activeRun{e: e, rec: rec, manifest: m, hook: hook, inputs: inputs, confirm: req.Confirm, actor: "run:" + rec.ID, started: time.Now(), session: req.Session}
 	// A jailed hook that declares network gets it only by its module's
 	// policy, or by the operator's answer to a permission request, asked
 	// here before anything of the run exists (a run without a grant goes
@@ -226,7 +237,7 @@ func (e *Engine) StartRun(actor Actor, req RunRequest) (*RunHandle, error) {
 	// The token lives as long as the run may, plus the kill grace. It is
 	// recorded with the start receipt, in the same commit: until then it
 	// authorizes nothing, and nothing is spawned before.
-	tok, err := e.auth.Mint(string(actor), rec.ID, "hook", rec.ID, hook.Timeout+killGrace+time.Second)
+	tok, err := e.auth.Mint(runActor, rec.ID, "hook", rec.ID, hook.Timeout+killGrace+time.Second)
 	if err != nil {
 		os.RemoveAll(runDir)
 		return nil, err
@@ -246,6 +257,9 @@ func (e *Engine) StartRun(actor Actor, req RunRequest) (*RunHandle, error) {
 	var spawner hooks.Spawner = hooks.DirectSpawner{}
 	var planErr error
 	startDetails := map[string]any{"run": rec.ID, "module": m.ID, "hook": hook.Name, "jail": jailMode, "inputs": sortedKeys(inputs)}
+	if req.Client != "" {
+		startDetails["session"], startDetails["via"] = req.Session, string(actor)
+	}
 	spawn := hooks.Spawn{
 		Argv: append([]string{filepath.Join(m.Dir, hook.Run[0])}, hook.Run[1:]...),
 		Dir:  m.Dir,
@@ -297,7 +311,7 @@ func (e *Engine) StartRun(actor Actor, req RunRequest) (*RunHandle, error) {
 		if err := tx.PutRun(rec); err != nil {
 			return err
 		}
-		_, err := tx.AppendReceipt(storage.Draft{Kind: "hook.start", Actor: string(actor), Subject: m.ID + "/" + hook.Name,
+		_, err := tx.AppendReceipt(storage.Draft{Kind: "hook.start", Actor: runActor, Subject: m.ID + "/" + hook.Name,
 			Summary: fmt.Sprintf("run %s of %s/%s started (jail %s)", rec.ID, m.ID, hook.Name, jailName(jailMode)),
 			Details: startDetails})
 		return err
@@ -417,6 +431,9 @@ func (r *activeRun) finish(h *RunHandle, exit hooks.Exit) {
 	}
 	dur := ended.Sub(r.rec.Started)
 	details := map[string]any{"run": rec.ID, "verdict": rec.Status, "exit": code, "durationMs": dur.Milliseconds(), "jail": rec.JailMode}
+	if r.session != "" {
+		details["session"] = r.session
+	}
 	if exit.Signal != "" {
 		details["signal"] = exit.Signal
 	}

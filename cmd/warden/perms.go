@@ -215,6 +215,7 @@ func (a *app) permsShowCommand() *cobra.Command {
 
 func (a *app) permsDecideCommand(verdict string) *cobra.Command {
 	var reason string
+	var wholeTool bool
 	use, short := "", ""
 	switch verdict {
 	case engine.ApproveOnce:
@@ -238,7 +239,11 @@ func (a *app) permsDecideCommand(verdict string) *cobra.Command {
 				actor := engine.LocalActor()
 				switch verdict {
 				case engine.ApproveAlways:
-					r, rule, p, err := e.ApproveAlways(actor, id, reason)
+					decide := e.ApproveAlways
+					if wholeTool {
+						decide = e.ApproveAlwaysTool
+					}
+					r, rule, p, err := decide(actor, id, reason)
 					if err != nil {
 						return err
 					}
@@ -268,6 +273,9 @@ func (a *app) permsDecideCommand(verdict string) *cobra.Command {
 		},
 	}
 	c.Flags().StringVar(&reason, "reason", "", "why (recorded in the receipt; a deny reason reaches the hook)")
+	if verdict == engine.ApproveAlways {
+		c.Flags().BoolVar(&wholeTool, "tool", false, "for an MCP tool call (subject mcp:NAME): let the tool run whatever its arguments, not only with these")
+	}
 	return c
 }
 

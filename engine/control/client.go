@@ -551,4 +551,29 @@ func (c *Client) Deny(_ engine.Actor, id uint64, reason string) (r engine.Reques
 	return
 }
 
+func (c *Client) GateMCP(ctx context.Context, _ engine.Actor, call engine.MCPCall) (g engine.MCPGate, err error) {
+	err = c.do(ctx, nil, "GateMCP", []any{call}, &g)
+	return
+}
+
+func (c *Client) RefuseMCP(_ engine.Actor, call engine.MCPCall, why string) error {
+	return c.call("RefuseMCP", []any{call, why})
+}
+
+func (c *Client) ApproveAlwaysTool(_ engine.Actor, id uint64, reason string) (r engine.Request, rule engine.Rule, p engine.Policy, err error) {
+	err = c.call("ApproveAlwaysTool", []any{id, reason}, &r, &rule, &p)
+	return
+}
+
+// HoldMCPSession blocks until ctx ends; the serving engine also ends it
+// when this process hangs up.
+func (c *Client) HoldMCPSession(ctx context.Context, _ engine.Actor, s engine.MCPSession) error {
+	return c.do(ctx, nil, "HoldMCPSession", []any{s})
+}
+
+func (c *Client) MCPSessions() (ss []engine.MCPSession, err error) {
+	err = c.call("MCPSessions", nil, &ss)
+	return
+}
+
 var _ engine.Facade = (*Client)(nil)

@@ -1,0 +1,504 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"warden/engine"
+	"warden/engine/control"
+)
+
+// mcpModule writes a module of one shell hook into a private dir.
+func mcpModule(t *testing.T, base, id, hook, manifestHook, script string) string {
+	t.Helper()
+	dir := filepath.Join(base, "modules", id)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	manifest := fmt.Sprintf("id: %s\nversion: 1.0.0\ndescription: Test module %s.\nhooks:\n  %s:\n    run: [./hook.sh]\n%s", id, id, hook, manifestHook)
+	if err := os.WriteFile(filepath.Join(dir, "module.yaml"), []byte(manifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "hook.sh"), []byte("#!/bin/sh\n"+script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// mcpEnv is a served data dir with test modules, and an MCP client
+// connected to a real `warden mcp serve` subprocess.
+type mcpEnv struct {
+	t        *testing.T
+	c        *cli
+	bin      string
+	base     string
+	ctl      *control.Client // a control client of the test: it plays the attached console
+	detach   func()
+	changed  chan struct{}
+	mu       sync.Mutex
+	progress []string
+}
+
+func newMCPEnv(t *testing.T) *mcpEnv {
+	t.Helper()
+	needBwrap(t)
+	c := newCLI(t)
+	base := privateDir(t, "warden-mcp-")
+	env := &mcpEnv{t: t, c: c, bin: wardenLink(t, base), base: base, changed: make(chan struct{}, 16)}
+	echo := mcpModule(t, base, "echo", "say", "    timeout: 1m\n    inputs: {word: string, times: number}\n    outputs: {said: string}\n",
+		`w=$(warden hook context inputs.word)
+echo "saying $w"
+warden hook result "{\"said\":\"$w\"}"
+`)
+	noop := mcpModule(t, base, "noop", "nothing", "    timeout: 1m\n", "exit 0\n")
+	slow := mcpModule(t, base, "slow", "wait", "    timeout: 2m\n    idle_timeout: 1m\n", "echo started\nexec sleep 60\n")
+	for _, m := range []string{echo, noop, slow, example(t, "flood"), example(t, "hello")} {
+		c.ok("module", "add", m)
+	}
+	startServe(t, env.bin, c.dir)
+	ctl, err := control.Dial(c.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ctl.Close() })
+	env.ctl = ctl
+	return env
+}
+
+// attach makes the test an attached operator (as a console is).
+func (env *mcpEnv) attach() {
+	if env.detach == nil {
+		env.detach = env.ctl.AttachOperator()
+		// The attachment is a one-way message: a round trip after it
+		// means the server has it.
+		env.ctl.MCPSessions()
+	}
+}
+
+func (env *mcpEnv) detachOperator() {
+	if env.detach != nil {
+		env.detach()
+		env.detach = nil
+		env.ctl.MCPSessions()
+	}
+}
+
+// connect starts `warden mcp serve` and connects the SDK's client to it.
+func (env *mcpEnv) connect(name string, extra ...string) *mcp.ClientSession {
+	env.t.Helper()
+	client := mcp.NewClient(&mcp.Implementation{Name: name, Version: "1.0"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			select {
+			case env.changed <- struct{}{}:
+			default:
+			}
+		},
+		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+			env.mu.Lock()
+			env.progress = append(env.progress, r.Params.Message)
+			env.mu.Unlock()
+		},
+	})
+	cmd := exec.Command(env.bin, append([]string{"--data-dir", env.c.dir, "mcp", "serve"}, extra...)...)
+	var stderr lockedBuffer
+	cmd.Stderr = &stderr
+	cs, err := client.Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		env.t.Fatalf("connecting to warden mcp serve: %v\n%s", err, stderr.String())
+	}
+	env.t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// pendingFor waits for the pending request of an MCP client's call.
+func (env *mcpEnv) pendingFor(subject, tool string) engine.Request {
+	env.t.Helper()
+	var got engine.Request
+	waitUntil(env.t, "a pending request of "+subject, 15*time.Second, func() bool {
+		rs, err := env.ctl.Requests(engine.RequestFilter{})
+		if err != nil {
+			env.t.Fatal(err)
+		}
+		for _, r := range rs {
+			if r.Subject == subject && r.Requester.Hook == tool && r.Decision == nil {
+				got = r
+				return true
+			}
+		}
+		return false
+	}, func() string { return "" })
+	return got
+}
+
+func (env *mcpEnv) warden(args ...string) string {
+	env.t.Helper()
+	out, err := exec.Command(env.bin, append([]string{"--data-dir", env.c.dir}, args...)...).CombinedOutput()
+	if err != nil {
+		env.t.Fatalf("warden %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+func (env *mcpEnv) receipts(kind string) []engine.Receipt {
+	env.t.Helper()
+	rs, err := env.ctl.Receipts(engine.ReceiptFilter{Kind: kind})
+	if err != nil {
+		env.t.Fatal(err)
+	}
+	return rs
+}
+
+type callResult struct {
+	res *mcp.CallToolResult
+	err error
+}
+
+func callAsync(ctx context.Context, cs *mcp.ClientSession, p *mcp.CallToolParams) chan callResult {
+	ch := make(chan callResult, 1)
+	go func() {
+		r, err := cs.CallTool(ctx, p)
+		ch <- callResult{r, err}
+	}()
+	return ch
+}
+
+func resultText(r *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range r.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
+func wait(t *testing.T, ch chan callResult) *mcp.CallToolResult {
+	t.Helper()
+	select {
+	case r := <-ch:
+		if r.err != nil {
+			t.Fatalf("call: %v", r.err)
+		}
+		return r.res
+	case <-time.After(60 * time.Second):
+		t.Fatal("the call did not end")
+	}
+	return nil
+}
+
+// TestMCPGateway drives a real `warden mcp serve` with the SDK's own
+// client, on a data dir held by `warden serve`, with the test attached as
+// the operator over the control socket (as a console is) and deciding
+// with `warden perms` subprocesses.
+func TestMCPGateway(t *testing.T) {
+	env := newMCPEnv(t)
+	cs := env.connect("Test Agent")
+	ctx := context.Background()
+	const subject = "mcp:test-agent"
+
+	t.Run("tools and schemas", func(t *testing.T) {
+		lt, err := cs.ListTools(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		byName := map[string]*mcp.Tool{}
+		for _, tl := range lt.Tools {
+			byName[tl.Name] = tl
+		}
+		for _, want := range []string{"echo__say", "noop__nothing", "slow__wait", "flood__lines", "hello__greet"} {
+			if byName[want] == nil {
+				t.Fatalf("tool %s missing; tools: %v", want, lt.Tools)
+			}
+		}
+		say := byName["echo__say"]
+		if !strings.Contains(say.Description, "Test module echo.") {
+			t.Errorf("description %q lacks the manifest's", say.Description)
+		}
+		in, _ := json.Marshal(say.InputSchema)
+		var schema struct {
+			Type       string                       `json:"type"`
+			Properties map[string]map[string]string `json:"properties"`
+			Required   []string                     `json:"required"`
+		}
+		json.Unmarshal(in, &schema)
+		if schema.Type != "object" || schema.Properties["word"]["type"] != "string" || schema.Properties["times"]["type"] != "number" ||
+			strings.Join(schema.Required, ",") != "times,word" {
+			t.Errorf("echo__say input schema: %s", in)
+		}
+		out, _ := json.Marshal(say.OutputSchema)
+		if !strings.Contains(string(out), `"said":{"type":"string"}`) {
+			t.Errorf("echo__say output schema: %s", out)
+		}
+		if byName["noop__nothing"].OutputSchema != nil {
+			t.Errorf("a hook without outputs has an output schema: %v", byName["noop__nothing"].OutputSchema)
+		}
+	})
+
+	t.Run("no operator: refused at once", func(t *testing.T) {
+		env.detachOperator()
+		start := time.Now()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo__say", Arguments: map[string]any{"word": "hi", "times": 1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !res.IsError || !strings.Contains(resultText(res), "no operator is attached to answer") {
+			t.Fatalf("result: error=%v %q", res.IsError, resultText(res))
+		}
+		if d := time.Since(start); d > 10*time.Second {
+			t.Errorf("the refusal took %s", d)
+		}
+		gates := env.receipts("mcp.gate")
+		last := gates[len(gates)-1]
+		if last.Actor != subject || detail(last, "outcome") != engine.MCPNoOperator || detail(last, "session") == "" {
+			t.Errorf("gate receipt: %+v", last)
+		}
+	})
+
+	t.Run("schema-invalid arguments: nothing runs", func(t *testing.T) {
+		env.attach()
+		starts, reqs := len(env.receipts("hook.start")), len(env.receipts("request.open"))
+		for _, args := range []map[string]any{{"word": 5, "times": 1}, {"word": "x"}, {"word": "x", "times": 1, "extra": true}} {
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo__say", Arguments: args})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !res.IsError || !strings.Contains(resultText(res), "invalid arguments for echo__say, nothing ran") {
+				t.Errorf("args %v: %q", args, resultText(res))
+			}
+		}
+		if n := len(env.receipts("hook.start")); n != starts {
+			t.Errorf("a hook started on invalid arguments")
+		}
+		if n := len(env.receipts("request.open")); n != reqs {
+			t.Errorf("a request was opened on invalid arguments")
+		}
+		gates := env.receipts("mcp.gate")
+		if last := gates[len(gates)-1]; detail(last, "outcome") != "invalid" {
+			t.Errorf("the refusal is not receipted as invalid: %+v", last)
+		}
+	})
+
+	t.Run("approved from another process", func(t *testing.T) {
+		env.attach()
+		ch := callAsync(ctx, cs, &mcp.CallToolParams{Name: "echo__say", Arguments: map[string]any{"word": "approved", "times": 2}})
+		req := env.pendingFor(subject, "echo__say")
+		if !strings.Contains(string(req.Content), `"tool":"echo__say"`) || !strings.Contains(string(req.Content), `"word":"approved"`) {
+			t.Errorf("the request does not show the exact tool and arguments: %s", req.Content)
+		}
+		list := env.warden("perms", "list")
+		if !strings.Contains(list, subject) || !strings.Contains(list, "echo__say") {
+			t.Errorf("perms list does not show the call:\n%s", list)
+		}
+		env.warden("perms", "approve", strconv.FormatUint(req.ID, 10))
+		res := wait(t, ch)
+		if res.IsError {
+			t.Fatalf("approved call failed: %s", resultText(res))
+		}
+		sc, _ := json.Marshal(res.StructuredContent)
+		if string(sc) != `{"said":"approved"}` {
+			t.Errorf("structuredContent %s", sc)
+		}
+		if !strings.Contains(resultText(res), "saying approved") {
+			t.Errorf("the result lacks the stream's last lines: %q", resultText(res))
+		}
+		starts := env.receipts("hook.start")
+		last := starts[len(starts)-1]
+		if last.Actor != subject || detail(last, "session") == "" {
+			t.Errorf("hook.start receipt does not name the MCP client and session: %+v", last)
+		}
+	})
+
+	t.Run("denied with a reason", func(t *testing.T) {
+		env.attach()
+		ch := callAsync(ctx, cs, &mcp.CallToolParams{Name: "echo__say", Arguments: map[string]any{"word": "no", "times": 1}})
+		req := env.pendingFor(subject, "echo__say")
+		env.warden("perms", "deny", strconv.FormatUint(req.ID, 10), "--reason", "not on a friday")
+		res := wait(t, ch)
+		txt := resultText(res)
+		if !res.IsError || !strings.Contains(txt, "denied by local:") || !strings.Contains(txt, "not on a friday") {
+			t.Fatalf("denied call: error=%v %q", res.IsError, txt)
+		}
+		gates := env.receipts("mcp.gate")
+		if last := gates[len(gates)-1]; detail(last, "outcome") != engine.MCPDenied {
+			t.Errorf("gate receipt: %+v", last)
+		}
+	})
+
+	t.Run("approve-always lets the identical call through", func(t *testing.T) {
+		env.attach()
+		args := map[string]any{"word": "always", "times": 3}
+		ch := callAsync(ctx, cs, &mcp.CallToolParams{Name: "echo__say", Arguments: args})
+		req := env.pendingFor(subject, "echo__say")
+		env.warden("perms", "approve-always", strconv.FormatUint(req.ID, 10))
+		if res := wait(t, ch); res.IsError {
+			t.Fatalf("first call: %s", resultText(res))
+		}
+		opened := len(env.receipts("request.open"))
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo__say", Arguments: args})
+		if err != nil || res.IsError {
+			t.Fatalf("second identical call: %v %v", err, res)
+		}
+		if n := len(env.receipts("request.open")); n != opened {
+			t.Errorf("the second identical call opened a request")
+		}
+		// Other arguments still ask.
+		ch = callAsync(ctx, cs, &mcp.CallToolParams{Name: "echo__say", Arguments: map[string]any{"word": "other", "times": 3}})
+		req = env.pendingFor(subject, "echo__say")
+		env.warden("perms", "approve-always", "--tool", strconv.FormatUint(req.ID, 10))
+		if res := wait(t, ch); res.IsError {
+			t.Fatalf("call approved for the whole tool: %s", resultText(res))
+		}
+		opened = len(env.receipts("request.open"))
+		res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo__say", Arguments: map[string]any{"word": "anything", "times": 9}})
+		if err != nil || res.IsError {
+			t.Fatalf("call after a whole-tool rule: %v %v", err, res)
+		}
+		if n := len(env.receipts("request.open")); n != opened {
+			t.Errorf("a call after a whole-tool rule opened a request")
+		}
+	})
+
+	t.Run("cancelled call cancels the run", func(t *testing.T) {
+		env.attach()
+		cctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		ch := callAsync(cctx, cs, &mcp.CallToolParams{Name: "slow__wait", Arguments: map[string]any{}})
+		req := env.pendingFor(subject, "slow__wait")
+		before := len(env.receipts("hook.start"))
+		env.warden("perms", "approve", strconv.FormatUint(req.ID, 10))
+		var run string
+		waitUntil(t, "the slow run to start", 20*time.Second, func() bool {
+			rs := env.receipts("hook.start")
+			if len(rs) > before {
+				run = detail(rs[len(rs)-1], "run")
+				return true
+			}
+			return false
+		}, func() string { return "" })
+		cancel()
+		<-ch
+		waitUntil(t, "the run to end cancelled", 20*time.Second, func() bool {
+			r, err := env.ctl.Run(run)
+			return err == nil && r.Status == engine.RunCancelled
+		}, func() string { r, _ := env.ctl.Run(run); return fmt.Sprintf("%+v", r) })
+		ends := env.receipts("hook.end")
+		found := false
+		for _, r := range ends {
+			if detail(r, "run") == run && detail(r, "verdict") == engine.RunCancelled && r.Actor == subject {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("no cancelled hook.end receipt by %s for run %s", subject, run)
+		}
+	})
+
+	t.Run("progress from the flood example", func(t *testing.T) {
+		env.attach()
+		p := &mcp.CallToolParams{Name: "flood__lines", Arguments: map[string]any{}}
+		p.SetProgressToken("flood-1")
+		ch := callAsync(ctx, cs, p)
+		req := env.pendingFor(subject, "flood__lines")
+		env.warden("perms", "approve", strconv.FormatUint(req.ID, 10))
+		res := wait(t, ch)
+		if res.IsError {
+			t.Fatalf("flood: %s", resultText(res))
+		}
+		env.mu.Lock()
+		got := append([]string{}, env.progress...)
+		env.mu.Unlock()
+		if len(got) == 0 {
+			t.Fatal("no progress notifications from a 200,000-line run")
+		}
+		if got[len(got)-1] == "" {
+			t.Errorf("progress without the latest line: %q", got)
+		}
+	})
+
+	t.Run("list_changed on module add and remove", func(t *testing.T) {
+		for len(env.changed) > 0 {
+			<-env.changed
+		}
+		extra := mcpModule(t, env.base, "late", "arrive", "    timeout: 1m\n", "exit 0\n")
+		env.warden("module", "add", extra)
+		select {
+		case <-env.changed:
+		case <-time.After(15 * time.Second):
+			t.Fatal("no notifications/tools/list_changed after module add")
+		}
+		lt, err := cs.ListTools(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, tl := range lt.Tools {
+			found = found || tl.Name == "late__arrive"
+		}
+		if !found {
+			t.Fatal("late__arrive not listed after module add")
+		}
+		env.warden("module", "remove", "late")
+		select {
+		case <-env.changed:
+		case <-time.After(15 * time.Second):
+			t.Fatal("no notifications/tools/list_changed after module remove")
+		}
+	})
+
+	t.Run("sessions", func(t *testing.T) {
+		ss, err := env.ctl.MCPSessions()
+		if err != nil || len(ss) != 1 || ss[0].Client != subject || ss[0].Name != "Test Agent" {
+			t.Fatalf("sessions: %v %+v", err, ss)
+		}
+		if len(env.receipts("mcp.connect")) == 0 {
+			t.Error("no mcp.connect receipt")
+		}
+	})
+}
+
+// TestMCPRequestExpires: a call nobody decides is refused when its
+// request expires, and says so.
+func TestMCPRequestExpires(t *testing.T) {
+	env := newMCPEnv(t)
+	env.attach()
+	cs := env.connect("expiry-agent", "--request-ttl", "1s")
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "noop__nothing", Arguments: map[string]any{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.IsError || !strings.Contains(resultText(res), "the request expired after 1s") {
+		t.Fatalf("expired call: error=%v %q", res.IsError, resultText(res))
+	}
+	gates := env.receipts("mcp.gate")
+	if last := gates[len(gates)-1]; detail(last, "outcome") != engine.MCPExpired {
+		t.Errorf("gate receipt: %+v", last)
+	}
+	if n := len(env.receipts("hook.start")); n != 0 {
+		t.Errorf("%d runs started", n)
+	}
+}
+
+// detail is a receipt detail as text ("" when absent).
+func detail(r engine.Receipt, key string) string {
+	var m map[string]any
+	json.Unmarshal(r.Details, &m)
+	switch v := m[key].(type) {
+	case nil:
+		return ""
+	case string:
+		return v
+	default:
+		return fmt.Sprint(v)
+	}
+}
