@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 
 	"warden/engine/hands"
 	"warden/storage"
@@ -72,6 +73,7 @@ type Facade interface {
 	ApproveAlwaysTool(actor Actor, id uint64, reason string) (Request, Rule, Policy, error)
 	HoldMCPSession(ctx context.Context, actor Actor, s MCPSession) error
 	MCPSessions() ([]MCPSession, error)
+	MCPHands(ctx context.Context, actor Actor, c MCPCall) (json.RawMessage, error)
 
 	HandsInit(ctx context.Context, actor Actor, opts hands.InitOptions) (hands.InitResult, error)
 	HandsFinish(ctx context.Context, actor Actor, root string, progress func(step, detail string)) (hands.FinishResult, error)

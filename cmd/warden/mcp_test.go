@@ -17,6 +17,7 @@ import (
 
 	"warden/engine"
 	"warden/engine/control"
+	"warden/engine/hands/handstest"
 )
 
 // mcpModule writes a module of one shell hook into a private dir.
@@ -216,7 +217,7 @@ func TestMCPGateway(t *testing.T) {
 		for _, tl := range lt.Tools {
 			byName[tl.Name] = tl
 		}
-		for _, want := range []string{"echo__say", "noop__nothing", "slow__wait", "flood__lines", "hello__greet"} {
+		for _, want := range []string{"echo__say", "noop__nothing", "slow__wait", "flood__lines", "hello__greet", "hands_exec", "hands_read", "hands_write"} {
 			if byName[want] == nil {
 				t.Fatalf("tool %s missing; tools: %v", want, lt.Tools)
 			}
@@ -500,5 +501,53 @@ func detail(r engine.Receipt, key string) string {
 		return v
 	default:
 		return fmt.Sprint(v)
+	}
+}
+
+// TestMCPHandsTools: hands_write then hands_read on a real hands root
+// (access none): each call passes the MCP client's gate, then the root's
+// own policy asks the operator too, as for a hook.
+func TestMCPHandsTools(t *testing.T) {
+	sock := handstest.Docker(t)
+	env := newMCPEnv(t)
+	root := filepath.Join(handstest.Base(t, sock), "hands")
+	env.warden("hands", "init", "--root", root, "--engine-socket", sock, "--image", handstest.Image, "--access", "none")
+	t.Cleanup(func() { exec.Command(env.bin, "--data-dir", env.c.dir, "hands", "finish", "--root", root).Run() })
+	env.attach()
+	cs := env.connect("hands-agent")
+	ctx := context.Background()
+
+	// approve decides the MCP gate's request, then the root's.
+	approve := func(tool string) {
+		req := env.pendingFor("mcp:hands-agent", tool)
+		env.warden("perms", "approve", strconv.FormatUint(req.ID, 10))
+		var hreq engine.Request
+		waitUntil(t, "the hands root's request", 20*time.Second, func() bool {
+			rs, _ := env.ctl.Requests(engine.RequestFilter{})
+			for _, r := range rs {
+				if r.Subject == "hands:"+root {
+					hreq = r
+					return true
+				}
+			}
+			return false
+		}, func() string { return "" })
+		env.warden("perms", "approve", strconv.FormatUint(hreq.ID, 10))
+	}
+	ch := callAsync(ctx, cs, &mcp.CallToolParams{Name: "hands_write", Arguments: map[string]any{"root": root, "path": "/workspace/a.txt", "content": "from the agent"}})
+	approve("hands_write")
+	if res := wait(t, ch); res.IsError {
+		t.Fatalf("hands_write: %s", resultText(res))
+	}
+	ch = callAsync(ctx, cs, &mcp.CallToolParams{Name: "hands_read", Arguments: map[string]any{"root": root, "path": "/workspace/a.txt"}})
+	approve("hands_read")
+	res := wait(t, ch)
+	sc, _ := json.Marshal(res.StructuredContent)
+	if res.IsError || string(sc) != `{"content":"from the agent"}` {
+		t.Fatalf("hands_read: %v %s %s", res.IsError, sc, resultText(res))
+	}
+	hs := env.receipts("mcp.hands")
+	if len(hs) != 2 || hs[0].Actor != "mcp:hands-agent" {
+		t.Errorf("mcp.hands receipts: %+v", hs)
 	}
 }

@@ -576,4 +576,9 @@ func (c *Client) MCPSessions() (ss []engine.MCPSession, err error) {
 	return
 }
 
+func (c *Client) MCPHands(ctx context.Context, _ engine.Actor, call engine.MCPCall) (out json.RawMessage, err error) {
+	err = c.do(ctx, nil, "MCPHands", []any{call}, &out)
+	return
+}
+
 var _ engine.Facade = (*Client)(nil)

@@ -70,11 +70,14 @@ type tool struct {
 	in, out            *jsonschema.Schema
 	resolved           *jsonschema.Resolved
 	print              string
+	hands              bool // a hands tool, not a hook
 }
+
+func sortStrings(s []string) { sort.Strings(s) }
 
 // toolsOf lists the tools of the registered modules that can run now.
 func toolsOf(ms []engine.Module) (map[string]*tool, error) {
-	out := map[string]*tool{}
+	out := handsTools()
 	for _, m := range ms {
 		if m.Manifest == nil {
 			continue
