@@ -15,7 +15,9 @@ import (
 // through the same capabilities a hook calls: the root's policy applies
 // after the client's gate.
 
-func str(desc string) *jsonschema.Schema { return &jsonschema.Schema{Type: "string", Description: desc} }
+func str(desc string) *jsonschema.Schema {
+	return &jsonschema.Schema{Type: "string", Description: desc}
+}
 
 func object(props map[string]*jsonschema.Schema) *jsonschema.Schema {
 	req := make([]string, 0, len(props))
