@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"warden/engine"
+	"warden/engine/mcpconf"
 	"warden/engine/mcpgw"
 )
 
@@ -27,7 +30,7 @@ tool per registered module hook. Every call is shown to a warden operator
 or denies it with a reason; the hook then runs in the jail, and the agent
 gets its outputs and last stream lines.`,
 	}
-	c.AddCommand(a.mcpServeCommand())
+	c.AddCommand(a.mcpServeCommand(), a.mcpInstallCommand(), a.mcpUninstallCommand())
 	return c
 }
 
@@ -121,3 +124,135 @@ func readCloser(r io.Reader) io.ReadCloser {
 }
 
 func writeCloser(w io.Writer) io.WriteCloser { return nopWriteCloser{w} }
+
+func (a *app) mcpInstallCommand() *cobra.Command  { return a.mcpConfigCommand(true) }
+func (a *app) mcpUninstallCommand() *cobra.Command { return a.mcpConfigCommand(false) }
+
+// mcpConfigCommand is `mcp install` (add or update warden's entry in an
+// MCP client's config) and `mcp uninstall` (remove it).
+func (a *app) mcpConfigCommand(install bool) *cobra.Command {
+	var client, path, name, wardenPath string
+	var dryRun bool
+	use, short := "uninstall", "Remove warden's entry from an MCP client's config, under the same file-safety rules"
+	if install {
+		use, short = "install", "Add or update warden's entry in an MCP client's config (claude-code, claude-desktop, cursor, codex)"
+	}
+	c := &cobra.Command{
+		Use:   use + " --client NAME [--config PATH] [--name warden] [--dry-run]",
+		Short: short,
+		Long: short + `.
+
+Default config files:
+  claude-code     ~/.claude.json (user scope, "mcpServers")
+  claude-desktop  ~/.config/Claude/claude_desktop_config.json ("mcpServers")
+  cursor          ~/.cursor/mcp.json ("mcpServers")
+  codex           $CODEX_HOME/config.toml, else ~/.codex/config.toml ([mcp_servers.NAME])
+
+The entry runs this warden binary (its real, absolute path, admitted like
+bubblewrap: owned by root or you, not writable by others; never looked up
+on PATH) as ` + "`mcp serve --data-dir DIR`" + `.
+
+warden writes another program's file only if it is safe to: the path is
+absolute and canonical; the file is yours, a regular file with one link
+(never followed through a symlink), at most 1 MiB, not group/world
+writable, under directories that are not group/world writable; it parses
+strictly; and every other server and key keeps its bytes. The new file is
+written beside it (0600), fsynced, and renamed over it only if the file
+did not change meanwhile; the original is kept as FILE.bak. A refusal
+names the check and the fix, and changes nothing. --dry-run prints the
+diff and changes nothing.`,
+		Example: "  warden mcp " + use + " --client claude-code --dry-run\n  warden mcp " + use + " --client codex --config ~/.codex/config.toml",
+		Args:    args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if client == "" {
+				return usageError{fmt.Errorf("--client is required (one of %s)", strings.Join(mcpconf.ClientNames(), ", "))}
+			}
+			cl, err := mcpconf.Lookup(client)
+			if err != nil {
+				return usageError{err}
+			}
+			if path == "" {
+				if path, err = cl.DefaultPath(); err != nil {
+					return err
+				}
+			} else if abs, err := filepath.Abs(path); err == nil && !filepath.IsAbs(path) {
+				path = abs
+			}
+			var plan *mcpconf.Plan
+			if install {
+				dir, err := engine.ResolveDataDir(a.dataDir)
+				if err != nil {
+					return err
+				}
+				if wardenPath == "" {
+					if wardenPath, err = os.Executable(); err != nil {
+						return fmt.Errorf("cannot find this warden binary (%v): give --warden PATH", err)
+					}
+					if real, err := filepath.EvalSymlinks(wardenPath); err == nil {
+						wardenPath = real
+					}
+				}
+				plan, err = mcpconf.PlanInstall(cl, path, name, mcpconf.Entry{Command: wardenPath, Args: []string{"mcp", "serve", "--data-dir", dir}})
+				if err != nil {
+					return err
+				}
+			} else {
+				if plan, err = mcpconf.PlanUninstall(cl, path, name); err != nil {
+					return err
+				}
+			}
+			return a.reportMCPPlan(plan, install, dryRun)
+		},
+	}
+	c.Flags().StringVar(&client, "client", "", "the MCP client: "+strings.Join(mcpconf.ClientNames(), ", "))
+	c.Flags().StringVar(&path, "config", "", "the client's config file (default: its usual path, see above)")
+	c.Flags().StringVar(&name, "name", "warden", "the server's name in the config")
+	c.Flags().BoolVar(&dryRun, "dry-run", false, "print the diff; change nothing")
+	if install {
+		c.Flags().StringVar(&wardenPath, "warden", "", "the warden binary the entry runs (default: this one, by its real path)")
+	}
+	return c
+}
+
+func (a *app) reportMCPPlan(p *mcpconf.Plan, install, dryRun bool) error {
+	var backup string
+	if !dryRun {
+		var err error
+		if backup, err = p.Apply(); err != nil {
+			return err
+		}
+	}
+	if a.json {
+		return a.emitJSON(map[string]any{"client": p.Client.Name, "config": p.Path, "name": p.Name, "changed": p.Changed,
+			"dryRun": dryRun, "diff": p.Diff(), "backup": backup, "old": p.Old, "entry": p.New})
+	}
+	switch {
+	case !p.Changed && install:
+		a.printf("%s's config %s already runs %s as %q: nothing to change\n", p.Client.Name, p.Path, p.New.Command, p.Name)
+		return nil
+	case !p.Changed:
+		a.printf("%s's config %s has no %q entry: nothing to remove\n", p.Client.Name, p.Path, p.Name)
+		return nil
+	}
+	fmt.Fprint(a.stdout, p.Diff())
+	if dryRun {
+		a.printf("dry run: nothing was changed\n")
+		return nil
+	}
+	verb := "removed"
+	if install {
+		verb = "added"
+		if p.Old != nil {
+			verb = "updated"
+		}
+	}
+	a.printf("%s %q in %s's config %s", verb, p.Name, p.Client.Name, p.Path)
+	if backup != "" {
+		a.printf(" (the original is kept as %s)", backup)
+	}
+	a.printf("\n")
+	if install {
+		a.printf("restart %s to load it; each tool call then waits for an operator: the console's Requests pane, or `warden perms list`\n", p.Client.Name)
+	}
+	return nil
+}

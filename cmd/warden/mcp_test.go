@@ -551,3 +551,123 @@ func TestMCPHandsTools(t *testing.T) {
 		t.Errorf("mcp.hands receipts: %+v", hs)
 	}
 }
+
+// TestMCPInstallRoundTrip: `warden mcp install` for each client at its
+// usual path (under a private HOME), the entry it wrote started by the
+// SDK's client as the MCP client would, --dry-run changing nothing, and
+// uninstall taking the entry out again.
+func TestMCPInstallRoundTrip(t *testing.T) {
+	c := newCLI(t)
+	base := privateDir(t, "warden-mcpinstall-")
+	home := filepath.Join(base, "home")
+	for _, d := range []string{".config/Claude", ".cursor", ".codex"} {
+		if err := os.MkdirAll(filepath.Join(home, d), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.Chmod(home, 0o700)
+	t.Setenv("HOME", home)
+	t.Setenv("CODEX_HOME", "")
+	// A real copy of this binary (a symlink would not be admitted).
+	self, _ := os.Executable()
+	bin := filepath.Join(base, "bin", "warden")
+	os.MkdirAll(filepath.Dir(bin), 0o755)
+	if out, err := exec.Command("cp", self, bin).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v %s", err, out)
+	}
+	claudeJSON := filepath.Join(home, ".claude.json")
+	os.WriteFile(claudeJSON, []byte("{\n  \"theme\": \"dark\",\n  \"mcpServers\": {\n    \"other\": {\"command\": \"/usr/bin/other\", \"args\": []}\n  }\n}\n"), 0o600)
+	before, _ := os.ReadFile(claudeJSON)
+
+	paths := map[string]string{
+		"claude-code":    claudeJSON,
+		"claude-desktop": filepath.Join(home, ".config/Claude/claude_desktop_config.json"),
+		"cursor":         filepath.Join(home, ".cursor/mcp.json"),
+		"codex":          filepath.Join(home, ".codex/config.toml"),
+	}
+	// --dry-run: the diff, and nothing changes.
+	r := c.ok("mcp", "install", "--client", "cursor", "--warden", bin, "--dry-run")
+	if !strings.Contains(r.stdout, "+++ b/"+paths["cursor"]) || !strings.Contains(r.stdout, "dry run: nothing was changed") {
+		t.Errorf("dry run: %s", r)
+	}
+	if fileExists(paths["cursor"]) {
+		t.Fatal("--dry-run created the config")
+	}
+	for client, path := range paths {
+		r := c.ok("mcp", "install", "--client", client, "--warden", bin)
+		if !strings.Contains(r.stdout, "added \"warden\" in "+client+"'s config "+path) {
+			t.Errorf("%s: %s", client, r)
+		}
+		b, _ := os.ReadFile(path)
+		if !strings.Contains(string(b), bin) || !strings.Contains(string(b), c.dir) {
+			t.Errorf("%s: config lacks the entry:\n%s", client, b)
+		}
+		if r := c.ok("mcp", "install", "--client", client, "--warden", bin); !strings.Contains(r.stdout, "nothing to change") {
+			t.Errorf("%s: second install: %s", client, r)
+		}
+	}
+	after, _ := os.ReadFile(claudeJSON)
+	if !strings.Contains(string(after), `"other": {"command": "/usr/bin/other", "args": []}`) || !strings.Contains(string(after), `"type": "stdio"`) {
+		t.Errorf("claude-code config:\n%s", after)
+	}
+
+	// The entry works: start it as Cursor would and list the tools.
+	var cfg struct {
+		MCPServers map[string]struct {
+			Command string   `json:"command"`
+			Args    []string `json:"args"`
+		} `json:"mcpServers"`
+	}
+	b, _ := os.ReadFile(paths["cursor"])
+	json.Unmarshal(b, &cfg)
+	w := cfg.MCPServers["warden"]
+	client := mcp.NewClient(&mcp.Implementation{Name: "cursor"}, nil)
+	cs, err := client.Connect(context.Background(), &mcp.CommandTransport{Command: exec.Command(w.Command, w.Args...)}, nil)
+	if err != nil {
+		t.Fatalf("starting the installed entry %s %v: %v", w.Command, w.Args, err)
+	}
+	lt, err := cs.ListTools(context.Background(), nil)
+	if err != nil || len(lt.Tools) < 3 {
+		t.Errorf("tools of the installed entry: %v %v", err, lt)
+	}
+	cs.Close()
+
+	for client, path := range paths {
+		r := c.ok("mcp", "uninstall", "--client", client)
+		if !strings.Contains(r.stdout, "removed \"warden\"") {
+			t.Errorf("%s uninstall: %s", client, r)
+		}
+		b, _ := os.ReadFile(path)
+		if strings.Contains(string(b), bin) {
+			t.Errorf("%s: entry still there:\n%s", client, b)
+		}
+		if !fileExists(path + ".bak") {
+			t.Errorf("%s: no backup", client)
+		}
+	}
+	if b, _ := os.ReadFile(claudeJSON); string(b) != string(before) {
+		t.Errorf("claude-code config after install+uninstall:\n%s\nwant\n%s", b, before)
+	}
+
+	// Refusals exit 1 naming the check and the fix, and change nothing.
+	os.Chmod(paths["cursor"], 0o666)
+	snap, _ := os.ReadFile(paths["cursor"])
+	r = c.run("mcp", "install", "--client", "cursor", "--warden", bin)
+	if r.code != 1 || !strings.Contains(r.stderr, "not group/world writable check") || !strings.Contains(r.stderr, "fix: chmod go-w") {
+		t.Errorf("0666 config: %s", r)
+	}
+	if b, _ := os.ReadFile(paths["cursor"]); string(b) != string(snap) {
+		t.Error("a refused install changed the file")
+	}
+	if strings.HasPrefix(self, "/tmp/") {
+		// This test binary sits under /tmp (world-writable): not admitted.
+		os.Chmod(paths["cursor"], 0o600)
+		r = c.run("mcp", "install", "--client", "cursor")
+		if r.code != 1 || !strings.Contains(r.stderr, "warden binary: ancestors") {
+			t.Errorf("a warden binary under /tmp: %s", r)
+		}
+	}
+	if r := c.run("mcp", "install", "--client", "vim"); r.code != 2 {
+		t.Errorf("unknown client: %s", r)
+	}
+}
