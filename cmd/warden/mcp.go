@@ -125,7 +125,7 @@ func readCloser(r io.Reader) io.ReadCloser {
 
 func writeCloser(w io.Writer) io.WriteCloser { return nopWriteCloser{w} }
 
-func (a *app) mcpInstallCommand() *cobra.Command  { return a.mcpConfigCommand(true) }
+func (a *app) mcpInstallCommand() *cobra.Command   { return a.mcpConfigCommand(true) }
 func (a *app) mcpUninstallCommand() *cobra.Command { return a.mcpConfigCommand(false) }
 
 // mcpConfigCommand is `mcp install` (add or update warden's entry in an
