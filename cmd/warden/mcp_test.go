@@ -21,7 +21,7 @@ import (
 )
 
 // mcpModule writes a module of one shell hook into a private dir.
-func mcpModule(t *testing.T, base, id, hook, manifestHook, script string) string {
+func mcpModule(t testing.TB, base, id, hook, manifestHook, script string) string {
 	t.Helper()
 	dir := filepath.Join(base, "modules", id)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -40,7 +40,7 @@ func mcpModule(t *testing.T, base, id, hook, manifestHook, script string) string
 // mcpEnv is a served data dir with test modules, and an MCP client
 // connected to a real `warden mcp serve` subprocess.
 type mcpEnv struct {
-	t        *testing.T
+	t        testing.TB
 	c        *cli
 	bin      string
 	base     string
@@ -51,7 +51,7 @@ type mcpEnv struct {
 	progress []string
 }
 
-func newMCPEnv(t *testing.T) *mcpEnv {
+func newMCPEnv(t testing.TB) *mcpEnv {
 	t.Helper()
 	needBwrap(t)
 	c := newCLI(t)
@@ -184,7 +184,7 @@ func resultText(r *mcp.CallToolResult) string {
 	return b.String()
 }
 
-func wait(t *testing.T, ch chan callResult) *mcp.CallToolResult {
+func wait(t testing.TB, ch chan callResult) *mcp.CallToolResult {
 	t.Helper()
 	select {
 	case r := <-ch:
