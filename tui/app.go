@@ -139,6 +139,8 @@ type App struct {
 	toastID  int
 	toastReq uint64 // the request the toast announces
 	jailErr  string
+	// mcpClients is how many MCP clients are connected (header count).
+	mcpClients int
 	tabX     [tabCount][2]int // each tab's cells on the tab bar
 	closed   bool
 	// eventMsgs counts event messages (tests check lines are batched).
@@ -199,11 +201,20 @@ func New(e engine.Facade, opts Options) *App {
 
 // reload re-reads everything from storage (start, and after missed events).
 func (a *App) reload() {
+	a.countMCP()
 	a.streams.reload()
 	a.requests.reload()
 	a.receipts.reload()
 	a.modules.reload(a.streams.runs)
 	a.hands.reload()
+}
+
+// countMCP re-reads how many MCP clients are connected (`warden mcp
+// serve` sessions), for the header.
+func (a *App) countMCP() {
+	if ss, err := a.sh.e.MCPSessions(); err == nil {
+		a.mcpClients = len(ss)
+	}
 }
 
 // Close detaches the operator and ends the subscription.
@@ -463,6 +474,9 @@ func (a *App) handleEvents(evs []engine.Event) tea.Cmd {
 			a.modules.runEvent(*ev.Run)
 		case engine.EventReceipt:
 			a.receipts.add(*ev.Receipt)
+			if k := ev.Receipt.Kind; k == "mcp.connect" || k == "mcp.disconnect" {
+				a.countMCP()
+			}
 		case engine.EventRequest:
 			if a.requests.upsert(*ev.Request) {
 				cmds = append(cmds, a.ring(*ev.Request))
@@ -590,6 +604,9 @@ func (a *App) header(w int) string {
 		counts += th.Pending.Render(fmt.Sprintf("%d pending", pending))
 	} else {
 		counts += th.HeaderVal.Render("0 pending")
+	}
+	if a.mcpClients > 0 {
+		counts += sep + th.HeaderVal.Render(fmt.Sprintf("%d mcp", a.mcpClients))
 	}
 	left := th.Brand.Render("warden") + sep
 	right := sep + jail + sep + counts

@@ -52,6 +52,9 @@ type requestsPane struct {
 	confirming bool
 	confirmID  uint64
 	rule       string
+	// confirmTool: the request is an MCP tool call, so t may approve the
+	// whole tool instead of exactly these arguments.
+	confirmTool bool
 	ov         *overlay
 }
 
@@ -159,6 +162,8 @@ func (p *requestsPane) prompt() string {
 	switch {
 	case p.denying:
 		return p.reason.View()
+	case p.confirming && p.confirmTool:
+		return p.sh.th.Prompt.Render(fmt.Sprintf("approve request %d always? y: these arguments · t: this tool, any arguments · [N]", p.confirmID))
 	case p.confirming:
 		return p.sh.th.Prompt.Render(fmt.Sprintf("approve request %d always? [y/N]", p.confirmID)) + p.sh.th.Dim.Render(" (the rule to be added is shown above)")
 	}
@@ -214,9 +219,13 @@ func (p *requestsPane) key(msg tea.KeyMsg) tea.Cmd {
 	}
 	if p.confirming {
 		p.confirming = false
-		if key.Matches(msg, k.Yes) {
+		switch {
+		case key.Matches(msg, k.Yes):
 			p.decide(p.confirmID, engine.ApproveAlways, "")
-		} else {
+		case p.confirmTool && msg.String() == "t":
+			// An MCP tool call: the rule covers the tool, any arguments.
+			p.decide(p.confirmID, approveAlwaysTool, "")
+		default:
 			p.sh.setStatus("not approved", false)
 		}
 		return nil
@@ -248,6 +257,7 @@ func (p *requestsPane) key(msg tea.KeyMsg) tea.Cmd {
 				return nil
 			}
 			p.confirming, p.confirmID, p.rule = true, r.ID, rule
+			p.confirmTool = r.Operation == "mcp.call"
 		}
 	}
 	return nil
@@ -290,6 +300,15 @@ func (p *requestsPane) decide(id uint64, verdict, reason string) {
 	p.upsert(r)
 	p.selectID(id)
 	p.sh.setStatus(fmt.Sprintf("request %d: %s", id, verdict), false)
+}
+
+// requesterField names who asked: a hook's run, or an MCP client's tool
+// call (client, tool, session).
+func requesterField(r engine.Request, field func(k, v string) string) string {
+	if q := r.Requester; q.Client != "" {
+		return field("requester", fmt.Sprintf("MCP client %s, tool %s, session %s", oneLine(q.Client), oneLine(q.Hook), oneLine(q.Session)))
+	}
+	return field("requester", fmt.Sprintf("%s/%s, run %s", r.Requester.Module, r.Requester.Hook, r.Requester.Run))
 }
 
 // operationLine is a request's operation on one line.
@@ -424,7 +443,7 @@ func (p *requestsPane) detail(r engine.Request) []string {
 	}
 	out = append(out,
 		field("subject", r.Subject),
-		field("requester", fmt.Sprintf("%s/%s, run %s", r.Requester.Module, r.Requester.Hook, r.Requester.Run)),
+		requesterField(r, field),
 		field("operation", r.Operation),
 		field("created", r.Created.Local().Format("2006-01-02 15:04:05")+" ("+shortDur(now.Sub(r.Created))+" ago)"),
 	)

@@ -632,6 +632,16 @@ func TestMCPInstallRoundTrip(t *testing.T) {
 	}
 	cs.Close()
 
+	// doctor names each configured client and whether its warden is admitted.
+	r = c.run("doctor")
+	for client := range paths {
+		if !strings.Contains(r.stdout, "ok      mcp client "+client) && !strings.Contains(r.stdout, "mcp client "+client+"  ") {
+			t.Errorf("doctor does not report %s:\n%s", client, r.stdout)
+		}
+	}
+	if !strings.Contains(r.stdout, "(admitted)") {
+		t.Errorf("doctor:\n%s", r.stdout)
+	}
 	for client, path := range paths {
 		r := c.ok("mcp", "uninstall", "--client", client)
 		if !strings.Contains(r.stdout, "removed \"warden\"") {
