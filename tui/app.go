@@ -141,8 +141,8 @@ type App struct {
 	jailErr  string
 	// mcpClients is how many MCP clients are connected (header count).
 	mcpClients int
-	tabX     [tabCount][2]int // each tab's cells on the tab bar
-	closed   bool
+	tabX       [tabCount][2]int // each tab's cells on the tab bar
+	closed     bool
 	// eventMsgs counts event messages (tests check lines are batched).
 	eventMsgs int
 	// attachedPID is the process serving the engine (0: this one); gone

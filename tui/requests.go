@@ -55,7 +55,7 @@ type requestsPane struct {
 	// confirmTool: the request is an MCP tool call, so t may approve the
 	// whole tool instead of exactly these arguments.
 	confirmTool bool
-	ov         *overlay
+	ov          *overlay
 }
 
 func newRequestsPane(sh *shared) *requestsPane {
