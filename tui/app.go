@@ -139,10 +139,8 @@ type App struct {
 	toastID  int
 	toastReq uint64 // the request the toast announces
 	jailErr  string
-	// mcpClients is how many MCP clients are connected (header count).
-	mcpClients int
-	tabX       [tabCount][2]int // each tab's cells on the tab bar
-	closed     bool
+	tabX     [tabCount][2]int // each tab's cells on the tab bar
+	closed   bool
 	// eventMsgs counts event messages (tests check lines are batched).
 	eventMsgs int
 	// attachedPID is the process serving the engine (0: this one); gone
@@ -151,6 +149,9 @@ type App struct {
 	gone        error
 	takingOver  bool
 	owned       []engine.Facade // engines opened by a takeover, closed by Close
+
+	// mcpClients is how many MCP clients are connected (header count).
+	mcpClients int
 }
 
 // New makes the console for an open engine. It subscribes to events and

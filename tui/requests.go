@@ -52,10 +52,11 @@ type requestsPane struct {
 	confirming bool
 	confirmID  uint64
 	rule       string
+	ov         *overlay
+
 	// confirmTool: the request is an MCP tool call, so t may approve the
 	// whole tool instead of exactly these arguments.
 	confirmTool bool
-	ov          *overlay
 }
 
 func newRequestsPane(sh *shared) *requestsPane {
