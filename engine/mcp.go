@@ -58,6 +58,10 @@ func MCPSubject(client string) string {
 	return "mcp:" + s
 }
 
+// MCPToolRule is the policy rule that lets an MCP client run tool
+// without asking, whatever the arguments.
+func MCPToolRule(tool string) (Rule, error) { return perms.ToolRule(tool) }
+
 // MCPCall is one MCP tool call to gate.
 type MCPCall struct {
 	Client    string          `json:"client"`  // clientInfo.name, as the client sent it

@@ -457,6 +457,27 @@ func TestMCPGateway(t *testing.T) {
 		}
 	})
 
+	t.Run("policy lets a tool run without asking", func(t *testing.T) {
+		env.detachOperator() // nobody to ask: only the policy can let it through
+		p, _, err := env.ctl.Policy(subject)
+		if err != nil {
+			t.Fatal(err)
+		}
+		env.warden("perms", "policy", "set", subject, "--revision", strconv.FormatUint(p.Revision, 10), "--allow-tool", "noop__nothing")
+		opened := len(env.receipts("request.open"))
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "noop__nothing", Arguments: map[string]any{}})
+		if err != nil || res.IsError {
+			t.Fatalf("allowed tool: %v %s", err, resultText(res))
+		}
+		if n := len(env.receipts("request.open")); n != opened {
+			t.Error("a tool the policy allows opened a request")
+		}
+		show := env.warden("perms", "policy", "show", subject)
+		if !strings.Contains(show, `mcp.call`) || !strings.Contains(show, `"tool":"noop__nothing"`) {
+			t.Errorf("policy show:\n%s", show)
+		}
+	})
+
 	t.Run("sessions", func(t *testing.T) {
 		ss, err := env.ctl.MCPSessions()
 		if err != nil || len(ss) != 1 || ss[0].Client != subject || ss[0].Name != "Test Agent" {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -20,7 +21,7 @@ func (a *app) permsCommand() *cobra.Command {
 	}
 	policy := &cobra.Command{
 		Use:   "policy",
-		Short: "Show or set a subject's policy (module:ID or hands:/ROOT)",
+		Short: "Show or set a subject's policy (module:ID, hands:/ROOT or mcp:CLIENT)",
 	}
 	show := &cobra.Command{
 		Use:     "show SUBJECT",
@@ -50,6 +51,7 @@ func (a *app) permsCommand() *cobra.Command {
 		},
 	}
 	var network, execute, read, write string
+	var allowTools, forgetTools []string
 	var revision int64
 	set := &cobra.Command{
 		Use:   "set SUBJECT --revision N [--network true|false] [--execute ...] [--read ...] [--write ...]",
@@ -83,6 +85,35 @@ policy is at revision 0.`,
 					}
 					*f.dst = b
 				}
+				if len(allowTools)+len(forgetTools) > 0 && !strings.HasPrefix(p.Subject, "mcp:") {
+					return usageError{fmt.Errorf("--allow-tool and --forget-tool are for MCP clients (mcp:NAME), not %s", p.Subject)}
+				}
+				for _, tool := range forgetTools {
+					r, err := engine.MCPToolRule(tool)
+					if err != nil {
+						return err
+					}
+					kept := p.Rules[:0:0]
+					for _, have := range p.Rules {
+						if have.Operation != r.Operation || have.Digest != r.Digest {
+							kept = append(kept, have)
+						}
+					}
+					p.Rules = kept
+				}
+				for _, tool := range allowTools {
+					r, err := engine.MCPToolRule(tool)
+					if err != nil {
+						return err
+					}
+					dup := false
+					for _, have := range p.Rules {
+						dup = dup || (have.Operation == r.Operation && have.Digest == r.Digest)
+					}
+					if !dup {
+						p.Rules = append(p.Rules, r)
+					}
+				}
 				out, err := e.SetPolicy(engine.LocalActor(), p, uint64(revision))
 				if err != nil {
 					return err
@@ -96,6 +127,8 @@ policy is at revision 0.`,
 	set.Flags().StringVar(&execute, "execute", "", "allow executing in a hands container (true|false)")
 	set.Flags().StringVar(&read, "read", "", "allow reading the hands workspace (true|false)")
 	set.Flags().StringVar(&write, "write", "", "allow writing the hands workspace (true|false)")
+	set.Flags().StringSliceVar(&allowTools, "allow-tool", nil, "for an MCP client (mcp:NAME): let this tool run without asking, whatever its arguments (repeatable)")
+	set.Flags().StringSliceVar(&forgetTools, "forget-tool", nil, "for an MCP client (mcp:NAME): remove the rule --allow-tool added (repeatable)")
 	policy.AddCommand(show, set)
 	c.AddCommand(policy)
 	c.AddCommand(a.permsListCommand(), a.permsShowCommand())

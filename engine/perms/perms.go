@@ -158,6 +158,18 @@ func Evaluate(p storage.PolicyRecord, op Op) (allowed bool, via string) {
 // its arguments.
 func ToolContent(tool string) map[string]string { return map[string]string{"tool": tool} }
 
+// ToolRule is the rule that lets an MCP tool run whatever its arguments.
+func ToolRule(tool string) (storage.Rule, error) {
+	raw, err := json.Marshal(ToolContent(tool))
+	if err != nil {
+		return storage.Rule{}, err
+	}
+	if raw, err = storage.CanonicalJSON(raw); err != nil {
+		return storage.Rule{}, err
+	}
+	return storage.Rule{Operation: OpMCPCall, Digest: Digest(OpMCPCall, raw), Summary: Summary(OpMCPCall, raw) + " (any arguments)"}, nil
+}
+
 // ToolDigest is the digest of the tool-wide rule for an mcp.call whose
 // canonical content is content, or "" when content names no tool.
 func ToolDigest(content json.RawMessage) string {
@@ -443,14 +455,14 @@ func DecideScoped(tx *storage.Tx, id uint64, verdict, actor, reason string, now 
 	if verdict == storage.ApproveAlways {
 		rule := storage.Rule{Operation: req.Operation, Digest: req.Digest, Summary: Summary(req.Operation, req.Content)}
 		if wholeTool {
-			raw, _ := json.Marshal(ToolContent(req.Requester.Hook))
-			if raw, err = storage.CanonicalJSON(raw); err != nil {
+			tr, err := ToolRule(req.Requester.Hook)
+			if err != nil {
 				return Decided{}, err
 			}
-			if d := ToolDigest(req.Content); d == "" || d != Digest(OpMCPCall, raw) {
+			if d := ToolDigest(req.Content); d == "" || d != tr.Digest {
 				return Decided{}, fmt.Errorf("request %d names no tool a rule can cover", id)
 			}
-			rule = storage.Rule{Operation: req.Operation, Digest: Digest(OpMCPCall, raw), Summary: Summary(req.Operation, raw) + " (any arguments)"}
+			rule = tr
 		}
 		np := p
 		np.Rules = append(append([]storage.Rule{}, p.Rules...), rule)
