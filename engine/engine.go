@@ -98,6 +98,8 @@ type Engine struct {
 
 	// mcp are the MCP clients connected now (see HoldMCPSession).
 	mcp mcpSessions
+	// standing counts the operators attached by AttachStandingOperator.
+	standing atomic.Int64
 }
 
 // Open opens the data dir and the store, and loads the trust root.

@@ -163,7 +163,10 @@ func (e *Engine) awaitMCP(ctx context.Context, req Request, consumer string, ttl
 	}()
 	e.bus.publish(Event{Kind: EventRequest, Request: &req})
 	g := MCPGate{Request: req.ID}
-	if e.operators.Load() == 0 {
+	// An MCP client is told at once when no console (local, or an SSH
+	// session) is there to answer: a serve waiting for SSH sessions that
+	// nobody has opened does not count (see AttachStandingOperator).
+	if e.operators.Load()-e.standing.Load() <= 0 {
 		e.decide(internalActor, req.ID, Deny, "no operator attached")
 		g.Outcome, g.Message = MCPNoOperator, fmt.Sprintf("refused: no operator is attached to answer (request %d); open the warden console, or let the tool run without asking (approve-always)", req.ID)
 		return g, false
@@ -288,6 +291,22 @@ func (e *Engine) ApproveAlwaysTool(actor Actor, id uint64, reason string) (Reque
 		rule, p = *d.Rule, *d.Policy
 	}
 	return d.Request, rule, p, nil
+}
+
+// AttachStandingOperator is AttachOperator for a process that serves
+// consoles none of which may be open (`warden serve --ssh`): a hook's
+// request waits for someone to connect, but an MCP call, which has its
+// own client waiting, is refused at once unless a console is there.
+func (e *Engine) AttachStandingOperator() (detach func()) {
+	e.standing.Add(1)
+	d := e.AttachOperator()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			d()
+			e.standing.Add(-1)
+		})
+	}
 }
 
 // MCPSession is an MCP client connected through `warden mcp serve`.
