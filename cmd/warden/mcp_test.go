@@ -47,6 +47,7 @@ type mcpEnv struct {
 	ctl      *control.Client // a control client of the test: it plays the attached console
 	detach   func()
 	changed  chan struct{}
+	stderr   *lockedBuffer // the last mcp serve's
 	mu       sync.Mutex
 	progress []string
 }
@@ -112,8 +113,9 @@ func (env *mcpEnv) connect(name string, extra ...string) *mcp.ClientSession {
 		},
 	})
 	cmd := exec.Command(env.bin, append([]string{"--data-dir", env.c.dir, "mcp", "serve"}, extra...)...)
-	var stderr lockedBuffer
-	cmd.Stderr = &stderr
+	stderr := &lockedBuffer{}
+	env.stderr = stderr
+	cmd.Stderr = stderr
 	cs, err := client.Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
 	if err != nil {
 		env.t.Fatalf("connecting to warden mcp serve: %v\n%s", err, stderr.String())
@@ -436,7 +438,7 @@ func TestMCPGateway(t *testing.T) {
 		select {
 		case <-env.changed:
 		case <-time.After(15 * time.Second):
-			t.Fatal("no notifications/tools/list_changed after module add")
+			t.Fatalf("no notifications/tools/list_changed after module add; mcp serve said:\n%s", env.stderr.String())
 		}
 		lt, err := cs.ListTools(ctx, nil)
 		if err != nil {

@@ -133,9 +133,7 @@ func (g *Gateway) Run(ctx context.Context, transport mcp.Transport) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	sub := g.opts.Engine.Subscribe()
-	defer sub.Close()
-	go g.watch(ctx, sub)
+	go g.watch(ctx)
 	ss, err := g.server.Connect(ctx, transport, nil)
 	if err != nil {
 		return err
@@ -167,25 +165,28 @@ func (g *Gateway) Run(ctx context.Context, transport mcp.Transport) error {
 	return err
 }
 
-// watch re-syncs the tools when a module is added or removed (or events
-// were missed).
-func (g *Gateway) watch(ctx context.Context, sub *engine.Subscription) {
+// watch re-reads the modules every PollEvery and re-syncs the tools
+// when they changed (a module added, removed, or its manifest edited).
+// It polls rather than following the engine's events: those carry every
+// stream line of every run, and a gateway behind a chatty run would see a
+// module change late.
+func (g *Gateway) watch(ctx context.Context) {
+	t := time.NewTicker(PollEvery)
+	defer t.Stop()
 	for {
-		ev, err := sub.Next(ctx)
-		if err != nil {
+		select {
+		case <-ctx.Done():
 			return
-		}
-		resync := ev.Kind == engine.EventMissed
-		if ev.Kind == engine.EventReceipt && ev.Receipt != nil && strings.HasPrefix(ev.Receipt.Kind, "module.") {
-			resync = true
-		}
-		if resync {
+		case <-t.C:
 			if err := g.Sync(); err != nil {
 				g.opts.Logf("mcp: re-reading the modules: %v", err)
 			}
 		}
 	}
 }
+
+// PollEvery is how often the gateway re-reads the registered modules.
+var PollEvery = time.Second
 
 func clientName(req *mcp.CallToolRequest) string {
 	if req.Session != nil {
