@@ -200,7 +200,7 @@ func (e *Engine) awaitMCP(ctx context.Context, req Request, consumer string, ttl
 	case d.Verdict == ApproveOnce || d.Verdict == ApproveAlways:
 		g.Allowed, g.Outcome, g.Via = true, MCPAllowed, fmt.Sprintf("request %d: %s by %s", req.ID, d.Verdict, d.By)
 	case d.By == perms.EngineActor && d.Reason == "expired":
-		g.Outcome, g.Message = MCPExpired, fmt.Sprintf("refused: the request expired after %s without a decision (request %d)", ttl.Round(time.Second), req.ID)
+		g.Outcome, g.Message = MCPExpired, fmt.Sprintf("refused: the request expired after %s without a decision (request %d)", shortTTL(ttl), req.ID)
 	case d.By == perms.EngineActor:
 		g.Outcome, g.Message = MCPRefused, fmt.Sprintf("refused: %s (request %d)", d.Reason, req.ID)
 	default:
@@ -211,6 +211,18 @@ func (e *Engine) awaitMCP(ctx context.Context, req Request, consumer string, ttl
 		g.Outcome, g.Message = MCPDenied, fmt.Sprintf("denied by %s: %s (request %d)", d.By, why, req.ID)
 	}
 	return g, false
+}
+
+// shortTTL writes a duration as operators do: 5m, 90s, 1h30m.
+func shortTTL(d time.Duration) string {
+	s := d.Round(time.Second).String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 func (e *Engine) receiptMCPGate(c MCPCall, subject string, g MCPGate) {

@@ -46,3 +46,11 @@ func TestGateMCPNeedsAConsole(t *testing.T) {
 }
 
 func itoa(n uint64) string { b, _ := json.Marshal(n); return string(b) }
+
+func TestShortTTL(t *testing.T) {
+	for d, want := range map[time.Duration]string{5 * time.Minute: "5m", time.Second: "1s", 90 * time.Second: "1m30s", time.Hour: "1h", 2*time.Hour + 5*time.Minute: "2h5m"} {
+		if got := shortTTL(d); got != want {
+			t.Errorf("%s: %q, want %q", d, got, want)
+		}
+	}
+}

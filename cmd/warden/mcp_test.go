@@ -271,7 +271,7 @@ func TestMCPGateway(t *testing.T) {
 	t.Run("schema-invalid arguments: nothing runs", func(t *testing.T) {
 		env.attach()
 		starts, reqs := len(env.receipts("hook.start")), len(env.receipts("request.open"))
-		for _, args := range []map[string]any{{"word": 5, "times": 1}, {"word": "x"}, {"word": "x", "times": 1, "extra": true}} {
+		for _, args := range []map[string]any{{"word": 5, "times": 1}, {"word": "x"}, {"word": "x", "times": 1, "extra": true}, {"word": strings.Repeat("x", 300<<10), "times": 1}} {
 			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo__say", Arguments: args})
 			if err != nil {
 				t.Fatal(err)

@@ -197,6 +197,10 @@ func clientName(req *mcp.CallToolRequest) string {
 	return "unnamed"
 }
 
+// MaxArguments bounds a call's arguments (they are stored with its
+// request and shown to the operator).
+const MaxArguments = 256 << 10
+
 // failed is an isError result carrying text.
 func failed(text string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: text}}}
@@ -216,6 +220,10 @@ func (g *Gateway) handler(name string) mcp.ToolHandler {
 		e, actor := g.opts.Engine, g.opts.Actor
 		call := engine.MCPCall{Client: clientName(req), Session: g.session, Tool: name, Arguments: req.Params.Arguments, TTL: g.opts.TTL}
 
+		if n := len(req.Params.Arguments); n > MaxArguments {
+			call.Arguments = nil // not stored: it is what is refused
+			return g.invalid(call, fmt.Sprintf("the arguments are %d bytes; at most %d", n, MaxArguments)), nil
+		}
 		args := map[string]any{}
 		if raw := req.Params.Arguments; len(raw) > 0 && string(raw) != "null" {
 			if err := json.Unmarshal(raw, &args); err != nil {
