@@ -52,7 +52,11 @@ type mcpEnv struct {
 	progress []string
 }
 
-func newMCPEnv(t testing.TB) *mcpEnv {
+func newMCPEnv(t testing.TB) *mcpEnv { return newMCPEnvServed(t, true) }
+
+// newMCPEnvServed is newMCPEnv; without serve, nobody holds the data dir
+// until `warden mcp serve` does (connect, then dial).
+func newMCPEnvServed(t testing.TB, serve bool) *mcpEnv {
 	t.Helper()
 	needBwrap(t)
 	c := newCLI(t)
@@ -68,14 +72,23 @@ warden hook result "{\"said\":\"$w\"}"
 	for _, m := range []string{echo, noop, slow, example(t, "flood"), example(t, "hello")} {
 		c.ok("module", "add", m)
 	}
+	if !serve {
+		return env
+	}
 	startServe(t, env.bin, c.dir)
+	env.dial()
+	return env
+}
+
+// dial attaches the test to the data dir's holder as a control client.
+func (env *mcpEnv) dial() {
+	t, c := env.t, env.c
 	ctl, err := control.Dial(c.dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ctl.Close() })
 	env.ctl = ctl
-	return env
 }
 
 // attach makes the test an attached operator (as a console is).
@@ -702,5 +715,26 @@ func TestMCPInstallRoundTrip(t *testing.T) {
 	}
 	if r := c.run("mcp", "install", "--client", "vim"); r.code != 2 {
 		t.Errorf("unknown client: %s", r)
+	}
+}
+
+// TestMCPServeHoldsDataDir: with nobody holding the data dir, `warden mcp
+// serve` holds it and serves it: a console (here the test's control
+// client) and `warden perms approve` attach to it.
+func TestMCPServeHoldsDataDir(t *testing.T) {
+	env := newMCPEnvServed(t, false)
+	cs := env.connect("held-agent")
+	env.dial()
+	env.attach()
+	ch := callAsync(context.Background(), cs, &mcp.CallToolParams{Name: "echo__say", Arguments: map[string]any{"word": "held", "times": 1}})
+	req := env.pendingFor("mcp:held-agent", "echo__say")
+	env.warden("perms", "approve", strconv.FormatUint(req.ID, 10))
+	res := wait(t, ch)
+	sc, _ := json.Marshal(res.StructuredContent)
+	if res.IsError || string(sc) != `{"said":"held"}` {
+		t.Fatalf("%v %s %s", res.IsError, sc, resultText(res))
+	}
+	if !strings.Contains(env.stderr.String(), "mcp serve: session") {
+		t.Errorf("stderr: %s", env.stderr.String())
 	}
 }
