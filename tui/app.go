@@ -612,7 +612,7 @@ func (a *App) header(w int) string {
 	left := th.Brand.Render("warden") + sep
 	right := sep + jail + sep + counts
 	switch {
-	case a.gone != nil:
+	case a.gone != nil && !a.handingOver():
 		right = sep + th.JailOff.Render(fmt.Sprintf(" ⚠ ENGINE (pid %d) GONE: t takes over ", a.attachedPID)) + right
 	case a.attachedPID != 0:
 		right = sep + th.HeaderVal.Render(fmt.Sprintf("attached to pid %d", a.attachedPID)) + right
@@ -623,6 +623,14 @@ func (a *App) header(w int) string {
 }
 
 func widthOf(s string) int { return lipgloss.Width(s) }
+
+// handingOver: the engine's process let go on purpose and this console
+// is taking the data dir over; nothing went wrong, so the header does not
+// say the engine is gone (it does if the takeover fails).
+func (a *App) handingOver() bool {
+	var g *engine.EngineGoneError
+	return a.takingOver && errors.As(a.gone, &g) && g.Closed
+}
 
 func (a *App) tabBar(w int) string {
 	th := a.sh.th
