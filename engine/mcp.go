@@ -68,6 +68,9 @@ type MCPCall struct {
 	Session   string          `json:"session"` // the serve's session id
 	Tool      string          `json:"tool"`
 	Arguments json.RawMessage `json:"arguments"`
+	// Via is what let the call through (MCPGate.Via), for MCPHands's
+	// receipt.
+	Via string `json:"via,omitempty"`
 	// TTL is how long the call waits for a decision (0: DefaultMCPRequestTTL).
 	TTL time.Duration `json:"ttl"`
 }
@@ -88,8 +91,10 @@ type MCPGate struct {
 // on up to its expiry (ctx ending withdraws it). Fail-closed: with no
 // operator attached it is refused at once. The outcome is receipted
 // ("mcp.gate") with the client as actor and its session, and the same
-// distinction as the result: allowed, denied (by whom, why), expired,
-// no-operator, refused.
+// distinction as the result: allowed (through a request or a retry
+// claim), denied (by whom, why), expired, no-operator, refused. A call a
+// policy rule allows outright writes nothing here: the caller records
+// Via with the effect (RunRequest.Gate, MCPCall.Via).
 func (e *Engine) GateMCP(ctx context.Context, actor Actor, c MCPCall) (MCPGate, error) {
 	if err := e.authorize(actor, "act for MCP client "+MCPSubject(c.Client)); err != nil {
 		return MCPGate{}, err
@@ -110,6 +115,22 @@ func (e *Engine) GateMCP(ctx context.Context, actor Actor, c MCPCall) (MCPGate, 
 	ask := perms.Ask{Op: op, Requester: storage.Requester{Module: subject, Hook: c.Tool, Client: subject, Session: c.Session},
 		TTL: ttl, Actor: subject}
 	consumer := "mcp:" + c.Session
+	// The common case, a tool the policy lets run, costs a read and no
+	// commit: the run's own receipts say what let it through (RunRequest.Gate).
+	var ruled bool
+	var ruledVia string
+	if err := e.store.View(func(tx *storage.Tx) error {
+		p, _, err := perms.Policy(tx, subject)
+		if err == nil {
+			ruled, ruledVia = perms.Evaluate(p, op)
+		}
+		return err
+	}); err != nil {
+		return MCPGate{}, err
+	}
+	if ruled {
+		return MCPGate{Allowed: true, Outcome: MCPAllowed, Via: ruledVia}, nil
+	}
 	var g MCPGate
 	for attempt := 0; ; attempt++ {
 		var allowed bool

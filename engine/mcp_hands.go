@@ -62,7 +62,7 @@ func (e *Engine) MCPHands(ctx context.Context, actor Actor, c MCPCall) (json.Raw
 		actor: subject, session: c.Session, started: time.Now()}
 	fn := capabilities["hands"][strings.TrimPrefix(c.Tool, "hands_")]
 	out, perr := fn(ctx, r, args)
-	details := map[string]any{"session": c.Session, "tool": c.Tool, "call": id}
+	details := map[string]any{"session": c.Session, "tool": c.Tool, "call": id, "gate": c.Via}
 	var root string
 	json.Unmarshal(args[0], &root)
 	summary := fmt.Sprintf("%s %s on %s", subject, c.Tool, root)

@@ -52,6 +52,9 @@ type RunRequest struct {
 	// session, and who relayed it.
 	Client  string `json:",omitempty"`
 	Session string `json:",omitempty"`
+	// Gate is what let the MCP call through (MCPGate.Via), for the
+	// receipt.
+	Gate string `json:",omitempty"`
 }
 
 // Outcome is how a run ended.
@@ -258,7 +261,7 @@ func (e *Engine) StartRun(actor Actor, req RunRequest) (*RunHandle, error) {
 	var planErr error
 	startDetails := map[string]any{"run": rec.ID, "module": m.ID, "hook": hook.Name, "jail": jailMode, "inputs": sortedKeys(inputs)}
 	if req.Client != "" {
-		startDetails["session"], startDetails["via"] = req.Session, string(actor)
+		startDetails["session"], startDetails["via"], startDetails["gate"] = req.Session, string(actor), req.Gate
 	}
 	spawn := hooks.Spawn{
 		Argv: append([]string{filepath.Join(m.Dir, hook.Run[0])}, hook.Run[1:]...),

@@ -487,6 +487,10 @@ func TestMCPGateway(t *testing.T) {
 		if n := len(env.receipts("request.open")); n != opened {
 			t.Error("a tool the policy allows opened a request")
 		}
+		starts := env.receipts("hook.start")
+		if g := detail(starts[len(starts)-1], "gate"); !strings.Contains(g, "rule mcp.call") {
+			t.Errorf("the run's receipt does not say which rule let it through: %q", g)
+		}
 		show := env.warden("perms", "policy", "show", subject)
 		if !strings.Contains(show, `mcp.call`) || !strings.Contains(show, `"tool":"noop__nothing"`) {
 			t.Errorf("policy show:\n%s", show)
