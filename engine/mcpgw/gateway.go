@@ -277,7 +277,7 @@ func (g *Gateway) result(run, name string, o engine.Outcome) *mcp.CallToolResult
 	if rec.Error != "" {
 		head += ": " + rec.Error
 	}
-	text := head
+	text := safe(head) // rec.Error may quote the hook
 	if tail := g.tail(run); tail != "" {
 		text += "\nlast lines:\n" + tail
 	}

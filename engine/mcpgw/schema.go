@@ -105,8 +105,13 @@ func toolsOf(ms []engine.Module) (map[string]*tool, error) {
 // does with a call.
 func describe(m *hooks.Manifest, h *hooks.Hook) string {
 	var b strings.Builder
-	if m.Description != "" {
-		b.WriteString(m.Description)
+	if d := m.Description; d != "" {
+		// The module author's text: escaped (a client may print it to a
+		// terminal) and bounded.
+		if len(d) > 1024 {
+			d = d[:1024] + "…"
+		}
+		b.WriteString(safe(d))
 		b.WriteString(" ")
 	}
 	fmt.Fprintf(&b, "(hook %s of module %s %s, run by warden in a bubblewrap jail", h.Name, m.ID, m.Version)

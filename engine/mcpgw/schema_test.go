@@ -52,3 +52,11 @@ func TestSchemaForEveryType(t *testing.T) {
 		t.Errorf("split: %s %s %v", a, b, ok)
 	}
 }
+
+func TestDescribeEscapesTheAuthorsText(t *testing.T) {
+	m := &hooks.Manifest{ID: "m", Version: "1", Description: "nice\x1b[2Jtool\n"}
+	d := describe(m, &hooks.Hook{Name: "h"})
+	if strings.ContainsAny(d, "\x1b\n") || !strings.Contains(d, `nice\x1b[2Jtool\x0a`) {
+		t.Errorf("description %q", d)
+	}
+}
