@@ -316,6 +316,10 @@ func TestMCPGateway(t *testing.T) {
 		if !strings.Contains(list, subject) || !strings.Contains(list, "echo__say") {
 			t.Errorf("perms list does not show the call:\n%s", list)
 		}
+		show := env.warden("perms", "show", strconv.FormatUint(req.ID, 10))
+		if !strings.Contains(show, "requester  MCP client "+subject+", tool echo__say, session mcp-") || !strings.Contains(show, `"word": "approved"`) {
+			t.Errorf("perms show:\n%s", show)
+		}
 		env.warden("perms", "approve", strconv.FormatUint(req.ID, 10))
 		res := wait(t, ch)
 		if res.IsError {

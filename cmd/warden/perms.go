@@ -213,8 +213,12 @@ func (a *app) permsShowCommand() *cobra.Command {
 					return a.emitJSON(r)
 				}
 				now := time.Now()
-				a.printf("request    %d\nsubject    %s\nrequester  %s/%s (run %s)\noperation  %s\ndigest     %s\nrevision   %d (the policy revision it was made against)\ncreated    %s (%s ago)\n",
-					r.ID, r.Subject, r.Requester.Module, r.Requester.Hook, r.Requester.Run, r.Operation, r.Digest, r.Revision,
+				requester := fmt.Sprintf("%s/%s (run %s)", r.Requester.Module, r.Requester.Hook, r.Requester.Run)
+				if q := r.Requester; q.Client != "" {
+					requester = fmt.Sprintf("MCP client %s, tool %s, session %s", q.Client, oneLine(q.Hook, 80), oneLine(q.Session, 80))
+				}
+				a.printf("request    %d\nsubject    %s\nrequester  %s\noperation  %s\ndigest     %s\nrevision   %d (the policy revision it was made against)\ncreated    %s (%s ago)\n",
+					r.ID, r.Subject, requester, r.Operation, r.Digest, r.Revision,
 					r.Created.Local().Format("2006-01-02 15:04:05"), shortDuration(now.Sub(r.Created)))
 				if r.Decision == nil {
 					a.printf("expires    %s (in %s)\ndecision   pending: `warden perms approve|approve-always|deny %d [--reason R]`\n",
