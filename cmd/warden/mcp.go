@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -73,7 +74,6 @@ func (a *app) mcpServe(ttl time.Duration, tail int) error {
 	if err != nil {
 		return err
 	}
-	defer e.Close()
 	logf := func(format string, args ...any) { fmt.Fprintf(a.stderr, "warden: "+format+"\n", args...) }
 	g := mcpgw.New(mcpgw.Options{Engine: e, Actor: engine.LocalActor(), TTL: ttl, Tail: tail, Version: version, Logf: logf})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -88,18 +88,56 @@ func (a *app) mcpServe(ttl time.Duration, tail int) error {
 		case <-ctx.Done():
 		}
 	}()
-	// The engine we attached to may go away: then so does this serve
-	// (the client restarts it, and it holds the data dir itself).
-	if gone, ok := e.(interface{ Done() <-chan struct{} }); ok {
-		go func() {
-			select {
-			case <-gone.Done():
-				logf("the warden process serving %s went away; stopping (the MCP client may start this again)", e.DataDir())
-				cancel()
-			case <-ctx.Done():
+	// The engine we attached to may go away (its console quit, its serve
+	// stopped): like an attached console, this serve then attaches to
+	// the next holder or holds the data dir itself, and the MCP client
+	// carries on.
+	var mu sync.Mutex
+	current := e
+	defer func() {
+		mu.Lock()
+		current.Close()
+		mu.Unlock()
+	}()
+	go func() {
+		for {
+			c, ok := current.(interface{ Done() <-chan struct{} })
+			if !ok {
+				return // this process holds the data dir
 			}
-		}()
-	}
+			select {
+			case <-ctx.Done():
+				return
+			case <-c.Done():
+			}
+			logf("the warden process serving %s went away; taking over", current.DataDir())
+			var next engine.Facade
+			for next == nil {
+				n, err := a.openEngine()
+				if err == nil {
+					next = n
+					break
+				}
+				logf("taking over: %v (trying again)", err)
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(500 * time.Millisecond):
+				}
+			}
+			mu.Lock()
+			old := current
+			current = next
+			mu.Unlock()
+			g.SetEngine(next)
+			old.Close()
+			if pid := attachedPID(next); pid != 0 {
+				logf("attached to pid %d", pid)
+			} else {
+				logf("holding %s (pid %d)", next.DataDir(), os.Getpid())
+			}
+		}
+	}()
 	logf("mcp serve: session %s on %s (pid %d)", g.Session(), e.DataDir(), os.Getpid())
 	err = g.Run(ctx, &mcp.IOTransport{Reader: readCloser(a.stdin), Writer: writeCloser(a.stdout)})
 	if ctx.Err() != nil || err == io.EOF {

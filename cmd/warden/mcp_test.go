@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -48,6 +49,7 @@ type mcpEnv struct {
 	detach   func()
 	changed  chan struct{}
 	stderr   *lockedBuffer // the last mcp serve's
+	serve    *exec.Cmd     // the warden serve holding the data dir, if any
 	mu       sync.Mutex
 	progress []string
 }
@@ -75,7 +77,7 @@ warden hook result "{\"said\":\"$w\"}"
 	if !serve {
 		return env
 	}
-	startServe(t, env.bin, c.dir)
+	env.serve = startServe(t, env.bin, c.dir)
 	env.dial()
 	return env
 }
@@ -744,5 +746,40 @@ func TestMCPServeHoldsDataDir(t *testing.T) {
 	}
 	if !strings.Contains(env.stderr.String(), "mcp serve: session") {
 		t.Errorf("stderr: %s", env.stderr.String())
+	}
+}
+
+// TestMCPServeSurvivesHolderLeaving: when the process holding the data
+// dir stops, an attached `warden mcp serve` takes the data dir over, like
+// an attached console, and the MCP client's calls carry on.
+func TestMCPServeSurvivesHolderLeaving(t *testing.T) {
+	env := newMCPEnv(t)
+	env.warden("perms", "policy", "set", "mcp:steady-agent", "--revision", "0", "--allow-tool", "noop__nothing")
+	cs := env.connect("steady-agent")
+	call := func() (*mcp.CallToolResult, error) {
+		return cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "noop__nothing", Arguments: map[string]any{}})
+	}
+	if res, err := call(); err != nil || res.IsError {
+		t.Fatalf("before: %v %v", err, res)
+	}
+	env.ctl.Close()
+	env.serve.Process.Signal(syscall.SIGTERM)
+	env.serve.Wait()
+	var last string
+	waitUntil(t, "a call after the holder left", 20*time.Second, func() bool {
+		res, err := call()
+		if err != nil {
+			last = err.Error()
+			return false
+		}
+		last = resultText(res)
+		return !res.IsError
+	}, func() string { return last + "\n" + env.stderr.String() })
+	if !strings.Contains(env.stderr.String(), "taking over") {
+		t.Errorf("stderr: %s", env.stderr.String())
+	}
+	// The data dir is now mcp serve's: a CLI attaches to it.
+	if out := env.warden("receipts", "list", "--kind", "mcp.connect"); strings.Count(out, "steady-agent") < 2 {
+		t.Errorf("the session was not recorded again on the new engine:\n%s", out)
 	}
 }

@@ -49,6 +49,8 @@ type Gateway struct {
 
 	mu    sync.Mutex
 	tools map[string]*tool
+	e     engine.Facade // the engine now (see SetEngine)
+	swap  chan struct{} // closed and replaced by SetEngine
 
 	connected sync.Once
 }
@@ -66,7 +68,7 @@ func New(opts Options) *Gateway {
 	}
 	var id [6]byte
 	rand.Read(id[:])
-	g := &Gateway{opts: opts, session: "mcp-" + hex.EncodeToString(id[:]), tools: map[string]*tool{}}
+	g := &Gateway{opts: opts, session: "mcp-" + hex.EncodeToString(id[:]), tools: map[string]*tool{}, e: opts.Engine, swap: make(chan struct{})}
 	g.server = mcp.NewServer(&mcp.Implementation{Name: "warden", Title: "warden", Version: opts.Version},
 		&mcp.ServerOptions{
 			Instructions: "Tools run warden modules' hooks in a jail on the operator's host. Every call is shown to a warden operator, " +
@@ -74,6 +76,31 @@ func New(opts Options) *Gateway {
 			HasTools: true,
 		})
 	return g
+}
+
+// eng is the engine calls go to now.
+func (g *Gateway) eng() engine.Facade {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.e
+}
+
+// SetEngine moves the gateway to another engine (the process it was
+// attached to let go of the data dir, and this one attached to the next
+// holder or took it over). Calls in flight on the old one end with its
+// error; the session is recorded again on the new one.
+func (g *Gateway) SetEngine(e engine.Facade) {
+	g.mu.Lock()
+	g.e = e
+	close(g.swap)
+	g.swap = make(chan struct{})
+	g.mu.Unlock()
+}
+
+func (g *Gateway) swapped() <-chan struct{} {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.swap
 }
 
 // Session is this serve's session id (every receipt carries it).
@@ -86,7 +113,7 @@ func (g *Gateway) Server() *mcp.Server { return g.server }
 // tells connected clients (notifications/tools/list_changed) when it
 // changed.
 func (g *Gateway) Sync() error {
-	ms, err := g.opts.Engine.Modules()
+	ms, err := g.eng().Modules()
 	if err != nil {
 		return err
 	}
@@ -155,8 +182,16 @@ func (g *Gateway) Run(ctx context.Context, transport mcp.Transport) error {
 		if ci != nil {
 			s.Name, s.Version = ci.Name, ci.Version
 		}
-		if err := g.opts.Engine.HoldMCPSession(ctx, g.opts.Actor, s); err != nil {
-			g.opts.Logf("mcp: recording the session: %v", err)
+		// Held on whichever engine is current, again after a swap.
+		for ctx.Err() == nil {
+			swap := g.swapped()
+			if err := g.eng().HoldMCPSession(ctx, g.opts.Actor, s); err != nil && ctx.Err() == nil {
+				g.opts.Logf("mcp: recording the session: %v", err)
+			}
+			select {
+			case <-ctx.Done():
+			case <-swap:
+			}
 		}
 	}()
 	err = ss.Wait()
@@ -217,7 +252,7 @@ func (g *Gateway) handler(name string) mcp.ToolHandler {
 		if t == nil {
 			return failed(fmt.Sprintf("tool %s is gone: its module was removed from warden", name)), nil
 		}
-		e, actor := g.opts.Engine, g.opts.Actor
+		e, actor := g.eng(), g.opts.Actor
 		call := engine.MCPCall{Client: clientName(req), Session: g.session, Tool: name, Arguments: req.Params.Arguments, TTL: g.opts.TTL}
 
 		if n := len(req.Params.Arguments); n > MaxArguments {
@@ -264,7 +299,7 @@ func (g *Gateway) handler(name string) mcp.ToolHandler {
 }
 
 func (g *Gateway) invalid(call engine.MCPCall, why string) *mcp.CallToolResult {
-	if err := g.opts.Engine.RefuseMCP(g.opts.Actor, call, why); err != nil {
+	if err := g.eng().RefuseMCP(g.opts.Actor, call, why); err != nil {
 		g.opts.Logf("mcp: receipting a refused call: %v", err)
 	}
 	return failed(fmt.Sprintf("invalid arguments for %s, nothing ran: %s", call.Tool, why))
@@ -298,11 +333,11 @@ func (g *Gateway) result(run, name string, o engine.Outcome) *mcp.CallToolResult
 // tail is the run's last lines, one per line, with control characters
 // shown escaped (a client may print them to a terminal).
 func (g *Gateway) tail(run string) string {
-	meta, err := g.opts.Engine.StreamInfo(run)
+	meta, err := g.eng().StreamInfo(run)
 	if err != nil || meta.Lines == 0 {
 		return ""
 	}
-	lines, err := g.opts.Engine.StreamLinesBefore(run, meta.Lines, g.opts.Tail)
+	lines, err := g.eng().StreamLinesBefore(run, meta.Lines, g.opts.Tail)
 	if err != nil {
 		return ""
 	}
@@ -339,7 +374,7 @@ func (g *Gateway) progress(ctx context.Context, req *mcp.CallToolRequest, run st
 	if token == nil || req.Session == nil {
 		return func() {}
 	}
-	sub := g.opts.Engine.Subscribe()
+	sub := g.eng().Subscribe()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
