@@ -38,6 +38,10 @@ const (
 	KindFamilyHands   = storage.KindFamilyHands
 	KindFamilyPolicy  = storage.KindFamilyPolicy
 	KindFamilyRequest = storage.KindFamilyRequest
+	KindFamilyMCP     = storage.KindFamilyMCP
+
+	KindMCPConnect    = storage.KindMCPConnect
+	KindMCPDisconnect = storage.KindMCPDisconnect
 )
 
 // Errors callers may test for.
@@ -114,6 +118,11 @@ type Engine struct {
 	// by the ingesters and pruning, so that a run start walks every
 	// stream only when the budget is exceeded (see pruneStreams).
 	streamBytes atomic.Int64
+
+	// mcp are the MCP clients connected now (see HoldMCPSession).
+	mcp mcpSessions
+	// standing counts the operators attached by AttachStandingOperator.
+	standing atomic.Int64
 }
 
 // Open opens the data dir and the store, and loads the trust root.

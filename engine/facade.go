@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 
 	"warden/engine/hands"
 	"warden/storage"
@@ -65,6 +66,14 @@ type Facade interface {
 	Approve(actor Actor, id uint64, reason string) (Request, error)
 	ApproveAlways(actor Actor, id uint64, reason string) (Request, Rule, Policy, error)
 	Deny(actor Actor, id uint64, reason string) (Request, error)
+
+	// MCP gateway (`warden mcp serve`): see mcp.go.
+	GateMCP(ctx context.Context, actor Actor, c MCPCall) (MCPGate, error)
+	RefuseMCP(actor Actor, c MCPCall, why string) error
+	ApproveAlwaysTool(actor Actor, id uint64, reason string) (Request, Rule, Policy, error)
+	HoldMCPSession(ctx context.Context, actor Actor, s MCPSession) error
+	MCPSessions() ([]MCPSession, error)
+	MCPHands(ctx context.Context, actor Actor, c MCPCall) (json.RawMessage, error)
 
 	HandsInit(ctx context.Context, actor Actor, opts hands.InitOptions) (hands.InitResult, error)
 	HandsFinish(ctx context.Context, actor Actor, root string, progress func(step, detail string)) (hands.FinishResult, error)

@@ -49,6 +49,15 @@ type RunRequest struct {
 	// it, requests wait for an attached operator, or are answered "no" at
 	// once when none is attached.
 	Confirm func(ctx context.Context, message string) (bool, error) `json:"-"`
+	// Client and Session, for a run an MCP client asked for through
+	// `warden mcp serve` (after GateMCP let it through): the run's
+	// receipts name the client ("mcp:<client>") as actor, with the
+	// session, and who relayed it.
+	Client  string `json:",omitempty"`
+	Session string `json:",omitempty"`
+	// Gate is what let the MCP call through (MCPGate.Via), for the
+	// receipt.
+	Gate string `json:",omitempty"`
 }
 
 // Outcome is how a run ended.
@@ -118,6 +127,9 @@ type activeRun struct {
 	tok      *caps.Minted // recorded with the start receipt
 	confirm  func(context.Context, string) (bool, error)
 	actor    string // "run:<id>": who the hook's own writes are recorded as
+	session  string // the MCP session that asked for the run, if one did
+	// mcpDetails go into the start receipt of a run an MCP client asked for.
+	mcpDetails map[string]any
 
 	proc    atomic.Pointer[hooks.Process]
 	ingest  *ingester
@@ -246,13 +258,22 @@ func (e *Engine) preflight(actor Actor, req RunRequest) (pf preflighted, err err
 // of the run exists (without a grant the run goes on without network;
 // the stream says so, with the fix).
 func (e *Engine) newRun(actor Actor, req RunRequest, pf preflighted) (*activeRun, error) {
+	// A run an MCP client asked for is the client's: its receipts name
+	// "mcp:<client>", with the session and who relayed it.
+	runActor := string(actor)
+	if req.Client != "" {
+		runActor = MCPSubject(req.Client)
+	}
 	now := time.Now().UTC()
-	rec := RunRecord{ID: storage.NewRunID(now), Module: pf.m.ID, Hook: pf.hook.Name, Actor: string(actor), Status: storage.RunRunning,
+	rec := RunRecord{ID: storage.NewRunID(now), Module: pf.m.ID, Hook: pf.hook.Name, Actor: runActor, Status: storage.RunRunning,
 		JailMode: pf.jailMode, Started: now, Deadline: now.Add(pf.hook.Timeout), PID: os.Getpid()}
 	if raw, err := json.Marshal(pf.inputs); err == nil {
 		rec.Inputs = raw
 	}
-	r := &activeRun{e: e, rec: rec, manifest: pf.m, hook: pf.hook, inputs: pf.inputs, confirm: req.Confirm, actor: "run:" + rec.ID, started: time.Now()}
+	r := &activeRun{e: e, rec: rec, manifest: pf.m, hook: pf.hook, inputs: pf.inputs, confirm: req.Confirm, actor: "run:" + rec.ID, started: time.Now(), session: req.Session}
+	if req.Client != "" {
+		r.mcpDetails = map[string]any{"session": req.Session, "via": string(actor), "gate": req.Gate}
+	}
 	if pf.jl != nil && pf.hook.Network {
 		r.network, r.networkDetails = e.networkFor(r)
 		if e.life.Err() != nil {
@@ -330,6 +351,7 @@ func (e *Engine) spawnSpec(r *activeRun, pf preflighted) spawned {
 		},
 		startDetails: map[string]any{"run": r.rec.ID, "module": m.ID, "hook": hook.Name, "jail": pf.jailMode, "inputs": inputNames(pf.inputs)},
 	}
+	maps.Copy(sp.startDetails, r.mcpDetails)
 	socket, pathFirst := r.brk.SocketPath(), filepath.Join(runDir, "bin")
 	if jl := pf.jl; jl != nil {
 		sp.startDetails["network"] = r.network
@@ -382,7 +404,7 @@ func (e *Engine) recordStart(actor Actor, r *activeRun, details map[string]any) 
 		if err := tx.PutRun(r.rec); err != nil {
 			return err
 		}
-		_, err = tx.AppendReceipt(storage.Draft{Kind: storage.KindHookStart, Actor: string(actor), Subject: r.rec.Module + "/" + r.rec.Hook,
+		_, err = tx.AppendReceipt(storage.Draft{Kind: storage.KindHookStart, Actor: r.rec.Actor, Subject: r.rec.Module + "/" + r.rec.Hook,
 			Summary: fmt.Sprintf("run %s of %s/%s started (jail %s)", r.rec.ID, r.rec.Module, r.rec.Hook, jailName(r.rec.JailMode)),
 			Details: details})
 		return err
@@ -506,6 +528,9 @@ func (r *activeRun) finish(h *RunHandle, exit hooks.Exit) {
 	}
 	dur := ended.Sub(r.rec.Started)
 	details := map[string]any{"run": rec.ID, "verdict": rec.Status, "exit": code, "durationMs": dur.Milliseconds(), "jail": rec.JailMode}
+	if r.session != "" {
+		details["session"] = r.session
+	}
 	if exit.Signal != "" {
 		details["signal"] = exit.Signal
 	}

@@ -34,6 +34,11 @@ const (
 	KindAccessRefused  = "access.refused"  // a viewer tried a change
 	KindControlRefused = "control.refused" // a control-socket peer was refused
 	KindStreamError    = "stream.error"    // stream lines could not be stored
+
+	KindMCPConnect    = "mcp.connect"    // an MCP client's session began (warden mcp serve)
+	KindMCPDisconnect = "mcp.disconnect" // and ended
+	KindMCPGate       = "mcp.gate"       // a tool call let through or refused, and why
+	KindMCPHands      = "mcp.hands"      // a hands tool call's outcome
 )
 
 // Kind families, for filters and views.
@@ -43,4 +48,5 @@ const (
 	KindFamilyHands   = "hands." // + the phase written: hands.prepared ... hands.finished
 	KindFamilyPolicy  = "policy."
 	KindFamilyRequest = "request."
+	KindFamilyMCP     = "mcp."
 )

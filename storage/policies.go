@@ -20,8 +20,9 @@ type Rule struct {
 	Summary   string `json:"summary,omitempty"`
 }
 
-// PolicyRecord is the policy of one subject ("module:<id>" or
-// "hands:<root>"), docs/operating.md. Every change is a compare-and-swap on
+// PolicyRecord is the policy of one subject ("module:<id>",
+// "hands:<root>" or "mcp:<client>"), docs/operating.md. Every change is a
+// compare-and-swap on
 // Revision.
 type PolicyRecord struct {
 	Subject   string    `json:"subject"`
@@ -34,7 +35,9 @@ type PolicyRecord struct {
 	By        string    `json:"by"`
 }
 
-var subjectPattern = regexp.MustCompile(`^(module:[a-z0-9][a-z0-9-]{0,62}|hands:/[^\x00-\x1f\x7f,]*)$`)
+// Subjects: a module, a hands root, or an MCP client (its clientInfo.name
+// folded to [a-z0-9._-], see engine.MCPSubject).
+var subjectPattern = regexp.MustCompile(`^(module:[a-z0-9][a-z0-9-]{0,62}|hands:/[^\x00-\x1f\x7f,]*|mcp:[a-z0-9][a-z0-9._-]{0,62})$`)
 
 // ValidSubject reports whether s names a policy subject.
 func ValidSubject(s string) bool { return len(s) <= 4096 && subjectPattern.MatchString(s) }

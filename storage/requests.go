@@ -17,11 +17,14 @@ const (
 	Deny          = "deny"
 )
 
-// Requester is the run that asked.
+// Requester is the run that asked, or, for an MCP tool call, the client
+// and its session (Run is then empty; Hook holds the tool's name).
 type Requester struct {
-	Run    string `json:"run"`
-	Module string `json:"module"`
-	Hook   string `json:"hook"`
+	Run     string `json:"run"`
+	Module  string `json:"module"`
+	Hook    string `json:"hook"`
+	Client  string `json:"client,omitempty"`  // "mcp:<client>"
+	Session string `json:"session,omitempty"` // the MCP serve session
 }
 
 // Decision is the operator's answer to a request.

@@ -182,6 +182,9 @@ type App struct {
 	stopped     error
 	takingOver  bool
 	owned       []engine.Facade // engines opened by a takeover, closed by Close
+
+	// mcpClients is how many MCP clients are connected (header count).
+	mcpClients int
 }
 
 // New makes the console for an open engine. It subscribes to events and
@@ -232,11 +235,20 @@ func New(e engine.Facade, opts Options) *App {
 
 // reload re-reads everything from storage (start, and after missed events).
 func (a *App) reload() {
+	a.countMCP()
 	a.streams.reload()
 	a.requests.reload()
 	a.receipts.reload()
 	a.modules.reload(a.streams.runs)
 	a.hands.reload()
+}
+
+// countMCP re-reads how many MCP clients are connected (`warden mcp
+// serve` sessions), for the header.
+func (a *App) countMCP() {
+	if ss, err := a.sh.e.MCPSessions(); err == nil {
+		a.mcpClients = len(ss)
+	}
 }
 
 // Close detaches the operator and ends the subscription.
@@ -482,6 +494,8 @@ func (a *App) handleEvents(evs []engine.Event) tea.Cmd {
 				refreshModules = true
 			case strings.HasPrefix(kind, engine.KindFamilyHands):
 				refreshHands = true
+			case kind == engine.KindMCPConnect || kind == engine.KindMCPDisconnect:
+				a.countMCP()
 			}
 		case engine.EventRequest:
 			if a.requests.upsert(*ev.Request) {
@@ -617,6 +631,9 @@ func (a *App) header(w int) string {
 		counts += th.Pending.Render(fmt.Sprintf("%d pending", pending))
 	} else {
 		counts += th.HeaderVal.Render("0 pending")
+	}
+	if a.mcpClients > 0 {
+		counts += sep + th.HeaderVal.Render(fmt.Sprintf("%d mcp", a.mcpClients))
 	}
 	left := th.Brand.Render("warden") + sep
 	right := sep + jail + sep + counts

@@ -11,9 +11,16 @@ import (
 
 type themeT = themes.Theme
 
+// approveAlwaysTool is the console's approve-always of an MCP tool call
+// for the whole tool, whatever its arguments.
+const approveAlwaysTool = "approve-always (whole tool)"
+
 // decideRequest records the console's decision through the engine.
 func decideRequest(e engine.Facade, actor engine.Actor, id uint64, verdict, reason string) (engine.Request, error) {
 	switch verdict {
+	case approveAlwaysTool:
+		r, _, _, err := e.ApproveAlwaysTool(actor, id, reason)
+		return r, err
 	case engine.ApproveOnce:
 		return e.Approve(actor, id, reason)
 	case engine.ApproveAlways:

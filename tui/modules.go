@@ -323,6 +323,8 @@ func (p *modulesPane) view(w, h int) string {
 			if hk.Network {
 				info = append(info, "network")
 			}
+			// Every hook is an MCP tool of `warden mcp serve`.
+			info = append(info, "mcp "+r.mod.Record.ID+"__"+r.hook)
 			last := th.Dim.Render("never run")
 			if lr, ok := p.last[r.mod.Record.ID+"/"+r.hook]; ok {
 				g, st := runGlyph(th, lr.Status)

@@ -50,6 +50,10 @@ type requestsPane struct {
 	confirming bool
 	confirmID  uint64
 	rule       string
+
+	// confirmTool: the request is an MCP tool call, so t may approve the
+	// whole tool instead of exactly these arguments.
+	confirmTool bool
 }
 
 func newRequestsPane(sh *shared) *requestsPane {
@@ -146,6 +150,8 @@ func (p *requestsPane) prompt() string {
 	switch {
 	case p.reason.Active():
 		return p.reason.View()
+	case p.confirming && p.confirmTool:
+		return p.sh.th.Prompt.Render(fmt.Sprintf("approve request %d always? y: these arguments · t: this tool, any arguments · [N]", p.confirmID))
 	case p.confirming:
 		return p.sh.th.Prompt.Render(fmt.Sprintf("approve request %d always? [y/N]", p.confirmID)) + p.sh.th.Dim.Render(" (the rule to be added is shown above)")
 	}
@@ -175,7 +181,7 @@ func (p *requestsPane) update(msg tea.Msg) tea.Cmd {
 			p.sh.errStatus(msg.err)
 			return nil
 		}
-		p.confirming, p.confirmID, p.rule = true, msg.id, msg.rule
+		p.confirming, p.confirmID, p.rule, p.confirmTool = true, msg.id, msg.rule, msg.tool
 	case tea.KeyMsg:
 		return p.key(msg)
 	case tea.MouseMsg:
@@ -197,9 +203,13 @@ func (p *requestsPane) key(msg tea.KeyMsg) tea.Cmd {
 	}
 	if p.confirming {
 		p.confirming = false
-		if key.Matches(msg, k.Yes) {
+		switch {
+		case key.Matches(msg, k.Yes):
 			return p.decide(p.confirmID, engine.ApproveAlways, "")
-		} else {
+		case p.confirmTool && msg.String() == "t":
+			// An MCP tool call: the rule covers the tool, any arguments.
+			return p.decide(p.confirmID, approveAlwaysTool, "")
+		default:
 			p.sh.setStatus("not approved", false)
 		}
 		return nil
@@ -227,7 +237,7 @@ func (p *requestsPane) key(msg tea.KeyMsg) tea.Cmd {
 			e := p.sh.e
 			return func() tea.Msg {
 				rule, err := alwaysRule(e, r)
-				return alwaysRuleMsg{id: r.ID, rule: rule, err: err}
+				return alwaysRuleMsg{id: r.ID, rule: rule, tool: r.Operation == engine.OpMCPCall, err: err}
 			}
 		}
 	}
@@ -273,6 +283,7 @@ type (
 	alwaysRuleMsg struct {
 		id   uint64
 		rule string
+		tool bool // an MCP tool call: t may approve the whole tool
 		err  error
 	}
 )
@@ -296,6 +307,15 @@ func (p *requestsPane) decided(m decidedMsg) {
 	p.upsert(m.r)
 	p.selectID(m.id)
 	p.sh.setStatus(fmt.Sprintf("request %d: %s", m.id, m.verdict), false)
+}
+
+// requesterField names who asked: a hook's run, or an MCP client's tool
+// call (client, tool, session).
+func requesterField(r engine.Request, field func(k, v string) string) string {
+	if q := r.Requester; q.Client != "" {
+		return field("requester", fmt.Sprintf("MCP client %s, tool %s, session %s", OneLine(q.Client), OneLine(q.Hook), OneLine(q.Session)))
+	}
+	return field("requester", fmt.Sprintf("%s/%s, run %s", r.Requester.Module, r.Requester.Hook, r.Requester.Run))
 }
 
 // operationLine is a request's operation on one line.
@@ -430,7 +450,7 @@ func (p *requestsPane) detail(r engine.Request) []string {
 	}
 	out = append(out,
 		field("subject", r.Subject),
-		field("requester", fmt.Sprintf("%s/%s, run %s", r.Requester.Module, r.Requester.Hook, r.Requester.Run)),
+		requesterField(r, field),
 		field("operation", r.Operation),
 		field("created", r.Created.Local().Format("2006-01-02 15:04:05")+" ("+ShortDuration(now.Sub(r.Created))+" ago)"),
 	)

@@ -8,6 +8,7 @@ import (
 
 	"warden/engine"
 	"warden/engine/control"
+	"warden/engine/mcpconf"
 	"warden/tui/sshconsole"
 )
 
@@ -36,6 +37,7 @@ func (a *app) doctorCommand() *cobra.Command {
 			if operators != "" {
 				rep.Checks = append(rep.Checks, operatorsChecks(operators)...)
 			}
+			rep.Checks = append(rep.Checks, mcpClientChecks()...)
 			if a.json {
 				a.emitJSON(rep)
 			} else {
@@ -71,6 +73,39 @@ func operatorsChecks(path string) []engine.Check {
 	for i, p := range problems {
 		out[i] = engine.Check{Name: "operators file", Status: "problem", Detail: p,
 			Fix: "edit that line to `operator|viewer ssh-ed25519 AAAA... name`, or remove it (it is skipped until then)"}
+	}
+	return out
+}
+
+// mcpClientChecks reports each MCP client whose usual config has a
+// "warden" entry, and whether the binary it runs is admitted (a client
+// would start whatever that path holds). Problems are warnings: warden
+// itself works either way.
+func mcpClientChecks() []engine.Check {
+	var out []engine.Check
+	for _, name := range mcpconf.ClientNames() {
+		cl := mcpconf.Clients[name]
+		path, err := cl.DefaultPath()
+		if err != nil {
+			continue
+		}
+		check := "mcp client " + name
+		e, err := mcpconf.Find(cl, path, "warden")
+		switch {
+		case err != nil:
+			out = append(out, engine.Check{Name: check, Status: "problem", Warning: true, Detail: "cannot read " + path + ": " + err.Error(),
+				Fix: "fix the file, then `warden mcp install --client " + name + "`"})
+		case e == nil:
+			// Not configured for warden: nothing to report.
+		default:
+			if aerr := mcpconf.AdmitExecutable(e.Command); aerr != nil {
+				out = append(out, engine.Check{Name: check, Status: "problem", Warning: true,
+					Detail: fmt.Sprintf("%s runs %s, which is not admitted: %v", path, e.Command, aerr),
+					Fix:    "`warden mcp install --client " + name + "` with an admitted warden binary (--warden PATH)"})
+				continue
+			}
+			out = append(out, engine.Check{Name: check, Status: "ok", Detail: fmt.Sprintf("%s runs %s %v (admitted)", path, e.Command, e.Args)})
+		}
 	}
 	return out
 }

@@ -33,7 +33,7 @@ func TestMain(m *testing.M) {
 // example copies an example module to a private dir under the user's
 // cache: module admission refuses code under world-writable ancestors, and
 // the checkout may well be under /tmp.
-func example(t *testing.T, name string) string {
+func example(t testing.TB, name string) string {
 	t.Helper()
 	src, err := filepath.Abs(filepath.Join("..", "..", "examples", "modules", name))
 	if err != nil {
@@ -57,7 +57,7 @@ func example(t *testing.T, name string) string {
 	return dst
 }
 
-func needBwrap(t *testing.T) {
+func needBwrap(t testing.TB) {
 	if _, err := os.Stat("/usr/bin/bwrap"); err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatal("bubblewrap is missing in CI: the test command installs it (apt-get install bubblewrap)")

@@ -113,6 +113,7 @@ override it with --data-dir or WARDEN_DATA_DIR.`,
 		a.permsCommand(),
 		a.handsCommand(),
 		a.serveCommand(),
+		a.mcpCommand(),
 	)
 	a.attachConsole(root)
 	return root

@@ -29,11 +29,11 @@ func (r result) String() string {
 
 // cli is one temp data dir that commands run against, in-process.
 type cli struct {
-	t   *testing.T
+	t   testing.TB
 	dir string
 }
 
-func newCLI(t *testing.T) *cli {
+func newCLI(t testing.TB) *cli {
 	t.Helper()
 	// Nothing may reach the operator's real data dir.
 	t.Setenv("WARDEN_DATA_DIR", filepath.Join(t.TempDir(), "env-data"))

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -22,7 +23,7 @@ func (a *app) permsCommand() *cobra.Command {
 	}
 	policy := &cobra.Command{
 		Use:   "policy",
-		Short: "Show or set a subject's policy (module:ID or hands:/ROOT)",
+		Short: "Show or set a subject's policy (module:ID, hands:/ROOT or mcp:CLIENT)",
 	}
 	show := &cobra.Command{
 		Use:     "show SUBJECT",
@@ -52,6 +53,7 @@ func (a *app) permsCommand() *cobra.Command {
 		},
 	}
 	var network, execute, read, write string
+	var allowTools, forgetTools []string
 	var revision int64
 	set := &cobra.Command{
 		Use:   "set SUBJECT --revision N [--network true|false] [--execute ...] [--read ...] [--write ...]",
@@ -85,6 +87,35 @@ policy is at revision 0.`,
 					}
 					*f.dst = b
 				}
+				if len(allowTools)+len(forgetTools) > 0 && !strings.HasPrefix(p.Subject, "mcp:") {
+					return usageError{fmt.Errorf("--allow-tool and --forget-tool are for MCP clients (mcp:NAME), not %s", p.Subject)}
+				}
+				for _, tool := range forgetTools {
+					r, err := engine.MCPToolRule(tool)
+					if err != nil {
+						return err
+					}
+					kept := p.Rules[:0:0]
+					for _, have := range p.Rules {
+						if have.Operation != r.Operation || have.Digest != r.Digest {
+							kept = append(kept, have)
+						}
+					}
+					p.Rules = kept
+				}
+				for _, tool := range allowTools {
+					r, err := engine.MCPToolRule(tool)
+					if err != nil {
+						return err
+					}
+					dup := false
+					for _, have := range p.Rules {
+						dup = dup || (have.Operation == r.Operation && have.Digest == r.Digest)
+					}
+					if !dup {
+						p.Rules = append(p.Rules, r)
+					}
+				}
 				out, err := e.SetPolicy(engine.LocalActor(), p, uint64(revision))
 				if err != nil {
 					return err
@@ -98,6 +129,8 @@ policy is at revision 0.`,
 	set.Flags().StringVar(&execute, "execute", "", "allow executing in a hands container (true|false)")
 	set.Flags().StringVar(&read, "read", "", "allow reading the hands workspace (true|false)")
 	set.Flags().StringVar(&write, "write", "", "allow writing the hands workspace (true|false)")
+	set.Flags().StringSliceVar(&allowTools, "allow-tool", nil, "for an MCP client (mcp:NAME): let this tool run without asking, whatever its arguments (repeatable)")
+	set.Flags().StringSliceVar(&forgetTools, "forget-tool", nil, "for an MCP client (mcp:NAME): remove the rule --allow-tool added (repeatable)")
 	policy.AddCommand(show, set)
 	c.AddCommand(policy)
 	c.AddCommand(a.permsListCommand(), a.permsShowCommand())
@@ -182,8 +215,12 @@ func (a *app) permsShowCommand() *cobra.Command {
 					return a.emitJSON(r)
 				}
 				now := time.Now()
-				a.printf("request    %d\nsubject    %s\nrequester  %s/%s (run %s)\noperation  %s\ndigest     %s\nrevision   %d (the policy revision it was made against)\ncreated    %s (%s ago)\n",
-					r.ID, safe(r.Subject), safe(r.Requester.Module), safe(r.Requester.Hook), safe(r.Requester.Run), safe(r.Operation), safe(r.Digest), r.Revision,
+				requester := fmt.Sprintf("%s/%s (run %s)", r.Requester.Module, r.Requester.Hook, r.Requester.Run)
+				if q := r.Requester; q.Client != "" {
+					requester = fmt.Sprintf("MCP client %s, tool %s, session %s", q.Client, oneLine(q.Hook, 80), oneLine(q.Session, 80))
+				}
+				a.printf("request    %d\nsubject    %s\nrequester  %s\noperation  %s\ndigest     %s\nrevision   %d (the policy revision it was made against)\ncreated    %s (%s ago)\n",
+					r.ID, safe(r.Subject), safe(requester), safe(r.Operation), safe(r.Digest), r.Revision,
 					r.Created.Local().Format("2006-01-02 15:04:05"), tui.ShortDuration(now.Sub(r.Created)))
 				if r.Decision == nil {
 					a.printf("expires    %s (in %s)\ndecision   pending: `warden perms approve|approve-always|deny %d [--reason R]`\n",
@@ -219,6 +256,7 @@ func (a *app) permsShowCommand() *cobra.Command {
 
 func (a *app) permsDecideCommand(verdict string) *cobra.Command {
 	var reason string
+	var wholeTool bool
 	use, short := "", ""
 	switch verdict {
 	case engine.ApproveOnce:
@@ -242,7 +280,11 @@ func (a *app) permsDecideCommand(verdict string) *cobra.Command {
 				actor := engine.LocalActor()
 				switch verdict {
 				case engine.ApproveAlways:
-					r, rule, p, err := e.ApproveAlways(actor, id, reason)
+					decide := e.ApproveAlways
+					if wholeTool {
+						decide = e.ApproveAlwaysTool
+					}
+					r, rule, p, err := decide(actor, id, reason)
 					if err != nil {
 						return err
 					}
@@ -272,6 +314,9 @@ func (a *app) permsDecideCommand(verdict string) *cobra.Command {
 		},
 	}
 	c.Flags().StringVar(&reason, "reason", "", "why (recorded in the receipt; a deny reason reaches the hook)")
+	if verdict == engine.ApproveAlways {
+		c.Flags().BoolVar(&wholeTool, "tool", false, "for an MCP tool call (subject mcp:NAME): let the tool run whatever its arguments, not only with these")
+	}
 	return c
 }
 

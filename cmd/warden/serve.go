@@ -122,7 +122,7 @@ func (a *app) serve(sshAddr, operators string, run *engine.RunRequest) error {
 		// console attached over the control socket can answer: it attaches
 		// itself while it is there; with none, a hook's request is denied
 		// at once, saying so in its stream.
-		detach := e.AttachOperator()
+		detach := e.AttachStandingOperator()
 		defer detach()
 		s, err := sshconsole.Start(ctx, e, sshconsole.Config{Addr: sshAddr, Operators: operators, Version: version})
 		if err != nil {

@@ -44,6 +44,15 @@ var handlers = map[string]handler{
 		r0, r1, r2, err := e.ApproveAlways(actor, a0, a1)
 		return []any{r0, r1, r2}, err
 	},
+	"ApproveAlwaysTool": func(ctx context.Context, e engine.Facade, actor engine.Actor, args []json.RawMessage) ([]any, error) {
+		var a0 uint64
+		var a1 string
+		if err := decodeArgs("ApproveAlwaysTool", args, &a0, &a1); err != nil {
+			return nil, err
+		}
+		r0, r1, r2, err := e.ApproveAlwaysTool(actor, a0, a1)
+		return []any{r0, r1, r2}, err
+	},
 	"CancelRun": func(ctx context.Context, e engine.Facade, actor engine.Actor, args []json.RawMessage) ([]any, error) {
 		var a0 string
 		if err := decodeArgs("CancelRun", args, &a0); err != nil {
@@ -95,6 +104,14 @@ var handlers = map[string]handler{
 		r0, err := e.Deny(actor, a0, a1)
 		return []any{r0}, err
 	},
+	"GateMCP": func(ctx context.Context, e engine.Facade, actor engine.Actor, args []json.RawMessage) ([]any, error) {
+		var a0 engine.MCPCall
+		if err := decodeArgs("GateMCP", args, &a0); err != nil {
+			return nil, err
+		}
+		r0, err := e.GateMCP(ctx, actor, a0)
+		return []any{r0}, err
+	},
 	"HandsImages": func(ctx context.Context, e engine.Facade, actor engine.Actor, args []json.RawMessage) ([]any, error) {
 		var a0 string
 		if err := decodeArgs("HandsImages", args, &a0); err != nil {
@@ -118,11 +135,33 @@ var handlers = map[string]handler{
 		r0, err := e.HandsStatus(ctx, a0)
 		return []any{r0}, err
 	},
+	"HoldMCPSession": func(ctx context.Context, e engine.Facade, actor engine.Actor, args []json.RawMessage) ([]any, error) {
+		var a0 engine.MCPSession
+		if err := decodeArgs("HoldMCPSession", args, &a0); err != nil {
+			return nil, err
+		}
+		return nil, e.HoldMCPSession(ctx, actor, a0)
+	},
 	"JailReady": func(ctx context.Context, e engine.Facade, actor engine.Actor, args []json.RawMessage) ([]any, error) {
 		if err := decodeArgs("JailReady", args); err != nil {
 			return nil, err
 		}
 		return nil, e.JailReady()
+	},
+	"MCPHands": func(ctx context.Context, e engine.Facade, actor engine.Actor, args []json.RawMessage) ([]any, error) {
+		var a0 engine.MCPCall
+		if err := decodeArgs("MCPHands", args, &a0); err != nil {
+			return nil, err
+		}
+		r0, err := e.MCPHands(ctx, actor, a0)
+		return []any{r0}, err
+	},
+	"MCPSessions": func(ctx context.Context, e engine.Facade, actor engine.Actor, args []json.RawMessage) ([]any, error) {
+		if err := decodeArgs("MCPSessions", args); err != nil {
+			return nil, err
+		}
+		r0, err := e.MCPSessions()
+		return []any{r0}, err
 	},
 	"Module": func(ctx context.Context, e engine.Facade, actor engine.Actor, args []json.RawMessage) ([]any, error) {
 		var a0 string
@@ -172,6 +211,14 @@ var handlers = map[string]handler{
 		}
 		r0, err := e.Receipts(a0)
 		return []any{r0}, err
+	},
+	"RefuseMCP": func(ctx context.Context, e engine.Facade, actor engine.Actor, args []json.RawMessage) ([]any, error) {
+		var a0 engine.MCPCall
+		var a1 string
+		if err := decodeArgs("RefuseMCP", args, &a0, &a1); err != nil {
+			return nil, err
+		}
+		return nil, e.RefuseMCP(actor, a0, a1)
 	},
 	"RemoveModule": func(ctx context.Context, e engine.Facade, actor engine.Actor, args []json.RawMessage) ([]any, error) {
 		var a0 string
@@ -330,6 +377,12 @@ func (c *Client) ApproveAlways(_ engine.Actor, a0 uint64, a1 string) (r0 storage
 	return
 }
 
+// ApproveAlwaysTool calls engine.Facade.ApproveAlwaysTool in the serving process.
+func (c *Client) ApproveAlwaysTool(_ engine.Actor, a0 uint64, a1 string) (r0 storage.RequestRecord, r1 storage.Rule, r2 storage.PolicyRecord, err error) {
+	err = c.do(context.Background(), nil, "ApproveAlwaysTool", []any{a0, a1}, &r0, &r1, &r2)
+	return
+}
+
 // CancelRun calls engine.Facade.CancelRun in the serving process.
 func (c *Client) CancelRun(_ engine.Actor, a0 string) (err error) {
 	err = c.do(context.Background(), nil, "CancelRun", []any{a0})
@@ -366,6 +419,12 @@ func (c *Client) Deny(_ engine.Actor, a0 uint64, a1 string) (r0 storage.RequestR
 	return
 }
 
+// GateMCP calls engine.Facade.GateMCP in the serving process.
+func (c *Client) GateMCP(ctx context.Context, _ engine.Actor, a0 engine.MCPCall) (r0 engine.MCPGate, err error) {
+	err = c.do(ctx, nil, "GateMCP", []any{a0}, &r0)
+	return
+}
+
 // HandsImages calls engine.Facade.HandsImages in the serving process.
 func (c *Client) HandsImages(ctx context.Context, a0 string) (r0 []hands.Image, err error) {
 	err = c.do(ctx, nil, "HandsImages", []any{a0}, &r0)
@@ -384,9 +443,27 @@ func (c *Client) HandsStatus(ctx context.Context, a0 string) (r0 hands.StatusRep
 	return
 }
 
+// HoldMCPSession calls engine.Facade.HoldMCPSession in the serving process.
+func (c *Client) HoldMCPSession(ctx context.Context, _ engine.Actor, a0 engine.MCPSession) (err error) {
+	err = c.do(ctx, nil, "HoldMCPSession", []any{a0})
+	return
+}
+
 // JailReady calls engine.Facade.JailReady in the serving process.
 func (c *Client) JailReady() (err error) {
 	err = c.do(context.Background(), nil, "JailReady", nil)
+	return
+}
+
+// MCPHands calls engine.Facade.MCPHands in the serving process.
+func (c *Client) MCPHands(ctx context.Context, _ engine.Actor, a0 engine.MCPCall) (r0 json.RawMessage, err error) {
+	err = c.do(ctx, nil, "MCPHands", []any{a0}, &r0)
+	return
+}
+
+// MCPSessions calls engine.Facade.MCPSessions in the serving process.
+func (c *Client) MCPSessions() (r0 []engine.MCPSession, err error) {
+	err = c.do(context.Background(), nil, "MCPSessions", nil, &r0)
 	return
 }
 
@@ -423,6 +500,12 @@ func (c *Client) Receipt(a0 uint64) (r0 storage.Receipt, err error) {
 // Receipts calls engine.Facade.Receipts in the serving process.
 func (c *Client) Receipts(a0 storage.ReceiptFilter) (r0 []storage.Receipt, err error) {
 	err = c.do(context.Background(), nil, "Receipts", []any{a0}, &r0)
+	return
+}
+
+// RefuseMCP calls engine.Facade.RefuseMCP in the serving process.
+func (c *Client) RefuseMCP(_ engine.Actor, a0 engine.MCPCall, a1 string) (err error) {
+	err = c.do(context.Background(), nil, "RefuseMCP", []any{a0, a1})
 	return
 }
 

@@ -31,6 +31,11 @@ const (
 	OpExec    = "hands.exec"
 	OpNetwork = "network"
 	OpConfirm = "operator.confirm"
+	// OpMCPCall is an MCP client's tool call; its content is
+	// {"tool": NAME, "arguments": {...}}. A policy allows it only by a
+	// rule: for exactly these arguments (the request's digest), or for the
+	// tool whatever its arguments (ToolDigest).
+	OpMCPCall = "mcp.call"
 )
 
 // Limits.
@@ -53,7 +58,7 @@ var (
 // a decision must be made against the policy's current revision).
 func Governed(operation string) bool {
 	switch operation {
-	case OpRead, OpWrite, OpExec, OpNetwork:
+	case OpRead, OpWrite, OpExec, OpNetwork, OpMCPCall:
 		return true
 	}
 	return false
@@ -72,7 +77,7 @@ type Op struct {
 // json.RawMessage) and computes the digest.
 func NewOp(subject, operation string, content any) (Op, error) {
 	if !storage.ValidSubject(subject) {
-		return Op{}, fmt.Errorf("bad policy subject %q: want module:ID or hands:/ABS/ROOT", subject)
+		return Op{}, fmt.Errorf("bad policy subject %q: want module:ID, hands:/ABS/ROOT or mcp:CLIENT", subject)
 	}
 	if operation == "" || strings.ContainsFunc(operation, func(c rune) bool { return c <= 0x20 || c == 0x7f }) {
 		return Op{}, fmt.Errorf("bad operation name %q", operation)
@@ -127,6 +132,14 @@ func Evaluate(p storage.PolicyRecord, op Op) (allowed bool, via string) {
 		sw, on = "execute", p.Execute
 	case OpNetwork:
 		sw, on = "network", p.Network
+	case OpMCPCall:
+		tool := ToolDigest(op.Content)
+		for _, r := range p.Rules {
+			if r.Operation == op.Operation && (r.Digest == op.Digest || (tool != "" && r.Digest == tool)) {
+				return true, fmt.Sprintf("policy %s revision %d: rule %s", op.Subject, p.Revision, r.Summary)
+			}
+		}
+		return false, fmt.Sprintf("policy %s revision %d: no rule lets this tool run without asking", op.Subject, p.Revision)
 	default:
 		return false, op.Operation + " is not decided by a policy"
 	}
@@ -139,6 +152,41 @@ func Evaluate(p storage.PolicyRecord, op Op) (allowed bool, via string) {
 		}
 	}
 	return false, fmt.Sprintf("policy %s revision %d: %s is off and no rule matches", op.Subject, p.Revision, sw)
+}
+
+// ToolContent is the content of a rule that lets an MCP tool run whatever
+// its arguments.
+func ToolContent(tool string) map[string]string { return map[string]string{"tool": tool} }
+
+// ToolRule is the rule that lets an MCP tool run whatever its arguments.
+func ToolRule(tool string) (storage.Rule, error) {
+	raw, err := json.Marshal(ToolContent(tool))
+	if err != nil {
+		return storage.Rule{}, err
+	}
+	if raw, err = storage.CanonicalJSON(raw); err != nil {
+		return storage.Rule{}, err
+	}
+	return storage.Rule{Operation: OpMCPCall, Digest: Digest(OpMCPCall, raw), Summary: Summary(OpMCPCall, raw) + " (any arguments)"}, nil
+}
+
+// ToolDigest is the digest of the tool-wide rule for an mcp.call whose
+// canonical content is content, or "" when content names no tool.
+func ToolDigest(content json.RawMessage) string {
+	var c struct {
+		Tool string `json:"tool"`
+	}
+	if json.Unmarshal(content, &c) != nil || c.Tool == "" {
+		return ""
+	}
+	raw, err := json.Marshal(ToolContent(c.Tool))
+	if err != nil {
+		return ""
+	}
+	if raw, err = storage.CanonicalJSON(raw); err != nil {
+		return ""
+	}
+	return Digest(OpMCPCall, raw)
 }
 
 // Refusal is a request or decision refused by the rules. It is already
@@ -163,7 +211,7 @@ const (
 // everything denied, no rules, revision 0, and exists false.
 func Policy(tx *storage.Tx, subject string) (p storage.PolicyRecord, exists bool, err error) {
 	if !storage.ValidSubject(subject) {
-		return p, false, fmt.Errorf("bad policy subject %q: want module:ID or hands:/ABS/ROOT", subject)
+		return p, false, fmt.Errorf("bad policy subject %q: want module:ID, hands:/ABS/ROOT or mcp:CLIENT", subject)
 	}
 	p, exists, err = tx.Policy(subject)
 	if err == nil && !exists {
@@ -177,7 +225,7 @@ func Policy(tx *storage.Tx, subject string) (p storage.PolicyRecord, exists bool
 // revisions. The change is receipted.
 func SetPolicy(tx *storage.Tx, actor string, p storage.PolicyRecord, expected uint64, now time.Time) (storage.PolicyRecord, error) {
 	if !storage.ValidSubject(p.Subject) {
-		return p, fmt.Errorf("bad policy subject %q: want module:ID or hands:/ABS/ROOT", p.Subject)
+		return p, fmt.Errorf("bad policy subject %q: want module:ID, hands:/ABS/ROOT or mcp:CLIENT", p.Subject)
 	}
 	p.Updated, p.By = now.UTC(), actor
 	out, err := tx.SwapPolicy(p, expected)
@@ -235,6 +283,9 @@ type Ask struct {
 	Deadline time.Time
 	// TTL is how long the request waits at most; 0 means DefaultTTL.
 	TTL time.Duration
+	// Actor is who the receipts name as asking; "" means the run
+	// ("run:<Requester.Run>").
+	Actor string
 }
 
 // Open records a new request against the subject's current policy
@@ -245,6 +296,9 @@ type Ask struct {
 func Open(tx *storage.Tx, a Ask, now time.Time) (storage.RequestRecord, error) {
 	op := a.Op
 	actor := "run:" + a.Requester.Run
+	if a.Actor != "" {
+		actor = a.Actor
+	}
 	if _, err := Expire(tx, op.Subject, now); err != nil {
 		return storage.RequestRecord{}, err
 	}
@@ -336,6 +390,13 @@ type Decided struct {
 // (the request is closed as superseded, so the waiting call asks again
 // under the new policy).
 func Decide(tx *storage.Tx, id uint64, verdict, actor, reason string, now time.Time, consumer string) (Decided, error) {
+	return DecideScoped(tx, id, verdict, actor, reason, now, consumer, false)
+}
+
+// DecideScoped is Decide; with wholeTool, an approve-always of an
+// mcp.call request adds a rule for the tool whatever its arguments
+// (ToolDigest) instead of one for exactly these arguments.
+func DecideScoped(tx *storage.Tx, id uint64, verdict, actor, reason string, now time.Time, consumer string, wholeTool bool) (Decided, error) {
 	if verdict != storage.ApproveOnce && verdict != storage.ApproveAlways && verdict != storage.Deny {
 		return Decided{}, fmt.Errorf("unknown verdict %q (want %s, %s or %s)", verdict, storage.ApproveOnce, storage.ApproveAlways, storage.Deny)
 	}
@@ -387,9 +448,22 @@ func Decide(tx *storage.Tx, id uint64, verdict, actor, reason string, now time.T
 	if verdict == storage.ApproveAlways && !Governed(req.Operation) {
 		return Decided{}, fmt.Errorf("request %d (%s) is a question, not an operation a policy rule can allow: approve or deny it", id, req.Operation)
 	}
+	if wholeTool && (verdict != storage.ApproveAlways || req.Operation != OpMCPCall) {
+		return Decided{}, fmt.Errorf("request %d (%s): only an MCP tool call's approve-always can cover the whole tool", id, req.Operation)
+	}
 	var out Decided
 	if verdict == storage.ApproveAlways {
 		rule := storage.Rule{Operation: req.Operation, Digest: req.Digest, Summary: Summary(req.Operation, req.Content)}
+		if wholeTool {
+			tr, err := ToolRule(req.Requester.Hook)
+			if err != nil {
+				return Decided{}, err
+			}
+			if d := ToolDigest(req.Content); d == "" || d != tr.Digest {
+				return Decided{}, fmt.Errorf("request %d names no tool a rule can cover", id)
+			}
+			rule = tr
+		}
 		np := p
 		np.Rules = append(append([]storage.Rule{}, p.Rules...), rule)
 		saved, err := tx.SwapPolicy(withUpdate(np, actor, now), p.Revision)

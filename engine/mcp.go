@@ -1,0 +1,411 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"warden/engine/perms"
+	"warden/storage"
+)
+
+// OpMCPCall is the operation of a permission request for an MCP tool
+// call (its content: the tool and its arguments).
+const OpMCPCall = perms.OpMCPCall
+
+// MCP clients (DESIGN section 10): an AI agent's MCP client reaches warden
+// through `warden mcp serve`, which calls the engine on the client's
+// behalf. The client is an actor, "mcp:<name>", in every receipt, with the
+// serve's session id; its policy (subject "mcp:<name>") holds the rules
+// that let a tool run without asking, and every other call is a
+// permission request an operator answers.
+
+// DefaultMCPRequestTTL is how long an MCP tool call waits for the
+// operator's decision, at most.
+const DefaultMCPRequestTTL = 5 * time.Minute
+
+// Outcomes of an MCP gate, as receipts and results name them.
+const (
+	MCPAllowed    = "allowed"     // by a rule, or approved by an operator
+	MCPDenied     = "denied"      // an operator denied it
+	MCPExpired    = "expired"     // nobody decided in time
+	MCPNoOperator = "no-operator" // nobody is attached to ask
+	MCPRefused    = "refused"     // the pending limit, or the call went away
+)
+
+// MCPSubject is the policy subject of an MCP client: "mcp:" and its
+// clientInfo.name folded to lower case [a-z0-9._-] (anything else becomes
+// '-', at most 63 characters). The name is the client's own claim: it
+// picks a policy, never a privilege.
+func MCPSubject(client string) string {
+	var b strings.Builder
+	for _, c := range strings.ToLower(client) {
+		switch {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '.', c == '_', c == '-':
+			b.WriteRune(c)
+		default:
+			b.WriteByte('-')
+		}
+		if b.Len() >= 63 {
+			break
+		}
+	}
+	s := strings.TrimLeft(b.String(), "._-")
+	if s == "" {
+		s = "unnamed"
+	}
+	return "mcp:" + s
+}
+
+// MCPToolRule is the policy rule that lets an MCP client run tool
+// without asking, whatever the arguments.
+func MCPToolRule(tool string) (Rule, error) { return perms.ToolRule(tool) }
+
+// MCPCall is one MCP tool call to gate.
+type MCPCall struct {
+	Client    string          `json:"client"`  // clientInfo.name, as the client sent it
+	Session   string          `json:"session"` // the serve's session id
+	Tool      string          `json:"tool"`
+	Arguments json.RawMessage `json:"arguments"`
+	// Via is what let the call through (MCPGate.Via), for MCPHands's
+	// receipt.
+	Via string `json:"via,omitempty"`
+	// TTL is how long the call waits for a decision (0: DefaultMCPRequestTTL).
+	TTL time.Duration `json:"ttl"`
+}
+
+// MCPGate is the answer to an MCP tool call: allowed or not, and, when
+// not, which refusal (Outcome) and the message the client is shown.
+type MCPGate struct {
+	Allowed bool   `json:"allowed"`
+	Outcome string `json:"outcome"`
+	Via     string `json:"via,omitempty"`     // what allowed it
+	Request uint64 `json:"request,omitempty"` // the request asked, if any
+	Message string `json:"message,omitempty"` // why not, for the client
+}
+
+// GateMCP decides whether an MCP client's tool call may run: allowed by a
+// rule in the client's policy, or else a permission request (subject
+// mcp:<client>) showing the exact tool and arguments, which the call waits
+// on up to its expiry (ctx ending withdraws it). Fail-closed: with no
+// operator attached it is refused at once. The outcome is receipted
+// ("mcp.gate") with the client as actor and its session, and the same
+// distinction as the result: allowed (through a request or a retry
+// claim), denied (by whom, why), expired, no-operator, refused. A call a
+// policy rule allows outright writes nothing here: the caller records
+// Via with the effect (RunRequest.Gate, MCPCall.Via).
+func (e *Engine) GateMCP(ctx context.Context, actor Actor, c MCPCall) (MCPGate, error) {
+	if err := e.authorize(actor, "act for MCP client "+MCPSubject(c.Client)); err != nil {
+		return MCPGate{}, err
+	}
+	subject := MCPSubject(c.Client)
+	args := c.Arguments
+	if len(args) == 0 || string(args) == "null" {
+		args = json.RawMessage("{}")
+	}
+	op, err := perms.NewOp(subject, perms.OpMCPCall, map[string]any{"tool": c.Tool, "arguments": args})
+	if err != nil {
+		return MCPGate{}, err
+	}
+	ttl := c.TTL
+	if ttl <= 0 {
+		ttl = DefaultMCPRequestTTL
+	}
+	ask := perms.Ask{Op: op, Requester: storage.Requester{Module: subject, Hook: c.Tool, Client: subject, Session: c.Session},
+		TTL: ttl, Actor: subject}
+	consumer := "mcp:" + c.Session
+	// The common case, a tool the policy lets run, costs a read and no
+	// commit: the run's own receipts say what let it through (RunRequest.Gate).
+	var ruled bool
+	var ruledVia string
+	if err := e.store.View(func(tx *storage.Tx) error {
+		p, _, err := perms.Policy(tx, subject)
+		if err == nil {
+			ruled, ruledVia = perms.Evaluate(p, op)
+		}
+		return err
+	}); err != nil {
+		return MCPGate{}, err
+	}
+	if ruled {
+		return MCPGate{Allowed: true, Outcome: MCPAllowed, Via: ruledVia}, nil
+	}
+	var g MCPGate
+	for attempt := 0; ; attempt++ {
+		var allowed bool
+		var via string
+		var req Request
+		var refused *perms.Refusal
+		_, err = e.store.Update(func(tx *storage.Tx) error {
+			refused, req, allowed = nil, Request{}, false
+			now := time.Now()
+			var err error
+			if allowed, via, err = perms.Check(tx, op, consumer, now); err != nil || allowed {
+				return err
+			}
+			req, err = perms.Open(tx, ask, now)
+			if errors.As(err, &refused) {
+				return nil
+			}
+			return err
+		})
+		if err != nil {
+			return MCPGate{}, err
+		}
+		if allowed {
+			g = MCPGate{Allowed: true, Outcome: MCPAllowed, Via: via}
+			break
+		}
+		if refused != nil {
+			g = MCPGate{Outcome: MCPRefused, Message: refused.Message}
+			break
+		}
+		var superseded bool
+		g, superseded = e.awaitMCP(ctx, req, consumer, ttl)
+		if !superseded || attempt >= 8 {
+			break
+		}
+	}
+	e.receiptMCPGate(c, subject, g)
+	return g, nil
+}
+
+// awaitMCP waits for the decision on req; see GateMCP.
+func (e *Engine) awaitMCP(ctx context.Context, req Request, consumer string, ttl time.Duration) (MCPGate, bool) {
+	w := &waiter{done: make(chan wake, 1), run: consumer}
+	e.reqMu.Lock()
+	e.waiting[req.ID] = w
+	e.reqMu.Unlock()
+	defer func() {
+		e.reqMu.Lock()
+		delete(e.waiting, req.ID)
+		e.reqMu.Unlock()
+	}()
+	e.bus.publish(Event{Kind: EventRequest, Request: &req})
+	g := MCPGate{Request: req.ID}
+	// An MCP client is told at once when no console (local, or an SSH
+	// session) is there to answer: a serve waiting for SSH sessions that
+	// nobody has opened does not count (see AttachStandingOperator).
+	if e.operators.Load()-e.standing.Load() <= 0 {
+		e.decide(internalActor, req.ID, Deny, "no operator attached")
+		g.Outcome, g.Message = MCPNoOperator, fmt.Sprintf("refused: no operator is attached to answer (request %d); open the warden console, or let the tool run without asking (approve-always)", req.ID)
+		return g, false
+	}
+	wctx, stop := context.WithDeadline(ctx, req.Expires)
+	defer stop()
+	var wk wake
+	select {
+	case wk = <-w.done:
+	case <-wctx.Done():
+		why := "expired"
+		if !errors.Is(wctx.Err(), context.DeadlineExceeded) {
+			why = "the MCP client withdrew the call"
+		}
+		e.decide(internalActor, req.ID, Deny, why)
+		select {
+		case wk = <-w.done:
+		default:
+			got, err := e.Request(req.ID)
+			if err != nil || got.Decision == nil {
+				wk.decision = storage.Decision{Verdict: Deny, By: perms.EngineActor, Reason: why}
+			} else {
+				wk.decision = *got.Decision
+			}
+		}
+	}
+	d := wk.decision
+	switch {
+	case wk.superseded:
+		return g, true
+	case d.Verdict == ApproveOnce || d.Verdict == ApproveAlways:
+		g.Allowed, g.Outcome, g.Via = true, MCPAllowed, fmt.Sprintf("request %d: %s by %s", req.ID, d.Verdict, d.By)
+	case d.By == perms.EngineActor && d.Reason == "expired":
+		g.Outcome, g.Message = MCPExpired, fmt.Sprintf("refused: the request expired after %s without a decision (request %d)", shortTTL(ttl), req.ID)
+	case d.By == perms.EngineActor:
+		g.Outcome, g.Message = MCPRefused, fmt.Sprintf("refused: %s (request %d)", d.Reason, req.ID)
+	default:
+		why := d.Reason
+		if why == "" {
+			why = "no reason given"
+		}
+		g.Outcome, g.Message = MCPDenied, fmt.Sprintf("denied by %s: %s (request %d)", d.By, why, req.ID)
+	}
+	return g, false
+}
+
+// shortTTL writes a duration as operators do: 5m, 90s, 1h30m.
+func shortTTL(d time.Duration) string {
+	s := d.Round(time.Second).String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+func (e *Engine) receiptMCPGate(c MCPCall, subject string, g MCPGate) {
+	details := map[string]any{"session": c.Session, "tool": c.Tool, "outcome": g.Outcome}
+	if g.Request != 0 {
+		details["request"] = g.Request
+	}
+	if g.Via != "" {
+		details["via"] = g.Via
+	}
+	summary := fmt.Sprintf("%s call of %s: %s", subject, c.Tool, g.Outcome)
+	if g.Message != "" {
+		details["message"] = g.Message
+		summary += ": " + g.Message
+	} else if g.Via != "" {
+		summary += " (" + g.Via + ")"
+	}
+	e.store.AppendReceipt(storage.Draft{Kind: storage.KindMCPGate, Actor: subject, Subject: c.Tool, Summary: summary, Details: details})
+}
+
+// RefuseMCP receipts an MCP tool call refused before it was gated (its
+// arguments did not match the tool's schema): nothing ran, nobody was
+// asked.
+func (e *Engine) RefuseMCP(actor Actor, c MCPCall, why string) error {
+	if err := e.authorize(actor, "act for MCP client "+MCPSubject(c.Client)); err != nil {
+		return err
+	}
+	subject := MCPSubject(c.Client)
+	_, err := e.store.AppendReceipt(storage.Draft{Kind: storage.KindMCPGate, Actor: subject, Subject: c.Tool,
+		Summary: fmt.Sprintf("%s call of %s: invalid arguments, nothing ran: %s", subject, c.Tool, why),
+		Details: map[string]any{"session": c.Session, "tool": c.Tool, "outcome": "invalid", "message": why}})
+	return err
+}
+
+// ApproveAlwaysTool decides an MCP tool call's request approve-always
+// with a rule for the tool whatever its arguments (ApproveAlways adds one
+// for exactly these arguments).
+func (e *Engine) ApproveAlwaysTool(actor Actor, id uint64, reason string) (Request, Rule, Policy, error) {
+	if err := e.authorize(actor, fmt.Sprintf("approve-always (whole tool) request %d", id)); err != nil {
+		return Request{}, Rule{}, Policy{}, err
+	}
+	e.reqMu.Lock()
+	w := e.waiting[id]
+	e.reqMu.Unlock()
+	consumer := ""
+	if w != nil {
+		consumer = w.run
+	}
+	var d perms.Decided
+	var refused *perms.Refusal
+	_, err := e.store.Update(func(tx *storage.Tx) error {
+		refused = nil
+		var err error
+		d, err = perms.DecideScoped(tx, id, ApproveAlways, string(actor), reason, time.Now(), consumer, true)
+		if errors.As(err, &refused) {
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		return d.Request, Rule{}, Policy{}, err
+	}
+	if req := d.Request; req.Decision != nil {
+		if w != nil {
+			select {
+			case w.done <- wake{decision: *req.Decision, superseded: refused != nil && refused.Reason == perms.RefusedStale}:
+			default:
+			}
+		}
+		e.bus.publish(Event{Kind: EventRequest, Request: &req})
+	}
+	if refused != nil {
+		return d.Request, Rule{}, Policy{}, refused
+	}
+	var rule Rule
+	var p Policy
+	if d.Rule != nil {
+		rule, p = *d.Rule, *d.Policy
+	}
+	return d.Request, rule, p, nil
+}
+
+// AttachStandingOperator is AttachOperator for a process that serves
+// consoles none of which may be open (`warden serve --ssh`): a hook's
+// request waits for someone to connect, but an MCP call, which has its
+// own client waiting, is refused at once unless a console is there.
+func (e *Engine) AttachStandingOperator() (detach func()) {
+	e.standing.Add(1)
+	d := e.AttachOperator()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			d()
+			e.standing.Add(-1)
+		})
+	}
+}
+
+// MCPSession is an MCP client connected through `warden mcp serve`.
+type MCPSession struct {
+	ID      string    `json:"id"`
+	Client  string    `json:"client"` // mcp:<name>
+	Name    string    `json:"name"`   // clientInfo.name as sent (hostile: escape before showing)
+	Version string    `json:"version,omitempty"`
+	Since   time.Time `json:"since"`
+	PID     int       `json:"pid,omitempty"` // the serving `warden mcp serve`
+}
+
+type mcpSessions struct {
+	mu sync.Mutex
+	m  map[string]MCPSession
+}
+
+// HoldMCPSession records an MCP client as connected until ctx ends (the
+// serve's client went away, or the serve itself: over the control socket
+// the call ends when its process hangs up). Its start and end are
+// receipted ("mcp.connect", "mcp.disconnect").
+func (e *Engine) HoldMCPSession(ctx context.Context, actor Actor, s MCPSession) error {
+	if err := e.authorize(actor, "connect MCP client "+MCPSubject(s.Name)); err != nil {
+		return err
+	}
+	s.Client, s.Since = MCPSubject(s.Name), time.Now().UTC()
+	if len(s.Name) > 256 {
+		s.Name = s.Name[:256]
+	}
+	e.mcp.mu.Lock()
+	if e.mcp.m == nil {
+		e.mcp.m = map[string]MCPSession{}
+	}
+	if _, dup := e.mcp.m[s.ID]; dup || s.ID == "" {
+		e.mcp.mu.Unlock()
+		return fmt.Errorf("MCP session id %q is empty or already connected", s.ID)
+	}
+	e.mcp.m[s.ID] = s
+	e.mcp.mu.Unlock()
+	details := map[string]any{"session": s.ID, "name": s.Name, "version": s.Version, "pid": s.PID, "via": string(actor)}
+	e.store.AppendReceipt(storage.Draft{Kind: storage.KindMCPConnect, Actor: s.Client, Subject: s.ID,
+		Summary: fmt.Sprintf("MCP client %s connected (session %s, via %s)", s.Client, s.ID, actor), Details: details})
+	select {
+	case <-ctx.Done():
+	case <-e.life.Done():
+	}
+	e.mcp.mu.Lock()
+	delete(e.mcp.m, s.ID)
+	e.mcp.mu.Unlock()
+	e.store.AppendReceipt(storage.Draft{Kind: storage.KindMCPDisconnect, Actor: s.Client, Subject: s.ID,
+		Summary: fmt.Sprintf("MCP client %s disconnected (session %s)", s.Client, s.ID), Details: map[string]any{"session": s.ID}})
+	return nil
+}
+
+// MCPSessions lists the connected MCP clients, oldest first.
+func (e *Engine) MCPSessions() ([]MCPSession, error) {
+	e.mcp.mu.Lock()
+	out := make([]MCPSession, 0, len(e.mcp.m))
+	for _, s := range e.mcp.m {
+		out = append(out, s)
+	}
+	e.mcp.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].Since.Before(out[j].Since) })
+	return out, nil
+}
