@@ -37,6 +37,16 @@ type Options struct {
 	Now func() time.Time
 	// NoAttach leaves the engine without an attached operator (a viewer).
 	NoAttach bool
+	// Viewer: this console may look but not decide (an SSH viewer key);
+	// it shows no decision hints.
+	Viewer bool
+	// Role is the role the header shows next to who you are ("operator",
+	// "viewer"; "" for the local console).
+	Role string
+	// ActorName names an actor (an SSH key's comment in the operators
+	// file), or "". Actors are shown as that name next to a short
+	// fingerprint.
+	ActorName func(engine.Actor) string
 	// AttachedPID is the process serving the engine when the console is
 	// attached to another warden's engine (the header says so); 0 when
 	// the engine is this process's own.
@@ -70,6 +80,8 @@ type shared struct {
 	statusAt time.Time
 	// ctx ends when the console closes: work it started stops with it.
 	ctx context.Context
+	// messages is the message log: every status message, whole (M).
+	messages []message
 }
 
 func (s *shared) now() time.Time { return s.opts.Now() }
@@ -85,9 +97,15 @@ func (s *shared) context() context.Context {
 // setStatus shows a message in the status line; isErr styles it as one.
 func (s *shared) setStatus(msg string, isErr bool) {
 	s.status, s.statusOK, s.statusAt = msg, !isErr, s.now()
+	s.note(msg, isErr)
 }
 
-func (s *shared) errStatus(err error) { s.setStatus(OneLine(err.Error()), true) }
+// errStatus shows an error on one line; the message log keeps it whole
+// (the status line cuts it to the width).
+func (s *shared) errStatus(err error) {
+	s.status, s.statusOK, s.statusAt = OneLine(err.Error()), false, s.now()
+	s.note(err.Error(), true)
+}
 
 // pane is one tab: everything the app calls on it. A pane embeds
 // paneBase for the calls it has no use for. It talks back to the app only
@@ -140,6 +158,8 @@ type (
 	}
 	tickMsg      time.Time
 	toastDoneMsg struct{ id int }
+	// quitNowMsg: the operator confirmed quitting.
+	quitNowMsg struct{}
 )
 
 // App is the console's root model.
@@ -163,6 +183,8 @@ type App struct {
 	help     help.Model
 	showHelp bool
 	overlay  *overlay
+	// confirm is the yes/no question open (it has the keyboard).
+	confirm *confirmation
 
 	toast    string
 	toastID  int
@@ -353,6 +375,11 @@ func (a *App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case openOverlayMsg:
 		a.overlay = msg.ov
 		return a, nil
+	case askMsg:
+		a.confirm = msg.c
+		return a, nil
+	case quitNowMsg:
+		return a, a.quit()
 	case tickMsg:
 		if a.sh.status != "" && a.sh.now().Sub(a.sh.statusAt) > 10*time.Second {
 			a.sh.status = ""
@@ -379,19 +406,30 @@ func (a *App) key(msg tea.KeyMsg) tea.Cmd {
 	if a.gone != nil && msg.String() == "t" && !a.takingOver {
 		return a.takeover()
 	}
+	if a.confirm != nil {
+		c := a.confirm
+		if msg.String() == "ctrl+c" && c.quitting {
+			// ctrl+c twice: the operator means it.
+			return a.quit()
+		}
+		_, cmd := c.answer(msg)
+		a.confirm = nil
+		if cmd == nil {
+			a.sh.setStatus("nothing done", false)
+		}
+		return cmd
+	}
 	if msg.String() == "ctrl+c" {
 		// A pane running something it must wind down (a hands init)
 		// takes ctrl+c to ask whether to cancel it, instead of quitting
 		// the console under it.
 		if !a.panes[a.tab].wantsCtrlC() || a.overlay != nil {
-			a.Close()
-			return tea.Quit
+			return a.askQuit()
 		}
 	}
 	if a.overlay != nil {
 		if key.Matches(msg, a.keys.Quit) {
-			a.Close()
-			return tea.Quit
+			return a.askQuit()
 		}
 		if a.overlay.Update(msg) {
 			a.overlay = nil
@@ -399,10 +437,8 @@ func (a *App) key(msg tea.KeyMsg) tea.Cmd {
 		return nil
 	}
 	if a.showHelp {
-		if key.Matches(msg, a.keys.Quit) {
-			a.Close()
-			return tea.Quit
-		}
+		// Any key closes help, q and esc included: q here never quits
+		// the console under the operator reading about it.
 		a.showHelp = false
 		return nil
 	}
@@ -410,10 +446,18 @@ func (a *App) key(msg tea.KeyMsg) tea.Cmd {
 	if !p.capturing() {
 		switch {
 		case key.Matches(msg, a.keys.Quit):
-			a.Close()
-			return tea.Quit
+			return a.askQuit()
 		case key.Matches(msg, a.keys.Help):
 			a.showHelp = true
+			return nil
+		case key.Matches(msg, a.keys.Messages):
+			a.OpenMessages()
+			return nil
+		case key.Matches(msg, a.keys.Tab2):
+			// 2 lands on the request that needs an answer: the oldest
+			// pending one, whatever was selected before.
+			a.setTab(tabRequests)
+			a.requests.selectOldestPending()
 			return nil
 		case key.Matches(msg, a.keys.Next):
 			a.setTab((a.tab + 1) % tabCount)
@@ -430,6 +474,47 @@ func (a *App) key(msg tea.KeyMsg) tea.Cmd {
 		}
 	}
 	return p.update(msg)
+}
+
+// quit closes the console and ends the program.
+func (a *App) quit() tea.Cmd {
+	a.Close()
+	return tea.Quit
+}
+
+// askQuit quits at once when nothing would be lost, and asks first when
+// runs this console's engine is running would be cancelled by it (a
+// console attached to another warden's engine leaves its runs alone).
+func (a *App) askQuit() tea.Cmd {
+	if a.attachedPID != 0 || a.gone != nil {
+		return a.quit()
+	}
+	var runs []engine.RunRecord
+	for _, r := range a.streams.runningRuns() {
+		// The engine's word, not the list's: the event that a run
+		// ended may not have been drawn yet.
+		if now, err := a.sh.e.Run(r.ID); err != nil || now.Status == engine.RunRunning {
+			runs = append(runs, r)
+		}
+	}
+	if len(runs) == 0 {
+		return a.quit()
+	}
+	names := make([]string, 0, 3)
+	for i, r := range runs {
+		if i == 3 {
+			names = append(names, fmt.Sprintf("and %d more", len(runs)-3))
+			break
+		}
+		names = append(names, safe(r.Module+"/"+r.Hook))
+	}
+	what := "1 run"
+	if len(runs) > 1 {
+		what = fmt.Sprintf("%d runs", len(runs))
+	}
+	a.confirm = &confirmation{question: fmt.Sprintf("quit and cancel %s (%s)?", what, strings.Join(names, ", ")),
+		detail: "they are going in this console's engine", yes: func() tea.Msg { return quitNowMsg{} }, quitting: true}
+	return nil
 }
 
 func (a *App) setTab(t int) {
@@ -520,7 +605,13 @@ func (a *App) ring(r engine.Request) tea.Cmd {
 	a.toastID++
 	id := a.toastID
 	a.toastReq = r.ID
-	a.toast = fmt.Sprintf("🔔 request %d from %s/%s: %s — press 2", r.ID, r.Requester.Module, r.Requester.Hook, OneLine(operationLine(r)))
+	// What to do comes first, so that a narrow line cuts the detail,
+	// never the instruction.
+	a.toast = fmt.Sprintf("🔔 request %d · 2 to answer · %s/%s: %s", r.ID, r.Requester.Module, r.Requester.Hook, OneLine(operationLine(r)))
+	if n := a.requests.pending(); n > 1 {
+		a.toast = fmt.Sprintf("🔔 request %d · 2 to answer (%d pending) · %s/%s: %s", r.ID, n, r.Requester.Module, r.Requester.Hook, OneLine(operationLine(r)))
+	}
+	a.sh.note(a.toast, false)
 	return tea.Tick(8*time.Second, func(time.Time) tea.Msg { return toastDoneMsg{id} })
 }
 
@@ -635,7 +726,6 @@ func (a *App) header(w int) string {
 	if a.mcpClients > 0 {
 		counts += sep + th.HeaderVal.Render(fmt.Sprintf("%d mcp", a.mcpClients))
 	}
-	left := th.Brand.Render("warden") + sep
 	right := sep + jail + sep + counts
 	switch {
 	case a.gone != nil:
@@ -645,8 +735,20 @@ func (a *App) header(w int) string {
 	case a.attachedPID != 0:
 		right = sep + th.HeaderVal.Render(fmt.Sprintf("attached to pid %d", a.attachedPID)) + right
 	}
-	room := w - textWidth("warden") - 3 - widthOf(right)
-	dir := th.HeaderKey.Render("data ") + th.HeaderVal.Render(plain(a.sh.e.DataDir(), max(room-5, 1)))
+	// The counts and the jail never give way; who you are gets up to
+	// two thirds of what is left, the data dir the rest (cut from the middle,
+	// or left out when nothing useful fits).
+	avail := w - textWidth("warden") - 3 - widthOf(right)
+	who := a.sh.who()
+	if lim := max(avail*2/3, 12); textWidth(who) > lim {
+		who = plain(who, lim)
+	}
+	left := th.Brand.Render("warden") + sep + th.HeaderVal.Render(who)
+	room := avail - 3 - textWidth(who) - 3 - 5
+	if room < 8 {
+		return fit(left+right, w)
+	}
+	dir := sep + th.HeaderKey.Render("data ") + th.HeaderVal.Render(elideMiddlePath(safe(a.sh.e.DataDir()), room))
 	return fit(left+dir+right, w)
 }
 
@@ -682,6 +784,9 @@ func (a *App) tabBar(w int) string {
 
 func (a *App) statusLine(w int) string {
 	th := a.sh.th
+	if a.confirm != nil {
+		return fit(th.Prompt.Render(plain(a.confirm.prompt(), w)), w)
+	}
 	if s := a.panes[a.tab].prompt(); s != "" && a.overlay == nil {
 		return fit(s, w)
 	}
@@ -709,6 +814,10 @@ func (a *App) statusLine(w int) string {
 }
 
 func (a *App) currentKeys() keyMap {
+	if a.confirm != nil {
+		k := newConfirmKeys(a.confirm.enterIsYes)
+		return keyMap{short: []key.Binding{k.Yes, k.No}}
+	}
 	if a.overlay != nil {
 		k := a.overlay.keys
 		return keyMap{short: []key.Binding{k.Close, k.Up, k.Down, k.PageUp, k.PageDown}}
@@ -719,7 +828,7 @@ func (a *App) currentKeys() keyMap {
 func (a *App) helpLine(w int) string {
 	k := a.currentKeys()
 	short := append([]key.Binding(nil), k.short...)
-	if a.overlay != nil || !a.panes[a.tab].capturing() {
+	if a.confirm == nil && (a.overlay != nil || !a.panes[a.tab].capturing()) {
 		short = append(short, a.keys.Help, a.keys.Quit)
 	}
 	return fit(a.help.ShortHelpView(short), w)
@@ -727,9 +836,9 @@ func (a *App) helpLine(w int) string {
 
 func (a *App) fullHelp(w, h int) string {
 	k := a.currentKeys()
-	groups := append(append([][]key.Binding(nil), k.full...), append(a.keys.tabs(), a.keys.Help, a.keys.Quit))
+	groups := append(append([][]key.Binding(nil), k.full...), append(a.keys.tabs(), a.keys.Help, a.keys.Messages, a.keys.Quit))
 	body := a.help.FullHelpView(groups)
-	title := a.sh.th.Title.Render("Keys: "+tabNames[a.tab]) + a.sh.th.Dim.Render("  (any key closes)")
+	title := a.sh.th.Title.Render("Keys: "+tabNames[a.tab]) + a.sh.th.Dim.Render("  (any key closes, q too)")
 	lines := append([]string{title, ""}, strings.Split(body, "\n")...)
 	for len(lines) < h {
 		lines = append(lines, "")
@@ -739,4 +848,16 @@ func (a *App) fullHelp(w, h int) string {
 		lines[i] = fit(lines[i], w)
 	}
 	return strings.Join(lines, "\n")
+}
+
+// elideMiddlePath cuts a path to width cells from the middle: its start
+// (where it is) and its end (which data dir) both stay readable.
+func elideMiddlePath(p string, width int) string {
+	r := []rune(p)
+	if textWidth(p) <= width || len(r) != textWidth(p) || width < 8 {
+		return plain(p, width)
+	}
+	head := (width - 1) / 2
+	tail := width - 1 - head
+	return string(r[:head]) + "…" + string(r[len(r)-tail:])
 }

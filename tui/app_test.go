@@ -26,9 +26,15 @@ type console struct {
 
 func startConsole(t *testing.T, e engine.Facade) *console {
 	t.Helper()
+	return startConsoleSize(t, e, 100, 30)
+}
+
+// startConsoleSize is a console under teatest at w x h.
+func startConsoleSize(t *testing.T, e engine.Facade, w, h int) *console {
+	t.Helper()
 	bells := new(atomic.Int32)
 	app := New(e, Options{Theme: themes.NoColor(), Actor: "local:test", Jail: engine.JailOff, Bell: func() { bells.Add(1) }})
-	tm := teatest.NewTestModel(t, app, teatest.WithInitialTermSize(100, 30))
+	tm := teatest.NewTestModel(t, app, teatest.WithInitialTermSize(w, h))
 	t.Cleanup(func() { tm.Quit() })
 	return &console{t: t, tm: tm, app: app, e: e, bells: bells}
 }
@@ -81,10 +87,13 @@ func (c *console) wait(subs ...string) {
 	}, teatest.WithDuration(15*time.Second), teatest.WithCheckInterval(20*time.Millisecond))
 }
 
-// final quits with q and returns the last frame, normalized.
+// final quits with q and returns the last frame, normalized. ctrl+c
+// after it says yes if q asked first: the console may not have heard
+// yet that the test's runs ended.
 func (c *console) final() string {
 	c.t.Helper()
 	c.keys("q")
+	c.tm.Send(tea.KeyMsg{Type: tea.KeyCtrlC})
 	m := c.tm.FinalModel(c.t, teatest.WithFinalTimeout(10*time.Second))
 	return normalize(m.(*App).View())
 }
@@ -189,7 +198,13 @@ func TestStreamsCancelRun(t *testing.T) {
 	c := startConsole(t, e)
 	h := c.startSlowRun()
 	c.wait("chatty/slow · running")
+	// x asks first, naming what it cancels; only y cancels.
 	c.keys("x")
+	c.wait("cancel run "+h.ID+" (chatty/slow, running for", "[y/N]")
+	if st, _ := e.Run(h.ID); st.Status != engine.RunRunning {
+		t.Fatalf("x alone ended the run: %s", st.Status)
+	}
+	c.keys("y")
 	c.wait("cancelling run " + h.ID)
 	if o := h.Wait(); o.Run.Status != engine.RunCancelled || !strings.Contains(o.Run.Error, "local:test") {
 		t.Errorf("run after x: %s (%s)", o.Run.Status, o.Run.Error)

@@ -176,7 +176,7 @@ var (
 	reDate   = regexp.MustCompile(`\d{4}-\d{2}-\d{2}`)
 	reDur    = regexp.MustCompile(`\b\d+(d\d{2}h|h\d{2}m|m\d{2}s|s)\b`)
 	reHash   = regexp.MustCompile(`[0-9a-f]{64}`)
-	reData   = regexp.MustCompile(`/tmp/w\d+/data`)
+	reData   = regexp.MustCompile(`/tmp/w\d+/data|/tmp/(w\d*)?…\S*`)
 	reMod    = regexp.MustCompile(`warden-tui-module-[0-9a-f]{8}`)
 )
 

@@ -7,6 +7,7 @@ type globalKeys struct {
 	Tab1, Tab2, Tab3, Tab4, Tab5 key.Binding
 	Next, Prev                   key.Binding
 	Help                         key.Binding
+	Messages                     key.Binding
 	Quit                         key.Binding
 }
 
@@ -20,7 +21,9 @@ func newGlobalKeys() globalKeys {
 		Next: key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "next tab")),
 		Prev: key.NewBinding(key.WithKeys("shift+tab"), key.WithHelp("shift+tab", "prev tab")),
 		Help: key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "all keys")),
-		Quit: key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q", "quit")),
+		// M: the message log keeps every status message whole.
+		Messages: key.NewBinding(key.WithKeys("M"), key.WithHelp("M", "messages")),
+		Quit:     key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q", "quit")),
 	}
 }
 

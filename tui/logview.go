@@ -71,6 +71,17 @@ type logView struct {
 	scanAt      uint64 // ... at this line
 	width       int
 	height      int
+	// states keeps each run's search and filter while another is shown.
+	states map[string]viewState
+	// noRuns: there is no run at all (the view says where to start).
+	noRuns bool
+}
+
+// viewState is what of a run's view is the operator's choice to keep.
+type viewState struct {
+	level  levelFilter
+	invert bool
+	query  string
 }
 
 func newLogView(sh *shared) *logView {
@@ -123,7 +134,23 @@ func (v *logView) idx(n uint64) int {
 
 // open shows run, following its tail.
 func (v *logView) open(run string) {
-	*v = logView{sh: v.sh, run: run, follow: true, wrap: v.wrap, level: v.level, invert: v.invert, query: v.query, width: v.width, height: v.height, paints: v.paints}
+	// Search and filter belong to a run: the one left keeps its own for
+	// when it is shown again, and the one shown starts with its own
+	// (none, the first time).
+	states := v.states
+	if states == nil {
+		states = map[string]viewState{}
+	}
+	if v.run != "" {
+		st := viewState{level: v.level, invert: v.invert, query: v.query}
+		if st == (viewState{}) {
+			delete(states, v.run)
+		} else {
+			states[v.run] = st
+		}
+	}
+	st := states[run]
+	*v = logView{sh: v.sh, run: run, follow: true, wrap: v.wrap, level: st.level, invert: st.invert, query: st.query, width: v.width, height: v.height, paints: v.paints, states: states}
 	v.refreshMeta()
 	v.loadTail()
 }
@@ -683,6 +710,19 @@ func (v *logView) View() string {
 		rows++
 	}
 	switch {
+	case v.run == "" && v.noRuns:
+		// An empty console says where to start.
+		for _, l := range []string{
+			"Nothing has run yet. Where to start:",
+			"",
+			"  4 Modules → enter on a hook    runs it; its lines show here",
+			"  4 Modules → a                  adds a module from its folder",
+			"  2 Requests                     a hook's questions, to answer",
+			"  ?                              every key",
+		} {
+			msg := plain(l, w)
+			emit(pt.dim.s(msg), textWidth(msg))
+		}
 	case v.run == "":
 		msg := plain("no run selected: pick one on the left (↑/↓, enter)", w)
 		emit(pt.dim.s(msg), textWidth(msg))

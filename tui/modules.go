@@ -2,6 +2,8 @@ package tui
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -45,7 +47,7 @@ type modulesPane struct {
 }
 
 func newModulesPane(sh *shared) *modulesPane {
-	return &modulesPane{sh: sh, k: newModulesKeys(), add: newPromptInput("add module from folder › ", "/absolute/path/to/module", 4096), last: map[string]engine.RunRecord{}}
+	return &modulesPane{sh: sh, k: newModulesKeys(), add: newPromptInput("add module from folder › ", "path/to/module (relative to the console's folder, ~ for home)", 4096), last: map[string]engine.RunRecord{}}
 }
 
 func (p *modulesPane) reload(runs []engine.RunRecord) {
@@ -136,6 +138,9 @@ func (p *modulesPane) update(msg tea.Msg) tea.Cmd {
 		}
 		return nil
 	}
+	if m, ok := msg.(startRunMsg); ok {
+		return p.start(m.module, m.hook, nil)
+	}
 	if m, ok := msg.(runStartedMsg); ok {
 		if m.err != nil {
 			p.sh.errStatus(m.err)
@@ -199,6 +204,12 @@ func (p *modulesPane) addModule(path string) tea.Cmd {
 	if path == "" {
 		return nil
 	}
+	abs, err := resolvePath(path)
+	if err != nil {
+		p.sh.errStatus(err)
+		return nil
+	}
+	path = abs
 	e, actor := p.sh.e, p.sh.opts.Actor
 	p.sh.setStatus("adding the module at "+path+" …", false)
 	return func() tea.Msg {
@@ -250,8 +261,25 @@ func (p *modulesPane) runSelected() tea.Cmd {
 		p.form = f
 		return cmd
 	}
-	return p.start(r.mod.Record.ID, r.hook, nil)
+	// A run is work with effects: say what starts, and let enter (or
+	// y) confirm it, so a stray enter never starts one.
+	jail := "jailed (bubblewrap)"
+	if p.sh.opts.Jail == engine.JailOff {
+		jail = "UNJAILED (--jail off)"
+	}
+	extra := ""
+	if len(h.Requires) > 0 {
+		extra = ", needs " + strings.Join(h.Requires, ",")
+	}
+	if h.Network {
+		extra += ", network"
+	}
+	return ask(fmt.Sprintf("run %s/%s now, %s%s?", safe(r.mod.Record.ID), safe(r.hook), jail, safe(extra)), "", true,
+		func() tea.Msg { return startRunMsg{module: r.mod.Record.ID, hook: r.hook} })
 }
+
+// startRunMsg: the operator confirmed starting a hook without inputs.
+type startRunMsg struct{ module, hook string }
 
 // runStartedMsg reports a run the console started.
 type runStartedMsg struct {
@@ -343,4 +371,25 @@ func (p *modulesPane) view(w, h int) string {
 		out = append(out, "")
 	}
 	return strings.Join(out[:h], "\n")
+}
+
+// resolvePath makes a path the operator typed absolute: ~ is the home
+// directory, and a relative path is taken from the console's working
+// directory (where warden was started), as a shell would.
+func resolvePath(path string) (string, error) {
+	if path == "~" || strings.HasPrefix(path, "~/") {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("cannot expand ~ in %q: %v; type the absolute path", path, err)
+		}
+		path = filepath.Join(home, strings.TrimPrefix(path, "~"))
+	}
+	if filepath.IsAbs(path) {
+		return filepath.Clean(path), nil
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", fmt.Errorf("cannot resolve %q against the console's folder: %v; type the absolute path", path, err)
+	}
+	return abs, nil
 }

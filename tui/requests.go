@@ -19,20 +19,23 @@ const maxRequests = 500
 
 type requestsKeys struct {
 	KeyMap
-	Detail                key.Binding
-	Approve, Deny, Always key.Binding
-	Yes, No               key.Binding
+	Detail                   key.Binding
+	Approve, Deny, Always    key.Binding
+	Yes, No                  key.Binding
+	NextPending, PrevPending key.Binding
 }
 
 func newRequestsKeys() requestsKeys {
 	return requestsKeys{
-		KeyMap:  DefaultKeyMap(),
-		Detail:  key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "whole request")),
-		Approve: key.NewBinding(key.WithKeys("y"), key.WithHelp("y", "approve once")),
-		Deny:    key.NewBinding(key.WithKeys("n"), key.WithHelp("n", "deny")),
-		Always:  key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "approve always")),
-		Yes:     key.NewBinding(key.WithKeys("y"), key.WithHelp("y", "yes, add the rule")),
-		No:      key.NewBinding(key.WithKeys("n", "esc"), key.WithHelp("n/esc", "no")),
+		KeyMap:      DefaultKeyMap(),
+		Detail:      key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "whole request")),
+		Approve:     key.NewBinding(key.WithKeys("y"), key.WithHelp("y", "approve once")),
+		Deny:        key.NewBinding(key.WithKeys("n"), key.WithHelp("n", "deny")),
+		Always:      key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "approve always")),
+		Yes:         key.NewBinding(key.WithKeys("y"), key.WithHelp("y", "yes, add the rule")),
+		No:          key.NewBinding(key.WithKeys("n", "esc"), key.WithHelp("n/esc", "no")),
+		NextPending: key.NewBinding(key.WithKeys("]"), key.WithHelp("]", "next pending")),
+		PrevPending: key.NewBinding(key.WithKeys("["), key.WithHelp("[", "prev pending")),
 	}
 }
 
@@ -112,6 +115,10 @@ func (p *requestsPane) selectID(id uint64) {
 // upsert records a request event; it reports a new pending request.
 func (p *requestsPane) upsert(r engine.Request) (isNew bool) {
 	cur := p.selectedID()
+	curDecided := true
+	if c, ok := p.current(); ok && c.Decision == nil {
+		curDecided = false
+	}
 	found := false
 	for i := range p.reqs {
 		if p.reqs[i].ID == r.ID {
@@ -126,6 +133,11 @@ func (p *requestsPane) upsert(r engine.Request) (isNew bool) {
 		cur = r.ID
 	}
 	p.selectID(cur)
+	if !found && r.Decision == nil && curDecided {
+		// A new question while the cursor rests on history: y must
+		// answer what is waiting, not "already decided".
+		p.selectOldestPending()
+	}
 	if p.confirming && p.confirmID == r.ID && r.Decision != nil {
 		p.confirming = false
 	}
@@ -133,6 +145,31 @@ func (p *requestsPane) upsert(r engine.Request) (isNew bool) {
 		p.reason.Close()
 	}
 	return !found && r.Decision == nil
+}
+
+// selectOldestPending puts the cursor on the oldest pending request (the
+// most urgent); with none pending it stays where it is.
+func (p *requestsPane) selectOldestPending() {
+	var oldest uint64
+	for i, r := range p.reqs {
+		if r.Decision == nil && (oldest == 0 || r.ID < oldest) {
+			oldest, p.sel = r.ID, i
+		}
+	}
+}
+
+// jumpPending moves to the next (dir 1) or previous (-1) pending request
+// from the cursor, wrapping around.
+func (p *requestsPane) jumpPending(dir int) {
+	n := len(p.reqs)
+	for i := 1; i <= n; i++ {
+		j := ((p.sel+dir*i)%n + n) % n
+		if p.reqs[j].Decision == nil {
+			p.sel = j
+			return
+		}
+	}
+	p.sh.setStatus("no pending requests", false)
 }
 
 func (p *requestsPane) pending() (n int) {
@@ -166,10 +203,15 @@ func (p *requestsPane) keys() keyMap {
 	case p.confirming:
 		return keyMap{short: []key.Binding{k.Yes, k.No}}
 	}
+	nav := []key.Binding{k.Up, k.Down, k.NextPending, k.PrevPending, k.Detail}
+	if p.viewer() {
+		// A viewer cannot decide: no hints for keys that would refuse.
+		return keyMap{short: nav, full: [][]key.Binding{nav}}
+	}
 	acts := []key.Binding{k.Approve, k.Deny, k.Always}
-	short := append([]key.Binding{k.Up, k.Down}, acts...)
+	short := append([]key.Binding{k.Up, k.Down, k.NextPending}, acts...)
 	short = append(short, k.Detail)
-	return keyMap{short: short, full: [][]key.Binding{{k.Up, k.Down, k.Detail}, acts}}
+	return keyMap{short: short, full: [][]key.Binding{nav, acts}}
 }
 
 func (p *requestsPane) update(msg tea.Msg) tea.Cmd {
@@ -219,6 +261,10 @@ func (p *requestsPane) key(msg tea.KeyMsg) tea.Cmd {
 		p.move(-1)
 	case key.Matches(msg, k.Down):
 		p.move(1)
+	case key.Matches(msg, k.NextPending):
+		p.jumpPending(1)
+	case key.Matches(msg, k.PrevPending):
+		p.jumpPending(-1)
 	case key.Matches(msg, k.Detail):
 		if r, ok := p.current(); ok {
 			return openOverlay(textOverlay(p.sh, fmt.Sprintf("request %d", r.ID), strings.Join(p.detail(r), "\n")))
@@ -258,14 +304,21 @@ func (p *requestsPane) current() (engine.Request, bool) {
 	return engine.Request{}, false
 }
 
+// viewer is true when this console may look but not decide.
+func (p *requestsPane) viewer() bool { return p.sh.opts.Viewer }
+
 func (p *requestsPane) currentPending() (engine.Request, bool) {
+	if p.viewer() {
+		p.sh.setStatus("a viewer cannot decide requests: an operator key can (see the operators file)", true)
+		return engine.Request{}, false
+	}
 	r, ok := p.current()
 	if !ok {
 		p.sh.setStatus("no request selected", true)
 		return r, false
 	}
 	if r.Decision != nil {
-		p.sh.setStatus(fmt.Sprintf("request %d was already decided (%s by %s)", r.ID, r.Decision.Verdict, r.Decision.By), true)
+		p.sh.setStatus(fmt.Sprintf("request %d was already decided (%s by %s)", r.ID, r.Decision.Verdict, p.sh.actorLabel(r.Decision.By)), true)
 		return r, false
 	}
 	return r, true
@@ -306,7 +359,14 @@ func (p *requestsPane) decided(m decidedMsg) {
 	}
 	p.upsert(m.r)
 	p.selectID(m.id)
-	p.sh.setStatus(fmt.Sprintf("request %d: %s", m.id, m.verdict), false)
+	// On to the next question, if there is one: the cursor never rests
+	// on a request just decided while another waits.
+	p.selectOldestPending()
+	msg := fmt.Sprintf("request %d: %s", m.id, m.verdict)
+	if n := p.pending(); n > 0 {
+		msg += fmt.Sprintf(" · %d more to answer", n)
+	}
+	p.sh.setStatus(msg, false)
 }
 
 // requesterField names who asked: a hook's run, or an MCP client's tool
@@ -402,7 +462,7 @@ func (p *requestsPane) row(r engine.Request, sel bool, now time.Time, w int) str
 		}
 	} else {
 		state = r.Decision.Verdict
-		when = "by " + r.Decision.By + " " + r.Decision.At.Local().Format("15:04:05")
+		when = "by " + p.sh.actorLabel(r.Decision.By) + " " + r.Decision.At.Local().Format("15:04:05")
 		st = th.Approved
 		if r.Decision.Verdict == engine.Deny {
 			st = th.Denied
@@ -442,7 +502,7 @@ func (p *requestsPane) detail(r engine.Request) []string {
 		if d.Verdict == engine.Deny {
 			st = th.Denied
 		}
-		dec := st.Render(safe(d.Verdict)) + " by " + safe(d.By) + " at " + d.At.Local().Format("2006-01-02 15:04:05")
+		dec := st.Render(safe(d.Verdict)) + " by " + p.sh.actorLabel(d.By) + " at " + d.At.Local().Format("2006-01-02 15:04:05")
 		if d.Reason != "" {
 			dec += ": " + safe(OneLine(d.Reason))
 		}

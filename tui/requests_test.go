@@ -36,7 +36,7 @@ func TestRequestsApproveOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The toast shows on the Streams tab; the bell rang.
-	c.wait("request 1 from asker/ask", "1 pending")
+	c.wait("request 1 · 2 to answer · asker/ask", "1 pending")
 	if n := c.bells.Load(); n != 1 {
 		t.Errorf("bell rang %d times, want 1", n)
 	}

@@ -20,17 +20,21 @@ type streamsKeys struct {
 	Runs, Log, Open             key.Binding
 	Follow, Search, Next, Prev  key.Binding
 	Level, Invert, Wrap, Cancel key.Binding
+	Clear                       key.Binding
 }
 
 func newStreamsKeys() streamsKeys {
 	return streamsKeys{
 		KeyMap: DefaultKeyMap().withEnds("first line", "last line"),
-		Runs:   key.NewBinding(key.WithKeys("left", "h", "esc"), key.WithHelp("←/h", "runs")),
+		Runs:   key.NewBinding(key.WithKeys("left", "h"), key.WithHelp("←/h", "runs")),
+		// Esc has one meaning everywhere: clear the search and the
+		// filter; with neither set, it goes back (to the runs).
+		Clear:  key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "clear search/filter, back")),
 		Log:    key.NewBinding(key.WithKeys("right"), key.WithHelp("→", "log")),
 		Open:   key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "open/whole line")),
 		Follow: key.NewBinding(key.WithKeys("f"), key.WithHelp("f", "follow")),
 		Search: key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "search")),
-		Next:   key.NewBinding(key.WithKeys("n"), key.WithHelp("n/N", "next/prev match")),
+		Next:   key.NewBinding(key.WithKeys("n"), key.WithHelp("n", "next match")),
 		Prev:   key.NewBinding(key.WithKeys("N"), key.WithHelp("N", "prev match")),
 		Level:  key.NewBinding(key.WithKeys("l"), key.WithHelp("l", "level filter")),
 		Invert: key.NewBinding(key.WithKeys("!"), key.WithHelp("!", "invert filter")),
@@ -114,6 +118,16 @@ func (p *streamsPane) show(id string) {
 	p.keepSel()
 }
 
+// runningRuns are the runs going now, newest first.
+func (p *streamsPane) runningRuns() (out []engine.RunRecord) {
+	for _, r := range p.runs {
+		if r.Status == engine.RunRunning {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 func (p *streamsPane) running() (n int) {
 	for _, r := range p.runs {
 		if r.Status == engine.RunRunning {
@@ -177,7 +191,7 @@ func (p *streamsPane) keys() keyMap {
 	if p.search.Active() {
 		return p.search.KeyMap()
 	}
-	nav := []key.Binding{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Runs, k.Log, k.Open}
+	nav := []key.Binding{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Runs, k.Log, k.Open, k.Clear}
 	logk := []key.Binding{k.Follow, k.Search, k.Next, k.Prev, k.Level, k.Invert, k.Wrap, k.Cancel}
 	short := []key.Binding{k.Open, k.Follow, k.Search, k.Next, k.Level, k.Invert, k.Wrap}
 	if !p.focusLog {
@@ -266,6 +280,17 @@ func (p *streamsPane) key(msg tea.KeyMsg) tea.Cmd {
 		return nil
 	case key.Matches(msg, k.Cancel):
 		return p.cancelRun()
+	case key.Matches(msg, k.Clear):
+		if v.query != "" || v.level != levelAll || v.invert {
+			v.query, v.level, v.invert = "", levelAll, false
+			v.refilter()
+			p.sh.setStatus("search and filter cleared", false)
+			return nil
+		}
+		if p.focusLog && p.leftW > 0 {
+			p.focusLog = false
+		}
+		return nil
 	}
 	if !p.focusLog {
 		switch {
@@ -343,8 +368,24 @@ func (p *streamsPane) cancelRun() tea.Cmd {
 	if id == "" {
 		return nil
 	}
+	var rec engine.RunRecord
+	for _, r := range p.runs {
+		if r.ID == id {
+			rec = r
+		}
+	}
+	if rec.ID == "" {
+		if r, err := p.sh.e.Run(id); err == nil {
+			rec = r
+		}
+	}
+	if rec.Status != engine.RunRunning {
+		p.sh.setStatus(fmt.Sprintf("run %s is not running (%s): nothing to cancel", id, rec.Status), false)
+		return nil
+	}
 	e, actor := p.sh.e, p.sh.opts.Actor
-	return func() tea.Msg { return cancelledMsg{run: id, err: e.CancelRun(actor, id)} }
+	q := fmt.Sprintf("cancel run %s (%s/%s, running for %s)?", id, safe(rec.Module), safe(rec.Hook), runDuration(rec, p.sh.now()))
+	return ask(q, "the hook is stopped; its receipt says cancelled by you", false, func() tea.Msg { return cancelledMsg{run: id, err: e.CancelRun(actor, id)} })
 }
 
 func (p *streamsPane) selectRun(i int) {
@@ -399,6 +440,7 @@ func (p *streamsPane) view(w, h int) string {
 	if w != p.w || h != p.h {
 		p.resize(w, h)
 	}
+	p.log.noRuns = len(p.runs) == 0
 	right := p.logTitle(p.log.width) + "\n" + p.log.View()
 	if p.leftW == 0 {
 		return right
@@ -420,7 +462,7 @@ func (p *streamsPane) runsView(w, h int) string {
 	}
 	out := []string{fit(title.Render(fmt.Sprintf("Runs (%d)", len(p.runs))), w)}
 	if len(p.runs) == 0 {
-		out = append(out, fit(th.Dim.Render(plain("no runs yet: start one from Modules (4)", w)), w))
+		out = append(out, fit(th.Dim.Render(plain("no runs yet: 4 Modules → enter on a hook", w)), w))
 	}
 	now := p.sh.now()
 	for i := p.off; i < len(p.runs) && len(out) < h; i++ {

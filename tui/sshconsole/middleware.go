@@ -152,6 +152,11 @@ func (s *Server) consoleProgram(sess ssh.Session) *tea.Program {
 		Actor:    actor,
 		Bell:     func() { io.WriteString(sess, "\a") },
 		NoAttach: role != engine.RoleOperator,
+		Viewer:   role != engine.RoleOperator,
+		Role:     roleName(role),
+		// The header and every actor show the key's comment from the
+		// operators file next to its short fingerprint.
+		ActorName: s.ops.name,
 	})
 	sess.Context().SetValue(ctxConsole, m)
 	s.logf("console for %s (%s) from %s", actor, roleName(role), sess.RemoteAddr())

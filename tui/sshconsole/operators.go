@@ -178,3 +178,18 @@ func (o *operatorsFile) lookup(key gossh.PublicKey) (engine.Role, bool) {
 	var zero engine.Role
 	return zero, false
 }
+
+// name is the comment the operators file gives an actor's key ("" when
+// the file does not name it), for the console to show next to the key's
+// short fingerprint. It does not re-read the file: a session calls it on
+// every draw of an actor.
+func (o *operatorsFile) name(actor engine.Actor) string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, en := range o.entries {
+		if Actor(en.key) == actor {
+			return en.name
+		}
+	}
+	return ""
+}

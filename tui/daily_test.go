@@ -1,0 +1,240 @@
+package tui
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/exp/golden"
+	"github.com/charmbracelet/x/exp/teatest"
+
+	"warden/engine"
+	"warden/themes"
+)
+
+// startAsk starts asker/ask (it asks "Reboot now?") and returns its run.
+func startAsk(t *testing.T, e engine.Facade) *engine.RunHandle {
+	t.Helper()
+	h, err := e.StartRun("local:test", engine.RunRequest{Module: "asker", Hook: "ask", Jail: engine.JailOff})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// The toast at 80 columns keeps its instruction; 2 lands on the oldest
+// PENDING request even with the cursor left on a decided one, y answers
+// it (not "already decided"), and the cursor moves on to the next
+// question, which [ or ] reach too.
+func TestRequestsTwoLandsOnOldestPending(t *testing.T) {
+	e := newEngine(t)
+	askModule(t, e)
+	c := startConsoleSize(t, e, 80, 24)
+	c.wait("no runs yet")
+	h1 := startAsk(t, e)
+	c.wait("🔔 request 1 · 2 to answer")
+	c.keys("2", "y")
+	c.wait("request 1: approve-once")
+	if o := h1.Wait(); !o.OK() {
+		t.Fatalf("run 1: %s %s", o.Run.Status, o.Run.Error)
+	}
+	// The cursor rests on request 1, decided. Two new questions arrive.
+	c.keys("1")
+	h2 := startAsk(t, e)
+	c.wait("🔔 request 2 · 2 to answer")
+	h3 := startAsk(t, e)
+	c.wait("🔔 request 3 · 2 to answer (2 pending)")
+	c.keys("2", "y")
+	c.wait("request 2: approve-once · 1 more to answer")
+	c.keys("]") // the only other pending one: request 3
+	c.wait("▸#3")
+	c.keys("y")
+	c.wait("request 3: approve-once")
+	for i, h := range []*engine.RunHandle{h2, h3} {
+		if o := h.Wait(); !o.OK() || !strings.Contains(streamText(t, e, h.ID), "answer: true") {
+			t.Errorf("run %d: %s %s", i+2, o.Run.Status, o.Run.Error)
+		}
+	}
+	rs, err := e.Requests(engine.RequestFilter{All: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rs {
+		if r.Decision == nil || r.Decision.Verdict != engine.ApproveOnce || r.Decision.By != "local:test" {
+			t.Errorf("request %d: %+v", r.ID, r.Decision)
+		}
+	}
+	view := c.final()
+	if !strings.Contains(view, "0 pending") {
+		t.Errorf("still pending:\n%s", view)
+	}
+	c.golden(view)
+}
+
+// A viewer sees the question but no decision hints, and y is refused
+// with why.
+func TestRequestsViewerHasNoDecisionHints(t *testing.T) {
+	e := newEngine(t)
+	askModule(t, e)
+	detach := e.AttachOperator() // an operator elsewhere; the viewer watches
+	defer detach()
+	h := startAsk(t, e)
+	defer h.Cancel()
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if rs, _ := e.Requests(engine.RequestFilter{}); len(rs) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no request")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	app := New(e, Options{Theme: themes.NoColor(), Actor: "ssh:SHA256:AbCdEfGhIjKlMnOpQrStUvWxYz0123456789abcdefg",
+		Viewer: true, NoAttach: true, Role: "viewer", Jail: engine.JailOff, Bell: func() {},
+		ActorName: func(a engine.Actor) string { return "alice@laptop" }})
+	d := &driver{t: t, app: app}
+	t.Cleanup(app.Close)
+	d.send(teaSize(100, 30))
+	d.keys("2")
+	view := d.view()
+	for _, bad := range []string{"approve", "deny"} {
+		if strings.Contains(view, bad) {
+			t.Errorf("a viewer is shown %q:\n%s", bad, view)
+		}
+	}
+	if !strings.Contains(view, "alice@laptop · viewer") {
+		t.Errorf("the header does not say who this is:\n%s", view)
+	}
+	golden.RequireEqual(t, []byte(view))
+	d.keys("y")
+	if v := d.view(); !strings.Contains(v, "a viewer cannot decide requests") {
+		t.Errorf("y by a viewer:\n%s", v)
+	}
+	if rs, _ := e.Requests(engine.RequestFilter{}); len(rs) != 1 {
+		t.Errorf("a viewer's y decided: %d pending", len(rs))
+	}
+}
+
+// Esc clears the search and the filter; search and filter belong to a
+// run (the next run shown starts without them, and the first gets its
+// own back); help lists N once; q in help closes help; M shows every
+// message whole.
+func TestStreamsEscPerRunStateMessagesAndHelp(t *testing.T) {
+	e := newEngine(t)
+	streamModule(t, e)
+	runHook(t, e, "chatty", "lines")
+	runHook(t, e, "chatty", "lines")
+	d := newDriver(t, e, 100, 30)
+	d.keys("right", "l", "l", "/", "disk", "enter")
+	if v := d.view(); !strings.Contains(v, "≥warn") || !strings.Contains(v, "/disk") {
+		t.Fatalf("filter and search not set:\n%s", v)
+	}
+	d.keys("esc")
+	if v := d.view(); strings.Contains(v, "≥warn") || strings.Contains(v, "/disk") || !strings.Contains(v, "search and filter cleared") {
+		t.Errorf("esc left the search or filter:\n%s", v)
+	}
+	d.keys("l", "l", "/", "disk", "enter")
+	d.keys("left", "down") // the older run
+	if v := d.view(); strings.Contains(v, "≥warn") || strings.Contains(v, "/disk") {
+		t.Errorf("the next run inherited the search or filter:\n%s", v)
+	}
+	d.keys("up") // back: its own search and filter again
+	if v := d.view(); !strings.Contains(v, "≥warn") || !strings.Contains(v, "/disk") {
+		t.Errorf("the run lost its search or filter:\n%s", v)
+	}
+	d.keys("?")
+	help := d.view()
+	if n := strings.Count(help, "prev match"); n != 1 || strings.Contains(help, "n/N") {
+		t.Errorf("help lists N %d times:\n%s", n, help)
+	}
+	d.keys("q")
+	if v := d.view(); strings.Contains(v, "Keys: Streams") || d.app.closed {
+		t.Errorf("q in help did not just close it (closed %v):\n%s", d.app.closed, v)
+	}
+	// An error longer than the line is cut in the status line, kept
+	// whole in the message log.
+	long := "module x cannot be added: " + strings.Repeat("a very long reason ", 12) + "THE END"
+	d.app.sh.errStatus(errString(long))
+	if v := d.view(); strings.Contains(v, "THE END") {
+		t.Errorf("the status line was not cut:\n%s", v)
+	}
+	d.keys("M")
+	view := d.view()
+	if !strings.Contains(view, "Messages (") || !strings.Contains(view, "THE END") || !strings.Contains(view, "search and filter cleared") {
+		t.Errorf("the message log:\n%s", view)
+	}
+	golden.RequireEqual(t, []byte(view))
+}
+
+type errString string
+
+func (e errString) Error() string { return string(e) }
+
+// q with a run going asks, naming it; n keeps it going, y quits and
+// cancels it.
+func TestQuitAsksWhileRunsGo(t *testing.T) {
+	e := newEngine(t)
+	streamModule(t, e)
+	c := startConsole(t, e)
+	h := c.startSlowRun()
+	c.wait("chatty/slow · running")
+	c.keys("q")
+	c.wait("quit and cancel 1 run (chatty/slow)? [y/N]")
+	c.keys("n")
+	c.wait("nothing done")
+	if r, _ := e.Run(h.ID); r.Status != engine.RunRunning {
+		t.Fatalf("n ended the run: %s", r.Status)
+	}
+	c.keys("q", "y")
+	// The console ends (cmd/warden then closes the engine, which
+	// cancels the run: the tmux test sees that receipt).
+	if m := c.tm.FinalModel(t, teatestFinal()); !m.(*App).closed {
+		t.Error("q y did not close the console")
+	}
+}
+
+// An empty console says where to start.
+func TestEmptyConsoleSaysWhereToStart(t *testing.T) {
+	e := newEngine(t)
+	d := newDriver(t, e, 100, 30)
+	view := d.view()
+	if !strings.Contains(view, "4 Modules → enter on a hook") {
+		t.Errorf("no start hint:\n%s", view)
+	}
+	golden.RequireEqual(t, []byte(view))
+}
+
+// The add-module prompt takes a path relative to the console's folder.
+func TestModulesAddRelativePath(t *testing.T) {
+	e := newEngine(t)
+	other := newEngine(t)
+	addModule(t, other, "rel", map[string]string{"x": "true"}, nil)
+	mods, err := other.Modules()
+	if err != nil || len(mods) != 1 {
+		t.Fatal(mods, err)
+	}
+	dir := mods[0].Record.Path
+	t.Chdir(filepath.Dir(dir))
+	d := newDriver(t, e, 100, 30)
+	d.keys("4", "a", filepath.Base(dir), "enter")
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if ms, _ := e.Modules(); len(ms) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not added:\n%s", d.view())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	home, _ := os.UserHomeDir()
+	if p, _ := resolvePath("~/x"); p != filepath.Join(home, "x") {
+		t.Errorf("~/x resolved to %q", p)
+	}
+}
+
+func teaSize(w, h int) tea.Msg { return tea.WindowSizeMsg{Width: w, Height: h} }
+
+func teatestFinal() teatest.FinalOpt { return teatest.WithFinalTimeout(10 * time.Second) }
