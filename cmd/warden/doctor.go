@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -19,12 +20,16 @@ func (a *app) doctorCommand() *cobra.Command {
 		Short: "Check the data dir, store, trust root and bubblewrap; exit 1 on any problem",
 		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			var fromConfig settings
 			if bwrap == "" {
 				set, err := loadSettings()
 				if err != nil {
 					return err
 				}
 				bwrap = set.Bwrap
+				if set.Bwrap != "" {
+					fromConfig = set
+				}
 			}
 			rep := engine.Doctor(engine.DoctorOptions{DataDir: a.dataDir, BwrapPath: bwrap,
 				Attach: func(dir string) (engine.Facade, int, error) {
@@ -34,6 +39,9 @@ func (a *app) doctorCommand() *cobra.Command {
 					}
 					return c, c.PID(), nil
 				}})
+			if fromConfig.Bwrap != "" {
+				pointAtConfigBwrap(rep.Checks, fromConfig)
+			}
 			if operators != "" {
 				rep.Checks = append(rep.Checks, operatorsChecks(operators)...)
 			}
@@ -108,4 +116,22 @@ func mcpClientChecks() []engine.Check {
 		}
 	}
 	return out
+}
+
+// pointAtConfigBwrap: when the bubblewrap doctor refused is the one the
+// config file names, the fix is that line, not installing a package
+// (bubblewrap may well be installed where the default looks).
+func pointAtConfigBwrap(checks []engine.Check, set settings) {
+	for i := range checks {
+		c := &checks[i]
+		if c.Name != "bubblewrap" || c.Status == "ok" {
+			continue
+		}
+		c.Detail += fmt.Sprintf(" (set by %s line %d)", set.File, set.BwrapLine)
+		c.Fix = fmt.Sprintf("edit %s line %d (bwrap: %s) to name an admitted bubblewrap, or remove the line to use /usr/bin/bwrap; then %s",
+			set.File, set.BwrapLine, set.Bwrap, c.Fix)
+		if strings.HasPrefix(c.Fix, "edit") && strings.HasSuffix(c.Fix, "; then apt-get install bubblewrap") {
+			c.Fix = strings.TrimSuffix(c.Fix, "; then apt-get install bubblewrap")
+		}
+	}
 }

@@ -154,9 +154,16 @@ func TestHookRunJailOffIsRecorded(t *testing.T) {
 func TestHookRunFailureExitsOne(t *testing.T) {
 	c := newCLI(t)
 	c.ok("module", "add", example(t, "hello"))
-	// A missing required input is refused before anything runs.
-	if r := c.run("hook", "run", "hello", "greet", "--jail=off"); r.code != 1 || !strings.Contains(r.stderr, "target") {
+	// A missing, unknown or malformed input is the caller's mistake, a
+	// usage error (exit 2) as README says, refused before anything runs.
+	if r := c.run("hook", "run", "hello", "greet", "--jail=off"); r.code != 2 || !strings.Contains(r.stderr, `input "target" missing`) || !strings.Contains(r.stderr, "usage: warden hook run") {
 		t.Errorf("missing input: %s", r)
+	}
+	if r := c.run("hook", "run", "hello", "greet", "--input", "target=x", "--input", "nope=1", "--jail=off"); r.code != 2 || !strings.Contains(r.stderr, `unknown input "nope"`) {
+		t.Errorf("unknown input: %s", r)
+	}
+	if r := c.run("receipts", "list", "--kind", "hook.start"); !strings.Contains(r.stdout+r.stderr, "no receipts") && strings.Contains(r.stdout, "hook.start") {
+		t.Errorf("a refused input started a run: %s", r)
 	}
 	if r := c.run("hook", "run", "hello", "nosuch", "--jail=off"); r.code != 1 || !strings.Contains(r.stderr, "greet") {
 		t.Errorf("unknown hook: %s", r)

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/term"
 
 	"warden/engine"
+	"warden/engine/hooks"
 	"warden/tui/termsafe"
 )
 
@@ -59,6 +60,9 @@ prompt; without a terminal the answer is no.`,
 				return usageError{fmt.Errorf("--jail %q: want bwrap or off", jail)}
 			}
 			return a.withEngine(func(e engine.Facade) error {
+				if err := checkInputs(e, argv[0], argv[1], raw); err != nil {
+					return usageError{fmt.Errorf("%w\nusage: %s (see `warden module show %s`)", err, cmd.UseLine(), argv[0])}
+				}
 				req := engine.RunRequest{Module: argv[0], Hook: argv[1], RawInputs: raw, Jail: jail}
 				if tty := openTTY(a.stdin); tty != nil {
 					defer tty.Close()
@@ -384,4 +388,27 @@ func ttyConfirm(tty *os.File) func(context.Context, string) (bool, error) {
 			return false, ctx.Err()
 		}
 	}
+}
+
+// checkInputs types the --input flags against the hook's declared inputs
+// before anything starts: a missing, unknown or malformed input is the
+// caller's mistake (a usage error, exit 2), as a bad flag is. An unknown
+// module or hook is left to the engine, which names what there is.
+func checkInputs(e engine.Facade, module, hook string, raw map[string]string) error {
+	mods, err := e.Modules()
+	if err != nil {
+		return nil
+	}
+	for _, m := range mods {
+		if m.Record.ID != module || m.Manifest == nil {
+			continue
+		}
+		h, ok := m.Manifest.Hooks[hook]
+		if !ok {
+			return nil
+		}
+		_, err := hooks.ParseInputs(h.Inputs, raw)
+		return err
+	}
+	return nil
 }

@@ -158,6 +158,13 @@ func TestSecrets(t *testing.T) {
 		t.Errorf("after refused sets: %v", names)
 	}
 
+	// A module not added yet is named first (a typo reads as one), and
+	// the secret is still kept for it (set it, then add the module).
+	if r := record(c.runIn("", "secrets", "set", "nope", "x")); r.code != 1 || !strings.HasPrefix(r.stderr, `note: no module "nope" is added`) ||
+		!strings.Contains(r.stderr, `module "nope" is not added`) {
+		t.Errorf("secrets set for an unknown module, empty stdin: %s", r)
+	}
+
 	var rs []engine.Receipt
 	all = append(all, c.json(0, &rs, "receipts", "list", "--kind", "secret."))
 	if len(rs) != 1 || rs[0].Kind != "secret.set" {

@@ -33,6 +33,8 @@ type settings struct {
 	// Bwrap is the bubblewrap binary hooks are jailed with ("" for the
 	// default /usr/bin/bwrap). It is admitted like the default.
 	Bwrap string
+	// BwrapLine is the line of bwrap: in File.
+	BwrapLine int
 }
 
 // maxSettingsSize bounds config.yaml.
@@ -165,7 +167,7 @@ func parseSettings(file string, data []byte) (s settings, err error) {
 			if !ok || !filepath.IsAbs(v.Value) || filepath.Clean(v.Value) != v.Value {
 				return s, bad(kl, key, "want an absolute, clean path to bwrap (it is never searched on PATH)")
 			}
-			s.Bwrap = v.Value
+			s.Bwrap, s.BwrapLine = v.Value, kl
 		default:
 			return s, bad(kl, key, "unknown key (the config file knows: theme, bwrap)")
 		}

@@ -35,11 +35,24 @@ bound to their module and name. Receipts record names only.`,
 			if err := storage.CheckName(module, name); err != nil {
 				return usageError{err}
 			}
-			value, err := a.readSecretValue(module, name)
-			if err != nil {
-				return err
-			}
 			return a.withEngine(func(e engine.Facade) error {
+				// A secret may be set before its module is added (the
+				// token first, then the module that reads it), so an
+				// unknown module is not refused; but it is named before
+				// anything is asked of stdin, so that a typo in the
+				// module reads as one, not as a problem with the value.
+				unknown := ""
+				if !moduleAdded(e, module) {
+					unknown = fmt.Sprintf("no module %q is added (yet): the secret is kept for when one with that id is; check the id with `warden module list`", module)
+					fmt.Fprintln(a.stderr, "note: "+safe(unknown))
+				}
+				value, err := a.readSecretValue(module, name)
+				if err != nil {
+					if unknown != "" {
+						return fmt.Errorf("module %q is not added (check the id with `warden module list`), and %w", module, err)
+					}
+					return err
+				}
 				if err := e.SetSecret(engine.LocalActor(), module, name, value); err != nil {
 					return err
 				}
@@ -221,4 +234,19 @@ func (a *app) printNames(names []string, empty string) error {
 		fmt.Fprintln(w, safe(n))
 	}
 	return w.Flush()
+}
+
+// moduleAdded reports whether a module with id is registered (true when
+// that cannot be read: the note it guards is advice, not a check).
+func moduleAdded(e engine.Facade, id string) bool {
+	mods, err := e.Modules()
+	if err != nil {
+		return true
+	}
+	for _, m := range mods {
+		if m.Record.ID == id {
+			return true
+		}
+	}
+	return false
 }
