@@ -75,14 +75,14 @@ type RunHandle struct {
 	done   chan struct{}
 	out    Outcome
 	r      *activeRun // nil for a run followed from another process
-	cancel func()
+	cancel func(reason string)
 }
 
 // NewRunHandle makes a handle for a run that lives elsewhere (another
 // process's engine, reached over its control socket): cancel asks that
-// engine to stop it, and end, called exactly once, records its outcome
-// and releases Wait and Done.
-func NewRunHandle(id string, cancel func()) (h *RunHandle, end func(Outcome)) {
+// engine to stop it, for a reason ("" for the operator's), and end,
+// called exactly once, records its outcome and releases Wait and Done.
+func NewRunHandle(id string, cancel func(reason string)) (h *RunHandle, end func(Outcome)) {
 	h = &RunHandle{ID: id, done: make(chan struct{}), cancel: cancel}
 	return h, func(o Outcome) {
 		h.out = o
@@ -99,13 +99,29 @@ func (h *RunHandle) Wait() Outcome {
 // Done is closed when the run has ended.
 func (h *RunHandle) Done() <-chan struct{} { return h.done }
 
-// Cancel stops the run (SIGTERM, then SIGKILL).
-func (h *RunHandle) Cancel() {
+// Cancel stops the run (SIGTERM, then SIGKILL), as the operator's doing.
+func (h *RunHandle) Cancel() { h.CancelFor("") }
+
+// maxCancelReason bounds a cancel's reason (it reaches the run's record
+// and its receipt, and may come over the control socket).
+const maxCancelReason = 200
+
+// CancelFor stops the run for a reason the run's record and receipt
+// keep ("cancelled by SIGTERM to warden hook run (pid 42)"); "" is the
+// operator's cancel. The reason is folded onto one line and bounded.
+func (h *RunHandle) CancelFor(reason string) {
+	reason = strings.Join(strings.Fields(reason), " ")
+	if len(reason) > maxCancelReason {
+		reason = strings.ToValidUTF8(reason[:maxCancelReason], "") + "…"
+	}
 	if h.r == nil {
-		h.cancel()
+		h.cancel(reason)
 		return
 	}
-	h.r.cancel("cancelled by the operator")
+	if reason == "" {
+		reason = "cancelled by the operator"
+	}
+	h.r.cancel(reason)
 }
 
 // Run limits that are not per hook.
@@ -307,9 +323,12 @@ func (e *Engine) prepare(r *activeRun) (undo func(), err error) {
 	if err := os.Mkdir(runDir, 0o700); err != nil {
 		return nil, err
 	}
+	// The deferred undo is this one: a failing `return nil, err` sets the
+	// named result to nil before deferred calls run.
+	cleanup := undo
 	defer func() {
 		if err != nil {
-			undo()
+			cleanup()
 		}
 	}()
 	if err := linkWarden(runDir); err != nil {

@@ -428,3 +428,45 @@ func TestAttachedHookRunWhenServeStops(t *testing.T) {
 		})
 	}
 }
+
+// TestRunSIGTERMNotOperator (a short name: the run's socket path holds
+// it): a `hook run` stopped by SIGTERM
+// (`timeout 5 warden hook run …`, a supervisor) records its run as
+// cancelled by that signal, not "by the operator", whether the run is
+// its own engine's or a serve's it is attached to (the reason crosses
+// the control socket).
+func TestRunSIGTERMNotOperator(t *testing.T) {
+	for _, attached := range []bool{false, true} {
+		t.Run(map[bool]string{false: "own", true: "att"}[attached], func(t *testing.T) {
+			c := newCLI(t)
+			base := privateDir(t, "warden-sigterm-")
+			bin := wardenLink(t, base)
+			mod, marker := sleeperModule(t, base)
+			c.ok("module", "add", mod)
+			if attached {
+				startServe(t, bin, c.dir)
+			}
+			var out, errb lockedBuffer
+			run := exec.Command(bin, "--data-dir", c.dir, "hook", "run", "sleeper", "nap", "--jail=off")
+			run.Stdout, run.Stderr = &out, &errb
+			if err := run.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer run.Process.Kill()
+			more := func() string { return "stdout:\n" + out.String() + "stderr:\n" + errb.String() }
+			waitUntil(t, "the hook's sleep", 10*time.Second, func() bool { return len(procsWith(marker)) > 0 }, more)
+			run.Process.Signal(syscall.SIGTERM)
+			err := run.Wait()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+				t.Fatalf("hook run after SIGTERM: %v\n%s", err, more())
+			}
+			var runs []storage.RunRecord
+			c.json(0, &runs, "hook", "runs")
+			want := fmt.Sprintf("cancelled by SIGTERM to warden hook run (pid %d), not by an operator", run.Process.Pid)
+			if len(runs) != 1 || runs[0].Status != storage.RunCancelled || runs[0].Error != want {
+				t.Fatalf("runs after SIGTERM: %+v\nwant error %q", runs, want)
+			}
+		})
+	}
+}

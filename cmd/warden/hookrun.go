@@ -82,8 +82,11 @@ prompt; without a terminal the answer is no.`,
 				defer signal.Stop(sigs)
 				go func() {
 					select {
-					case <-sigs:
-						h.Cancel()
+					case sig := <-sigs:
+						// The record says what stopped the run: Ctrl-C is
+						// the operator's; a SIGTERM (timeout, kill, a
+						// supervisor) is not.
+						h.CancelFor(signalReason(sig))
 					case <-h.Done():
 					}
 				}()
@@ -411,4 +414,17 @@ func checkInputs(e engine.Facade, module, hook string, raw map[string]string) er
 		return err
 	}
 	return nil
+}
+
+// signalReason is the cancel reason recorded when `warden hook run` is
+// stopped by sig.
+func signalReason(sig os.Signal) string {
+	if sig == syscall.SIGINT {
+		return "" // Ctrl-C: the operator's own cancel
+	}
+	name := sig.String()
+	if s, ok := sig.(syscall.Signal); ok && s == syscall.SIGTERM {
+		name = "SIGTERM"
+	}
+	return fmt.Sprintf("cancelled by %s to warden hook run (pid %d), not by an operator", name, os.Getpid())
 }

@@ -357,7 +357,9 @@ func (c *Client) StartRun(_ engine.Actor, req engine.RunRequest) (*engine.RunHan
 		close(ready)
 		return nil, err
 	}
-	h, end = engine.NewRunHandle(id, func() { c.w.send(message{Op: opCancel, ID: callID}) })
+	// The reason rides in the message's Message field ("" for the
+	// operator's cancel).
+	h, end = engine.NewRunHandle(id, func(reason string) { c.w.send(message{Op: opCancel, ID: callID, Message: reason}) })
 	close(ready)
 	return h, nil
 }

@@ -425,7 +425,7 @@ func (c *conn) handle(ctx context.Context, m message) {
 		c.mu.Unlock()
 		switch {
 		case run != nil:
-			run.Cancel()
+			run.CancelFor(m.Message) // bounded there; "" is the operator's
 		case cancel != nil:
 			cancel()
 		}
