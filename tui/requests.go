@@ -304,14 +304,12 @@ func (p *requestsPane) current() (engine.Request, bool) {
 	return engine.Request{}, false
 }
 
-// viewer is true when this console may look but not decide.
+// viewer is true when this console may look but not decide: it shows no
+// decision hints. The keys still reach the engine, which refuses a
+// viewer and receipts the attempt (access.refused).
 func (p *requestsPane) viewer() bool { return p.sh.opts.Viewer }
 
 func (p *requestsPane) currentPending() (engine.Request, bool) {
-	if p.viewer() {
-		p.sh.setStatus("a viewer cannot decide requests: an operator key can (see the operators file)", true)
-		return engine.Request{}, false
-	}
 	r, ok := p.current()
 	if !ok {
 		p.sh.setStatus("no request selected", true)

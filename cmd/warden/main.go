@@ -7,11 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
 	"warden/engine"
+	"warden/storage"
 	"warden/tui/termsafe"
 )
 
@@ -132,12 +135,43 @@ func args(v cobra.PositionalArgs) cobra.PositionalArgs {
 // withEngine runs fn on the engine (attached or opened here, see
 // openEngine) and lets go of it after.
 func (a *app) withEngine(fn func(engine.Facade) error) error {
+	fresh := a.dataDirIsNew()
 	e, err := a.openEngine()
 	if err != nil {
 		return err
 	}
 	defer e.Close()
+	a.sayDataDir(e, fresh)
 	return fn(e)
+}
+
+// dataDirIsNew reports whether the data dir has no store yet (opening it
+// will make one).
+func (a *app) dataDirIsNew() bool {
+	dir, err := engine.ResolveDataDir(a.dataDir)
+	if err != nil {
+		return false
+	}
+	_, err = os.Stat(filepath.Join(dir, storage.DBFile))
+	return errors.Is(err, fs.ErrNotExist)
+}
+
+// sayDataDir names the data dir on stderr when it is new or holds no
+// module: a verb run with the wrong (or no) WARDEN_DATA_DIR then says
+// where it looked, instead of quietly answering from an empty store.
+// Never in --json (stdout stays the answer; stderr is for people).
+func (a *app) sayDataDir(e engine.Facade, fresh bool) {
+	if a.json {
+		return
+	}
+	what := "new"
+	if !fresh {
+		if mods, err := e.Modules(); err != nil || len(mods) > 0 {
+			return
+		}
+		what = "no modules yet"
+	}
+	fmt.Fprintf(a.stderr, "warden: data dir %s (%s); another is chosen with --data-dir or WARDEN_DATA_DIR\n", safe(e.DataDir()), what)
 }
 
 // emitJSON prints v as indented JSON. The values are exact; the runes a

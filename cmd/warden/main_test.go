@@ -160,8 +160,8 @@ func TestSecrets(t *testing.T) {
 
 	// A module not added yet is named first (a typo reads as one), and
 	// the secret is still kept for it (set it, then add the module).
-	if r := record(c.runIn("", "secrets", "set", "nope", "x")); r.code != 1 || !strings.HasPrefix(r.stderr, `note: no module "nope" is added`) ||
-		!strings.Contains(r.stderr, `module "nope" is not added`) {
+	if r := record(c.runIn("", "secrets", "set", "nope", "x")); r.code != 1 || !strings.Contains(r.stderr, `note: no module "nope" is added`) ||
+		strings.Index(r.stderr, `note: no module "nope"`) > strings.Index(r.stderr, "empty value") || !strings.Contains(r.stderr, `module "nope" is not added`) {
 		t.Errorf("secrets set for an unknown module, empty stdin: %s", r)
 	}
 
