@@ -166,6 +166,12 @@ func (e *Engine) await(ctx context.Context, r *activeRun, req Request, prompt, n
 	}
 	select {
 	case wk := <-w.done:
+		if !wk.superseded && wk.decision.Reason != "no operator attached" {
+			// The run's stream says who decided what, and why: an
+			// approval as much as a denial (the refusal without an
+			// operator has its own line above).
+			r.say(decisionLevel(wk.decision), decisionLine(req, wk.decision))
+		}
 		return asked{req: req, decision: wk.decision, superseded: wk.superseded}, nil
 	case <-ctx.Done():
 	}
@@ -524,4 +530,22 @@ func (e *Engine) networkFor(r *activeRun) (granted bool, details map[string]any)
 		}
 		return false, details
 	}
+}
+
+// decisionLine is the stream line of a decision on a run's request:
+// "request 3 (operator.confirm "Reboot?"): approve-once by local:root:
+// looks fine".
+func decisionLine(req Request, d storage.Decision) string {
+	line := fmt.Sprintf("request %d (%s): %s by %s", req.ID, RequestSummary(req), d.Verdict, d.By)
+	if d.Reason != "" {
+		line += ": " + d.Reason
+	}
+	return line
+}
+
+func decisionLevel(d storage.Decision) storage.Level {
+	if d.Verdict == Deny {
+		return storage.LevelWarn
+	}
+	return storage.LevelInfo
 }

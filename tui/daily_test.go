@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -54,8 +55,10 @@ func TestRequestsTwoLandsOnOldestPending(t *testing.T) {
 	c.keys("y")
 	c.wait("request 3: approve-once")
 	for i, h := range []*engine.RunHandle{h2, h3} {
-		if o := h.Wait(); !o.OK() || !strings.Contains(streamText(t, e, h.ID), "answer: true") {
-			t.Errorf("run %d: %s %s", i+2, o.Run.Status, o.Run.Error)
+		// The run's stream says who approved it, as it would a denial.
+		want := fmt.Sprintf(`request %d (operator.confirm {"message":"Reboot now?"}): approve-once by local:test`, i+2)
+		if o := h.Wait(); !o.OK() || !strings.Contains(streamText(t, e, h.ID), "answer: true") || !strings.Contains(streamText(t, e, h.ID), want) {
+			t.Errorf("run %d: %s %s\n%s", i+2, o.Run.Status, o.Run.Error, streamText(t, e, h.ID))
 		}
 	}
 	rs, err := e.Requests(engine.RequestFilter{All: true})

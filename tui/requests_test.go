@@ -75,8 +75,10 @@ func TestRequestsDenyWithReason(t *testing.T) {
 	c.wait("deny by local:test")
 	o := h.Wait()
 	c.wait("0 running")
-	if !strings.Contains(streamText(t, e, h.ID), "answer: false") {
-		t.Errorf("run %s: %s\n%s", o.Run.Status, o.Run.Error, streamText(t, e, h.ID))
+	// The run's stream says who denied it, and why.
+	if s := streamText(t, e, h.ID); !strings.Contains(s, "answer: false") ||
+		!strings.Contains(s, `request 1 (operator.confirm {"message":"Reboot now?"}): deny by local:test: not today`) {
+		t.Errorf("run %s: %s\n%s", o.Run.Status, o.Run.Error, s)
 	}
 	rs, _ := e.Requests(engine.RequestFilter{All: true})
 	if len(rs) != 1 || rs[0].Decision == nil || rs[0].Decision.Reason != "not today" || rs[0].Decision.By != "local:test" {
