@@ -157,9 +157,9 @@ its fix. It changes nothing. Exit 1 when there is drift.`,
 					return nil
 				}
 				tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "ROOT\tPHASE\tCONTAINER\tACCESS\tUPDATED")
+				fmt.Fprintln(tw, "ROOT\tPHASE\tENGINE\tCONTAINER\tACCESS\tUPDATED")
 				for _, r := range rs {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Root, r.Phase, orNone12(r.ContainerID), r.Access, r.Updated.Local().Format("2006-01-02 15:04:05"))
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Root, r.Phase, r.EngineName(), orNone12(r.ContainerID), r.Access, r.Updated.Local().Format("2006-01-02 15:04:05"))
 				}
 				return tw.Flush()
 			})
@@ -227,7 +227,13 @@ func (a *app) printStatus(s hands.StatusReport) {
 	if s.InProgress {
 		a.printf("           (init or finish is running now)\n")
 	}
-	a.printf("engine     %s (%s)\n", s.Engine, s.EngineSocket)
+	a.printf("engine     %s %s (%s)\n", s.EngineKind, s.Engine, s.EngineSocket)
+	if s.Storage != "" {
+		a.printf("storage    %s\n", s.Storage)
+	}
+	if s.Inodes != "" {
+		a.printf("inodes     %s\n", s.Inodes)
+	}
 	c := s.Container
 	switch {
 	case s.ContainerID == "":

@@ -124,7 +124,7 @@ func checkWorkspacePath(p string) error {
 
 // openReady opens the recorded engine and checks that the root is ready
 // and its container is the recorded one, running.
-func openReady(ctx context.Context, root string) (*dockerEngine, SetupReceipt, error) {
+func openReady(ctx context.Context, root string) (*engineClient, SetupReceipt, error) {
 	rec, err := ReadReceipt(root)
 	if err != nil {
 		return nil, rec, err
@@ -136,7 +136,7 @@ func openReady(ctx context.Context, root string) (*dockerEngine, SetupReceipt, e
 	if err != nil {
 		return nil, rec, err
 	}
-	fail := func(err error) (*dockerEngine, SetupReceipt, error) {
+	fail := func(err error) (*engineClient, SetupReceipt, error) {
 		eng.Close()
 		return nil, rec, err
 	}
@@ -154,12 +154,12 @@ func openReady(ctx context.Context, root string) (*dockerEngine, SetupReceipt, e
 }
 
 // exec runs argv and cuts each stream with a note.
-func (e *dockerEngine) exec(ctx context.Context, id string, argv []string, stdin io.Reader) (ExecResult, error) {
+func (e *engineClient) exec(ctx context.Context, id string, argv []string, stdin io.Reader) (ExecResult, error) {
 	res, _, err := e.execRaw(ctx, id, argv, stdin)
 	return res, err
 }
 
-func (e *dockerEngine) execRaw(ctx context.Context, id string, argv []string, stdin io.Reader) (ExecResult, bool, error) {
+func (e *engineClient) execRaw(ctx context.Context, id string, argv []string, stdin io.Reader) (ExecResult, bool, error) {
 	cr, err := e.cli.ExecCreate(ctx, id, client.ExecCreateOptions{User: ContainerUser, WorkingDir: "/workspace", Cmd: argv,
 		AttachStdin: stdin != nil, AttachStdout: true, AttachStderr: true})
 	if err != nil {

@@ -60,7 +60,8 @@ func Finish(ctx context.Context, root string, progress func(step, detail string)
 	if err := eng.checkIdentity(root, rec); err != nil {
 		return res, err
 	}
-	say("engine", "daemon "+rec.DaemonID+" on "+rec.EngineSocket+" as recorded")
+	say("engine", engineName(rec.Engine)+" "+rec.DaemonID+" on "+rec.EngineSocket+" as recorded")
+	cli := cliFor(rec.Engine, rec.EngineSocket)
 
 	if rec.ContainerID == "" {
 		// Creation may have happened without its id reaching the receipt.
@@ -70,8 +71,8 @@ func Finish(ctx context.Context, root string, progress func(step, detail string)
 		}
 		if len(found) > 0 {
 			return res, fmt.Errorf("reconciliation required: container %s carries this root's owner label but was never recorded, so warden will not stop it: "+
-				"inspect it (`docker -H unix://%s inspect %s`), then `docker stop`/`docker rm` it yourself, and run `warden hands finish --root %s` again",
-				shortID(found[0]), rec.EngineSocket, found[0], root)
+				"inspect it (`%s inspect %s`), then `%s stop`/`rm` it yourself, and run `warden hands finish --root %s` again",
+				shortID(found[0]), cli, found[0], cli, root)
 		}
 		res.Note = "no container was created"
 	} else {
@@ -85,16 +86,16 @@ func Finish(ctx context.Context, root string, progress func(step, detail string)
 			res.Note = "the container was already gone"
 		case !o.LabelOK:
 			return res, fmt.Errorf("container %s does not carry this root's owner label, so warden will never stop it: "+
-				"check that %s names the right container, inspect it (`docker -H unix://%s inspect %s`) and deal with it yourself, then init a new root",
-				shortID(id), receiptPath(root), rec.EngineSocket, id)
+				"check that %s names the right container, inspect it (`%s inspect %s`) and deal with it yourself, then init a new root",
+				shortID(id), receiptPath(root), cli, id)
 		case rec.Generation == "" && o.Running:
 			return res, fmt.Errorf("reconciliation required: container %s is running but init never recorded its generation, so warden cannot tell it is the one it started: "+
-				"inspect it (`docker -H unix://%s inspect %s`), then `docker stop`/`docker rm` it yourself, and run `warden hands finish --root %s` again",
-				shortID(id), rec.EngineSocket, id, root)
+				"inspect it (`%s inspect %s`), then `%s stop`/`rm` it yourself, and run `warden hands finish --root %s` again",
+				shortID(id), cli, id, cli, root)
 		case rec.Generation != "" && o.StartedAt != rec.Generation:
 			return res, fmt.Errorf("container %s was restarted behind warden's back (started %s, recorded generation %s), so warden will not stop it: "+
-				"inspect it (`docker -H unix://%s inspect %s`), then `docker stop`/`docker rm` it yourself (finish then closes the books) or init a new root",
-				shortID(id), o.StartedAt, rec.Generation, rec.EngineSocket, id)
+				"inspect it (`%s inspect %s`), then `%s stop`/`rm` it yourself (finish then closes the books) or init a new root",
+				shortID(id), o.StartedAt, rec.Generation, cli, id, cli)
 		case o.Running:
 			say("inspected", fmt.Sprintf("container %s is running generation %s with our label", shortID(id), rec.Generation))
 			stopped, err := eng.stopOwned(ctx, id, rec.Owner, root)
