@@ -28,21 +28,27 @@ const (
 // (containers.conf's init_path default): catatonit, from its own package.
 const PodmanInitPath = "/usr/libexec/podman/catatonit"
 
-// Identity is who answers on the socket.
+// Identity is who answers on the socket: what stays the same while the
+// engine holds the same containers, and differs when it does not.
 //
-// Docker: the daemon ID from /info plus the socket file's device and
-// inode. Podman's compat /info makes up a new ID on every call, so for
-// Podman the identity is its storage: the graph driver and graph root
-// from /info, hashed into DaemonID ("podman-" and 40 hex digits) and kept
-// readable in Storage. Containers live in that storage, so a service
-// restarted on it (which re-creates its socket: a new inode) is the same
-// engine, and a service on another storage root is not. The socket's
-// device and inode are still recorded for Podman, but not compared.
+// Storage is the graph driver and root from /info ("DRIVER:ROOT"): the
+// containers live there. Docker: the daemon ID from /info plus Storage.
+// The ID alone is not enough: Docker before 23 derives it from
+// /etc/docker/key.json, shared by every dockerd on the host, so a second
+// daemon with another data root has the same ID. Podman's compat /info
+// makes up a new ID on every call, so for Podman DaemonID is Storage
+// hashed ("podman-" and 40 hex digits).
+//
+// So a dockerd or Podman service restarted on the same storage is the
+// same engine, and one on another storage root is not. Both re-create
+// their socket when they restart, so its device and inode are recorded
+// (for the operator) but not compared, except for receipts of version 1,
+// which recorded no storage: for them the socket still decides, as it did.
 type Identity struct {
 	Engine     string // EngineDocker or EnginePodman
 	DaemonID   string
 	Socket     string // "DEV:INODE" of the socket file
-	Storage    string // Podman: "DRIVER:GRAPHROOT"; Docker: empty
+	Storage    string // "DRIVER:ROOT" of the engine's storage
 	Version    string // the engine's own version, e.g. 20.10.24 or 4.3.1
 	APIVersion string // the Docker API version warden negotiated
 }
@@ -115,6 +121,11 @@ func openEngine(ctx context.Context, socket string) (*engineClient, error) {
 	if err != nil {
 		return fail(fmt.Errorf("the %s at %s did not say who it is (info): %v; check its log", engineName(kind), socket, err))
 	}
+	driver, root := info.Info.Driver, info.Info.DockerRootDir
+	if !storageDriverPattern.MatchString(driver) || !filepath.IsAbs(root) || filepath.Clean(root) != root || len(root) > 1024 || hasControl(root) {
+		return fail(fmt.Errorf("the %s at %s reports a storage driver or root warden does not recognise, so it cannot tell this engine from another", engineName(kind), socket))
+	}
+	e.id.Storage = driver + ":" + root
 	switch kind {
 	case EngineDocker:
 		if !daemonIDPattern.MatchString(info.Info.ID) {
@@ -122,11 +133,6 @@ func openEngine(ctx context.Context, socket string) (*engineClient, error) {
 		}
 		e.id.DaemonID = info.Info.ID
 	case EnginePodman:
-		driver, root := info.Info.Driver, info.Info.DockerRootDir
-		if !storageDriverPattern.MatchString(driver) || !filepath.IsAbs(root) || filepath.Clean(root) != root || len(root) > 1024 || hasControl(root) {
-			return fail(fmt.Errorf("the Podman service at %s reports a storage driver or root warden does not recognise, so it cannot tell this service from another", socket))
-		}
-		e.id.Storage = driver + ":" + root
 		e.id.DaemonID = podmanID(e.id.Storage)
 	}
 	return e, nil
@@ -186,29 +192,30 @@ func socketIdentity(socket string) (string, error) {
 // checkIdentity refuses an engine that is not the one the receipt names.
 func (e *engineClient) checkIdentity(root string, r SetupReceipt) error {
 	same := e.id.Engine == r.Engine && e.id.DaemonID == r.DaemonID
-	if r.Engine == EngineDocker {
-		same = same && e.id.Socket == r.SocketIdentity
-	} else {
+	if r.EngineStorage != "" {
 		same = same && e.id.Storage == r.EngineStorage
+	} else {
+		same = same && e.id.Socket == r.SocketIdentity // a version 1 receipt
 	}
 	if same {
 		return nil
 	}
-	now := fmt.Sprintf("%s %s on socket %s", engineName(e.id.Engine), e.id.DaemonID, e.id.Socket)
-	was := fmt.Sprintf("%s %s on socket %s", engineName(r.Engine), r.DaemonID, r.SocketIdentity)
-	if e.id.Engine == EnginePodman {
-		now += " (storage " + e.id.Storage + ")"
-	}
-	if r.Engine == EnginePodman {
-		was += " (storage " + r.EngineStorage + ")"
-	}
-	hint := "If dockerd was only restarted (it re-creates its socket, so the inode changes), inspect the container yourself "
-	if r.Engine == EnginePodman {
-		hint = "A Podman service restarted on the same storage is recognised; this one has other storage. Inspect the container yourself "
+	now := fmt.Sprintf("%s %s, storage %s, socket %s", engineName(e.id.Engine), e.id.DaemonID, e.id.Storage, e.id.Socket)
+	was := fmt.Sprintf("%s %s, storage %s, socket %s", engineName(r.Engine), r.DaemonID, orUnrecorded(r.EngineStorage), r.SocketIdentity)
+	hint := "An engine restarted on the same storage is recognised; this one is another engine. Inspect the container yourself "
+	if r.EngineStorage == "" {
+		hint = "This root was set up before warden recorded the engine's storage, so the socket's inode decides: if dockerd was only restarted (it re-creates its socket), inspect the container yourself "
 	}
 	return fmt.Errorf("the engine at %s is not the one %s was set up with (recorded %s; now %s): warden will not act through it. "+
 		hint+"(`%s inspect %s`) and stop it by hand; otherwise point --engine-socket at the engine that holds it",
 		e.socket, root, was, now, cliFor(r.Engine, e.socket), shortID(r.ContainerID))
+}
+
+func orUnrecorded(s string) string {
+	if s == "" {
+		return "(not recorded)"
+	}
+	return s
 }
 
 // engineName is how messages name an engine kind.

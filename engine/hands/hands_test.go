@@ -431,20 +431,27 @@ func TestFinishRefusesDifferentEngine(t *testing.T) {
 		f.ready()
 		good := f.receipt()
 		other := good
+		otherID := good
 		if e.Name == EngineDocker {
-			other.DaemonID = "AAAA:BBBB:CCCC"
+			// Same daemon ID, other data root: Docker 20.10 derives the ID
+			// from /etc/docker/key.json, shared by every dockerd on a host.
+			other.EngineStorage = "overlay2:/var/lib/other-docker"
+			otherID.DaemonID = "AAAA:BBBB:CCCC"
 		} else {
 			// A Podman service on another storage root.
 			other.EngineStorage = "vfs:/var/lib/other-storage"
 			other.DaemonID = podmanID(other.EngineStorage)
 		}
 		otherKind := good
-		otherKind.Engine, otherKind.EngineStorage, otherKind.Inodes = EngineDocker, "", WorkspaceInodes
+		otherKind.Engine, otherKind.EngineStorage, otherKind.Inodes = EngineDocker, good.EngineStorage, WorkspaceInodes
 		if e.Name == EngineDocker {
 			otherKind.Engine, otherKind.EngineStorage, otherKind.Inodes = EnginePodman, "vfs:/var/lib/containers", InodesUnboundedPodman
 			otherKind.DaemonID = podmanID(otherKind.EngineStorage)
 		}
-		for _, rec := range []SetupReceipt{other, otherKind} {
+		for _, rec := range []SetupReceipt{other, otherID, otherKind} {
+			if rec == good {
+				continue // Podman's ID is its storage: other covers it
+			}
 			if err := writeReceipt(f.root, rec); err != nil {
 				t.Fatal(err)
 			}

@@ -72,7 +72,7 @@ type SetupReceipt struct {
 	EngineSocket   string `json:"engineSocket"`
 	SocketIdentity string `json:"socketIdentity"` // "DEV:INODE" of the socket file
 	DaemonID       string `json:"daemonId"`       // Podman: "podman-" + hash of EngineStorage
-	EngineStorage  string `json:"engineStorage"`  // Podman: "DRIVER:GRAPHROOT"; Docker: empty
+	EngineStorage  string `json:"engineStorage"`  // "DRIVER:ROOT"; empty only in receipts of version 1
 	Inodes         string `json:"inodes"`         // the workspace's inode bound; empty before creation
 	Image          string `json:"image"`          // sha256:..., empty before resolution
 	ContainerID    string `json:"containerId"`    // empty before creation
@@ -110,10 +110,12 @@ func (r *SetupReceipt) validate() error {
 		return errors.New("daemonId does not match the Docker daemon ID format")
 	case r.Engine != EngineDocker && r.Engine != EnginePodman:
 		return errors.New("engine is not docker or podman")
-	case r.Engine == EngineDocker && (r.EngineStorage != "" || (r.Inodes != "" && r.Inodes != WorkspaceInodes)):
-		return errors.New("a docker receipt with engineStorage or unbounded inodes")
-	case r.Engine == EnginePodman && (!storagePattern.MatchString(r.EngineStorage) || len(r.EngineStorage) > 1100 || hasControl(r.EngineStorage) || podmanID(r.EngineStorage) != r.DaemonID):
-		return errors.New("a podman receipt whose engineStorage is not DRIVER:/ROOT or does not match its daemonId")
+	case r.EngineStorage != "" && (!storagePattern.MatchString(r.EngineStorage) || len(r.EngineStorage) > 1100 || hasControl(r.EngineStorage)):
+		return errors.New("engineStorage is not DRIVER:/ROOT")
+	case r.Engine == EngineDocker && r.Inodes != "" && r.Inodes != WorkspaceInodes:
+		return errors.New("a docker receipt with unbounded inodes")
+	case r.Engine == EnginePodman && (r.EngineStorage == "" || podmanID(r.EngineStorage) != r.DaemonID):
+		return errors.New("a podman receipt whose engineStorage is missing or does not match its daemonId")
 	case r.Inodes != "" && r.Inodes != WorkspaceInodes && r.Inodes != InodesUnboundedPodman:
 		return errors.New("inodes is not 32768 or \"unbounded (podman)\"")
 	case r.ContainerID != "" && r.Inodes == "":

@@ -13,7 +13,7 @@ import (
 
 func validReceipt() SetupReceipt {
 	return SetupReceipt{Version: 2, Owner: "local:test", Engine: EngineDocker, EngineSocket: "/run/docker.sock", SocketIdentity: "64768:1234",
-		DaemonID: "ICFL:TV3P:MQ2O:LHTN:UMKE:6RBL", Inodes: WorkspaceInodes, Image: "sha256:" + strings.Repeat("ab", 32),
+		DaemonID: "ICFL:TV3P:MQ2O:LHTN:UMKE:6RBL", EngineStorage: "overlay2:/var/lib/docker", Inodes: WorkspaceInodes, Image: "sha256:" + strings.Repeat("ab", 32),
 		ContainerID: strings.Repeat("0f", 32), Generation: "2026-01-02T03:04:05.123456789Z", Phase: PhaseReady}
 }
 
@@ -106,9 +106,10 @@ func TestReadReceiptRefuses(t *testing.T) {
 		"version 3":           {with("version", 3), "version"},
 		"version 1 keys of 2": {with("version", 1), "keys outside the setup schema"},
 		"engine":              {with("engine", marker), "engine"},
-		"docker storage":      {with("engineStorage", "vfs:/x"), "docker receipt"},
+		"bad storage":         {with("engineStorage", marker), "engineStorage"},
+		"relative storage":    {with("engineStorage", "vfs:"+marker), "engineStorage"},
 		"docker unbounded":    {with("inodes", InodesUnboundedPodman), "docker receipt"},
-		"bad inodes":          {with("inodes", marker), "docker receipt"},
+		"bad inodes":          {with("inodes", marker), "inodes"},
 		"podman forged id":    {podman("daemonId", "podman-"+strings.Repeat("0", 40)), "podman receipt"},
 		"podman no storage":   {podman("engineStorage", ""), "podman receipt"},
 		"podman bad inodes":   {podman("inodes", marker), "inodes"},
@@ -219,9 +220,11 @@ func TestReadReceiptUpgradesVersion1(t *testing.T) {
 	if err := os.WriteFile(path, []byte(v1), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	want := validReceipt()
+	want.EngineStorage = "" // version 1 did not record it
 	got, err := ReadReceipt(root)
-	if err != nil || got != validReceipt() {
-		t.Fatalf("v1 read as %+v, %v; want %+v", got, err, validReceipt())
+	if err != nil || got != want {
+		t.Fatalf("v1 read as %+v, %v; want %+v", got, err, want)
 	}
 	// Before a container: no inode bound yet.
 	v1 = strings.Replace(strings.Replace(strings.Replace(v1, strings.Repeat("0f", 32), "", 1), "2026-01-02T03:04:05.123456789Z", "", 1), `"ready"`, `"failed"`, 1)

@@ -9,9 +9,12 @@
 package handstest
 
 import (
+	"archive/tar"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -213,4 +216,40 @@ func Labelled(t testing.TB, cli *client.Client, root string) []string {
 		ids = append(ids, c.ID)
 	}
 	return ids
+}
+
+// ImportImage imports Image into the engine behind cli from the host's
+// busybox-static (what scripts/dockerd-test does), for engines a test
+// starts itself.
+func ImportImage(t testing.TB, cli *client.Client) {
+	t.Helper()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	bb, err := os.ReadFile("/bin/busybox")
+	if err != nil {
+		t.Fatalf("busybox-static: %v", err)
+	}
+	now := time.Now()
+	tw.WriteHeader(&tar.Header{Name: "./", Typeflag: tar.TypeDir, Mode: 0o755, ModTime: now})
+	tw.WriteHeader(&tar.Header{Name: "bin/", Typeflag: tar.TypeDir, Mode: 0o755, ModTime: now})
+	tw.WriteHeader(&tar.Header{Name: "tmp/", Typeflag: tar.TypeDir, Mode: 0o1777, ModTime: now})
+	tw.WriteHeader(&tar.Header{Name: "bin/busybox", Typeflag: tar.TypeReg, Mode: 0o755, Size: int64(len(bb)), ModTime: now})
+	tw.Write(bb)
+	for _, app := range []string{"sh", "ls", "cat", "echo", "sleep", "id", "touch", "mkdir", "rm", "true", "head", "tail", "wc", "stat", "df", "grep"} {
+		tw.WriteHeader(&tar.Header{Name: "bin/" + app, Typeflag: tar.TypeSymlink, Linkname: "busybox", Mode: 0o777, ModTime: now})
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rc, err := cli.ImageImport(ctx, client.ImageImportSource{Source: &buf, SourceName: "-"}, Image, client.ImageImportOptions{})
+	if err != nil {
+		t.Fatalf("import %s: %v", Image, err)
+	}
+	io.Copy(io.Discard, rc)
+	rc.Close()
+	if _, err := cli.ImageInspect(ctx, Image); err != nil {
+		t.Fatalf("import %s: %v", Image, err)
+	}
 }
