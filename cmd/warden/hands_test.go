@@ -16,6 +16,7 @@ import (
 
 	"github.com/moby/moby/client"
 
+	"warden/engine"
 	"warden/engine/hands"
 	"warden/engine/hands/handstest"
 )
@@ -295,4 +296,42 @@ func TestHandsInitSIGKILL(t *testing.T) {
 			}
 		})
 	})
+}
+
+// doctor --engine-socket names the engine, its init binary and its API
+// version; a path with no engine is a problem with its fix.
+func TestDoctorEngineSocket(t *testing.T) {
+	needBwrap(t)
+	handstest.Each(t, func(t *testing.T, e handstest.Engine) {
+		c := newCLI(t)
+		var rep engine.Report
+		c.json(0, &rep, "doctor", "--engine-socket", e.Socket)
+		got := map[string]engine.Check{}
+		for _, ch := range rep.Checks {
+			got[ch.Name] = ch
+		}
+		label, init := "Docker ", "docker-init"
+		if e.Name == hands.EnginePodman {
+			label, init = "Podman ", "catatonit ("+hands.PodmanInitPath+")"
+		}
+		if ch := got["engine"]; ch.Status != "ok" || !strings.HasPrefix(ch.Detail, label) || !strings.Contains(ch.Detail, e.Socket+": "+e.Name+", storage ") {
+			t.Errorf("engine check %+v", ch)
+		}
+		if ch := got["engine init"]; ch.Status != "ok" || !strings.HasPrefix(ch.Detail, init) {
+			t.Errorf("engine init check %+v", ch)
+		}
+		if ch := got["engine API"]; ch.Status != "ok" || !strings.HasPrefix(ch.Detail, "API 1.41 negotiated") {
+			t.Errorf("engine API check %+v", ch)
+		}
+		r := c.ok("doctor", "--engine-socket", e.Socket)
+		if !regexp.MustCompile(`(?m)^ok +engine +` + label).MatchString(r.stdout) {
+			t.Errorf("doctor text:\n%s", r.stdout)
+		}
+	})
+	c := newCLI(t)
+	missing := filepath.Join(t.TempDir(), "none.sock")
+	r := c.run("doctor", "--engine-socket", missing)
+	if r.code != 1 || !strings.Contains(r.stdout, "no engine socket at "+missing) || !strings.Contains(r.stdout, "fix: start the engine") {
+		t.Errorf("doctor on a missing socket: %s", r)
+	}
 }

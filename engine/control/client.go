@@ -390,6 +390,11 @@ func (c *Client) HandsImages(ctx context.Context, socket string) (r []engine.Han
 	return
 }
 
+func (c *Client) HandsEngine(ctx context.Context, socket string) (r engine.HandsEngineInfo, err error) {
+	err = c.do(ctx, nil, "HandsEngine", []any{socket}, &r)
+	return
+}
+
 func (c *Client) HandsList() (r []engine.HandsRecord, err error) {
 	err = c.call("HandsList", nil, &r)
 	return
