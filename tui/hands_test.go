@@ -267,7 +267,7 @@ func TestHandsInitWizardEngineUnreachable(t *testing.T) {
 	c.keys("enter")
 	c.wait("Engine socket path")
 	c.keys(dir + "/none.sock")
-	c.wait("no Docker socket at " + dir + "/none.sock")
+	c.wait("no engine socket at " + dir + "/none.sock")
 	for range dir + "/none.sock" {
 		c.tm.Send(keyBackspace)
 	}
@@ -277,7 +277,7 @@ func TestHandsInitWizardEngineUnreachable(t *testing.T) {
 	c.keys(dir + "/dead.sock")
 	c.wait("is a socket")
 	c.keys("enter")
-	c.wait("✗ the engine's images could not be listed", "cannot reach the Docker Engine at", "dead.sock", "enter: choose another socket")
+	c.wait("✗ the engine's images could not be listed", "cannot reach a container engine at", "dead.sock", "enter: choose another socket")
 	c.keys("enter")
 	c.wait("Hands init 2/5 · engine socket")
 	c.keys("esc")
@@ -320,16 +320,23 @@ func TestHandsInitWizardCancelShowsEvidence(t *testing.T) {
 	c.golden(maskHands(c.final(), sock))
 }
 
-// x on a failed root (here: an image the engine does not have, which
-// init finds after its receipt exists) closes its books.
+// x on a failed root (here: an init cancelled once its receipt exists,
+// before any container) closes its books.
 func TestHandsFinishWizardFailedRoot(t *testing.T) {
 	sock := handsDocker(t)
 	root := handsBase(t, sock) + "/task1"
 	e := newEngine(t)
-	_, err := e.HandsInit(context.Background(), "local:test", engine.HandsInitOptions{Root: root, EngineSocket: sock, Image: "warden-test/absent:1", Access: engine.HandsAccessNone})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	_, err := e.HandsInit(ctx, "local:test", engine.HandsInitOptions{Root: root, EngineSocket: sock, Image: handstest.Image, Access: engine.HandsAccessNone,
+		Progress: func(step, _ string) {
+			if step == "prepared" {
+				cancel()
+			}
+		}})
 	var failed *engine.HandsInitFailedError
 	if !errors.As(err, &failed) {
-		t.Fatalf("init with a missing image: %v", err)
+		t.Fatalf("init cancelled after its receipt: %v", err)
 	}
 	c := startConsole(t, e)
 	c.keys("5")

@@ -79,6 +79,7 @@ type handsWizard struct {
 	root, socketChoice, socketPath, socket, image, access string
 	confirmed                                             bool
 	candidates                                            []string
+	engine                                                engine.HandsEngineInfo // the engine on socket, as HandsEngine found it
 	images                                                []engine.HandsImage
 	finishable                                            []engine.HandsRecord
 
@@ -200,7 +201,7 @@ func (z *handsWizard) open(which int) tea.Cmd {
 		}
 		groups = append(groups,
 			huh.NewGroup(huh.NewSelect[string]().Key("image").Title("Image").
-				Description("the engine's local images (warden never pulls; init pins the one you pick by its sha256 id)").
+				Description("the local images of "+plain(z.engine.Label, 60)+" (warden never pulls; init pins the one you pick by its sha256 id)").
 				Options(opts...).Value(&z.image).Validate(nonEmpty("an image")).Height(min(len(opts)+2, max(z.h-8, 5)))).
 				Title(z.title("image")),
 			huh.NewGroup(huh.NewSelect[string]().Key("access").Title("Access").
@@ -249,7 +250,7 @@ func (z *handsWizard) summary() string {
 	}
 	return strings.Join([]string{
 		"root    " + z.root,
-		"engine  " + z.socket,
+		"engine  " + z.socket + " · " + plain(z.engine.Label, 60),
 		"image   " + z.image,
 		"access  " + access,
 		"owner   " + string(z.sh.opts.Actor),
@@ -336,6 +337,7 @@ func (z *handsWizard) checkLive() {
 type (
 	handsImagesMsg struct {
 		socket string
+		engine engine.HandsEngineInfo // which engine, checked as init will
 		images []engine.HandsImage
 		err    error
 	}
@@ -387,7 +389,7 @@ func (z *handsWizard) update(msg tea.Msg) tea.Cmd {
 			z.stage = wsLoadErr
 			z.loadErr = fmt.Sprintf("the Docker Engine at %s has no local images, and warden never pulls: load one first (e.g. `docker -H unix://%s pull busybox:1.36`), then choose the socket again", z.socket, z.socket)
 		default:
-			z.images = msg.images
+			z.images, z.engine = msg.images, msg.engine
 			return z.open(formImage)
 		}
 		return nil
@@ -503,8 +505,17 @@ func (z *handsWizard) next() tea.Cmd {
 		return tea.Batch(z.spin.Tick, func() tea.Msg {
 			ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 			defer cancel()
+			// The checks init makes before it creates anything: which
+			// engine, and whether it can run --init.
+			in, err := e.HandsEngine(ctx, socket)
+			if err == nil && in.Problem != "" {
+				err = fmt.Errorf("the %s engine at %s cannot run a hands container: %s", in.Engine, socket, in.Problem)
+			}
+			if err != nil {
+				return handsImagesMsg{socket: socket, err: err}
+			}
 			ims, err := e.HandsImages(ctx, socket)
-			return handsImagesMsg{socket: socket, images: ims, err: err}
+			return handsImagesMsg{socket: socket, engine: in, images: ims, err: err}
 		})
 	case formImage:
 		return z.open(formConfirm)
@@ -662,9 +673,9 @@ func newProgress(kind string) *progress {
 		p.rows = []progRow{
 			{name: "prepared", steps: []string{"root", "engine", "layout", "lease", "prepared"},
 				text: func(*progress) string { return "layout made, receipt written (evidence/setup.json)" }},
-			{name: "creating", steps: []string{"image", "creating", "created", "label"},
+			{name: "creating", steps: []string{"image", "creating", "inodes", "created", "options", "label"},
 				text: func(p *progress) string {
-					return "container " + shortID(p.details["created"]) + " created with the owner label, image pinned by id"
+					return "container " + shortID(p.details["created"]) + " created: owner label, image pinned by id, options verified"
 				}},
 			{name: "running", steps: []string{"started", "running"},
 				text: func(*progress) string { return "container started, generation recorded, hands.json written" }},
@@ -675,7 +686,7 @@ func newProgress(kind string) *progress {
 	}
 	p.rows = []progRow{
 		{name: "receipt", steps: []string{"receipt"}, text: func(p *progress) string { return "read: " + p.details["receipt"] }},
-		{name: "engine", steps: []string{"engine"}, text: func(*progress) string { return "the recorded engine answers (same daemon, same socket)" }},
+		{name: "engine", steps: []string{"engine"}, text: func(*progress) string { return "the recorded engine answers (same engine, same storage)" }},
 		{name: "stopped", steps: []string{"inspected", "stopped"},
 			text: func(*progress) string { return "the recorded container, verified stopped by inspection" }},
 		{name: "finished", steps: []string{"finished"}, text: func(*progress) string { return "phase finished written, every grant revoked" }},

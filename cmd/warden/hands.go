@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -52,6 +53,12 @@ failed and evidence/initialization-failure.json says what was left.`,
 			defer stop()
 			return a.withEngine(func(e engine.Facade) error {
 				res, err := e.HandsInit(ctx, engine.LocalActor(), hands.InitOptions{Root: root, EngineSocket: socket, Image: image, Access: access, Progress: a.progress()})
+				var failed *hands.InitFailedError
+				if errors.As(err, &failed) {
+					// The root is spent (a root is never reused): say the
+					// one command that closes it.
+					return fmt.Errorf("%w\nthis root is spent: `warden hands finish --root %s` closes its books; then init a new root", err, root)
+				}
 				if err != nil {
 					return err
 				}

@@ -29,7 +29,7 @@ func TestHandsVerbs(t *testing.T) {
 		root := filepath.Join(base, "root")
 
 		r := c.ok("hands", "init", "--root", root, "--engine-socket", sock, "--image", handstest.Image, "--access", "files")
-		for _, step := range []string{"root", "engine", "layout", "lease", "prepared", "image", "creating", "created", "label", "options", "started", "running", "policy", "ready"} {
+		for _, step := range []string{"root", "engine", "layout", "lease", "prepared", "image", "creating", "created", "options", "label", "started", "running", "policy", "ready"} {
 			if !strings.Contains(r.stderr, "✓ "+step) {
 				t.Errorf("no progress line for %s:\n%s", step, r.stderr)
 			}
@@ -207,7 +207,8 @@ func TestHandsInitSignals(t *testing.T) {
 				root := filepath.Join(handstest.Base(t, sock), "root")
 				ch := startInit(t, c.dir, root, sock, tc.pause)
 				code, stderr := ch.signal(t, tc.sig)
-				if code != 1 || !strings.Contains(stderr, "warden: initialization failed; recovery evidence retained under "+root) || !strings.Contains(stderr, "interrupted: received") {
+				if code != 1 || !strings.Contains(stderr, "warden: initialization failed; recovery evidence retained under "+root) || !strings.Contains(stderr, "interrupted: received") ||
+				!strings.Contains(stderr, "this root is spent: `warden hands finish --root "+root+"` closes its books") {
 					t.Fatalf("exit %d:\n%s", code, stderr)
 				}
 				rec, err := hands.ReadReceipt(root)

@@ -97,8 +97,7 @@ type InitFailedError struct {
 }
 
 func (e *InitFailedError) Error() string {
-	return fmt.Sprintf("initialization failed; recovery evidence retained under %s: %v; this root is spent (a root is never reused): "+
-		"`warden hands finish --root %s` closes its books, then init a new root", e.Root, e.Cause, e.Root)
+	return fmt.Sprintf("initialization failed; recovery evidence retained under %s: %v", e.Root, e.Cause)
 }
 
 func (e *InitFailedError) Unwrap() error { return e.Cause }
@@ -271,25 +270,18 @@ func (r *initRun) steps(ctx context.Context) error {
 		return err
 	}
 
-	o, _, err := r.eng.inspect(ctx, id, r.opts.Owner, r.root)
+	o, c0, err := r.eng.inspect(ctx, id, r.opts.Owner, r.root)
 	if err != nil {
 		return check(err)
 	}
 	if o.Missing || !o.LabelOK {
 		return fmt.Errorf("container %s does not carry the owner label warden set (or is gone): refusing to start it", shortID(id))
 	}
-	r.progress("label", LabelOwner+" matches")
-	if err := check(nil); err != nil {
-		return err
-	}
-	_, c0, err := r.eng.inspect(ctx, id, r.opts.Owner, r.root)
-	if err != nil {
-		return check(err)
-	}
 	if bad := VerifyOptions(r.eng.id.Engine, c0, r.rec.Image, inodes); len(bad) > 0 {
 		return fmt.Errorf("container %s was not created as asked (%s): refusing to start it", shortID(id), strings.Join(bad, "; "))
 	}
 	r.progress("options", "inspected: "+OptionsSummary(inodes))
+	r.progress("label", LabelOwner+" matches")
 	if err := check(nil); err != nil {
 		return err
 	}
