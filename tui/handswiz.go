@@ -200,8 +200,8 @@ func (z *handsWizard) open(which int) tea.Cmd {
 			opts = append(opts, huh.NewOption(label, im.Ref))
 		}
 		groups = append(groups,
-			huh.NewGroup(huh.NewSelect[string]().Key("image").Title("Image").
-				Description("the local images of "+plain(z.engine.Label, 60)+" (warden never pulls; init pins the one you pick by its sha256 id)").
+			huh.NewGroup(huh.NewSelect[string]().Key("image").Title("Image on "+plain(z.engine.Label, 60)).
+				Description("the engine's local images (warden never pulls; init pins the one you pick by its sha256 id)").
 				Options(opts...).Value(&z.image).Validate(nonEmpty("an image")).Height(min(len(opts)+2, max(z.h-8, 5)))).
 				Title(z.title("image")),
 			huh.NewGroup(huh.NewSelect[string]().Key("access").Title("Access").

@@ -208,7 +208,7 @@ func TestHandsInitSignals(t *testing.T) {
 				ch := startInit(t, c.dir, root, sock, tc.pause)
 				code, stderr := ch.signal(t, tc.sig)
 				if code != 1 || !strings.Contains(stderr, "warden: initialization failed; recovery evidence retained under "+root) || !strings.Contains(stderr, "interrupted: received") ||
-				!strings.Contains(stderr, "this root is spent: `warden hands finish --root "+root+"` closes its books") {
+					!strings.Contains(stderr, "this root is spent: `warden hands finish --root "+root+"` closes its books") {
 					t.Fatalf("exit %d:\n%s", code, stderr)
 				}
 				rec, err := hands.ReadReceipt(root)
