@@ -59,6 +59,7 @@ type engineClient struct {
 	socket  string
 	id      Identity
 	initBin string // the init component Docker reports; empty if none
+	cgroup  string // the cgroup version the engine reports ("1", "2")
 }
 
 var (
@@ -126,6 +127,7 @@ func openEngine(ctx context.Context, socket string) (*engineClient, error) {
 		return fail(fmt.Errorf("the %s at %s reports a storage driver or root warden does not recognise, so it cannot tell this engine from another", engineName(kind), socket))
 	}
 	e.id.Storage = driver + ":" + root
+	e.cgroup = clean(info.Info.CgroupVersion, 8)
 	switch kind {
 	case EngineDocker:
 		if !daemonIDPattern.MatchString(info.Info.ID) {
@@ -146,10 +148,20 @@ func podmanID(storage string) string {
 
 func (e *engineClient) Close() { e.cli.Close() }
 
-// checkInit says whether the engine can run --init: Docker reports its
-// docker-init component; Podman runs catatonit from PodmanInitPath on
-// this host (the socket is a local unix socket, so the service is here).
+// checkInit says whether the engine can run the container as warden
+// creates it. --init: Docker reports its docker-init component; Podman
+// runs catatonit from PodmanInitPath on this host (the socket is a local
+// unix socket, so the service is here). Limits: rootless Podman on a
+// cgroup v1 host ignores every resource limit (the pids limit, and here
+// the ulimits too), so init would have to refuse the container it made.
+// Rootless is told by the socket's owner: a rootless service's socket
+// belongs to its user.
 func (e *engineClient) checkInit() (string, error) {
+	if e.id.Engine == EnginePodman && e.cgroup == "1" {
+		if fi, err := os.Stat(e.socket); err == nil && fi.Sys().(*syscall.Stat_t).Uid != 0 {
+			return "", errors.New("this Podman service is rootless on a cgroup v1 host, where Podman ignores resource limits (the pids limit, the ulimits): warden would refuse every container it made; run Podman as root here, or use a cgroup v2 host for rootless Podman")
+		}
+	}
 	return checkInitBinary(e.id.Engine, e.initBin)
 }
 
@@ -300,7 +312,10 @@ func (e *engineClient) describe() EngineInfo {
 	if bin, err := e.checkInit(); err != nil {
 		in.InitError, in.Problem = err.Error(), err.Error()
 		in.Fix = "install catatonit"
-		if e.id.Engine == EngineDocker {
+		switch {
+		case strings.Contains(err.Error(), "cgroup v1"):
+			in.Fix = "run Podman as root on this host, or rootless Podman on a cgroup v2 host"
+		case e.id.Engine == EngineDocker:
 			in.Fix = "install docker-init (tini) or set dockerd's --init-path"
 		}
 	} else {

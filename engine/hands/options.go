@@ -43,10 +43,10 @@ func VerifyOptions(engine string, c container.InspectResponse, image, inodes str
 		no("no-new-privileges", hc.SecurityOpt)
 	}
 	if hc.PidsLimit == nil || *hc.PidsLimit != PidsLimit {
-		no(fmt.Sprintf("pids limit %d", PidsLimit), hc.PidsLimit)
+		no(fmt.Sprintf("pids limit %d", PidsLimit), deref(hc.PidsLimit))
 	}
 	if hc.Init == nil || !*hc.Init {
-		no("--init", hc.Init)
+		no("--init", deref(hc.Init))
 	}
 	if cfg.User != ContainerUser {
 		no("user "+ContainerUser, cfg.User)
@@ -87,6 +87,14 @@ func VerifyOptions(engine string, c container.InspectResponse, image, inodes str
 		}
 	}
 	return bad
+}
+
+// deref shows what a pointer option holds, or "none".
+func deref[T any](p *T) any {
+	if p == nil {
+		return "none"
+	}
+	return *p
 }
 
 // capsDropped: Docker reports CapDrop as given (["ALL"]); Podman expands
