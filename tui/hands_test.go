@@ -88,7 +88,7 @@ func initThroughWizard(t *testing.T, c *console, sock, root, access string) {
 	c.keys(root)
 	c.wait("is new and its ancestors are safe")
 	c.keys("enter")
-	c.wait("Hands init 2/5 · engine socket", "choose the Docker Engine's socket…", "other path…")
+	c.wait("Hands init 2/5 · engine socket", "choose the engine's socket (Docker or Podman)…", "other path…")
 	cands := engine.HandsSocketCandidates()
 	want, _ := os.Stat(sock)
 	i := slices.IndexFunc(cands, func(c string) bool { fi, err := os.Stat(c); return err == nil && os.SameFile(fi, want) })

@@ -167,7 +167,7 @@ func (z *handsWizard) open(which int) tea.Cmd {
 		).Title(z.title("root")).Description("checked as you type · enter goes on · esc cancels"))
 	case formSocket:
 		z.candidates = engine.HandsSocketCandidates()
-		opts := []huh.Option[string]{huh.NewOption("choose the Docker Engine's socket…", "")}
+		opts := []huh.Option[string]{huh.NewOption("choose the engine's socket (Docker or Podman)…", "")}
 		for _, c := range z.candidates {
 			opts = append(opts, huh.NewOption(c, c))
 		}
@@ -181,7 +181,7 @@ func (z *handsWizard) open(which int) tea.Cmd {
 				Options(opts...).Value(&z.socketChoice).Validate(nonEmpty("an engine socket"))).
 				Title(z.title("engine socket")),
 			huh.NewGroup(huh.NewInput().Key("socketPath").Title("Engine socket path").
-				Description("the unix socket dockerd listens on (its --host unix://PATH)").
+				Description("the unix socket dockerd (--host unix://PATH) or podman system service listens on").
 				Placeholder("/run/user/1000/docker.sock").CharLimit(256).Value(&z.socketPath).Validate(e.ValidateHandsSocket)).
 				Title(z.title("engine socket")).
 				WithHideFunc(func() bool { return z.socketChoice != otherSocket }),

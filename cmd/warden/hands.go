@@ -18,13 +18,16 @@ import (
 func (a *app) handsCommand() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "hands",
-		Short: "Set up, check and finish Docker \"hands\" containers",
-		Long: `A hands root is a new directory that owns one Docker container where a
-task's effects happen: no network, read-only root, all capabilities
-dropped, no-new-privileges, uid 10002, a 128 MiB tmpfs at /workspace.
-evidence/setup.json records every phase before its effect, so the root
-can always be finished or reconciled. Docker is reached only over the
---engine-socket you name at init (never DOCKER_HOST).`,
+		Short: "Set up, check and finish \"hands\" containers on Docker or Podman",
+		Long: `A hands root is a new directory that owns one container where a task's
+effects happen: no network, read-only root, all capabilities dropped,
+no-new-privileges, uid 10002, pids and open-file limits, a 128 MiB tmpfs
+at /workspace. evidence/setup.json records every phase before its effect,
+so the root can always be finished or reconciled. The engine is a Docker
+Engine or a Podman service (its Docker-compatible socket, from
+` + "`podman system service`" + `; needs catatonit), reached only over the
+--engine-socket you name at init (never DOCKER_HOST). warden tells them
+apart and records which one it was in setup.json.`,
 	}
 	var root, socket, image, access string
 	initCmd := &cobra.Command{
@@ -43,7 +46,8 @@ stopped (only if it carries this root's owner label), the phase becomes
 failed and evidence/initialization-failure.json says what was left.`,
 		Example: `  warden hands init --root $HOME/hands/task1 --engine-socket /run/docker.sock \
       --image busybox:1.36 --access files
-  warden hands init --root /srv/hands/t2 --engine-socket /run/docker.sock --image alpine:3.20 --access none --json`,
+  warden hands init --root /srv/hands/t2 --engine-socket /run/docker.sock --image alpine:3.20 --access none --json
+  warden hands init --root $HOME/hands/t3 --engine-socket /run/podman/podman.sock --image busybox:1.36 --access files`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := requireFlags(cmd, "root", "engine-socket", "image", "access"); err != nil {
@@ -68,7 +72,7 @@ failed and evidence/initialization-failure.json says what was left.`,
 		},
 	}
 	initCmd.Flags().StringVar(&root, "root", "", "the new hands root (absolute; must not exist)")
-	initCmd.Flags().StringVar(&socket, "engine-socket", "", "the Docker Engine's unix socket, e.g. /run/docker.sock (required; no default)")
+	initCmd.Flags().StringVar(&socket, "engine-socket", "", "the Docker or Podman unix socket, e.g. /run/docker.sock or /run/podman/podman.sock (required; no default)")
 	initCmd.Flags().StringVar(&image, "image", "", "a local image name or id (never pulled)")
 	initCmd.Flags().StringVar(&access, "access", "", "files (the workspace may be read and written) or none")
 
@@ -77,7 +81,7 @@ failed and evidence/initialization-failure.json says what was left.`,
 		Use:   "finish --root ABS",
 		Short: "Stop the root's container and close its books",
 		Long: `finish reads evidence/setup.json strictly, checks that the engine is the
-recorded one (daemon ID and socket), and stops exactly the recorded
+recorded one (same kind, daemon ID and storage), and stops exactly the recorded
 container, only if it carries this root's owner label and is still the
 recorded generation; it verifies the stop by inspection, writes phase
 finished and revokes every grant of the root's policy. Anything else is
