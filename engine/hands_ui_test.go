@@ -62,7 +62,7 @@ func TestHandsUIHelpers(t *testing.T) {
 		t.Error("relative socket accepted")
 	}
 	// Something that is a socket but not a Docker Engine: the error says so.
-	if _, err := e.HandsImages(context.Background(), filepath.Join(dir, "missing.sock")); err == nil || !strings.Contains(err.Error(), "no Docker socket") {
+	if _, err := e.HandsImages(context.Background(), filepath.Join(dir, "missing.sock")); err == nil || !strings.Contains(err.Error(), "no engine socket") {
 		t.Errorf("images on a missing socket: %v", err)
 	}
 }
