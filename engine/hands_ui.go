@@ -49,7 +49,7 @@ func (e *Engine) ValidateHandsRoot(path string) error { return hands.ValidateRoo
 // absolute, clean, short enough, and a socket.
 func (e *Engine) ValidateHandsSocket(path string) error { return hands.CheckSocket(path) }
 
-// HandsImages lists the local images of the Docker Engine at socket (init
+// HandsImages lists the local images of the engine at socket (init
 // never pulls), sorted by reference.
 func (e *Engine) HandsImages(ctx context.Context, socket string) ([]HandsImage, error) {
 	return hands.LocalImages(ctx, socket)

@@ -387,7 +387,8 @@ func (z *handsWizard) update(msg tea.Msg) tea.Cmd {
 			z.stage, z.loadErr = wsLoadErr, oneLine(msg.err.Error())
 		case len(msg.images) == 0:
 			z.stage = wsLoadErr
-			z.loadErr = fmt.Sprintf("the Docker Engine at %s has no local images, and warden never pulls: load one first (e.g. `docker -H unix://%s pull busybox:1.36`), then choose the socket again", z.socket, z.socket)
+			z.loadErr = fmt.Sprintf("the engine at %s (%s) has no local images, and warden never pulls: load one first (e.g. `docker -H unix://%s pull busybox:1.36`, or `podman --url unix://%s pull busybox:1.36`), then choose the socket again",
+				z.socket, plain(msg.engine.Label, 60), z.socket, z.socket)
 		default:
 			z.images, z.engine = msg.images, msg.engine
 			return z.open(formImage)
@@ -772,7 +773,7 @@ func (z *handsWizard) view(w, h int) string {
 		}
 	case wsLoading:
 		out = []string{th.Title.Render(z.title("image")), "",
-			z.spin.View() + " " + plain("asking the Docker Engine at "+z.socket+" for its local images…", w-3)}
+			z.spin.View() + " " + plain("asking the engine at "+z.socket+" what it is and for its local images…", w-3)}
 	case wsLoadErr:
 		out = []string{th.Title.Render(z.title("image")), "", th.StatusErr.Render("✗ the engine's images could not be listed")}
 		out = append(out, wrapHanging(th.StatusErr, "  ", "  ", z.loadErr, w-2)...)
