@@ -66,8 +66,8 @@ failed and evidence/initialization-failure.json says what was left.`,
 				if err != nil {
 					return err
 				}
-				return a.done(res, "hands %s ready: container %s from %s (%s), access %s\nfinish it with `warden hands finish --root %s`\n",
-					res.Root, res.ContainerID[:12], res.ImageName, res.Image, res.Access, res.Root)
+				return a.done(res, "hands %s ready: container %s from %s (%s) on %s, access %s, workspace inodes %s\nfinish it with `warden hands finish --root %s`\n",
+					res.Root, res.ContainerID[:12], res.ImageName, res.Image, res.Engine, res.Access, res.Inodes, res.Root)
 			})
 		},
 	}

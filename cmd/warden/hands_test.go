@@ -34,7 +34,7 @@ func TestHandsVerbs(t *testing.T) {
 				t.Errorf("no progress line for %s:\n%s", step, r.stderr)
 			}
 		}
-		if !strings.Contains(r.stdout, "hands "+root+" ready") {
+		if !strings.Contains(r.stdout, "hands "+root+" ready") || !strings.Contains(r.stdout, " on "+e.Name+", access files, workspace inodes ") {
 			t.Errorf("init: %s", r)
 		}
 		var st hands.StatusReport
