@@ -44,6 +44,8 @@ type DoctorOptions struct {
 	// store (over its control socket), so the store and trust checks run
 	// there instead of being skipped.
 	Attach func(dir string) (f Facade, pid int, err error)
+	// EngineSocket, when set, also checks the container engine there.
+	EngineSocket string
 }
 
 // Doctor checks the data dir policy, the store and its schema, the trust
@@ -82,6 +84,9 @@ func Doctor(opts DoctorOptions) Report {
 	}
 	doctorBwrap(opts.BwrapPath, add, problem)
 	doctorKernel(add, problem)
+	if opts.EngineSocket != "" {
+		doctorEngine(opts.EngineSocket, add, problem)
+	}
 	return rep
 }
 

@@ -112,6 +112,14 @@ var handlers = map[string]handler{
 		r0, err := e.GateMCP(ctx, actor, a0)
 		return []any{r0}, err
 	},
+	"HandsEngine": func(ctx context.Context, e engine.Facade, actor engine.Actor, args []json.RawMessage) ([]any, error) {
+		var a0 string
+		if err := decodeArgs("HandsEngine", args, &a0); err != nil {
+			return nil, err
+		}
+		r0, err := e.HandsEngine(ctx, a0)
+		return []any{r0}, err
+	},
 	"HandsImages": func(ctx context.Context, e engine.Facade, actor engine.Actor, args []json.RawMessage) ([]any, error) {
 		var a0 string
 		if err := decodeArgs("HandsImages", args, &a0); err != nil {
@@ -422,6 +430,12 @@ func (c *Client) Deny(_ engine.Actor, a0 uint64, a1 string) (r0 storage.RequestR
 // GateMCP calls engine.Facade.GateMCP in the serving process.
 func (c *Client) GateMCP(ctx context.Context, _ engine.Actor, a0 engine.MCPCall) (r0 engine.MCPGate, err error) {
 	err = c.do(ctx, nil, "GateMCP", []any{a0}, &r0)
+	return
+}
+
+// HandsEngine calls engine.Facade.HandsEngine in the serving process.
+func (c *Client) HandsEngine(ctx context.Context, a0 string) (r0 hands.EngineInfo, err error) {
+	err = c.do(ctx, nil, "HandsEngine", []any{a0}, &r0)
 	return
 }
 

@@ -60,7 +60,8 @@ func Finish(ctx context.Context, root string, progress func(step, detail string)
 	if err := eng.checkIdentity(root, rec); err != nil {
 		return res, err
 	}
-	say(StepEngine, "daemon "+rec.DaemonID+" on "+rec.EngineSocket+" as recorded")
+	say(StepEngine, engineName(rec.Engine)+" "+rec.DaemonID+" on "+rec.EngineSocket+" as recorded")
+	cli := cliFor(rec.Engine, rec.EngineSocket)
 
 	if rec.ContainerID == "" {
 		// Creation may have happened without its id reaching the receipt.
@@ -70,7 +71,7 @@ func Finish(ctx context.Context, root string, progress func(step, detail string)
 		}
 		if len(found) > 0 {
 			return res, &FixError{Problem: fmt.Sprintf("reconciliation required: container %s carries this root's owner label but was never recorded, so warden will not stop it", ShortID(found[0])),
-				Fix: fmt.Sprintf("inspect it (`docker -H unix://%s inspect %s`), then `docker stop`/`docker rm` it yourself, and run `warden hands finish --root %s` again", rec.EngineSocket, found[0], root)}
+				Fix: fmt.Sprintf("inspect it (`%s inspect %s`), then `%s stop`/`rm` it yourself, and run `warden hands finish --root %s` again", cli, found[0], cli, root)}
 		}
 		res.Note = "no container was created"
 	} else {
@@ -84,13 +85,13 @@ func Finish(ctx context.Context, root string, progress func(step, detail string)
 			res.Note = "the container was already gone"
 		case !o.LabelOK:
 			return res, &FixError{Problem: fmt.Sprintf("container %s does not carry this root's owner label, so warden will never stop it", ShortID(id)),
-				Fix: fmt.Sprintf("check that %s names the right container, inspect it (`docker -H unix://%s inspect %s`) and deal with it yourself, then init a new root", receiptPath(root), rec.EngineSocket, id)}
+				Fix: fmt.Sprintf("check that %s names the right container, inspect it (`%s inspect %s`) and deal with it yourself, then init a new root", receiptPath(root), cli, id)}
 		case rec.Generation == "" && o.Running:
 			return res, &FixError{Problem: fmt.Sprintf("reconciliation required: container %s is running but init never recorded its generation, so warden cannot tell it is the one it started", ShortID(id)),
-				Fix: fmt.Sprintf("inspect it (`docker -H unix://%s inspect %s`), then `docker stop`/`docker rm` it yourself, and run `warden hands finish --root %s` again", rec.EngineSocket, id, root)}
+				Fix: fmt.Sprintf("inspect it (`%s inspect %s`), then `%s stop`/`rm` it yourself, and run `warden hands finish --root %s` again", cli, id, cli, root)}
 		case rec.Generation != "" && o.StartedAt != rec.Generation:
 			return res, &FixError{Problem: fmt.Sprintf("container %s was restarted behind warden's back (started %s, recorded generation %s), so warden will not stop it", ShortID(id), o.StartedAt, rec.Generation),
-				Fix: fmt.Sprintf("inspect it (`docker -H unix://%s inspect %s`), then `docker stop`/`docker rm` it yourself (finish then closes the books) or init a new root", rec.EngineSocket, id)}
+				Fix: fmt.Sprintf("inspect it (`%s inspect %s`), then `%s stop`/`rm` it yourself (finish then closes the books) or init a new root", cli, id, cli)}
 		case o.Running:
 			say(StepInspected, fmt.Sprintf("container %s is running generation %s with our label", ShortID(id), rec.Generation))
 			stopped, err := eng.stopOwned(ctx, id, rec.Owner, root)
