@@ -126,12 +126,14 @@ func Open(opts Options) (*Engine, error) {
 		st.Close()
 		return nil, err
 	}
-	// Tokens of finished runs are worthless after a week; keep the bucket small.
-	if _, err := e.auth.Prune(7 * 24 * time.Hour); err != nil {
+	// Tokens of finished runs are worthless after a week; keep the bucket
+	// small. On a full disk both this and the reconciling wait for the
+	// next open: reading (logs, receipts, doctor) must still work.
+	if _, err := e.auth.Prune(7 * 24 * time.Hour); err != nil && !storage.IsNoSpace(err) {
 		st.Close()
 		return nil, err
 	}
-	if err := e.reconcileRuns(); err != nil {
+	if err := e.reconcileRuns(); err != nil && !storage.IsNoSpace(err) {
 		st.Close()
 		return nil, err
 	}
@@ -156,7 +158,7 @@ func (e *Engine) reconcileRuns() error {
 		now := time.Now().UTC()
 		r.Status, r.Ended = storage.RunFailed, &now
 		r.Error = fmt.Sprintf("the engine (pid %d) stopped while the run was in progress", r.PID)
-		if _, err := e.store.Update(func(tx *storage.Tx) error {
+		if _, err := e.store.UpdateReserved(func(tx *storage.Tx) error {
 			if err := tx.PutRun(r); err != nil {
 				return err
 			}
