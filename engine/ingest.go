@@ -71,7 +71,7 @@ const (
 	maxChunkBytes  = 1 << 20
 	maxIngestLines = 64 * 1024 // per storage write
 	// ingestBudget bounds one run's queued stream text (see ingester).
-	ingestBudget = 16 << 20
+	ingestBudget = 8 << 20
 	// lineOverhead is what a queued line costs beside its text.
 	lineOverhead = 64
 )
