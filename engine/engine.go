@@ -145,7 +145,8 @@ func Open(opts Options) (*Engine, error) {
 // reconcileRuns closes the books on runs a previous engine left running
 // (it crashed or was killed): only one engine holds the store, so any
 // "running" run now is one nobody is running. Its process died with that
-// engine (Pdeathsig, --die-with-parent).
+// engine (Pdeathsig, --die-with-parent). Each gets its hook.end and its
+// token revoked, in one commit.
 func (e *Engine) reconcileRuns() error {
 	runs, err := e.Runs(0)
 	if err != nil {
@@ -162,10 +163,14 @@ func (e *Engine) reconcileRuns() error {
 			if err := tx.PutRun(r); err != nil {
 				return err
 			}
-			_, err := tx.AppendReceipt(storage.Draft{Kind: "hook.end", Actor: "engine", Subject: r.Module + "/" + r.Hook,
+			if _, err := tx.AppendReceipt(storage.Draft{Kind: "hook.end", Actor: "engine", Subject: r.Module + "/" + r.Hook,
 				Summary: fmt.Sprintf("run %s of %s/%s failed: %s", r.ID, r.Module, r.Hook, r.Error),
-				Details: map[string]any{"run": r.ID, "verdict": r.Status, "jail": r.JailMode, "error": r.Error}})
-			return err
+				Details: map[string]any{"run": r.ID, "verdict": r.Status, "jail": r.JailMode, "error": r.Error}}); err != nil {
+				return err
+			}
+			// Its token dies with it, as at a normal end: a process that
+			// outlived its engine must not reach the next one with it.
+			return e.auth.RevokeSessionTx(tx, "engine", r.ID, "revoked session "+r.ID+" (the run was found dead)")
 		}); err != nil {
 			return err
 		}
