@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // ErrAlreadyFinished is returned by Finish for a root that was finished.
@@ -68,12 +69,21 @@ func Finish(ctx context.Context, root string, progress func(step, detail string)
 		if err != nil {
 			return res, err
 		}
-		if len(found) > 0 {
+		running, err := eng.runningOf(ctx, found, rec.Owner, root)
+		if err != nil {
+			return res, err
+		}
+		if len(running) > 0 {
 			return res, fmt.Errorf("reconciliation required: container %s carries this root's owner label but was never recorded, so warden will not stop it: "+
-				"inspect it (`docker -H unix://%s inspect %s`), then `docker stop`/`docker rm` it yourself, and run `warden hands finish --root %s` again",
-				shortID(found[0]), rec.EngineSocket, found[0], root)
+				"inspect it (`docker -H unix://%s inspect %s`), then `docker stop` it yourself, and run `warden hands finish --root %s` again",
+				shortID(running[0]), rec.EngineSocket, running[0], root)
 		}
 		res.Note = "no container was created"
+		if len(found) > 0 {
+			// Stopped, so nothing to stop; they are the operator's to remove.
+			res.Note = fmt.Sprintf("no container was recorded; stopped container(s) %s carry this root's owner label (remove them with `docker -H unix://%s rm ID` when done with them)",
+				strings.Join(shortIDs(found), ", "), rec.EngineSocket)
+		}
 	} else {
 		o, _, err := eng.inspect(ctx, rec.ContainerID, rec.Owner, root)
 		if err != nil {
@@ -91,10 +101,14 @@ func Finish(ctx context.Context, root string, progress func(step, detail string)
 			return res, fmt.Errorf("reconciliation required: container %s is running but init never recorded its generation, so warden cannot tell it is the one it started: "+
 				"inspect it (`docker -H unix://%s inspect %s`), then `docker stop`/`docker rm` it yourself, and run `warden hands finish --root %s` again",
 				shortID(id), rec.EngineSocket, id, root)
-		case rec.Generation != "" && o.StartedAt != rec.Generation:
+		case rec.Generation != "" && o.StartedAt != rec.Generation && o.Running:
 			return res, fmt.Errorf("container %s was restarted behind warden's back (started %s, recorded generation %s), so warden will not stop it: "+
-				"inspect it (`docker -H unix://%s inspect %s`), then `docker stop`/`docker rm` it yourself (finish then closes the books) or init a new root",
-				shortID(id), o.StartedAt, rec.Generation, rec.EngineSocket, id)
+				"inspect it (`docker -H unix://%s inspect %s`), then `docker stop` it yourself and run `warden hands finish --root %s` again to close the books, or init a new root",
+				shortID(id), o.StartedAt, rec.Generation, rec.EngineSocket, id, root)
+		case rec.Generation != "" && o.StartedAt != rec.Generation:
+			// Restarted behind our back, but stopped since: there is
+			// nothing to stop, so nothing to refuse.
+			res.Note = fmt.Sprintf("the container was restarted outside warden (started %s) and is not running now (%s)", o.StartedAt, o.State)
 		case o.Running:
 			say("inspected", fmt.Sprintf("container %s is running generation %s with our label", shortID(id), rec.Generation))
 			stopped, err := eng.stopOwned(ctx, id, rec.Owner, root)

@@ -94,8 +94,14 @@ func Status(ctx context.Context, root string) (StatusReport, error) {
 	id := rec.ContainerID
 	inspectIt := fmt.Sprintf("inspect it (`docker -H unix://%s inspect %s`)", rec.EngineSocket, id)
 	restarted := func() {
-		drift(fmt.Sprintf("container %s was restarted outside warden (started %s, recorded generation %s)", shortID(id), o.StartedAt, rec.Generation),
-			inspectIt+", then `docker stop`/`docker rm` it yourself ("+finish+" after that) or init a new root")
+		was := fmt.Sprintf("container %s was restarted outside warden (started %s, recorded generation %s)", shortID(id), o.StartedAt, rec.Generation)
+		if !o.Running {
+			drift(was+fmt.Sprintf(" and is %s now", o.State), finish)
+			return
+		}
+		// finish refuses to stop it (it is not the container warden
+		// started) and accepts it once stopped: say exactly that.
+		drift(was, inspectIt+", then `docker stop` it yourself and "+finish+", or init a new root")
 	}
 	foreign := func() {
 		drift(fmt.Sprintf("container %s does not carry this root's owner label: warden will never stop it", shortID(id)),
@@ -105,8 +111,17 @@ func Status(ctx context.Context, root string) (StatusReport, error) {
 		if len(s.Unrecorded) == 0 {
 			return false
 		}
-		drift(fmt.Sprintf("reconciliation required: container(s) %s carry this root's owner label but were never recorded", strings.Join(shortIDs(s.Unrecorded), ", ")),
-			fmt.Sprintf("inspect them (`docker -H unix://%s inspect ID`), `docker stop`/`docker rm` them yourself, then %s", rec.EngineSocket, finish))
+		running, err := eng.runningOf(ctx, s.Unrecorded, rec.Owner, root)
+		switch {
+		case err != nil:
+			drift(err.Error(), "check the engine, then run status again")
+		case len(running) > 0:
+			drift(fmt.Sprintf("reconciliation required: container(s) %s carry this root's owner label but were never recorded, and %s running", strings.Join(shortIDs(s.Unrecorded), ", "), strings.Join(shortIDs(running), ", ")),
+				fmt.Sprintf("inspect them (`docker -H unix://%s inspect ID`), `docker stop` the running ones yourself, then %s", rec.EngineSocket, finish))
+		default:
+			drift(fmt.Sprintf("stopped container(s) %s carry this root's owner label but were never recorded", strings.Join(shortIDs(s.Unrecorded), ", ")),
+				fmt.Sprintf("%s (warden stops nothing; `docker -H unix://%s rm ID` them when you are done with them)", finish, rec.EngineSocket))
+		}
 		return true
 	}
 	switch rec.Phase {
