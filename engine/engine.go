@@ -240,7 +240,7 @@ func (e *Engine) Receipt(seq uint64) (r Receipt, err error) {
 		return err
 	})
 	if errors.Is(err, storage.ErrNotFound) {
-		return r, fmt.Errorf("no receipt %d (see `warden receipts list`): %w", seq, ErrNotFound)
+		return r, storage.Mark(ErrNotFound, "no receipt %d (see `warden receipts list`)", seq)
 	}
 	return r, err
 }

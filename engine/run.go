@@ -358,7 +358,7 @@ func (e *Engine) CancelRun(actor Actor, id string) error {
 	h := e.active[id]
 	e.runsMu.Unlock()
 	if h == nil {
-		return fmt.Errorf("run %s is not running here: %w", id, ErrNotFound)
+		return storage.Mark(ErrNotFound, "run %s is not running here", id)
 	}
 	h.r.cancel("cancelled by " + string(actor))
 	return nil

@@ -95,6 +95,10 @@ func Open(opts Options) (*Store, error) {
 		if errors.Is(err, bolt.ErrTimeout) {
 			return nil, &LockedError{Dir: dir, PID: readPID(dir)}
 		}
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			return nil, err // it says "open PATH: why" already
+		}
 		return nil, fmt.Errorf("open %s: %w", dbPath, err)
 	}
 	s := &Store{dir: dir, db: db, commits: make(chan *commitOp, 1024), onCommit: opts.OnCommit}
