@@ -44,7 +44,7 @@ const DefaultSubscriberBuffer = 4096
 // events of 1 MiB lines each would be 4 GiB held for a console whose
 // terminal has stopped reading. Past it the subscriber misses events and
 // re-reads the stream from storage, as past the event count.
-const subscriberBytes = 16 << 20
+const subscriberBytes = 8 << 20
 
 // eventSize is what an event holds in a queue, by its stream text (the
 // only part a hook can make big).

@@ -563,6 +563,26 @@ func (c *conn) dispatch(ctx context.Context, m message, cl *call) ([]any, error)
 			e.CancelRun(actor, h.ID)
 		}
 		return []any{h.ID}, nil
+	case "StreamLines", "StreamLinesBefore":
+		// Paged by bytes as well as lines (see replyLineBytes); the
+		// client asks again for the rest.
+		var run string
+		var at uint64
+		var max int
+		if err := args(&run, &at, &max); err != nil {
+			return nil, err
+		}
+		var ls []engine.Line
+		var err error
+		if m.Method == "StreamLines" {
+			ls, err = pageForward(func(from uint64, n int) ([]engine.Line, error) { return e.StreamLines(run, from, n) }, at, max)
+		} else {
+			ls, err = pageBackward(func(before uint64, n int) ([]engine.Line, error) { return e.StreamLinesBefore(run, before, n) }, at, max)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return []any{ls}, nil
 	case "HandsInit":
 		var opts hands.InitOptions
 		var progress bool
