@@ -26,7 +26,7 @@ import (
 // wardenLink makes this test binary runnable as `warden` (TestMain runs
 // the CLI when it is called that), so child processes are real warden
 // processes without a separate build.
-func wardenLink(t *testing.T, base string) string {
+func wardenLink(t testing.TB, base string) string {
 	t.Helper()
 	self, err := os.Executable()
 	if err != nil {
@@ -160,7 +160,7 @@ func TestConsoleAndCLIsShareOneEngine(t *testing.T) {
 
 // startServe starts `warden serve` on dir and waits until it serves; the
 // test's end stops it (SIGTERM) if the test has not.
-func startServe(t *testing.T, bin, dir string) *exec.Cmd {
+func startServe(t testing.TB, bin, dir string) *exec.Cmd {
 	t.Helper()
 	var out lockedBuffer
 	srv := exec.Command(bin, "--data-dir", dir, "serve")

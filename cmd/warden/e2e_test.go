@@ -172,7 +172,7 @@ func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
 
 // privateDir makes a fresh dir under the user cache dir, mode 0755 (no
 // group- or world-writable ancestors), removed when the test ends.
-func privateDir(t *testing.T, prefix string) string {
+func privateDir(t testing.TB, prefix string) string {
 	t.Helper()
 	cache, err := os.UserCacheDir()
 	if err != nil {

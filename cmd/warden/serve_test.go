@@ -59,7 +59,7 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-func waitUntil(t *testing.T, what string, timeout time.Duration, ok func() bool, more func() string) {
+func waitUntil(t testing.TB, what string, timeout time.Duration, ok func() bool, more func() string) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for !ok() {
