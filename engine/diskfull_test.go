@@ -140,6 +140,9 @@ func TestDiskFullFailsRunWithOneReceipt(t *testing.T) {
 	if len(ends) != 1 {
 		t.Fatalf("%d hook.end receipts for the run, want 1", len(ends))
 	}
+	if sum := ends[0].Summary; !strings.Contains(sum, " failed in ") || !strings.HasSuffix(sum, "): "+o.Run.Error) {
+		t.Errorf("hook.end summary %q does not end with the run's error", ends[0].Summary)
+	}
 	if d["verdict"] != "failed" || d["error"] != o.Run.Error || fmt.Sprint(d["linesLost"]) != m[1] {
 		t.Errorf("hook.end details %v; want verdict failed, error %q, linesLost %s", d, o.Run.Error, m[1])
 	}

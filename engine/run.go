@@ -440,6 +440,11 @@ func (r *activeRun) finish(h *RunHandle, exit hooks.Exit) {
 		details["error"] = rec.Error
 	}
 	summary := fmt.Sprintf("run %s of %s/%s %s in %s (jail %s)", rec.ID, rec.Module, rec.Hook, rec.Status, dur.Round(time.Millisecond), jailName(rec.JailMode))
+	if rec.Status == storage.RunFailed {
+		// Why, where every receipt list and the console's Receipts pane
+		// show it (a full disk leaves no stream line to say so).
+		summary += ": " + rec.Error
+	}
 	// The verdict lands even on a full disk: it may use the store's reserve.
 	if _, err := e.store.UpdateReserved(func(tx *storage.Tx) error {
 		if err := tx.PutRun(rec); err != nil {
