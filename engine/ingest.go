@@ -141,10 +141,10 @@ func (g *ingester) close() {
 
 // failure is the first storage failure and the lines lost since, once
 // close has returned (or at any time, as a snapshot).
-func (g *ingester) failure() (error, uint64) {
+func (g *ingester) failure() (lost uint64, err error) {
 	g.failMu.Lock()
 	defer g.failMu.Unlock()
-	return g.failErr, g.lost
+	return g.lost, g.failErr
 }
 
 func (g *ingester) loop() {

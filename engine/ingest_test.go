@@ -40,7 +40,7 @@ func TestIngestBudgetHoldsProducersBack(t *testing.T) {
 	if p := peak.Load(); p > ingestBudget || p == 0 {
 		t.Errorf("queued stream text peaked at %d bytes, want at most the budget (%d)", p, ingestBudget)
 	}
-	if err, lost := g.failure(); err != nil {
+	if lost, err := g.failure(); err != nil {
 		t.Fatalf("storage failed: %v (%d lost)", err, lost)
 	}
 	m, err := e.StreamInfo(g.run)

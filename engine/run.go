@@ -333,7 +333,7 @@ func (e *Engine) StartRun(actor Actor, req RunRequest) (*RunHandle, error) {
 		return h, nil
 	}
 	r.proc.Store(proc)
-	if err, _ := r.ingest.failure(); err != nil {
+	if _, err := r.ingest.failure(); err != nil {
 		r.streamFailed(err) // the stream failed before the process was stored
 	}
 	go func() { r.finish(h, proc.Wait()) }()
@@ -390,7 +390,7 @@ func (r *activeRun) finish(h *RunHandle, exit hooks.Exit) {
 	r.mu.Lock()
 	outputs, resultErr, hookErr, cancelWhy := r.outputs, r.resultErr, r.hookErr, r.cancelWhy
 	r.mu.Unlock()
-	streamErr, lost := r.ingest.failure()
+	lost, streamErr := r.ingest.failure()
 	switch {
 	case streamErr != nil:
 		// Whatever else happened, the run's record is incomplete: that
