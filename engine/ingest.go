@@ -139,8 +139,8 @@ func (g *ingester) close() {
 	<-g.done
 }
 
-// failure is the first storage failure and the lines lost since, once
-// close has returned (or at any time, as a snapshot).
+// failure is the lines lost since the first storage failure, and that
+// failure (nil: none); final once close has returned.
 func (g *ingester) failure() (lost uint64, err error) {
 	g.failMu.Lock()
 	defer g.failMu.Unlock()
