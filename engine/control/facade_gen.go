@@ -317,26 +317,6 @@ var handlers = map[string]handler{
 		r0, err := e.StreamInfo(a0)
 		return []any{r0}, err
 	},
-	"StreamLines": func(ctx context.Context, e engine.Facade, actor engine.Actor, args []json.RawMessage) ([]any, error) {
-		var a0 string
-		var a1 uint64
-		var a2 int
-		if err := decodeArgs("StreamLines", args, &a0, &a1, &a2); err != nil {
-			return nil, err
-		}
-		r0, err := e.StreamLines(a0, a1, a2)
-		return []any{r0}, err
-	},
-	"StreamLinesBefore": func(ctx context.Context, e engine.Facade, actor engine.Actor, args []json.RawMessage) ([]any, error) {
-		var a0 string
-		var a1 uint64
-		var a2 int
-		if err := decodeArgs("StreamLinesBefore", args, &a0, &a1, &a2); err != nil {
-			return nil, err
-		}
-		r0, err := e.StreamLinesBefore(a0, a1, a2)
-		return []any{r0}, err
-	},
 	"TrustStatus": func(ctx context.Context, e engine.Facade, actor engine.Actor, args []json.RawMessage) ([]any, error) {
 		if err := decodeArgs("TrustStatus", args); err != nil {
 			return nil, err
@@ -586,18 +566,6 @@ func (c *Client) SetSecret(_ engine.Actor, a0 string, a1 string, a2 string) (err
 // StreamInfo calls engine.Facade.StreamInfo in the serving process.
 func (c *Client) StreamInfo(a0 string) (r0 storage.StreamMeta, err error) {
 	err = c.do(context.Background(), nil, "StreamInfo", []any{a0}, &r0)
-	return
-}
-
-// StreamLines calls engine.Facade.StreamLines in the serving process.
-func (c *Client) StreamLines(a0 string, a1 uint64, a2 int) (r0 []storage.Line, err error) {
-	err = c.do(context.Background(), nil, "StreamLines", []any{a0, a1, a2}, &r0)
-	return
-}
-
-// StreamLinesBefore calls engine.Facade.StreamLinesBefore in the serving process.
-func (c *Client) StreamLinesBefore(a0 string, a1 uint64, a2 int) (r0 []storage.Line, err error) {
-	err = c.do(context.Background(), nil, "StreamLinesBefore", []any{a0, a1, a2}, &r0)
 	return
 }
 

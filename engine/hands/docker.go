@@ -80,6 +80,22 @@ func (e *engineClient) labelled(ctx context.Context, owner, root string) ([]stri
 	return ids, nil
 }
 
+// runningOf returns those of ids that are running now (a container gone
+// since it was listed is not).
+func (e *engineClient) runningOf(ctx context.Context, ids []string, owner, root string) ([]string, error) {
+	var running []string
+	for _, id := range ids {
+		o, _, err := e.inspect(ctx, id, owner, root)
+		if err != nil {
+			return nil, err
+		}
+		if o.Running {
+			running = append(running, id)
+		}
+	}
+	return running, nil
+}
+
 // stopOwned stops a container only after inspection shows our labels, and
 // verifies by inspection that it stopped. stopped reports a container that
 // is not running afterwards.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // ErrAlreadyFinished is returned by Finish for a root that was finished.
@@ -69,11 +70,20 @@ func Finish(ctx context.Context, root string, progress func(step, detail string)
 		if err != nil {
 			return res, err
 		}
-		if len(found) > 0 {
-			return res, &FixError{Problem: fmt.Sprintf("reconciliation required: container %s carries this root's owner label but was never recorded, so warden will not stop it", ShortID(found[0])),
-				Fix: fmt.Sprintf("inspect it (`%s inspect %s`), then `%s stop`/`rm` it yourself, and run `warden hands finish --root %s` again", cli, found[0], cli, root)}
+		running, err := eng.runningOf(ctx, found, rec.Owner, root)
+		if err != nil {
+			return res, err
+		}
+		if len(running) > 0 {
+			return res, &FixError{Problem: fmt.Sprintf("reconciliation required: container %s carries this root's owner label but was never recorded, so warden will not stop it", ShortID(running[0])),
+				Fix: fmt.Sprintf("inspect it (`%s inspect %s`), then `%s stop` it yourself, and run `warden hands finish --root %s` again", cli, running[0], cli, root)}
 		}
 		res.Note = "no container was created"
+		if len(found) > 0 {
+			// Stopped, so nothing to stop; they are the operator's to remove.
+			res.Note = fmt.Sprintf("no container was recorded; stopped container(s) %s carry this root's owner label (remove them with `%s rm ID` when done with them)",
+				strings.Join(shortIDs(found), ", "), cli)
+		}
 	} else {
 		o, _, err := eng.inspect(ctx, rec.ContainerID, rec.Owner, root)
 		if err != nil {
@@ -88,10 +98,14 @@ func Finish(ctx context.Context, root string, progress func(step, detail string)
 				Fix: fmt.Sprintf("check that %s names the right container, inspect it (`%s inspect %s`) and deal with it yourself, then init a new root", receiptPath(root), cli, id)}
 		case rec.Generation == "" && o.Running:
 			return res, &FixError{Problem: fmt.Sprintf("reconciliation required: container %s is running but init never recorded its generation, so warden cannot tell it is the one it started", ShortID(id)),
-				Fix: fmt.Sprintf("inspect it (`%s inspect %s`), then `%s stop`/`rm` it yourself, and run `warden hands finish --root %s` again", cli, id, cli, root)}
-		case rec.Generation != "" && o.StartedAt != rec.Generation:
+				Fix: fmt.Sprintf("inspect it (`%s inspect %s`), then `%s stop` it yourself, and run `warden hands finish --root %s` again", cli, id, cli, root)}
+		case rec.Generation != "" && o.StartedAt != rec.Generation && o.Running:
 			return res, &FixError{Problem: fmt.Sprintf("container %s was restarted behind warden's back (started %s, recorded generation %s), so warden will not stop it", ShortID(id), o.StartedAt, rec.Generation),
-				Fix: fmt.Sprintf("inspect it (`%s inspect %s`), then `%s stop`/`rm` it yourself (finish then closes the books) or init a new root", cli, id, cli)}
+				Fix: fmt.Sprintf("inspect it (`%s inspect %s`), then `%s stop` it yourself and run `warden hands finish --root %s` again to close the books, or init a new root", cli, id, cli, root)}
+		case rec.Generation != "" && o.StartedAt != rec.Generation:
+			// Restarted behind our back, but stopped since: there is
+			// nothing to stop, so nothing to refuse.
+			res.Note = fmt.Sprintf("the container was restarted outside warden (started %s) and is not running now (%s)", o.StartedAt, o.State)
 		case o.Running:
 			say(StepInspected, fmt.Sprintf("container %s is running generation %s with our label", ShortID(id), rec.Generation))
 			stopped, err := eng.stopOwned(ctx, id, rec.Owner, root)

@@ -318,7 +318,7 @@ func TestFinishRefusesRestartedContainer(t *testing.T) {
 			t.Fatalf("restart did not change the generation: %+v", c.State)
 		}
 		_, err := Finish(ctx, f.root, nil, nil)
-		wantContains(t, err, "restarted behind warden's back", "`"+f.cliPrefix()+" stop`", "init a new root")
+		wantContains(t, err, "restarted behind warden's back", "`"+f.cliPrefix()+" stop` it yourself", "warden hands finish --root "+f.root, "init a new root")
 		if c := f.inspect(res.ContainerID); !c.State.Running {
 			t.Fatal("finish stopped a restarted container")
 		}
@@ -326,18 +326,29 @@ func TestFinishRefusesRestartedContainer(t *testing.T) {
 			t.Fatal("a refused finish changed the phase")
 		}
 		st, err := Status(ctx, f.root)
-		if err != nil || len(st.Drift) != 1 || !strings.Contains(st.Drift[0].Problem, "restarted outside warden") || st.Container.GenerationMatches {
+		if err != nil || len(st.Drift) != 1 || !strings.Contains(st.Drift[0].Problem, "restarted outside warden") || st.Container.GenerationMatches ||
+			!strings.Contains(st.Drift[0].Fix, "`"+f.cliPrefix()+" stop` it yourself and run `warden hands finish --root "+f.root) {
 			t.Fatalf("status: %+v %v", st, err)
 		}
 		if _, err := Exec(ctx, f.root, []string{"true"}); err == nil {
 			t.Error("exec ran in a restarted container")
 		}
-		// Once the operator removes it, finish closes the books.
-		if _, err := f.cli.ContainerRemove(ctx, res.ContainerID, client.ContainerRemoveOptions{Force: true}); err != nil {
+		// The operator does what the fix says, `docker stop`: status now says
+		// finish, and finish closes the books (stopping nothing).
+		if _, err := f.cli.ContainerStop(ctx, res.ContainerID, client.ContainerStopOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		if fin, err := Finish(ctx, f.root, nil, nil); err != nil || fin.Stopped || !strings.Contains(fin.Note, "gone") {
-			t.Fatalf("finish after removal: %+v %v", fin, err)
+		st, err = Status(ctx, f.root)
+		if err != nil || len(st.Drift) != 1 || !strings.Contains(st.Drift[0].Problem, "restarted outside warden") ||
+			strings.Contains(st.Drift[0].Fix, " stop`") || !strings.Contains(st.Drift[0].Fix, "warden hands finish --root "+f.root) {
+			t.Fatalf("status after docker stop: %+v %v", st, err)
+		}
+		fin, err := Finish(ctx, f.root, nil, nil)
+		if err != nil || fin.Stopped || fin.Phase != PhaseFinished || !strings.Contains(fin.Note, "restarted outside warden") {
+			t.Fatalf("finish after docker stop: %+v %v", fin, err)
+		}
+		if st, err := Status(ctx, f.root); err != nil || len(st.Drift) != 0 {
+			t.Fatalf("status after finish: %+v %v", st, err)
 		}
 	})
 }
@@ -511,6 +522,44 @@ func TestOnPhaseErrorFails(t *testing.T) {
 		}
 		if c := f.inspect(rec.ContainerID); c.State.Running {
 			t.Fatal("the container runs")
+		}
+	})
+}
+
+// A container with this root's label that the receipt never recorded:
+// finish refuses while it runs, and after the operator's `docker stop`
+// (what status's fix says) it closes the books, stopping nothing.
+func TestFinishAfterStoppingUnrecordedContainer(t *testing.T) {
+	handstest.Each(t, func(t *testing.T, e handstest.Engine) {
+		f := newFixture(t, e)
+		res := f.ready()
+		ctx := context.Background()
+		rec := f.receipt()
+		rec.ContainerID, rec.Generation, rec.Phase = "", "", PhaseCreating // the create's answer never reached the receipt
+		if err := writeReceipt(f.root, rec); err != nil {
+			t.Fatal(err)
+		}
+		st, err := Status(ctx, f.root)
+		if err != nil || len(st.Drift) != 1 || !strings.Contains(st.Drift[0].Problem, "reconciliation required") ||
+			!strings.Contains(st.Drift[0].Fix, "`"+f.cliPrefix()+" stop` the running ones yourself, then run `warden hands finish --root "+f.root) {
+			t.Fatalf("status: %+v %v", st, err)
+		}
+		_, err = Finish(ctx, f.root, nil, nil)
+		wantContains(t, err, "reconciliation required", "`"+f.cliPrefix()+" stop` it yourself", "warden hands finish --root "+f.root)
+		if c := f.inspect(res.ContainerID); !c.State.Running {
+			t.Fatal("finish stopped an unrecorded container")
+		}
+		if _, err := f.cli.ContainerStop(ctx, res.ContainerID, client.ContainerStopOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		st, err = Status(ctx, f.root)
+		if err != nil || len(st.Drift) != 1 || !strings.Contains(st.Drift[0].Problem, "stopped container(s) "+ShortID(res.ContainerID)) ||
+			!strings.HasPrefix(st.Drift[0].Fix, "run `warden hands finish --root "+f.root) {
+			t.Fatalf("status after docker stop: %+v %v", st, err)
+		}
+		fin, err := Finish(ctx, f.root, nil, nil)
+		if err != nil || fin.Stopped || fin.Phase != PhaseFinished || !strings.Contains(fin.Note, ShortID(res.ContainerID)) || !strings.Contains(fin.Note, "rm") {
+			t.Fatalf("finish after docker stop: %+v %v", fin, err)
 		}
 	})
 }

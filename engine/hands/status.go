@@ -99,8 +99,14 @@ func Status(ctx context.Context, root string) (StatusReport, error) {
 	cli := cliFor(rec.Engine, rec.EngineSocket)
 	inspectIt := fmt.Sprintf("inspect it (`%s inspect %s`)", cli, id)
 	restarted := func() {
-		drift(fmt.Sprintf("container %s was restarted outside warden (started %s, recorded generation %s)", ShortID(id), o.StartedAt, rec.Generation),
-			inspectIt+", then `"+cli+" stop`/`rm` it yourself ("+finish+" after that) or init a new root")
+		was := fmt.Sprintf("container %s was restarted outside warden (started %s, recorded generation %s)", ShortID(id), o.StartedAt, rec.Generation)
+		if !o.Running {
+			drift(was+fmt.Sprintf(" and is %s now", o.State), finish)
+			return
+		}
+		// finish refuses to stop it (it is not the container warden
+		// started) and accepts it once stopped: say exactly that.
+		drift(was, inspectIt+", then `"+cli+" stop` it yourself and "+finish+", or init a new root")
 	}
 	foreign := func() {
 		drift(fmt.Sprintf("container %s does not carry this root's owner label: warden will never stop it", ShortID(id)),
@@ -110,8 +116,17 @@ func Status(ctx context.Context, root string) (StatusReport, error) {
 		if len(s.Unrecorded) == 0 {
 			return false
 		}
-		drift(fmt.Sprintf("reconciliation required: container(s) %s carry this root's owner label but were never recorded", strings.Join(shortIDs(s.Unrecorded), ", ")),
-			fmt.Sprintf("inspect them (`%s inspect ID`), `%s stop`/`rm` them yourself, then %s", cli, cli, finish))
+		running, err := eng.runningOf(ctx, s.Unrecorded, rec.Owner, root)
+		switch {
+		case err != nil:
+			drift(err.Error(), "check the engine, then run status again")
+		case len(running) > 0:
+			drift(fmt.Sprintf("reconciliation required: container(s) %s carry this root's owner label but were never recorded, and %s running", strings.Join(shortIDs(s.Unrecorded), ", "), strings.Join(shortIDs(running), ", ")),
+				fmt.Sprintf("inspect them (`%s inspect ID`), `%s stop` the running ones yourself, then %s", cli, cli, finish))
+		default:
+			drift(fmt.Sprintf("stopped container(s) %s carry this root's owner label but were never recorded", strings.Join(shortIDs(s.Unrecorded), ", ")),
+				fmt.Sprintf("%s (warden stops nothing; `%s rm ID` them when you are done with them)", finish, cli))
+		}
 		return true
 	}
 	switch rec.Phase {
