@@ -52,6 +52,7 @@ func TestParseManifestDesignExample(t *testing.T) {
 				Inputs:      map[string]Type{"target": {Kind: "string"}},
 				Outputs:     map[string]Type{"address": {Kind: "string"}},
 				Network:     false,
+				KillGrace:   DefaultKillGrace,
 			},
 		},
 		Dir:  "/m",
@@ -120,7 +121,7 @@ hooks:
 func TestManifestErrorFormat(t *testing.T) {
 	src := strings.Replace(designExample, "    timeout: 2m", "    timout: 2m", 1)
 	_, err := ParseManifest(mfTestFile, []byte(src))
-	want := "/m/module.yaml:9: hooks.on_install.timout: unknown key (known: run, timeout, idle_timeout, requires, inputs, outputs, network)"
+	want := "/m/module.yaml:9: hooks.on_install.timout: unknown key (known: run, timeout, idle_timeout, kill_grace, requires, inputs, outputs, network, limits)"
 	if err == nil || err.Error() != want {
 		t.Fatalf("err = %v\nwant  %s", err, want)
 	}
