@@ -16,6 +16,7 @@ import (
 
 	"warden/engine/broker"
 	"warden/engine/caps"
+	"warden/engine/hooks"
 	"warden/engine/jail"
 	"warden/storage"
 )
@@ -59,6 +60,9 @@ type Options struct {
 	// BwrapPath is the bubblewrap binary (default /usr/bin/bwrap; never
 	// searched on PATH).
 	BwrapPath string
+	// LimitCeiling is the operator's ceiling of hooks' resource limits
+	// (config.yaml `limits`); zero fields are hooks.DefaultCeiling's.
+	LimitCeiling hooks.Resources
 }
 
 // Engine is an open data dir with everything that runs on it.
