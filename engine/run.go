@@ -101,7 +101,6 @@ const (
 	DefaultStreamLimit  = 64 << 20 // stored bytes per run
 	DefaultStreamBudget = 1 << 30  // stored bytes across runs
 	brokerLinger        = 10 * time.Second
-	killGrace           = 2 * time.Second
 )
 
 // activeRun is a run in flight: the broker's Handler and the executor's
@@ -115,6 +114,9 @@ type activeRun struct {
 	token    string
 	confirm  func(context.Context, string) (bool, error)
 	actor    string // "run:<id>": who the hook's own writes are recorded as
+	// limits is how the run's resource limits stand, for its receipts:
+	// "" unjailed, "on", or "off" when no cgroup could hold them.
+	limits string
 
 	proc    atomic.Pointer[hooks.Process]
 	ingest  *ingester
@@ -183,6 +185,10 @@ func (e *Engine) StartRun(actor Actor, req RunRequest) (*RunHandle, error) {
 		if jl, err = e.jail(); err != nil {
 			return nil, err
 		}
+		// The ceiling may have been lowered since the module was added.
+		if err := hooks.CheckCeiling(m, e.ceiling()); err != nil {
+			return nil, fmt.Errorf("%w\n(the module was added under a higher ceiling; lower its limits or raise config.yaml's, then `warden module add` it again)", err)
+		}
 	default:
 		return nil, fmt.Errorf("unknown jail mode %q (want bwrap or off)", jailMode)
 	}
@@ -226,7 +232,7 @@ func (e *Engine) StartRun(actor Actor, req RunRequest) (*RunHandle, error) {
 	// The token lives as long as the run may, plus the kill grace. It is
 	// recorded with the start receipt, in the same commit: until then it
 	// authorizes nothing, and nothing is spawned before.
-	tok, err := e.auth.Mint(string(actor), rec.ID, "hook", rec.ID, hook.Timeout+killGrace+time.Second)
+	tok, err := e.auth.Mint(string(actor), rec.ID, "hook", rec.ID, hook.Timeout+hook.KillGrace+time.Second)
 	if err != nil {
 		os.RemoveAll(runDir)
 		return nil, err
@@ -266,6 +272,9 @@ func (e *Engine) StartRun(actor Actor, req RunRequest) (*RunHandle, error) {
 			planErr = err
 		}
 		js := jl.Spawner(plan, network)
+		if planErr == nil {
+			planErr = r.limit(js, startDetails)
+		}
 		spawner = js
 		spawn.Argv = append([]string{path.Join(jail.ModuleTarget, hook.Run[0])}, hook.Run[1:]...)
 		spawn.Dir = jail.ModuleTarget
@@ -298,7 +307,7 @@ func (e *Engine) StartRun(actor Actor, req RunRequest) (*RunHandle, error) {
 			return err
 		}
 		_, err := tx.AppendReceipt(storage.Draft{Kind: "hook.start", Actor: string(actor), Subject: m.ID + "/" + hook.Name,
-			Summary: fmt.Sprintf("run %s of %s/%s started (jail %s)", rec.ID, m.ID, hook.Name, jailName(jailMode)),
+			Summary: fmt.Sprintf("run %s of %s/%s started (jail %s%s)", rec.ID, m.ID, hook.Name, jailName(jailMode), limitsNote(r.limits)),
 			Details: startDetails})
 		return err
 	}); err != nil {
@@ -323,7 +332,7 @@ func (e *Engine) StartRun(actor Actor, req RunRequest) (*RunHandle, error) {
 		go r.finish(h, hooks.Exit{Code: -1, Err: planErr, Reason: planErr.Error()})
 		return h, nil
 	}
-	proc, err := hooks.Start(spawner, spawn, hooks.Limits{Timeout: hook.Timeout, IdleTimeout: hook.IdleTimeout, KillGrace: killGrace}, r.output)
+	proc, err := hooks.Start(spawner, spawn, hooks.Limits{Timeout: hook.Timeout, IdleTimeout: hook.IdleTimeout, KillGrace: hook.KillGrace}, r.output)
 	if rel, ok := spawner.(interface{ Release() }); ok {
 		rel.Release()
 	}
@@ -375,6 +384,10 @@ func (r *activeRun) cancel(why string) {
 // writes the run's end receipt.
 func (r *activeRun) finish(h *RunHandle, exit hooks.Exit) {
 	e := r.e
+	if hooks.IsResourceLimit(exit.Limit) {
+		// Never silent: the stream says why the hook was stopped.
+		r.streamLine(storage.LevelError, "warden: the run was stopped: "+exit.Reason)
+	}
 	r.ingest.close() // every output line is durable before the verdict
 	r.brk.End()
 	ended := time.Now().UTC()
@@ -417,6 +430,9 @@ func (r *activeRun) finish(h *RunHandle, exit hooks.Exit) {
 	}
 	dur := ended.Sub(r.rec.Started)
 	details := map[string]any{"run": rec.ID, "verdict": rec.Status, "exit": code, "durationMs": dur.Milliseconds(), "jail": rec.JailMode}
+	if r.limits != "" {
+		details["limits"] = r.limits
+	}
 	if exit.Signal != "" {
 		details["signal"] = exit.Signal
 	}
@@ -426,7 +442,7 @@ func (r *activeRun) finish(h *RunHandle, exit hooks.Exit) {
 	if rec.Error != "" {
 		details["error"] = rec.Error
 	}
-	summary := fmt.Sprintf("run %s of %s/%s %s in %s (jail %s)", rec.ID, rec.Module, rec.Hook, rec.Status, dur.Round(time.Millisecond), jailName(rec.JailMode))
+	summary := fmt.Sprintf("run %s of %s/%s %s in %s (jail %s%s)", rec.ID, rec.Module, rec.Hook, rec.Status, dur.Round(time.Millisecond), jailName(rec.JailMode), limitsNote(r.limits))
 	if _, err := e.store.Update(func(tx *storage.Tx) error {
 		if err := tx.PutRun(rec); err != nil {
 			return err
