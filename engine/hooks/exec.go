@@ -186,7 +186,7 @@ func (e Exit) Describe() string {
 type Process struct {
 	cmd   *exec.Cmd
 	tree  Tree // nil without a jail
-	pid   int // also the process group id: the child is the group leader
+	pid   int  // also the process group id: the child is the group leader
 	lim   Limits
 	start time.Time
 

@@ -170,4 +170,3 @@ func (p *Plan) Targets() []string {
 	sort.Strings(out)
 	return out
 }
-
