@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -55,9 +56,59 @@ func (s *Spawner) Start(cmd *exec.Cmd) error {
 	if err == nil {
 		s.mu.Lock()
 		s.pid = cmd.Process.Pid
+		s.done = make(chan struct{})
 		s.mu.Unlock()
+		go s.pinTmpfs(s.done)
 	}
 	return err
+}
+
+// pinCap bounds how long pinTmpfs looks for the jail's tmpfs.
+const pinCap = 10 * time.Second
+
+// pinTmpfs opens the jail's /tmp and run dir as soon as bwrap has mounted
+// them, and keeps them open until Close: so a hook that fills one and
+// exits at once is still seen to have filled it (the tmpfs outlives the
+// jail's mount namespace while it is held).
+func (s *Spawner) pinTmpfs(done <-chan struct{}) {
+	deadline := time.Now().Add(pinCap)
+	for time.Now().Before(deadline) {
+		root := s.jailRoot()
+		s.mu.Lock()
+		if root != "" {
+			if s.tmpFD == nil {
+				s.tmpFD = openTmpfs(root+"/tmp", s.res.Tmp)
+			}
+			if s.runFD == nil {
+				s.runFD = openTmpfs(root+RunTarget, s.res.RunDir)
+			}
+		}
+		pinned := s.tmpFD != nil && s.runFD != nil
+		s.mu.Unlock()
+		if pinned {
+			return
+		}
+		select {
+		case <-done:
+			return
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
+}
+
+// openTmpfs opens dir if it is the jail's tmpfs of that size (before
+// bwrap has set up the jail, the path is somewhere else).
+func openTmpfs(dir string, size int64) *os.File {
+	f, err := os.OpenFile(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil
+	}
+	var st unix.Statfs_t
+	if unix.Fstatfs(int(f.Fd()), &st) != nil || st.Type != unix.TMPFS_MAGIC || size <= 0 || st.Blocks*uint64(st.Bsize) != uint64(size) {
+		f.Close()
+		return nil
+	}
+	return f
 }
 
 // Terminate implements hooks.Tree. SIGTERM goes to every process of the
@@ -95,13 +146,14 @@ func (s *Spawner) Exceeded() (string, string) {
 			return hooks.LimitPids, "pids limit " + strconv.FormatInt(s.res.Pids, 10) + " reached"
 		}
 	}
-	if root := s.jailRoot(); root != "" {
-		if tmpfsFull(root + "/tmp") {
-			return hooks.LimitTmp, "tmp limit " + hooks.FormatSize(s.res.Tmp) + " reached (/tmp is full)"
-		}
-		if tmpfsFull(root + RunTarget) {
-			return hooks.LimitRunDir, "run_dir limit " + hooks.FormatSize(s.res.RunDir) + " reached (" + RunTarget + " is full)"
-		}
+	s.mu.Lock()
+	tmp, run := tmpfsFull(s.tmpFD), tmpfsFull(s.runFD)
+	s.mu.Unlock()
+	switch {
+	case tmp:
+		return hooks.LimitTmp, "tmp limit " + hooks.FormatSize(s.res.Tmp) + " reached (/tmp is full)"
+	case run:
+		return hooks.LimitRunDir, "run_dir limit " + hooks.FormatSize(s.res.RunDir) + " reached (" + RunTarget + " is full)"
 	}
 	return "", ""
 }
@@ -109,6 +161,18 @@ func (s *Spawner) Exceeded() (string, string) {
 // Close implements hooks.Tree: the run's cgroup goes, with whatever is
 // left in it.
 func (s *Spawner) Close() error {
+	s.mu.Lock()
+	if s.done != nil {
+		close(s.done)
+		s.done = nil
+	}
+	for _, f := range []*os.File{s.tmpFD, s.runFD} {
+		if f != nil {
+			f.Close()
+		}
+	}
+	s.tmpFD, s.runFD = nil, nil
+	s.mu.Unlock()
 	if s.group == nil {
 		return nil
 	}
@@ -149,10 +213,13 @@ func (s *Spawner) jailRoot() string {
 	return fmt.Sprintf("/proc/%d/root", s.inner)
 }
 
-// tmpfsFull: path is a tmpfs with no block left.
-func tmpfsFull(path string) bool {
+// tmpfsFull: f (a pinned tmpfs) has no block left.
+func tmpfsFull(f *os.File) bool {
+	if f == nil {
+		return false
+	}
 	var st unix.Statfs_t
-	if unix.Statfs(path, &st) != nil || st.Type != unix.TMPFS_MAGIC {
+	if unix.Fstatfs(int(f.Fd()), &st) != nil {
 		return false
 	}
 	return st.Blocks > 0 && st.Bavail == 0
@@ -219,4 +286,7 @@ type spawnerState struct {
 	mu    sync.Mutex
 	pid   int // bwrap (through prlimit)
 	inner int // bwrap's first child, in the jail's mount namespace
+	// tmpFD and runFD hold the jail's /tmp and run dir (see pinTmpfs).
+	tmpFD, runFD *os.File
+	done         chan struct{} // closed by Close: pinTmpfs stops
 }
