@@ -235,3 +235,99 @@ while :; do :; done
 	}
 	wantNothingLeft(t, o.Run.ID, "no-marker-for-spin")
 }
+
+// graceModule: a hook that traps SIGTERM and, in its grace, takes a second
+// (so a kill at once would leave nothing) and then writes a file to its
+// read-write path input.
+func graceModule(t *testing.T) (mod, out string) {
+	t.Helper()
+	script := `out=$1
+trap 'sleep 1; echo graced > "$out/graced"; exit 0' TERM
+echo ready
+while :; do sleep 0.1; done
+`
+	mod = shellModule(t, "graceful", map[string][2]string{
+		"wait":      {script, "    inputs: {out: path:rw}\n    timeout: 10m\n"},
+		"timed":     {script, "    inputs: {out: path:rw}\n    timeout: 1s\n"},
+		"shortfuse": {script, "    inputs: {out: path:rw}\n    timeout: 1s\n    kill_grace: 200ms\n"},
+	})
+	// The argv carries the dir too: the manifest names no input values.
+	for _, h := range []string{"wait", "timed", "shortfuse"} {
+		b, _ := os.ReadFile(filepath.Join(mod, "module.yaml"))
+		os.WriteFile(filepath.Join(mod, "module.yaml"), []byte(strings.Replace(string(b), "run: [./"+h+".sh]", "run: [./"+h+".sh, \"$OUT\"]", 1)), 0o644)
+	}
+	base, _ := os.UserCacheDir()
+	out, err := os.MkdirTemp(base, "warden-grace-out-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(out) })
+	os.Chmod(out, 0o777) // the jailed hook's uid writes there
+	b, _ := os.ReadFile(filepath.Join(mod, "module.yaml"))
+	os.WriteFile(filepath.Join(mod, "module.yaml"), []byte(strings.ReplaceAll(string(b), "\"$OUT\"", strconvQuote(out))), 0o644)
+	return mod, out
+}
+
+func strconvQuote(s string) string { b, _ := json.Marshal(s); return string(b) }
+
+// A jailed hook gets SIGTERM itself and its grace, on a timeout and on a
+// cancel: the file its trap writes after a second is there. With a grace
+// shorter than that (kill_grace), it is killed first: no file.
+func TestJailedHookGetsItsGrace(t *testing.T) {
+	needLimits(t)
+	mod, out := graceModule(t)
+	e := openTestEngine(t)
+	if _, err := e.AddModule(testActor, mod); err != nil {
+		t.Fatal(err)
+	}
+	graced := filepath.Join(out, "graced")
+	in := map[string]string{"out": out}
+
+	t.Run("timeout", func(t *testing.T) {
+		os.Remove(graced)
+		o, err := e.RunHook(testActor, RunRequest{Module: "graceful", Hook: "timed", Jail: JailBwrap, RawInputs: in})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o.Run.Status != storage.RunFailed || o.Run.Error != "exceeded its overall timeout of 1s" {
+			t.Errorf("run %s %q", o.Run.Status, o.Run.Error)
+		}
+		if b, err := os.ReadFile(graced); err != nil || string(b) != "graced\n" {
+			t.Errorf("the hook's trap did not get to write in its grace: %v %q\n%s", err, b, streamText(t, e, o.Run.ID))
+		}
+	})
+	t.Run("cancel", func(t *testing.T) {
+		os.Remove(graced)
+		h, err := e.StartRun(testActor, RunRequest{Module: "graceful", Hook: "wait", Jail: JailBwrap, RawInputs: in})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for deadline := time.Now().Add(20 * time.Second); !strings.Contains(streamText(t, e, h.ID), "ready"); time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the hook never said ready")
+			}
+		}
+		h.Cancel()
+		o := h.Wait()
+		if o.Run.Status != storage.RunCancelled {
+			t.Errorf("run %s %q", o.Run.Status, o.Run.Error)
+		}
+		if b, err := os.ReadFile(graced); err != nil || string(b) != "graced\n" {
+			t.Errorf("the hook's trap did not get to write in its grace: %v %q\n%s", err, b, streamText(t, e, o.Run.ID))
+		}
+	})
+	t.Run("kill_grace", func(t *testing.T) {
+		os.Remove(graced)
+		o, err := e.RunHook(testActor, RunRequest{Module: "graceful", Hook: "shortfuse", Jail: JailBwrap, RawInputs: in})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o.Run.Status != storage.RunFailed || o.Duration > 5*time.Second {
+			t.Errorf("run %s %q in %s", o.Run.Status, o.Run.Error, o.Duration)
+		}
+		time.Sleep(1500 * time.Millisecond) // the trap, had it lived on
+		if _, err := os.Stat(graced); err == nil {
+			t.Error("a hook whose kill_grace (200ms) is shorter than its trap still wrote its file")
+		}
+	})
+}
