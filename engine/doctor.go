@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"warden/engine/caps"
+	"warden/engine/hooks"
 	"warden/engine/jail"
 	"warden/storage"
 )
@@ -44,6 +45,9 @@ type DoctorOptions struct {
 	// store (over its control socket), so the store and trust checks run
 	// there instead of being skipped.
 	Attach func(dir string) (f Facade, pid int, err error)
+	// Ceiling is the operator's ceiling of hooks' limits (config.yaml),
+	// shown with the limits check.
+	Ceiling hooks.Resources
 }
 
 // Doctor checks the data dir policy, the store and its schema, the trust
@@ -82,6 +86,7 @@ func Doctor(opts DoctorOptions) Report {
 	}
 	doctorBwrap(opts.BwrapPath, add, problem)
 	doctorKernel(add, problem)
+	doctorLimits(opts.Ceiling.Or(hooks.DefaultCeiling), add)
 	return rep
 }
 

@@ -1,6 +1,10 @@
 package engine
 
 import (
+	"fmt"
+	"os"
+	"strings"
+
 	"warden/engine/hooks"
 	"warden/engine/jail"
 	"warden/engine/jail/cgroup"
@@ -61,3 +65,29 @@ func (e *LimitsOffError) Error() string {
 
 // Ceiling is the operator's ceiling of hooks' resource limits.
 func (e *Engine) Ceiling() hooks.Resources { return e.ceiling() }
+
+// doctorLimits says which of jailed runs' resource limits this host
+// enforces, and which it cannot, with why and what to do. Limits off is a
+// warning: runs still go, and their receipts say "limits OFF".
+func doctorLimits(ceiling hooks.Resources, add func(Check)) {
+	sup := cgroup.Probe()
+	def := hooks.DefaultResources.Min(ceiling)
+	switch {
+	case sup.Version == 0:
+		add(Check{Name: "resource limits", Status: "problem", Warning: true,
+			Detail: "memory, pids and cpu limits of jailed runs cannot be enforced (runs go on with \"limits OFF\" in their receipts): " + strings.Join(sup.Missing, "; "),
+			Fix:    "run warden as root on a host with the memory and pids cgroup controllers: cgroup v1 hierarchies, or a delegated cgroup v2 subtree (systemd: Delegate=yes)"})
+	case !sup.CPU:
+		add(Check{Name: "resource limits", Status: "ok", Detail: fmt.Sprintf("%s; memory and pids enforced (defaults: %s; ceiling: %s)", sup.Detail, def, ceiling)})
+		add(Check{Name: "cpu limit", Status: "problem", Warning: true, Detail: "the cpu limit of jailed runs cannot be enforced: " + strings.Join(sup.Missing, "; "),
+			Fix: "mount the cpu controller (cgroup v1) or delegate it (cgroup v2)"})
+	default:
+		add(Check{Name: "resource limits", Status: "ok", Detail: fmt.Sprintf("%s; memory, pids and cpu enforced (defaults: %s; ceiling: %s)", sup.Detail, def, ceiling)})
+	}
+	add(Check{Name: "jail tmpfs", Status: "ok", Detail: fmt.Sprintf("/tmp and %s of each jailed run are sized tmpfs (defaults tmp %s, run_dir %s)", jail.RunTarget, def.Format("tmp"), def.Format("run_dir"))})
+	if fi, err := os.Lstat(jail.DefaultPrlimit); err == nil && fi.Mode().IsRegular() {
+		add(Check{Name: "hook processes", Status: "ok", Detail: fmt.Sprintf("RLIMIT_NPROC %d for hooks' uid, set through %s (below pid_max: a second line of defence behind each run's pids limit)", jail.HookNproc(), jail.DefaultPrlimit)})
+	} else {
+		add(Check{Name: "hook processes", Status: "problem", Warning: true, Detail: jail.DefaultPrlimit + " is missing: hooks' RLIMIT_NPROC is not lowered (each run's pids limit still holds where cgroups do)", Fix: "apt-get install util-linux"})
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -330,4 +331,89 @@ func TestJailedHookGetsItsGrace(t *testing.T) {
 			t.Error("a hook whose kill_grace (200ms) is shorter than its trap still wrote its file")
 		}
 	})
+}
+
+// TestLimitsOffIsSaid runs the engine on a host without cgroups: this test
+// binary again, in a mount namespace of its own where every cgroup
+// hierarchy is unmounted. There a jailed run still goes (with its sized
+// tmpfs), and every receipt of it says "limits OFF", as a run's receipts
+// say "jail OFF"; LimitsReady and doctor say why; a hook still gets its
+// SIGTERM grace (its processes found by walking bwrap's descendants).
+func TestLimitsOffIsSaid(t *testing.T) {
+	needJail(t)
+	needRoot(t)
+	if os.Getenv("WARDEN_TEST_NO_CGROUPS") != "1" {
+		cmd := exec.Command("unshare", "--mount", "--propagation", "private", "sh", "-c",
+			`umount -R /sys/fs/cgroup && exec "$0" -test.run '^TestLimitsOffIsSaid$' -test.count=1 -test.v`, os.Args[0])
+		cmd.Env = append(os.Environ(), "WARDEN_TEST_NO_CGROUPS=1")
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "--- PASS: TestLimitsOffIsSaid") {
+			t.Fatalf("the engine without cgroups: %v\n%s", err, out)
+		}
+		return
+	}
+	sup := cgroup.Probe()
+	if sup.Version != 0 {
+		t.Fatalf("cgroups still usable in the test's namespace: %+v", sup)
+	}
+	e := openTestEngine(t)
+	if err := e.LimitsReady(); err == nil || !strings.Contains(err.Error(), "not enforced") {
+		t.Errorf("LimitsReady = %v", err)
+	}
+	mod, out := graceModule(t)
+	if _, err := e.AddModule(testActor, mod); err != nil {
+		t.Fatal(err)
+	}
+	graced := filepath.Join(out, "graced")
+	h, err := e.StartRun(testActor, RunRequest{Module: "graceful", Hook: "wait", Jail: JailBwrap, RawInputs: map[string]string{"out": out}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(streamText(t, e, h.ID), "ready"); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the hook never said ready")
+		}
+	}
+	h.Cancel()
+	o := h.Wait()
+	if b, err := os.ReadFile(graced); err != nil || string(b) != "graced\n" {
+		t.Errorf("limits off, the hook did not get its grace: %v %q", err, b)
+	}
+	for _, r := range allReceipts(t, e) {
+		if r.Kind != "hook.start" && r.Kind != "hook.end" {
+			continue
+		}
+		if !strings.Contains(r.Summary, "(jail bwrap, limits OFF)") {
+			t.Errorf("%s summary %q does not say limits OFF", r.Kind, r.Summary)
+		}
+		var d map[string]any
+		json.Unmarshal(r.Details, &d)
+		switch r.Kind {
+		case "hook.start":
+			lim, _ := d["limits"].(map[string]any)
+			if off, _ := lim["off"].(string); !strings.Contains(off, "memory, pids and cpu are not enforced") || lim["tmp"] != "64MiB" {
+				t.Errorf("hook.start limits %v", d["limits"])
+			}
+		case "hook.end":
+			if d["limits"] != "off" {
+				t.Errorf("hook.end limits %v", d["limits"])
+			}
+		}
+	}
+	if o.Run.Status != storage.RunCancelled {
+		t.Errorf("run %s %q", o.Run.Status, o.Run.Error)
+	}
+	rep := Doctor(DoctorOptions{DataDir: newDataDir(t)})
+	found := false
+	for _, c := range rep.Checks {
+		if c.Name == "resource limits" {
+			found = true
+			if c.Status != "problem" || !c.Warning || !strings.Contains(c.Detail, "memory: no memory hierarchy is mounted") || c.Fix == "" {
+				t.Errorf("doctor: %+v", c)
+			}
+		}
+	}
+	if !found || !rep.OK() {
+		t.Errorf("doctor without cgroups: %+v (a warning, not a failure)", rep)
+	}
 }

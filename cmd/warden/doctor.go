@@ -17,14 +17,14 @@ func (a *app) doctorCommand() *cobra.Command {
 		Short: "Check the data dir, store, trust root and bubblewrap; exit 1 on any problem",
 		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			set, err := loadSettings()
+			if err != nil && bwrap == "" {
+				return err
+			}
 			if bwrap == "" {
-				set, err := loadSettings()
-				if err != nil {
-					return err
-				}
 				bwrap = set.Bwrap
 			}
-			rep := engine.Doctor(engine.DoctorOptions{DataDir: a.dataDir, BwrapPath: bwrap,
+			rep := engine.Doctor(engine.DoctorOptions{DataDir: a.dataDir, BwrapPath: bwrap, Ceiling: set.Limits,
 				Attach: func(dir string) (engine.Facade, int, error) {
 					c, err := control.Dial(dir)
 					if err != nil {

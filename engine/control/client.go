@@ -405,6 +405,8 @@ func (c *Client) ValidateHandsSocket(path string) error {
 
 func (c *Client) JailReady() error { return c.call("JailReady", nil) }
 
+func (c *Client) LimitsReady() error { return c.call("LimitsReady", nil) }
+
 func (c *Client) Receipts(f engine.ReceiptFilter) (r []engine.Receipt, err error) {
 	err = c.call("Receipts", []any{f}, &r)
 	return
