@@ -81,6 +81,10 @@ type Engine struct {
 	jailOnce sync.Once
 	jailAdm  *jail.Jail
 	jailErr  error
+	// noLimits: jailed runs get no resource limits (no cgroup, unsized
+	// tmpfs, no RLIMIT_NPROC). Only the benchmark sets it: the baseline
+	// of what the limits cost.
+	noLimits bool
 
 	reqMu     sync.Mutex
 	waiting   map[uint64]*waiter

@@ -47,7 +47,9 @@ func newV2Opts(mount, parent, name string, lim Limits, delegate bool) (*v2Group,
 	}
 	if lim.CPU > 0 {
 		quota, period := int64(lim.CPU*cfsPeriod), uint64(cfsPeriod)
-		res.CPU = &cgroup2.CPU{Max: cgroup2.NewCPUMax(&quota, &period)}
+		// The weight of 8 tasks (v2's 100 is v1's 1024): see cpuShares.
+		weight := uint64(cpuShares * 100 / 1024)
+		res.CPU = &cgroup2.CPU{Max: cgroup2.NewCPUMax(&quota, &period), Weight: &weight}
 	}
 	if delegate {
 		if err := delegateV2(mount, parent, res.EnabledControllers()); err != nil {
