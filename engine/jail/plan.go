@@ -67,6 +67,9 @@ type PlanInput struct {
 	Warden    string // the warden binary on the host
 	Inputs    []PathInput
 	Network   bool
+	// Preview: a plan shown before any run (warden hook plan), whose
+	// broker socket does not exist yet; its row is not checked.
+	Preview bool
 }
 
 // Plan is a run's mount plan, with the rows whose sources are missing on
@@ -139,7 +142,7 @@ func BuildPlan(in PlanInput) (*Plan, error) {
 	plan := &Plan{}
 	var missingRequired []Row
 	for _, r := range rows {
-		if r.Mode == ModeTmpfs {
+		if r.Mode == ModeTmpfs || (in.Preview && r.Target == SocketTarget) {
 			plan.Rows = append(plan.Rows, r)
 			continue
 		}

@@ -168,3 +168,21 @@ func TestBuildPlanDropsAbsentOptionalRows(t *testing.T) {
 		t.Errorf("path:rw input row %+v", r)
 	}
 }
+
+// A preview (warden hook plan) lists the socket row before any run has
+// made the socket; a real run's plan needs it.
+func TestBuildPlanPreviewSocket(t *testing.T) {
+	in := planInput(t)
+	in.RunDir = t.TempDir() // no socket
+	if _, err := BuildPlan(in); err == nil {
+		t.Fatal("a run's plan without its broker socket was accepted")
+	}
+	in.Preview = true
+	plan, err := BuildPlan(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, ok := rowByTarget(plan.Rows, SocketTarget); !ok || r.Source != filepath.Join(in.RunDir, SocketName) {
+		t.Errorf("preview socket row %+v", r)
+	}
+}
