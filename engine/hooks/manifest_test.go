@@ -341,6 +341,14 @@ func FuzzParseManifest(f *testing.F) {
 			if len(h.Run) == 0 || h.Run[0] == "" || filepath.IsAbs(h.Run[0]) {
 				t.Fatalf("hook %q: bad run %q", name, h.Run)
 			}
+			for _, k := range ResourceKeys {
+				if v := h.Limits.Get(k); v != 0 && (v < minResources.Get(k) || v > maxResources.Get(k)) {
+					t.Fatalf("hook %q: accepted %s %v outside [%v, %v]", name, k, v, minResources.Get(k), maxResources.Get(k))
+				}
+			}
+			if h.KillGrace <= 0 || h.KillGrace > MaxKillGrace {
+				t.Fatalf("hook %q: accepted kill_grace %s", name, h.KillGrace)
+			}
 			if c := filepath.Clean(h.Run[0]); c == ".." || strings.HasPrefix(c, "../") {
 				t.Fatalf("hook %q: run escapes: %q", name, h.Run)
 			}
