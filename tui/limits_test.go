@@ -49,4 +49,3 @@ func TestHeaderSaysLimitsOff(t *testing.T) {
 		t.Logf("this host: %v", err)
 	}
 }
-

@@ -75,6 +75,10 @@ func (s *Spawner) pinTmpfs(done <-chan struct{}) {
 	for time.Now().Before(deadline) {
 		root := s.jailRoot()
 		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			return
+		}
 		if root != "" {
 			if s.tmpFD == nil {
 				s.tmpFD = openTmpfs(root+"/tmp", s.res.Tmp)
@@ -172,13 +176,12 @@ func (s *Spawner) Close() error {
 		}
 	}
 	s.tmpFD, s.runFD = nil, nil
+	s.closed = true
 	s.mu.Unlock()
 	if s.group == nil {
 		return nil
 	}
-	err := s.group.Delete()
-	s.group = nil
-	return err
+	return s.group.Delete() // idempotent; s.group stays for late readers
 }
 
 // procs lists the run's processes: its cgroup's, else the descendants of
@@ -289,4 +292,5 @@ type spawnerState struct {
 	// tmpFD and runFD hold the jail's /tmp and run dir (see pinTmpfs).
 	tmpFD, runFD *os.File
 	done         chan struct{} // closed by Close: pinTmpfs stops
+	closed       bool          // Close has run: nothing more is pinned
 }
