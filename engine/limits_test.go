@@ -165,7 +165,7 @@ echo "forked 2000"
 			o, stream := hostileRun(t, e, "hostile", tc.hook, JailBwrap)
 			t.Logf("jailed: %s %q in %s", o.Run.Status, o.Run.Error, o.Duration)
 			wantLimitEnd(t, e, o, stream, tc.limit, tc.text)
-			if strings.Contains(stream, tc.unjailed) {
+			if strings.Contains(stream, "  info "+tc.unjailed) {
 				t.Errorf("jailed, the hook got as far as %q:\n%s", tc.unjailed, stream)
 			}
 			wantNothingLeft(t, o.Run.ID, marker)
@@ -173,7 +173,7 @@ echo "forked 2000"
 			// The same hook unjailed gets past it: the limit stopped it.
 			o, stream = hostileRun(t, e, "hostile", tc.hook, JailOff)
 			t.Logf("unjailed: %s in %s", o.Run.Status, o.Duration)
-			if !strings.Contains(stream, tc.unjailed) || o.Run.Status != storage.RunSucceeded {
+			if !strings.Contains(stream, "  info "+tc.unjailed) || o.Run.Status != storage.RunSucceeded {
 				t.Errorf("unjailed, the hook did not get to %q (run %s: %s):\n%s", tc.unjailed, o.Run.Status, o.Run.Error, stream)
 			}
 			wantNothingLeft(t, o.Run.ID, marker)

@@ -121,6 +121,10 @@ func openTmpfs(dir string, size int64) *os.File {
 // stops, and follow it out when it exits. Sent to bwrap, SIGTERM would end
 // the pid namespace and with it the hook, at once.
 func (s *Spawner) Terminate() {
+	if s.group != nil {
+		_ = s.group.Signal(syscall.SIGTERM, s.isBwrap)
+		return
+	}
 	for _, p := range s.procs() {
 		if !s.isBwrap(p) {
 			_ = syscall.Kill(p, syscall.SIGTERM)

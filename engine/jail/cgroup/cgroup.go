@@ -21,6 +21,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Limits a group enforces. Zero fields are not limited.
@@ -62,6 +64,9 @@ type impl interface {
 	kill() error
 	// remove removes the group, which must be empty.
 	remove() error
+	// member says whether a /proc/PID/cgroup text places the process in
+	// the group.
+	member(cgroupFile string) bool
 }
 
 // New creates the group for run name (a path element) under this
@@ -169,19 +174,38 @@ func (g *Group) Delete() error {
 	return fmt.Errorf("cgroup: removing the group of run %s: %w", g.name, err)
 }
 
-// signalAll sends sig to each pid (never this process); ESRCH is fine.
-func signalAll(pids []int, sig syscall.Signal) error {
+// signalMembers sends sig to each of pids that is, when signalled, still
+// a member of the group (member says, from /proc/PID/cgroup) and that skip
+// does not exclude; never to this process. A pid read from the group may
+// be reused by an unrelated process by the time it is signalled: the
+// signal goes through a pidfd opened first, checked for membership after,
+// so it reaches the process that was checked or none. ESRCH is fine.
+func signalMembers(pids []int, sig syscall.Signal, member func(cgroupFile string) bool, skip func(pid int) bool) error {
 	self := os.Getpid()
 	var errs []error
 	for _, p := range pids {
-		if p == self || p <= 0 {
+		if p == self || p <= 0 || (skip != nil && skip(p)) {
 			continue
 		}
-		if err := syscall.Kill(p, sig); err != nil && err != syscall.ESRCH {
-			errs = append(errs, fmt.Errorf("pid %d: %w", p, err))
+		fd, err := unix.PidfdOpen(p, 0)
+		if err != nil {
+			continue // gone
 		}
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(p) + "/cgroup")
+		if err == nil && member(string(b)) {
+			if err := unix.PidfdSendSignal(fd, sig, nil, 0); err != nil && err != unix.ESRCH {
+				errs = append(errs, fmt.Errorf("pid %d: %w", p, err))
+			}
+		}
+		unix.Close(fd)
 	}
 	return errors.Join(errs...)
+}
+
+// Signal sends sig to every process of the group that skip does not
+// exclude (never this one).
+func (g *Group) Signal(sig syscall.Signal, skip func(pid int) bool) error {
+	return signalMembers(g.Procs(), sig, g.impl.member, skip)
 }
 
 // readPids reads a cgroup.procs (or tasks) file.

@@ -151,8 +151,8 @@ func TestPidsLimitAndDelete(t *testing.T) {
 	}
 }
 
-// Starting from a thread that passes through the group leaves this
-// process where it was.
+// The thread that starts a run's process stays in the run's group until
+// Delete; after it, every thread of this process is where it was.
 func TestStartLeavesUsHome(t *testing.T) {
 	s := needCgroups(t)
 	if s.Version != 1 {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -17,8 +18,9 @@ import (
 )
 
 // v1 controllers a run's group is made in. memory and pids are required;
-// cpu enforces the cpu limit; freezer makes the kill atomic.
-var v1Controllers = []cgroup1.Name{cgroup1.Memory, cgroup1.Pids, cgroup1.Cpu, cgroup1.Freezer}
+// cpu enforces the cpu limit. (No freezer: the kill repeats until the group
+// is empty, and the pids limit bounds what a fork race can add.)
+var v1Controllers = []cgroup1.Name{cgroup1.Memory, cgroup1.Pids, cgroup1.Cpu}
 
 // cfsPeriod is the cpu controller's accounting period (the kernel's
 // default, 100ms); the quota is the limit's share of it.
@@ -60,10 +62,11 @@ func v1Home() (map[cgroup1.Name]string, error) {
 }
 
 type v1Group struct {
-	cg    cgroup1.Cgroup
-	path  cgroup1.Path
-	dirs  map[cgroup1.Name]string // absolute dirs of the run's group
-	homes map[cgroup1.Name]string // absolute dirs of this process's group
+	suffix string // "/warden/NAME": the end of the group's path in each hierarchy
+	cg     cgroup1.Cgroup
+	path   cgroup1.Path
+	dirs   map[cgroup1.Name]string // absolute dirs of the run's group
+	homes  map[cgroup1.Name]string // absolute dirs of this process's group
 }
 
 // v1Hierarchy is the library's hierarchy, cut down to v1Controllers.
@@ -122,7 +125,7 @@ func newV1(name string, lim Limits) (*v1Group, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &v1Group{cg: cg, path: path, dirs: map[cgroup1.Name]string{}, homes: map[cgroup1.Name]string{}}
+	g := &v1Group{suffix: "/warden/" + name, cg: cg, path: path, dirs: map[cgroup1.Name]string{}, homes: map[cgroup1.Name]string{}}
 	for _, s := range cg.Subsystems() {
 		p, ok := s.(interface{ Path(string) string })
 		if !ok {
@@ -153,56 +156,75 @@ func newV1(name string, lim Limits) (*v1Group, error) {
 	return g, nil
 }
 
-// start forks cmd from a thread that is, for that moment, in the run's
-// group: the child is born there (cgroup v1 places threads one by one, and
-// a child inherits its forking thread's groups), and so is everything it
-// forks. There is no window in which the hook could fork outside.
+// start forks cmd from a thread that is in the run's group: the child is
+// born there (cgroup v1 places threads one by one, and a child inherits
+// its forking thread's groups), and so is everything it forks. There is
+// no window in which the hook could fork outside.
 //
-// The thread goes home right after. If it cannot (it never should), it
-// stays locked and parked until the group is deleted: its exit would fire
-// the child's parent-death signal, and its wandering would leave warden's
-// own work counted in the run's group.
+// The thread does not go home: it stays, locked and parked, in the run's
+// group until the group is deleted, and then ends. It has to outlive the
+// run anyway (the child's parent-death signal fires when the thread that
+// forked it ends), and each move of a thread between v1 groups waits for
+// an RCU grace period: joining once instead of joining and leaving halves
+// what the limits cost a run. It counts as one of the group's pids, uses
+// no CPU, and its memory is charged to warden's own group (v1 charges a
+// process's memory to its mm owner). Procs and the kill never include
+// this process.
 func (g *v1Group) start(cmd *exec.Cmd, over <-chan struct{}) error {
-	type result struct{ err error }
-	done := make(chan result, 1)
-	go func() {
-		runtime.LockOSThread()
-		tid := strconv.Itoa(unix.Gettid())
-		var moved []cgroup1.Name
-		var err error
-		for n, dir := range g.dirs {
-			if err = writeFile(dir, "tasks", tid); err != nil {
-				err = fmt.Errorf("joining the run's %s group: %w", n, err)
-				break
-			}
-			moved = append(moved, n)
+	done := make(chan error, 1)
+	go g.startOnThread(cmd, over, done)
+	return <-done
+}
+
+// startOnThread is start's goroutine. It must not run on the main thread,
+// which Go never ends (a goroutine locked to it that returns leaves it
+// wedged, for good, where it stands: here, in the run's group). Found on
+// the main thread, it holds it until a second goroutine has locked a
+// thread of its own (which then cannot be the main one) and hands over.
+func (g *v1Group) startOnThread(cmd *exec.Cmd, over <-chan struct{}, done chan<- error) {
+	runtime.LockOSThread()
+	if unix.Gettid() == os.Getpid() {
+		locked := make(chan struct{})
+		go func() {
+			runtime.LockOSThread()
+			close(locked)
+			g.joinAndStart(cmd, over, done)
+		}()
+		<-locked
+		runtime.UnlockOSThread()
+		return
+	}
+	g.joinAndStart(cmd, over, done)
+}
+
+// joinAndStart runs on a locked thread that is not the main one. It never
+// unlocks: when it returns (the run's group deleted), its thread ends, and
+// with it its membership of the group.
+func (g *v1Group) joinAndStart(cmd *exec.Cmd, over <-chan struct{}, done chan<- error) {
+	tid := strconv.Itoa(unix.Gettid())
+	var err error
+	for n, dir := range g.dirs {
+		if err = writeFile(dir, "tasks", tid); err != nil {
+			err = fmt.Errorf("joining the run's %s group: %w", n, err)
+			break
 		}
-		if err == nil {
-			err = cmd.Start()
+	}
+	if err == nil {
+		err = cmd.Start()
+	}
+	done <- err
+	<-over
+}
+
+// member: the process's pids line names the run's group.
+func (g *v1Group) member(cgroupFile string) bool {
+	for _, line := range strings.Split(cgroupFile, "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) == 3 && contains(strings.Split(parts[1], ","), "pids") {
+			return strings.HasSuffix(parts[2], g.suffix)
 		}
-		var backErr error
-		for _, n := range moved {
-			if e := writeFile(g.homes[n], "tasks", tid); e != nil {
-				backErr = e
-			}
-		}
-		if backErr == nil {
-			runtime.UnlockOSThread()
-			done <- result{err}
-			return
-		}
-		if err == nil {
-			// Started, but warden's thread is stuck in the group: keep it
-			// until the run is over, and say so.
-			done <- result{nil}
-			<-over
-			return // the locked thread exits with this goroutine
-		}
-		done <- result{err}
-		<-over
-	}()
-	r := <-done
-	return r.err
+	}
+	return false
 }
 
 func (g *v1Group) procs() ([]int, error) {
@@ -221,47 +243,29 @@ func (g *v1Group) counter(limit string) uint64 {
 	return 0
 }
 
-// kill freezes the group (when the freezer is there), so nothing in it
-// can fork while it is signalled, sends SIGKILL to each process and thaws
-// it (a frozen process dies only once thawed).
+// kill sends SIGKILL to each process of the group (Delete repeats it
+// until the group is empty).
 func (g *v1Group) kill() error {
-	frozen := false
-	if _, ok := g.dirs[cgroup1.Freezer]; ok {
-		frozen = g.freeze() == nil
-	}
 	ps, err := g.procs()
-	if err == nil {
-		err = signalAll(ps, unix.SIGKILL)
-	}
-	if frozen {
-		if terr := g.cg.Thaw(); terr != nil && err == nil {
-			err = terr
-		}
-	}
-	return err
-}
-
-// freeze freezes the group, bounded: a process in uninterruptible sleep
-// can keep it FREEZING; then the kill goes on unfrozen.
-func (g *v1Group) freeze() error {
-	dir := g.dirs[cgroup1.Freezer]
-	if err := writeFile(dir, "freezer.state", "FROZEN"); err != nil {
+	if err != nil {
 		return err
 	}
-	for i := 0; i < 50; i++ {
-		b, err := os.ReadFile(filepath.Join(dir, "freezer.state"))
-		if err != nil {
-			return err
-		}
-		if string(b) == "FROZEN\n" {
-			return nil
-		}
-		time.Sleep(time.Millisecond)
-	}
-	return errors.New("the freezer did not settle")
+	return signalMembers(ps, unix.SIGKILL, g.member, nil)
 }
 
+// tasksGoneCap bounds the wait for the group's last threads (warden's
+// parked thread, ending) to be gone before the group is removed.
+const tasksGoneCap = 2 * time.Second
+
 func (g *v1Group) remove() error {
+	// The library's removal backs off 10ms and more on a busy group:
+	// wait for the group's tasks (threads) to be gone first, at 1ms.
+	for deadline := time.Now().Add(tasksGoneCap); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		tasks, err := readPids(filepath.Join(g.dirs[cgroup1.Pids], "tasks"))
+		if err != nil || len(tasks) == 0 {
+			break
+		}
+	}
 	err := g.cg.Delete()
 	if errors.Is(err, cgroup1.ErrCgroupDeleted) {
 		return nil

@@ -24,8 +24,19 @@ var (
 )
 
 type v2Group struct {
-	m   *cgroup2.Manager
-	dir string
+	m     *cgroup2.Manager
+	dir   string
+	group string // the group's path in the hierarchy ("/parent/NAME")
+}
+
+// member: the process's v2 line names the run's group.
+func (g *v2Group) member(cgroupFile string) bool {
+	for _, line := range strings.Split(cgroupFile, "\n") {
+		if p, ok := strings.CutPrefix(line, "0::"); ok {
+			return p == g.group || strings.HasPrefix(p, g.group+"/")
+		}
+	}
+	return false
 }
 
 // newV2 makes the run's group parent/name under mount. Its process is
@@ -61,7 +72,7 @@ func newV2Opts(mount, parent, name string, lim Limits, delegate bool) (*v2Group,
 	if err != nil {
 		return nil, err
 	}
-	g := &v2Group{m: m, dir: filepath.Join(mount, group)}
+	g := &v2Group{m: m, dir: filepath.Join(mount, group), group: group}
 	// No paging out past the limit (memory.swap.max is absent on a kernel
 	// without swap accounting, which then has nothing to page to).
 	if lim.Memory > 0 {
@@ -168,7 +179,7 @@ func (g *v2Group) kill() error {
 	if err != nil {
 		return err
 	}
-	return signalAll(ps, unix.SIGKILL)
+	return signalMembers(ps, unix.SIGKILL, g.member, nil)
 }
 
 func (g *v2Group) remove() error {
