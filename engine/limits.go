@@ -88,8 +88,12 @@ func doctorLimits(ceiling hooks.Resources, add func(Check)) {
 		add(Check{Name: "resource limits", Status: "ok", Detail: fmt.Sprintf("%s; memory, pids and cpu enforced (defaults: %s; ceiling: %s)", sup.Detail, def, ceiling)})
 	}
 	add(Check{Name: "jail tmpfs", Status: "ok", Detail: fmt.Sprintf("/tmp and %s of each jailed run are sized tmpfs (defaults tmp %s, run_dir %s)", jail.RunTarget, def.Format("tmp"), def.Format("run_dir"))})
-	if fi, err := os.Lstat(jail.DefaultPrlimit); err == nil && fi.Mode().IsRegular() {
-		add(Check{Name: "hook processes", Status: "ok", Detail: fmt.Sprintf("RLIMIT_NPROC %d for hooks' uid, set through %s (below pid_max: a second line of defence behind each run's pids limit)", jail.HookNproc(), jail.DefaultPrlimit)})
+	if fi, err := os.Lstat(jail.DefaultPrlimit); os.Geteuid() == 0 || (err == nil && fi.Mode().IsRegular()) {
+		how := "inherited from warden, which as root is exempt from it"
+		if os.Geteuid() != 0 {
+			how = "set through " + jail.DefaultPrlimit
+		}
+		add(Check{Name: "hook processes", Status: "ok", Detail: fmt.Sprintf("RLIMIT_NPROC %d for hooks' uid, %s (below pid_max: a second line of defence behind each run's pids limit)", jail.HookNproc(), how)})
 	} else {
 		add(Check{Name: "hook processes", Status: "problem", Warning: true, Detail: jail.DefaultPrlimit + " is missing: hooks' RLIMIT_NPROC is not lowered (each run's pids limit still holds where cgroups do)", Fix: "apt-get install util-linux"})
 	}

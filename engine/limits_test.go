@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"warden/engine/hooks"
+	"warden/engine/jail"
 	"warden/engine/jail/cgroup"
 	"warden/storage"
 )
@@ -415,5 +416,25 @@ func TestLimitsOffIsSaid(t *testing.T) {
 	}
 	if !found || !rep.OK() {
 		t.Errorf("doctor without cgroups: %+v (a warning, not a failure)", rep)
+	}
+}
+
+// A jailed hook's RLIMIT_NPROC is HookNproc, soft and hard: it cannot
+// raise it (the second line of defence behind the run's pids limit).
+func TestJailedHookNproc(t *testing.T) {
+	needLimits(t)
+	mod := shellModule(t, "nproc", map[string][2]string{
+		"show": {`echo "soft $(ulimit -Su) hard $(ulimit -Hu)"
+if ulimit -Hu 100000 2>/dev/null; then echo "raised to $(ulimit -Hu)"; else echo "cannot raise"; fi
+`, ""},
+	})
+	e := openTestEngine(t)
+	if _, err := e.AddModule(testActor, mod); err != nil {
+		t.Fatal(err)
+	}
+	o, stream := hostileRun(t, e, "nproc", "show", JailBwrap)
+	n := jail.HookNproc()
+	if want := fmt.Sprintf("  info soft %d hard %d\n  info cannot raise\n", n, n); o.Run.Status != storage.RunSucceeded || stream != want {
+		t.Errorf("run %s %q; stream:\n%swant:\n%s", o.Run.Status, o.Run.Error, stream, want)
 	}
 }

@@ -46,15 +46,12 @@ type Group struct {
 
 	mu      sync.Mutex
 	deleted bool
-	// over is closed by Delete: a thread parked in the group (see v1's
-	// start) may then leave it.
-	over chan struct{}
 }
 
 // impl is what differs between cgroup v1 and v2.
 type impl interface {
 	// start starts cmd so that its process is born in the group.
-	start(cmd *exec.Cmd, over <-chan struct{}) error
+	start(cmd *exec.Cmd) error
 	// procs lists the group's processes (thread group ids).
 	procs() ([]int, error)
 	// counter reads how often a limit was hit ("memory": OOM kills,
@@ -77,7 +74,7 @@ func New(name string, lim Limits) (*Group, error) {
 		return nil, fmt.Errorf("cgroup: bad group name %q", name)
 	}
 	sup := Probe()
-	g := &Group{name: name, lim: lim, over: make(chan struct{})}
+	g := &Group{name: name, lim: lim}
 	var err error
 	switch sup.Version {
 	case 1:
@@ -102,7 +99,7 @@ func (g *Group) Start(cmd *exec.Cmd) error {
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
-	return g.impl.start(cmd, g.over)
+	return g.impl.start(cmd)
 }
 
 // Procs lists the processes in the group, never this one.
@@ -147,7 +144,6 @@ func (g *Group) Delete() error {
 		return nil
 	}
 	g.deleted = true
-	close(g.over)
 	g.mu.Unlock()
 
 	deadline := time.Now().Add(deleteCap)

@@ -151,8 +151,8 @@ func TestPidsLimitAndDelete(t *testing.T) {
 	}
 }
 
-// The thread that starts a run's process stays in the run's group until
-// Delete; after it, every thread of this process is where it was.
+// Starting from a thread that passes through the group leaves every
+// thread of this process where it was.
 func TestStartLeavesUsHome(t *testing.T) {
 	s := needCgroups(t)
 	if s.Version != 1 {
@@ -208,7 +208,7 @@ func TestV2PathWithoutControllers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	grp := &Group{name: "v2", impl: g, over: make(chan struct{})}
+	grp := &Group{name: "v2", impl: g}
 	c := helperCmd("fork")
 	if err := grp.Start(c); err != nil {
 		t.Fatal(err)

@@ -156,64 +156,51 @@ func newV1(name string, lim Limits) (*v1Group, error) {
 	return g, nil
 }
 
-// start forks cmd from a thread that is in the run's group: the child is
-// born there (cgroup v1 places threads one by one, and a child inherits
-// its forking thread's groups), and so is everything it forks. There is
-// no window in which the hook could fork outside.
+// start forks cmd from a thread that is, for that moment, in the run's
+// group: the child is born there (cgroup v1 places threads one by one, and
+// a child inherits its forking thread's groups), and so is everything it
+// forks. There is no window in which the hook could fork outside.
 //
-// The thread does not go home: it stays, locked and parked, in the run's
-// group until the group is deleted, and then ends. It has to outlive the
-// run anyway (the child's parent-death signal fires when the thread that
-// forked it ends), and each move of a thread between v1 groups waits for
-// an RCU grace period: joining once instead of joining and leaving halves
-// what the limits cost a run. It counts as one of the group's pids, uses
-// no CPU, and its memory is charged to warden's own group (v1 charges a
-// process's memory to its mm owner). Procs and the kill never include
-// this process.
-func (g *v1Group) start(cmd *exec.Cmd, over <-chan struct{}) error {
+// The thread then goes home and lives on as any other: it must never end,
+// for a child's parent-death signal fires when the thread that forked it
+// ends (and Go ends a thread only when a goroutine locked to it returns).
+// If it cannot go home (it never should), it stays locked and parked for
+// good, leaving the run's group in place (Delete then says so).
+func (g *v1Group) start(cmd *exec.Cmd) error {
 	done := make(chan error, 1)
-	go g.startOnThread(cmd, over, done)
-	return <-done
-}
-
-// startOnThread is start's goroutine. It must not run on the main thread,
-// which Go never ends (a goroutine locked to it that returns leaves it
-// wedged, for good, where it stands: here, in the run's group). Found on
-// the main thread, it holds it until a second goroutine has locked a
-// thread of its own (which then cannot be the main one) and hands over.
-func (g *v1Group) startOnThread(cmd *exec.Cmd, over <-chan struct{}, done chan<- error) {
-	runtime.LockOSThread()
-	if unix.Gettid() == os.Getpid() {
-		locked := make(chan struct{})
-		go func() {
-			runtime.LockOSThread()
-			close(locked)
-			g.joinAndStart(cmd, over, done)
-		}()
-		<-locked
-		runtime.UnlockOSThread()
-		return
-	}
-	g.joinAndStart(cmd, over, done)
-}
-
-// joinAndStart runs on a locked thread that is not the main one. It never
-// unlocks: when it returns (the run's group deleted), its thread ends, and
-// with it its membership of the group.
-func (g *v1Group) joinAndStart(cmd *exec.Cmd, over <-chan struct{}, done chan<- error) {
-	tid := strconv.Itoa(unix.Gettid())
-	var err error
-	for n, dir := range g.dirs {
-		if err = writeFile(dir, "tasks", tid); err != nil {
-			err = fmt.Errorf("joining the run's %s group: %w", n, err)
-			break
+	go func() {
+		runtime.LockOSThread()
+		tid := strconv.Itoa(unix.Gettid())
+		var joined []cgroup1.Name
+		var err error
+		for n, dir := range g.dirs {
+			if err = writeFile(dir, "tasks", tid); err != nil {
+				err = fmt.Errorf("joining the run's %s group: %w", n, err)
+				break
+			}
+			joined = append(joined, n)
 		}
-	}
-	if err == nil {
-		err = cmd.Start()
-	}
-	done <- err
-	<-over
+		if err == nil {
+			err = cmd.Start()
+		}
+		var backErr error
+		for _, n := range joined {
+			for try := 0; try < 3; try++ {
+				if backErr = writeFile(g.homes[n], "tasks", tid); backErr == nil {
+					break
+				}
+			}
+			if backErr != nil {
+				break
+			}
+		}
+		done <- err
+		if backErr != nil {
+			select {} // parked for good: see above
+		}
+		runtime.UnlockOSThread()
+	}()
+	return <-done
 }
 
 // member: the process's pids line names the run's group.

@@ -137,7 +137,7 @@ func without(want, have []string) []string {
 
 // start asks clone3 to create the process directly in the group
 // (CLONE_INTO_CGROUP, Linux 5.7): it is never anywhere else.
-func (g *v2Group) start(cmd *exec.Cmd, _ <-chan struct{}) error {
+func (g *v2Group) start(cmd *exec.Cmd) error {
 	fd, err := unix.Open(g.dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return fmt.Errorf("opening the run's group: %w", err)
