@@ -132,14 +132,13 @@ func (s *Spawner) Terminate() {
 	}
 }
 
-// Kill implements hooks.Tree.
+// Kill implements hooks.Tree: the run's cgroup, all of it. Without one
+// there is nothing more to do than the executor's SIGKILL to bwrap's
+// process group: the pid namespace's init dies with it, and the kernel
+// kills everything in the namespace.
 func (s *Spawner) Kill() {
 	if s.group != nil {
 		_ = s.group.Kill()
-		return
-	}
-	for _, p := range s.procs() {
-		_ = syscall.Kill(p, syscall.SIGKILL)
 	}
 }
 

@@ -67,6 +67,17 @@ type v1Group struct {
 	path   cgroup1.Path
 	dirs   map[cgroup1.Name]string // absolute dirs of the run's group
 	homes  map[cgroup1.Name]string // absolute dirs of this process's group
+
+	// The launcher (see launch): start sends it the command; release
+	// (once) lets it go home unused; home is closed once it is home.
+	reqs    chan launchReq
+	release sync.Once
+	home    chan struct{}
+}
+
+type launchReq struct {
+	cmd  *exec.Cmd
+	done chan error
 }
 
 // v1Hierarchy is the library's hierarchy, cut down to v1Controllers.
@@ -87,17 +98,182 @@ func v1Hierarchy() ([]cgroup1.Subsystem, error) {
 }
 
 func newV1(name string, lim Limits) (*v1Group, error) {
+	g, err := takeSpare(name)
+	if g == nil {
+		if g, err = makeV1(name); err != nil {
+			return nil, err
+		}
+	}
+	go refillSpare()
+	if err := g.setLimits(lim); err != nil {
+		g.remove()
+		return nil, err
+	}
+	return g, nil
+}
+
+// A spare group: made, with its launcher joined, ahead of the next run,
+// which takes it (renamed to the run's name, its limits set) instead of
+// waiting for its launcher's join (an RCU grace period, see launch). At
+// most one; a run that finds none makes its own. A spare left behind by
+// a process that has exited is removed by the next (cleanSpares).
+var (
+	spareMu      sync.Mutex
+	spare        *v1Group
+	spareFilling bool
+	spareSeq     int
+	cleanOnce    sync.Once
+)
+
+const sparePrefix = "spare-"
+
+func takeSpare(name string) (*v1Group, error) {
+	spareMu.Lock()
+	g := spare
+	spare = nil
+	spareMu.Unlock()
+	if g == nil {
+		return nil, nil
+	}
+	if err := g.rename(name); err != nil {
+		g.remove()
+		return nil, err
+	}
+	return g, nil
+}
+
+func refillSpare() {
+	cleanOnce.Do(cleanSpares)
+	spareMu.Lock()
+	if spare != nil || spareFilling {
+		spareMu.Unlock()
+		return
+	}
+	spareFilling = true
+	spareSeq++
+	name := fmt.Sprintf("%s%d-%d", sparePrefix, os.Getpid(), spareSeq)
+	spareMu.Unlock()
+	g, err := makeV1(name)
+	spareMu.Lock()
+	spareFilling = false
+	if err == nil {
+		spare = g
+	}
+	spareMu.Unlock()
+}
+
+// cleanSpares removes the spares of processes that are gone (their
+// launcher thread ended with them, so the groups are empty).
+func cleanSpares() {
+	homes, err := v1Home()
+	if err != nil {
+		return
+	}
+	subs, err := v1Hierarchy()
+	if err != nil {
+		return
+	}
+	mine := fmt.Sprintf("%s%d-", sparePrefix, os.Getpid())
+	for _, sub := range subs {
+		p, ok := sub.(interface{ Path(string) string })
+		h, ok2 := homes[sub.Name()]
+		if !ok || !ok2 {
+			continue
+		}
+		dirs, _ := filepath.Glob(filepath.Join(p.Path(filepath.Join(h, "warden")), sparePrefix+"*"))
+		for _, d := range dirs {
+			if !strings.HasPrefix(filepath.Base(d), mine) {
+				os.Remove(d) // fails, harmlessly, if anything is in it
+			}
+		}
+	}
+}
+
+// makeV1 makes the group NAME with no limits and starts its launcher.
+func makeV1(name string) (*v1Group, error) {
 	homes, err := v1Home()
 	if err != nil {
 		return nil, err
 	}
-	path := func(n cgroup1.Name) (string, error) {
+	g := &v1Group{homes: map[cgroup1.Name]string{}}
+	path := g.pathFor(homes, name)
+	cg, err := cgroup1.New(path, &specs.LinuxResources{}, v1Opts()...)
+	if err != nil {
+		return nil, err
+	}
+	if err := g.bind(cg, homes, name); err != nil {
+		cg.Delete()
+		return nil, err
+	}
+	g.reqs, g.home = make(chan launchReq), make(chan struct{})
+	go g.launch()
+	return g, nil
+}
+
+func (g *v1Group) pathFor(homes map[cgroup1.Name]string, name string) cgroup1.Path {
+	return func(n cgroup1.Name) (string, error) {
 		h, ok := homes[n]
 		if !ok {
 			return "", cgroup1.ErrControllerNotActive
 		}
 		return filepath.Join(h, "warden", name), nil
 	}
+}
+
+func v1Opts() []cgroup1.InitOpts {
+	return []cgroup1.InitOpts{cgroup1.WithHierarchy(v1Hierarchy), cgroup1.InitOpts(func(c *cgroup1.InitConfig) error {
+		// cpu may be missing; memory and pids may not.
+		c.InitCheck = func(s cgroup1.Subsystem, _ cgroup1.Path, err error) error {
+			if s.Name() == cgroup1.Memory || s.Name() == cgroup1.Pids {
+				return err
+			}
+			return cgroup1.ErrIgnoreSubsystem
+		}
+		return nil
+	})}
+}
+
+// bind points g at the library's group cg, named name.
+func (g *v1Group) bind(cg cgroup1.Cgroup, homes map[cgroup1.Name]string, name string) error {
+	path := g.pathFor(homes, name)
+	g.cg, g.path, g.suffix = cg, path, "/warden/"+name
+	g.dirs = map[cgroup1.Name]string{}
+	for _, s := range cg.Subsystems() {
+		p, ok := s.(interface{ Path(string) string })
+		if !ok {
+			continue
+		}
+		rel, _ := path(s.Name())
+		g.dirs[s.Name()] = p.Path(rel)
+		g.homes[s.Name()] = p.Path(homes[s.Name()])
+	}
+	if g.dirs[cgroup1.Memory] == "" || g.dirs[cgroup1.Pids] == "" {
+		return errors.New("the memory or pids hierarchy is missing")
+	}
+	return nil
+}
+
+// rename gives a spare the run's name, in every hierarchy (the launcher
+// thread in it stays: a group keeps its members when renamed).
+func (g *v1Group) rename(name string) error {
+	homes, err := v1Home()
+	if err != nil {
+		return err
+	}
+	for n, dir := range g.dirs {
+		if err := os.Rename(dir, filepath.Join(filepath.Dir(dir), name)); err != nil {
+			return fmt.Errorf("renaming the %s group: %w", n, err)
+		}
+	}
+	cg, err := cgroup1.Load(g.pathFor(homes, name), v1Opts()...)
+	if err != nil {
+		return err
+	}
+	return g.bind(cg, homes, name)
+}
+
+// setLimits writes lim to the group.
+func (g *v1Group) setLimits(lim Limits) error {
 	res := &specs.LinuxResources{}
 	if lim.Memory > 0 {
 		m := lim.Memory
@@ -112,94 +288,79 @@ func newV1(name string, lim Limits) (*v1Group, error) {
 		shares := uint64(cpuShares)
 		res.CPU = &specs.LinuxCPU{Quota: &quota, Period: &period, Shares: &shares}
 	}
-	cg, err := cgroup1.New(path, res, cgroup1.WithHierarchy(v1Hierarchy), cgroup1.InitOpts(func(c *cgroup1.InitConfig) error {
-		// cpu and freezer may be missing; memory and pids may not.
-		c.InitCheck = func(s cgroup1.Subsystem, _ cgroup1.Path, err error) error {
-			if s.Name() == cgroup1.Memory || s.Name() == cgroup1.Pids {
-				return err
-			}
-			return cgroup1.ErrIgnoreSubsystem
-		}
-		return nil
-	}))
-	if err != nil {
-		return nil, err
-	}
-	g := &v1Group{suffix: "/warden/" + name, cg: cg, path: path, dirs: map[cgroup1.Name]string{}, homes: map[cgroup1.Name]string{}}
-	for _, s := range cg.Subsystems() {
-		p, ok := s.(interface{ Path(string) string })
-		if !ok {
-			continue
-		}
-		rel, _ := path(s.Name())
-		g.dirs[s.Name()] = p.Path(rel)
-		g.homes[s.Name()] = p.Path(homes[s.Name()])
+	if err := g.cg.Update(res); err != nil {
+		return err
 	}
 	if dir := g.dirs[cgroup1.Cpu]; dir != "" && lim.CPU > 0 {
 		// The warden group holds every run: it weighs as much as one.
 		_ = writeFile(filepath.Dir(dir), "cpu.shares", strconv.Itoa(cpuShares))
-	}
-	if g.dirs[cgroup1.Memory] == "" || g.dirs[cgroup1.Pids] == "" {
-		cg.Delete()
-		return nil, errors.New("the memory or pids hierarchy is missing")
 	}
 	// Without swap accounting a group could page out past its limit;
 	// with it, memory+swap gets the same limit.
 	if lim.Memory > 0 {
 		if _, err := os.Stat(filepath.Join(g.dirs[cgroup1.Memory], "memory.memsw.limit_in_bytes")); err == nil {
 			if err := writeFile(g.dirs[cgroup1.Memory], "memory.memsw.limit_in_bytes", strconv.FormatInt(lim.Memory, 10)); err != nil {
-				cg.Delete()
-				return nil, fmt.Errorf("memory+swap limit: %w", err)
+				return fmt.Errorf("memory+swap limit: %w", err)
 			}
 		}
 	}
-	return g, nil
+	return nil
 }
 
-// start forks cmd from a thread that is, for that moment, in the run's
-// group: the child is born there (cgroup v1 places threads one by one, and
-// a child inherits its forking thread's groups), and so is everything it
-// forks. There is no window in which the hook could fork outside.
+// launch is the run's launcher: a goroutine locked to a thread that joins
+// the run's group as soon as the group exists, and forks the run's command
+// from there when start asks: the child is born in the group (cgroup v1
+// places threads one by one, and a child inherits its forking thread's
+// groups), and so is everything it forks. There is no window in which the
+// hook could fork outside.
 //
-// The thread then goes home and lives on as any other: it must never end,
-// for a child's parent-death signal fires when the thread that forked it
-// ends (and Go ends a thread only when a goroutine locked to it returns).
-// If it cannot go home (it never should), it stays locked and parked for
-// good, leaving the run's group in place (Delete then says so).
-func (g *v1Group) start(cmd *exec.Cmd) error {
-	done := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		tid := strconv.Itoa(unix.Gettid())
-		var joined []cgroup1.Name
-		var err error
-		for n, dir := range g.dirs {
-			if err = writeFile(dir, "tasks", tid); err != nil {
-				err = fmt.Errorf("joining the run's %s group: %w", n, err)
-				break
-			}
-			joined = append(joined, n)
+// Each move of a thread between v1 groups waits for an RCU grace period
+// (a millisecond or more on a busy host): the join happens while the
+// engine still records the run's start, and the way home after the fork
+// while the hook runs, so neither delays the run.
+//
+// The thread then lives on as any other: it must never end, for a child's
+// parent-death signal fires when the thread that forked it ends (and Go
+// ends a thread only when a goroutine locked to it returns). If it cannot
+// go home (it never should), it stays locked and parked for good, and the
+// run's group stays (Delete says so).
+func (g *v1Group) launch() {
+	runtime.LockOSThread()
+	tid := strconv.Itoa(unix.Gettid())
+	var joined []cgroup1.Name
+	var err error
+	for n, dir := range g.dirs {
+		if err = writeFile(dir, "tasks", tid); err != nil {
+			err = fmt.Errorf("joining the run's %s group: %w", n, err)
+			break
 		}
+		joined = append(joined, n)
+	}
+	if req, ok := <-g.reqs; ok {
 		if err == nil {
-			err = cmd.Start()
+			err = req.cmd.Start()
 		}
-		var backErr error
-		for _, n := range joined {
-			for try := 0; try < 3; try++ {
-				if backErr = writeFile(g.homes[n], "tasks", tid); backErr == nil {
-					break
-				}
-			}
-			if backErr != nil {
+		req.done <- err
+	}
+	var backErr error
+	for _, n := range joined {
+		for try := 0; try < 3; try++ {
+			if backErr = writeFile(g.homes[n], "tasks", tid); backErr == nil {
 				break
 			}
 		}
-		done <- err
 		if backErr != nil {
 			select {} // parked for good: see above
 		}
-		runtime.UnlockOSThread()
-	}()
+	}
+	close(g.home)
+	runtime.UnlockOSThread()
+}
+
+// start hands cmd to the launcher. Called at most once.
+func (g *v1Group) start(cmd *exec.Cmd) error {
+	done := make(chan error, 1)
+	g.reqs <- launchReq{cmd: cmd, done: done}
 	return <-done
 }
 
@@ -245,6 +406,13 @@ func (g *v1Group) kill() error {
 const tasksGoneCap = 2 * time.Second
 
 func (g *v1Group) remove() error {
+	// The launcher leaves (unused, if start never came).
+	g.release.Do(func() { close(g.reqs) })
+	select {
+	case <-g.home:
+	case <-time.After(tasksGoneCap):
+		return errors.New("warden's launcher thread did not leave the group")
+	}
 	// The library's removal backs off 10ms and more on a busy group:
 	// wait for the group's tasks (threads) to be gone first, at 1ms.
 	for deadline := time.Now().Add(tasksGoneCap); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
