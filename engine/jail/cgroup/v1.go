@@ -3,6 +3,7 @@ package cgroup
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -45,7 +46,7 @@ var (
 // v1Home reads, once and before any thread of this process is moved to a
 // run's group, where this process is in each hierarchy. Later reads of
 // /proc/self/cgroup could see the main thread passing through a run's
-// group (see start).
+// group (see launch).
 func v1Home() (map[cgroup1.Name]string, error) {
 	homeOnce.Do(func() {
 		p := cgroup1.NestedPath("")
@@ -73,6 +74,8 @@ type v1Group struct {
 	reqs    chan launchReq
 	release sync.Once
 	home    chan struct{}
+	joined  chan struct{} // closed once the launcher has joined (joinErr set)
+	joinErr error
 }
 
 type launchReq struct {
@@ -133,6 +136,12 @@ func takeSpare(name string) (*v1Group, error) {
 	spare = nil
 	spareMu.Unlock()
 	if g == nil {
+		return nil, nil
+	}
+	// Renamed only once its launcher is in: a rename under a joining
+	// launcher would pull the paths from under it.
+	if <-g.joined; g.joinErr != nil {
+		g.remove()
 		return nil, nil
 	}
 	if err := g.rename(name); err != nil {
@@ -205,7 +214,7 @@ func makeV1(name string) (*v1Group, error) {
 		cg.Delete()
 		return nil, err
 	}
-	g.reqs, g.home = make(chan launchReq), make(chan struct{})
+	g.reqs, g.home, g.joined = make(chan launchReq), make(chan struct{}), make(chan struct{})
 	go g.launch()
 	return g, nil
 }
@@ -324,18 +333,44 @@ func (g *v1Group) setLimits(lim Limits) error {
 // ends a thread only when a goroutine locked to it returns). If it cannot
 // go home (it never should), it stays locked and parked for good, and the
 // run's group stays (Delete says so).
+//
+// It is never the main thread: that one's groups are what the process's
+// own /proc/PID/cgroup shows, and a spare's launcher waits in its group
+// for as long as no run comes. Found on the main thread, it holds it until
+// a second goroutine has locked a thread of its own (which then cannot be
+// the main one), and hands over.
 func (g *v1Group) launch() {
 	runtime.LockOSThread()
+	if unix.Gettid() == os.Getpid() {
+		locked := make(chan struct{})
+		go func() {
+			runtime.LockOSThread()
+			close(locked)
+			g.launchLocked()
+		}()
+		<-locked
+		runtime.UnlockOSThread()
+		return
+	}
+	g.launchLocked()
+}
+
+// launchLocked is launch on its own locked thread, not the main one.
+func (g *v1Group) launchLocked() {
+	// Its own copies: a spare's maps are rebound when it is renamed.
+	dirs, homes := maps.Clone(g.dirs), maps.Clone(g.homes)
 	tid := strconv.Itoa(unix.Gettid())
 	var joined []cgroup1.Name
 	var err error
-	for n, dir := range g.dirs {
+	for n, dir := range dirs {
 		if err = writeFile(dir, "tasks", tid); err != nil {
 			err = fmt.Errorf("joining the run's %s group: %w", n, err)
 			break
 		}
 		joined = append(joined, n)
 	}
+	g.joinErr = err
+	close(g.joined)
 	if req, ok := <-g.reqs; ok {
 		if err == nil {
 			err = req.cmd.Start()
@@ -345,7 +380,7 @@ func (g *v1Group) launch() {
 	var backErr error
 	for _, n := range joined {
 		for try := 0; try < 3; try++ {
-			if backErr = writeFile(g.homes[n], "tasks", tid); backErr == nil {
+			if backErr = writeFile(homes[n], "tasks", tid); backErr == nil {
 				break
 			}
 		}
@@ -402,7 +437,7 @@ func (g *v1Group) kill() error {
 }
 
 // tasksGoneCap bounds the wait for the group's last threads (warden's
-// parked thread, ending) to be gone before the group is removed.
+// launcher thread, going home) to be gone before the group is removed.
 const tasksGoneCap = 2 * time.Second
 
 func (g *v1Group) remove() error {
