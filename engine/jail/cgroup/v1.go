@@ -172,7 +172,8 @@ func refillSpare() {
 }
 
 // cleanSpares removes the spares of processes that are gone (their
-// launcher thread ended with them, so the groups are empty).
+// launcher thread ended with them, so the groups are empty). A live
+// process's spare is left alone, even before its launcher is in.
 func cleanSpares() {
 	homes, err := v1Home()
 	if err != nil {
@@ -182,7 +183,6 @@ func cleanSpares() {
 	if err != nil {
 		return
 	}
-	mine := fmt.Sprintf("%s%d-", sparePrefix, os.Getpid())
 	for _, sub := range subs {
 		p, ok := sub.(interface{ Path(string) string })
 		h, ok2 := homes[sub.Name()]
@@ -191,9 +191,11 @@ func cleanSpares() {
 		}
 		dirs, _ := filepath.Glob(filepath.Join(p.Path(filepath.Join(h, "warden")), sparePrefix+"*"))
 		for _, d := range dirs {
-			if !strings.HasPrefix(filepath.Base(d), mine) {
-				os.Remove(d) // fails, harmlessly, if anything is in it
+			pid, _, _ := strings.Cut(strings.TrimPrefix(filepath.Base(d), sparePrefix), "-")
+			if _, err := os.Stat("/proc/" + pid); err == nil {
+				continue // a live process's (maybe not joined yet)
 			}
+			os.Remove(d) // fails, harmlessly, if anything is in it
 		}
 	}
 }
