@@ -313,6 +313,9 @@ func (e *Engine) StartRun(actor Actor, req RunRequest) (*RunHandle, error) {
 	}); err != nil {
 		r.brk.Close() // the token was not recorded: nothing to revoke
 		r.ingest.close()
+		if rel, ok := spawner.(interface{ Release() }); ok {
+			rel.Release() // and the run's cgroup, if it has one
+		}
 		os.RemoveAll(runDir)
 		return nil, err
 	}
