@@ -54,11 +54,11 @@ func (s *Spawner) Start(cmd *exec.Cmd) error {
 		err = cmd.Start()
 	}
 	if err == nil {
+		done := make(chan struct{})
 		s.mu.Lock()
-		s.pid = cmd.Process.Pid
-		s.done = make(chan struct{})
+		s.pid, s.done = cmd.Process.Pid, done
 		s.mu.Unlock()
-		go s.pinTmpfs(s.done)
+		go s.pinTmpfs(done)
 	}
 	return err
 }
