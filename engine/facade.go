@@ -29,6 +29,9 @@ type Facade interface {
 	// instead of being answered "no" at once.
 	AttachOperator() (detach func())
 	JailReady() error
+	// LimitsReady says why jailed runs' memory, pids and cpu limits
+	// cannot be enforced here (nil when they can).
+	LimitsReady() error
 
 	Receipts(f ReceiptFilter) ([]Receipt, error)
 	Receipt(seq uint64) (Receipt, error)
@@ -80,6 +83,7 @@ type Facade interface {
 	HandsStatus(ctx context.Context, root string) (hands.StatusReport, error)
 	HandsList() ([]HandsRecord, error)
 	HandsImages(ctx context.Context, socket string) ([]HandsImage, error)
+	HandsEngine(ctx context.Context, socket string) (HandsEngineInfo, error)
 	ValidateHandsRoot(path string) error
 	ValidateHandsSocket(path string) error
 }

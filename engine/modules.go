@@ -32,6 +32,9 @@ func (e *Engine) AddModule(actor Actor, path string) (*Module, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := hooks.CheckCeiling(m, e.ceiling()); err != nil {
+		return nil, err
+	}
 	rec := ModuleRecord{ID: m.ID, Path: path, Version: m.Version, Description: m.Description, Added: time.Now().UTC()}
 	_, err = e.store.Update(func(tx *storage.Tx) error {
 		if old, err := tx.Module(m.ID); err == nil && old.Path != path {
@@ -62,7 +65,7 @@ func (e *Engine) RemoveModule(actor Actor, id string) error {
 			return err
 		}
 		if !existed {
-			return fmt.Errorf("no module %q (see `warden module list`): %w", id, ErrNotFound)
+			return storage.Mark(ErrNotFound, "no module %q (see `warden module list`)", id)
 		}
 		_, err = tx.AppendReceipt(storage.Draft{Kind: storage.KindModuleRemove, Actor: string(actor), Subject: id,
 			Summary: "module " + id + " removed (its secrets and config are kept)"})
@@ -95,7 +98,7 @@ func (e *Engine) Module(id string) (*Module, error) {
 		return err
 	})
 	if errors.Is(err, storage.ErrNotFound) {
-		return nil, fmt.Errorf("no module %q (add it with `warden module add PATH`): %w", id, ErrNotFound)
+		return nil, storage.Mark(ErrNotFound, "no module %q (add it with `warden module add PATH`)", id)
 	}
 	if err != nil {
 		return nil, err
@@ -119,3 +122,6 @@ func (e *Engine) loadModule(r ModuleRecord) Module {
 	}
 	return Module{Record: r, Manifest: m}
 }
+
+// ceiling is the operator's ceiling of hooks' resource limits.
+func (e *Engine) ceiling() hooks.Resources { return e.opts.LimitCeiling.Or(hooks.DefaultCeiling) }
