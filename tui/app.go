@@ -249,6 +249,7 @@ func New(e engine.Facade, opts Options) *App {
 	a.modules = newModulesPane(sh)
 	a.hands = newHandsPane(sh)
 	a.panes = [tabCount]pane{a.streams, a.requests, a.receipts, a.modules, a.hands}
+	a.streams.pendingFor = a.requests.oldestPendingFor
 	a.reload()
 	a.help = help.New()
 	th := sh.th

@@ -241,3 +241,35 @@ func TestModulesAddRelativePath(t *testing.T) {
 func teaSize(w, h int) tea.Msg { return tea.WindowSizeMsg{Width: w, Height: h} }
 
 func teatestFinal() teatest.FinalOpt { return teatest.WithFinalTimeout(10 * time.Second) }
+
+// A pending question shows under the stream of the run that asked it,
+// and y (or n with a reason) answers it there.
+func TestStreamsAnswerInline(t *testing.T) {
+	e := newEngine(t)
+	askModule(t, e)
+	c := startConsole(t, e)
+	c.wait("no runs yet")
+	h := startAsk(t, e)
+	c.wait("⚠ request 1 asks: operator.confirm: Reboot now? · y approve · n deny")
+	c.keys("y")
+	c.wait("request 1: approve-once")
+	if o := h.Wait(); !o.OK() || !strings.Contains(streamText(t, e, h.ID), "answer: true") {
+		t.Fatalf("run 1: %s %s", o.Run.Status, o.Run.Error)
+	}
+	h2 := startAsk(t, e)
+	c.wait("🔔 request 2")
+	c.keys("up") // the new run, on top: the selection stayed on run 1
+	c.wait("⚠ request 2 asks")
+	c.keys("n")
+	c.wait("deny: reason")
+	c.keys("not now", "enter")
+	c.wait("request 2: deny")
+	if o := h2.Wait(); !strings.Contains(streamText(t, e, h2.ID), "deny by local:test: not now") {
+		t.Errorf("run 2: %s\n%s", o.Run.Status, streamText(t, e, h2.ID))
+	}
+	view := c.final()
+	if strings.Contains(view, "⚠ request") {
+		t.Errorf("an answered question still shows:\n%s", view)
+	}
+	c.golden(view)
+}

@@ -147,6 +147,17 @@ func (p *requestsPane) upsert(r engine.Request) (isNew bool) {
 	return !found && r.Decision == nil
 }
 
+// oldestPendingFor is the oldest pending request run asked.
+func (p *requestsPane) oldestPendingFor(run string) (engine.Request, bool) {
+	var out engine.Request
+	for _, r := range p.reqs {
+		if r.Decision == nil && r.Requester.Run == run && (out.ID == 0 || r.ID < out.ID) {
+			out = r
+		}
+	}
+	return out, out.ID != 0
+}
+
 // selectOldestPending puts the cursor on the oldest pending request (the
 // most urgent); with none pending it stays where it is.
 func (p *requestsPane) selectOldestPending() {

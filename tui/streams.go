@@ -55,10 +55,19 @@ type streamsPane struct {
 	search   promptInput
 	w, h     int
 	leftW    int
+	// pendingFor finds the oldest pending request a run asked (the app
+	// wires it to the Requests pane): it shows under the run's stream
+	// and y/n answer it there.
+	pendingFor func(run string) (engine.Request, bool)
+	// reason is the deny prompt for request denyID, asked from here.
+	reason promptInput
+	denyID uint64
 }
 
 func newStreamsPane(sh *shared) *streamsPane {
-	return &streamsPane{sh: sh, k: newStreamsKeys(), log: newLogView(sh), search: newPromptInput("/", "search this stream", 256), w: 80, h: 20}
+	return &streamsPane{sh: sh, k: newStreamsKeys(), log: newLogView(sh), search: newPromptInput("/", "search this stream", 256), w: 80, h: 20,
+		reason:     newPromptInput("deny: reason (optional, enter to deny) › ", "", 500),
+		pendingFor: func(string) (engine.Request, bool) { return engine.Request{}, false }}
 }
 
 func (p *streamsPane) reload() {
@@ -182,14 +191,37 @@ func (p *streamsPane) lines(ev *engine.LinesEvent) {
 	}
 }
 
-func (p *streamsPane) capturing() bool { return p.search.Active() }
+func (p *streamsPane) capturing() bool { return p.search.Active() || p.reason.Active() }
 
-func (p *streamsPane) prompt() string { return p.search.View() }
+func (p *streamsPane) prompt() string {
+	if p.reason.Active() {
+		return p.reason.View()
+	}
+	return p.search.View()
+}
+
+// pending is the question the run shown is waiting on, if any.
+func (p *streamsPane) pending() (engine.Request, bool) {
+	if p.log.run == "" {
+		return engine.Request{}, false
+	}
+	return p.pendingFor(p.log.run)
+}
 
 func (p *streamsPane) keys() keyMap {
 	k := p.k
 	if p.search.Active() {
 		return p.search.KeyMap()
+	}
+	if p.reason.Active() {
+		return p.reason.KeyMap()
+	}
+	if _, ok := p.pending(); ok && !p.sh.opts.Viewer {
+		ans := []key.Binding{
+			key.NewBinding(key.WithKeys("y"), key.WithHelp("y", "approve request")),
+			key.NewBinding(key.WithKeys("n"), key.WithHelp("n", "deny request")),
+		}
+		return keyMap{short: append(ans, k.Open, k.Follow, k.Search, k.Level, k.Cancel), full: [][]key.Binding{ans}}
 	}
 	nav := []key.Binding{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Runs, k.Log, k.Open, k.Clear}
 	logk := []key.Binding{k.Follow, k.Search, k.Next, k.Prev, k.Level, k.Invert, k.Wrap, k.Cancel}
@@ -209,6 +241,7 @@ func (p *streamsPane) resize(w, h int) {
 	p.log.width = w - p.leftW - min(p.leftW, 1)
 	p.log.height = max(h-1, 1)
 	p.search.SetWidth(max(w-4, 10))
+	p.reason.SetWidth(max(w-44, 10))
 	p.log.scrollToCursor()
 }
 
@@ -221,8 +254,26 @@ func (p *streamsPane) update(msg tea.Msg) tea.Cmd {
 		}
 		p.sh.setStatus("cancelling run "+msg.run, false)
 	case tea.KeyMsg:
+		if p.reason.Active() {
+			cmd, outcome, reason := p.reason.Update(msg)
+			if outcome == promptSubmitted {
+				return p.decide(p.denyID, engine.Deny, strings.TrimSpace(reason))
+			}
+			return cmd
+		}
 		if p.search.Active() {
 			return p.typingKey(msg)
+		}
+		if r, ok := p.pending(); ok {
+			// The run shown waits on a question: y and n answer it
+			// here (n/N search again once it is answered).
+			switch msg.String() {
+			case "y":
+				return p.decide(r.ID, engine.ApproveOnce, "")
+			case "n":
+				p.denyID = r.ID
+				return p.reason.Open("")
+			}
 		}
 		return p.key(msg)
 	case tea.MouseMsg:
@@ -352,6 +403,29 @@ func (p *streamsPane) openLine() tea.Cmd {
 	return openOverlay(textOverlay(p.sh, fmt.Sprintf("line %d · %s · %s", l.N+1, l.Level, l.At.Local().Format("15:04:05.000")), l.Text))
 }
 
+// decide records a decision on the run's request (the Requests pane
+// shows its outcome: decidedMsg goes to every pane).
+func (p *streamsPane) decide(id uint64, verdict, reason string) tea.Cmd {
+	e, actor := p.sh.e, p.sh.opts.Actor
+	return func() tea.Msg {
+		r, err := decideRequest(e, actor, id, verdict, reason)
+		return decidedMsg{id: id, verdict: verdict, r: r, err: err}
+	}
+}
+
+// pendingBanner is the question under the stream of the run that asked
+// it, with how to answer (no hints for a viewer).
+func (p *streamsPane) pendingBanner(r engine.Request, w int) string {
+	th := p.sh.th
+	q := fmt.Sprintf("⚠ request %d asks: %s", r.ID, OneLine(operationLine(r)))
+	hint := " · y approve · n deny"
+	if p.sh.opts.Viewer {
+		hint = " · an operator decides"
+	}
+	qw := max(w-textWidth(hint), w/2)
+	return fit(th.Pending.Render(plain(q, qw))+th.Dim.Render(plain(hint, max(w-min(textWidth(q), qw), 1))), w)
+}
+
 // cancelledMsg is the engine's answer to a cancel asked for here.
 type cancelledMsg struct {
 	run string
@@ -441,7 +515,15 @@ func (p *streamsPane) view(w, h int) string {
 		p.resize(w, h)
 	}
 	p.log.noRuns = len(p.runs) == 0
-	right := p.logTitle(p.log.width) + "\n" + p.log.View()
+	logView := p.log.View()
+	if r, ok := p.pending(); ok {
+		// The question replaces the stream's last row: it cannot be
+		// missed where the operator is looking.
+		rows := strings.Split(logView, "\n")
+		rows[len(rows)-1] = p.pendingBanner(r, p.log.width)
+		logView = strings.Join(rows, "\n")
+	}
+	right := p.logTitle(p.log.width) + "\n" + logView
 	if p.leftW == 0 {
 		return right
 	}
