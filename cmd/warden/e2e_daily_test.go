@@ -1,0 +1,134 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"warden/storage"
+)
+
+// TestConsoleDailyE2E drives the real console in tmux through what daily
+// use trips on: a second request arriving while the cursor rests on a
+// decided one (toast, 2, y answers the new one), then x and q, which ask
+// first and say what they cancel.
+func TestConsoleDailyE2E(t *testing.T) {
+	needTool(t, "tmux", "apt-get install tmux")
+	needBwrap(t)
+	base := privateDir(t, "warden-e2e-daily-")
+	bin := filepath.Join(base, "bin", "warden")
+	data := filepath.Join(base, "data")
+	if out, err := exec.Command(goTool(t), "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	for _, m := range []string{"hello", "tick"} {
+		dir := filepath.Join(base, "modules", m)
+		os.MkdirAll(filepath.Dir(dir), 0o755)
+		if out, err := exec.Command("cp", "-a", filepath.Join("..", "..", "examples", "modules", m), dir).CombinedOutput(); err != nil {
+			t.Fatalf("copy %s: %v: %s", m, err, out)
+		}
+		if out, err := exec.Command(bin, "--data-dir", data, "module", "add", dir).CombinedOutput(); err != nil {
+			t.Fatalf("module add %s: %v: %s", m, err, out)
+		}
+	}
+	tm := startConsole(t, base, bin, data, "")
+	tm.waitFor(t, "1 Streams", 10*time.Second)
+
+	// A CLI run (attached to the console's engine) asks; the console
+	// answers it.
+	cliRun := func(target string) *exec.Cmd {
+		c := exec.Command(bin, "--data-dir", data, "hook", "run", "hello", "greet", "--input", "target="+target)
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Process.Kill() })
+		return c
+	}
+	one := cliRun("one")
+	tm.waitFor(t, "request 1 · 2 to answer · hello/greet", 30*time.Second)
+	tm.keys(t, "2")
+	tm.waitFor(t, "operator.confirm: Greet one?", 10*time.Second)
+	tm.keys(t, "y")
+	tm.waitFor(t, "request 1: approve-once", 10*time.Second)
+	if err := one.Wait(); err != nil {
+		t.Fatalf("run one: %v", err)
+	}
+	// The cursor rests on request 1, decided. A new question: the toast,
+	// then 2 lands on it and y answers it, not "already decided".
+	tm.keys(t, "1")
+	two := cliRun("two")
+	tm.waitFor(t, "request 2 · 2 to answer · hello/greet", 30*time.Second)
+	tm.keys(t, "2")
+	tm.waitRe(t, `▸#2\s+pending`, 10*time.Second)
+	tm.keys(t, "y")
+	tm.waitFor(t, "request 2: approve-once", 10*time.Second)
+	if err := two.Wait(); err != nil {
+		t.Fatalf("run two: %v", err)
+	}
+	var reqs []storage.RequestRecord
+	out, err := exec.Command(bin, "--data-dir", data, "perms", "list", "--all", "--json").Output()
+	if err != nil || json.Unmarshal(out, &reqs) != nil || len(reqs) != 2 {
+		t.Fatalf("perms list: %v %s", err, out)
+	}
+	for _, r := range reqs {
+		if r.Decision == nil || r.Decision.Verdict != "approve-once" {
+			t.Errorf("request %d: %+v", r.ID, r.Decision)
+		}
+	}
+
+	// x asks before it cancels, naming the run; y cancels it. Enter on a
+	// hook without inputs asks before it starts one.
+	startTick := func() {
+		tm.keys(t, "4")
+		tm.waitFor(t, "Modules (2)", 10*time.Second)
+		for i := 0; i < 4 && !strings.Contains(tm.capture(t), "▸   tick "); i++ {
+			tm.keys(t, "Down")
+			time.Sleep(100 * time.Millisecond)
+		}
+		tm.waitRe(t, `▸\s+tick\s+`, 10*time.Second)
+		tm.keys(t, "Enter")
+		tm.waitFor(t, "run tick/tick now, jailed (bubblewrap)? [Y/n]", 10*time.Second)
+		tm.keys(t, "Enter")
+		tm.waitFor(t, "tick/tick · running", 20*time.Second)
+		tm.waitFor(t, "tick 1 of 60", 20*time.Second)
+	}
+	startTick()
+	tm.keys(t, "x")
+	tm.waitRe(t, `cancel run \S+ \(tick/tick, running for \S+\)\? \[y/N\]`, 10*time.Second)
+	time.Sleep(300 * time.Millisecond)
+	if s := tm.capture(t); !strings.Contains(s, "tick/tick · running") {
+		t.Fatalf("x alone stopped the run:\n%s", s)
+	}
+	tm.keys(t, "y")
+	tm.waitFor(t, "tick/tick · cancelled", 20*time.Second)
+
+	// q with a run going asks, naming it; n keeps the console; q y quits.
+	startTick()
+	tm.keys(t, "q")
+	tm.waitFor(t, "quit and cancel 1 run (tick/tick)? [y/N]", 10*time.Second)
+	tm.keys(t, "n")
+	tm.waitFor(t, "nothing done", 10*time.Second)
+	tm.keys(t, "q")
+	tm.waitFor(t, "quit and cancel 1 run (tick/tick)?", 10*time.Second)
+	tm.keys(t, "y")
+	tm.waitGone(t, data, 20*time.Second)
+
+	var runs []storage.RunRecord
+	out, err = exec.Command(bin, "--data-dir", data, "hook", "runs", "--json").Output()
+	if err != nil || json.Unmarshal(out, &runs) != nil {
+		t.Fatalf("hook runs: %v %s", err, out)
+	}
+	cancelled := 0
+	for _, r := range runs {
+		if r.Module == "tick" && r.Status == storage.RunCancelled {
+			cancelled++
+		}
+	}
+	if cancelled != 2 {
+		t.Errorf("tick runs cancelled: %d, want 2 (x y, q y): %+v", cancelled, runs)
+	}
+}
