@@ -132,3 +132,57 @@ func TestConsoleDailyE2E(t *testing.T) {
 		t.Errorf("tick runs cancelled: %d, want 2 (x y, q y): %+v", cancelled, runs)
 	}
 }
+
+// TestDemoUnderTmpHome runs scripts/demo as a newcomer whose HOME is
+// under /tmp (where warden refuses modules): it picks a private dir for
+// the modules by itself, finishes the tour, never advises loosening /tmp,
+// and leaves warden on PATH (a link in ~/.local/bin) with the line to use
+// it from another terminal.
+func TestDemoUnderTmpHome(t *testing.T) {
+	needBwrap(t)
+	home, err := os.MkdirTemp("/tmp", "warden-demo-home-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(home) })
+	os.Chmod(home, 0o700)
+	env := []string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "LANG=C.UTF-8"}
+	// The Go caches stay the usual ones: the build is not what is tested.
+	for _, k := range []string{"GOCACHE", "GOMODCACHE", "GOPATH", "GOFLAGS", "GOPROXY", "GOTOOLCHAIN"} {
+		if out, err := exec.Command(goTool(t), "env", k).Output(); err == nil && strings.TrimSpace(string(out)) != "" {
+			env = append(env, k+"="+strings.TrimSpace(string(out)))
+		}
+	}
+	cmd := exec.Command("bash", filepath.Join("..", "..", "scripts", "demo"))
+	cmd.Env, cmd.Stdin = env, nil
+	out, err := cmd.CombinedOutput()
+	text := string(out)
+	if err != nil {
+		t.Fatalf("demo under HOME=%s: %v\n%s", home, err, text)
+	}
+	for _, bad := range []string{"chmod go-w /tmp", "chmod go-w " + home} {
+		if strings.Contains(text, bad) {
+			t.Errorf("the demo advises %q:\n%s", bad, text)
+		}
+	}
+	for _, want := range []string{
+		"(not " + home + "/.local/share/warden: a directory others may write is on its path",
+		"module hello 1.0.0 added from",
+		"request.decide",
+		"export PATH=\"" + home + "/.local/bin:$PATH\" WARDEN_DATA_DIR=" + home + "/.local/state/warden-demo",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the demo's output lacks %q:\n%s", want, text)
+		}
+	}
+	link := filepath.Join(home, ".local", "bin", "warden")
+	target, err := os.Readlink(link)
+	if err != nil || strings.HasPrefix(target, "/tmp/") {
+		t.Fatalf("~/.local/bin/warden: %q %v", target, err)
+	}
+	// The link works, on the demo's data dir, from "another terminal".
+	ls := exec.Command(link, "--data-dir", filepath.Join(home, ".local", "state", "warden-demo"), "module", "list")
+	if o, err := ls.CombinedOutput(); err != nil || !strings.Contains(string(o), "hello") || !strings.Contains(string(o), "tick") {
+		t.Errorf("warden module list through the link: %v\n%s", err, o)
+	}
+}

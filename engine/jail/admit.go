@@ -76,7 +76,12 @@ func AdmitBwrap(path string) (*Bwrap, error) {
 				return refuse("ancestor "+dir+" is a symlink not owned by root", "use a path under root-owned directories")
 			}
 		} else if err := rootOwnedNotWritable(dir, dfi); err != nil {
-			return refuse("ancestor "+err.Error(), fmt.Sprintf("chown root:root %s && chmod go-w %s", dir, dir))
+			fix := fmt.Sprintf("chown root:root %s && chmod go-w %s", dir, dir)
+			if dfi.Mode()&fs.ModeSticky != 0 && dfi.Mode().Perm()&0o002 != 0 {
+				// A shared scratch dir such as /tmp: never loosen it.
+				fix = "install bubblewrap under root-owned directories (apt-get install bubblewrap puts it at /usr/bin/bwrap), not under " + dir
+			}
+			return refuse("ancestor "+err.Error(), fix)
 		}
 		if dir == "/" {
 			break

@@ -61,6 +61,11 @@ func checkAncestors(target, dir string) error {
 			return &Refusal{Path: target, Check: "ancestors", Problem: d + " is not a directory (a symlink?)", Fix: "give the canonical path (realpath)"}
 		case st.Uid != 0 && st.Uid != uid:
 			return &Refusal{Path: target, Check: "ancestors", Problem: fmt.Sprintf("%s is owned by uid %d, neither root nor you", d, st.Uid), Fix: "keep the config under directories you or root own"}
+		case st.Mode&0o022 != 0 && st.Mode&unix.S_ISVTX != 0:
+			// A shared scratch dir such as /tmp: loosening it would break
+			// the machine, so the only advice is to move.
+			return &Refusal{Path: target, Check: "ancestors", Problem: fmt.Sprintf("%s is group/world writable (mode %04o): others could swap the file", d, st.Mode&0o7777),
+				Fix: "keep the config in a private directory (one only root or you can write, such as your real home), not under " + d}
 		case st.Mode&0o022 != 0:
 			return &Refusal{Path: target, Check: "ancestors", Problem: fmt.Sprintf("%s is group/world writable (mode %04o): others could swap the file", d, st.Mode&0o7777),
 				Fix: "chmod go-w " + d + " (or keep the config elsewhere)"}
