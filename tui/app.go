@@ -613,10 +613,14 @@ func (a *App) ring(r engine.Request) tea.Cmd {
 	a.toastReq = r.ID
 	// What to do comes first, so that a narrow line cuts the detail,
 	// never the instruction.
-	a.toast = fmt.Sprintf("🔔 request %d · 2 to answer · %s/%s: %s", r.ID, r.Requester.Module, r.Requester.Hook, OneLine(operationLine(r)))
-	if n := a.requests.pending(); n > 1 {
-		a.toast = fmt.Sprintf("🔔 request %d · 2 to answer (%d pending) · %s/%s: %s", r.ID, n, r.Requester.Module, r.Requester.Hook, OneLine(operationLine(r)))
+	what := "2 to answer"
+	if a.sh.opts.Viewer {
+		what = "2 to see" // a viewer does not decide
 	}
+	if n := a.requests.pending(); n > 1 {
+		what += fmt.Sprintf(" (%d pending)", n)
+	}
+	a.toast = fmt.Sprintf("🔔 request %d · %s · %s/%s: %s", r.ID, what, r.Requester.Module, r.Requester.Hook, OneLine(operationLine(r)))
 	a.sh.note(a.toast, false)
 	return tea.Tick(8*time.Second, func(time.Time) tea.Msg { return toastDoneMsg{id} })
 }

@@ -133,11 +133,18 @@ func TestSSHEndToEnd(t *testing.T) {
 	// Its operator.confirm rings in both consoles at once (the toast lasts
 	// 8s); in Requests both show the question.
 	opCon.waitFor(t, "request 1 · 2 to answer · hello/greet", 30*time.Second)
-	vwCon.waitFor(t, "request 1 · 2 to answer · hello/greet", 10*time.Second)
+	vwCon.waitFor(t, "request 1 · 2 to see · hello/greet", 10*time.Second)
 	for _, con := range []*tmuxConsole{opCon, vwCon} {
 		con.keys(t, "2")
 		con.waitFor(t, "operator.confirm: Greet ssh?", 10*time.Second)
 		con.waitFor(t, "Requests · 1 pending · 0 decided", 10*time.Second)
+	}
+	// The header says who each is (the key's comment and role); the
+	// viewer is offered no decision keys.
+	opCon.waitFor(t, "warden │ key-a · operator │", 10*time.Second)
+	vwCon.waitFor(t, "warden │ key-b · viewer │", 10*time.Second)
+	if s := vwCon.capture(t); strings.Contains(s, "approve once") || strings.Contains(s, "n deny") {
+		t.Errorf("the viewer is offered decision keys:\n%s", s)
 	}
 
 	// Without a terminal, ssh (key A) gets the one-screen status: the
@@ -170,6 +177,8 @@ func TestSSHEndToEnd(t *testing.T) {
 	opCon.keys(t, "y")
 	for _, con := range []*tmuxConsole{opCon, vwCon} {
 		con.waitRe(t, `#1\s+approve-once`, 10*time.Second)
+		// The actor: the key's comment next to its short fingerprint.
+		con.waitFor(t, "by key-a (ssh:"+fpA[:13]+"…"+fpA[len(fpA)-4:]+")", 10*time.Second)
 		con.waitFor(t, "Requests · 0 pending · 1 decided", 10*time.Second)
 	}
 	opCon.keys(t, "1")
