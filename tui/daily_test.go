@@ -277,3 +277,32 @@ func TestStreamsAnswerInline(t *testing.T) {
 	}
 	c.golden(view)
 }
+
+// Actors: a local user as is; an SSH key by its comment next to a
+// fingerprint cut from the middle (both ends tell keys apart); the
+// comment alone in a narrow column; hostile comments escaped.
+func TestActorLabels(t *testing.T) {
+	sh := testShared(nil)
+	const fp = "ssh:SHA256:Np3fAbCdEfGhIjKlMnOpQrStUvWxYz0123456789x9Qk"
+	if got := sh.actorLabel("local:root"); got != "local:root" {
+		t.Errorf("local: %q", got)
+	}
+	if got := sh.actorLabel(fp); got != "ssh:SHA256:Np3fAb…x9Qk" {
+		t.Errorf("unnamed key: %q", got)
+	}
+	sh.opts.ActorName = func(a engine.Actor) string {
+		if a == fp {
+			return "alice\x1b[2J"
+		}
+		return ""
+	}
+	if got := sh.actorLabel(fp); got != "alice␛[2J (ssh:SHA256:Np3fAb…x9Qk)" {
+		t.Errorf("named key: %q", got)
+	}
+	if got := sh.actorShort(fp); got != "alice␛[2J" {
+		t.Errorf("named key, short: %q", got)
+	}
+	if got := sh.actorShort("ssh:SHA256:other0123456789abcdef"); got != "ssh:SHA256:other0…cdef" {
+		t.Errorf("unnamed key, short: %q", got)
+	}
+}

@@ -273,7 +273,7 @@ func (p *receiptsPane) view(w, h int) string {
 	}
 	for i := p.off; i < len(p.rs) && len(out) < h; i++ {
 		r := p.rs[i]
-		line := cols(fmt.Sprint(r.Seq), r.At.Local().Format("15:04:05"), r.Kind, r.Actor, r.Subject, OneLine(r.Summary))
+		line := cols(fmt.Sprint(r.Seq), r.At.Local().Format("15:04:05"), r.Kind, p.sh.actorShort(string(r.Actor)), r.Subject, OneLine(r.Summary))
 		if i == p.sel {
 			out = append(out, th.Selected.Render("▸ "+line))
 		} else {

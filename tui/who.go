@@ -48,3 +48,14 @@ func (s *shared) who() string {
 	}
 	return w
 }
+
+// actorShort is an actor for a narrow column: the key's name when the
+// operators file gives one, else the label (a short fingerprint).
+func (s *shared) actorShort(actor string) string {
+	if s.opts.ActorName != nil && strings.HasPrefix(actor, "ssh:") {
+		if name := s.opts.ActorName(engine.Actor(actor)); name != "" {
+			return safe(name)
+		}
+	}
+	return s.actorLabel(actor)
+}
