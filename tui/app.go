@@ -518,8 +518,18 @@ func (a *App) askQuit() tea.Cmd {
 	if len(runs) > 1 {
 		what = fmt.Sprintf("%d runs", len(runs))
 	}
+	e, actor := a.sh.e, a.sh.opts.Actor
+	// Yes cancels them as the operator's own act first (each run's
+	// record then says who: "cancelled by local:root"), rather than
+	// leaving them to the engine's close ("the engine is shutting down").
+	yes := func() tea.Msg {
+		for _, r := range runs {
+			e.CancelRun(actor, r.ID)
+		}
+		return quitNowMsg{}
+	}
 	a.confirm = &confirmation{question: fmt.Sprintf("quit and cancel %s (%s)?", what, strings.Join(names, ", ")),
-		detail: "they are going in this console's engine", yes: func() tea.Msg { return quitNowMsg{} }, quitting: true}
+		detail: "they are going in this console's engine", yes: yes, quitting: true}
 	return nil
 }
 

@@ -196,10 +196,12 @@ func TestQuitAsksWhileRunsGo(t *testing.T) {
 		t.Fatalf("n ended the run: %s", r.Status)
 	}
 	c.keys("q", "y")
-	// The console ends (cmd/warden then closes the engine, which
-	// cancels the run: the tmux test sees that receipt).
 	if m := c.tm.FinalModel(t, teatestFinal()); !m.(*App).closed {
 		t.Error("q y did not close the console")
+	}
+	// The run was cancelled by the operator who quit, and says so.
+	if o := h.Wait(); o.Run.Status != engine.RunCancelled || !strings.Contains(o.Run.Error, "cancelled by local:test") {
+		t.Errorf("after q y: %s (%s)", o.Run.Status, o.Run.Error)
 	}
 }
 
