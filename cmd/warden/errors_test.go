@@ -32,3 +32,23 @@ func withoutDataDirNote(stderr string) string {
 	}
 	return stderr
 }
+
+// A verb names its data dir on stderr while that dir is new or holds no
+// module (a missing WARDEN_DATA_DIR shows at once), never in --json, and
+// says nothing once a module is there.
+func TestVerbNamesANewOrEmptyDataDir(t *testing.T) {
+	c := newCLI(t)
+	if r := c.run("perms", "list"); r.code != 0 || !strings.HasPrefix(r.stderr, "warden: data dir "+c.dir+" (new); another is chosen with --data-dir or WARDEN_DATA_DIR\n") {
+		t.Errorf("a new data dir: %s", r)
+	}
+	if r := c.run("perms", "list"); !strings.HasPrefix(r.stderr, "warden: data dir "+c.dir+" (no modules yet)") {
+		t.Errorf("a data dir with no module: %s", r)
+	}
+	if r := c.run("perms", "list", "--json"); strings.Contains(r.stderr, "data dir") || strings.Contains(r.stdout, "data dir") {
+		t.Errorf("--json names the data dir: %s", r)
+	}
+	c.ok("module", "add", example(t, "hello"))
+	if r := c.run("perms", "list"); strings.Contains(r.stderr, "data dir") {
+		t.Errorf("a data dir with a module: %s", r)
+	}
+}
