@@ -539,6 +539,9 @@ func (a *App) setTab(t int) {
 }
 
 func (a *App) mouse(msg tea.MouseMsg) tea.Cmd {
+	if a.confirm != nil {
+		return nil // a question is open: it is answered with keys
+	}
 	if a.overlay != nil {
 		a.overlay.Update(msg)
 		return nil
