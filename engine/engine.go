@@ -95,6 +95,9 @@ type Engine struct {
 	// by the ingesters and pruning, so that a run start walks every
 	// stream only when the budget is exceeded (see pruneStreams).
 	streamBytes atomic.Int64
+
+	// newRunID is the store's id generator (a test may force a collision).
+	newRunID func(time.Time) string
 }
 
 // Open opens the data dir and the store, and loads the trust root.
@@ -122,6 +125,7 @@ func Open(opts Options) (*Engine, error) {
 		return nil, err
 	}
 	e.store = st
+	e.newRunID = st.NewRunID
 	if e.auth, err = caps.Open(st, string(LocalActor())); err != nil {
 		st.Close()
 		return nil, err

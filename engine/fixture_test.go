@@ -41,7 +41,7 @@ func TestWriteStoreFixtureV1(t *testing.T) {
 	// A run its engine never finished (it was killed), with a stream, and
 	// a token that expired a month ago and was never pruned.
 	now := time.Now().UTC()
-	left := storage.RunRecord{ID: storage.NewRunID(now.Add(time.Second)), Module: "testmod", Hook: "count", Actor: string(testActor),
+	left := storage.RunRecord{ID: e.store.NewRunID(now.Add(time.Second)), Module: "testmod", Hook: "count", Actor: string(testActor),
 		Status: storage.RunRunning, JailMode: "off", Started: now, Deadline: now.Add(time.Hour), PID: 999999}
 	hex := strings.Repeat("ab", 32)
 	old := storage.TokenRecord{ID: strings.Repeat("cd", 32), MAC: hex, Subject: "testmod", Scope: "hook", Session: "old",

@@ -191,7 +191,7 @@ func (e *Engine) StartRun(actor Actor, req RunRequest) (*RunHandle, error) {
 	}
 
 	now := time.Now().UTC()
-	rec := RunRecord{ID: storage.NewRunID(now), Module: m.ID, Hook: hook.Name, Actor: string(actor), Status: storage.RunRunning,
+	rec := RunRecord{ID: e.newRunID(now), Module: m.ID, Hook: hook.Name, Actor: string(actor), Status: storage.RunRunning,
 		JailMode: jailMode, Started: now, Deadline: now.Add(hook.Timeout), PID: os.Getpid()}
 	if raw, err := json.Marshal(inputs); err == nil {
 		rec.Inputs = raw
@@ -212,13 +212,11 @@ func (e *Engine) StartRun(actor Actor, req RunRequest) (*RunHandle, error) {
 		rec.Started, rec.Deadline = now, now.Add(hook.Timeout)
 		r.rec, r.started = rec, time.Now()
 	}
-	runDir := filepath.Join(e.DataDir(), "runs", rec.ID)
-	if err := os.MkdirAll(filepath.Dir(runDir), 0o700); err != nil {
+	runDir, err := e.makeRunDir(r)
+	if err != nil {
 		return nil, err
 	}
-	if err := os.Mkdir(runDir, 0o700); err != nil {
-		return nil, err
-	}
+	rec = r.rec
 	if err := linkWarden(runDir); err != nil {
 		os.RemoveAll(runDir)
 		return nil, err
@@ -294,8 +292,8 @@ func (e *Engine) StartRun(actor Actor, req RunRequest) (*RunHandle, error) {
 		if err := tok.Record(tx); err != nil {
 			return err
 		}
-		if err := tx.PutRun(rec); err != nil {
-			return err
+		if err := tx.CreateRun(rec); err != nil {
+			return err // never over a stored run (see storage.runIDs)
 		}
 		_, err := tx.AppendReceipt(storage.Draft{Kind: "hook.start", Actor: string(actor), Subject: m.ID + "/" + hook.Name,
 			Summary: fmt.Sprintf("run %s of %s/%s started (jail %s)", rec.ID, m.ID, hook.Name, jailName(jailMode)),
@@ -334,6 +332,25 @@ func (e *Engine) StartRun(actor Actor, req RunRequest) (*RunHandle, error) {
 	r.proc.Store(proc)
 	go func() { r.finish(h, proc.Wait()) }()
 	return h, nil
+}
+
+// makeRunDir makes the run's private dir. A dir of that name left by a
+// crashed engine (made, but its run never recorded) takes the next id
+// rather than reuse what is there.
+func (e *Engine) makeRunDir(r *activeRun) (string, error) {
+	runs := filepath.Join(e.DataDir(), "runs")
+	if err := os.MkdirAll(runs, 0o700); err != nil {
+		return "", err
+	}
+	for try := 0; ; try++ {
+		dir := filepath.Join(runs, r.rec.ID)
+		err := os.Mkdir(dir, 0o700)
+		if err == nil || !errors.Is(err, os.ErrExist) || try == 3 {
+			return dir, err
+		}
+		r.rec.ID = e.newRunID(time.Now())
+		r.actor = "run:" + r.rec.ID
+	}
 }
 
 // RunHook starts a run and waits for its outcome.

@@ -63,6 +63,8 @@ type Store struct {
 	head   chainHead // last committed receipt; only the committer writes it
 
 	headErr error // set at Open when the last receipt is corrupt; appends fail with it
+
+	runIDs runIDs
 }
 
 // Open opens (creating if needed) the data dir and its store, holding both
@@ -128,6 +130,8 @@ func Open(opts Options) (*Store, error) {
 		// whole store (verify and doctor need it open): it only stops the
 		// chain from growing on a head nobody can check.
 		s.head, s.headErr = loadHead(tx)
+		last, _ := tx.Bucket(bucketRuns).Cursor().Last()
+		s.runIDs.seed(string(last))
 		return nil
 	}); err != nil {
 		return fail(err)
