@@ -91,10 +91,10 @@ type Engine struct {
 	life     context.Context
 	shutdown context.CancelFunc
 
-	// streamBytes is the stored stream text across runs, kept up to date
-	// by the ingesters and pruning, so that a run start walks every
-	// stream only when the budget is exceeded (see pruneStreams).
-	streamBytes atomic.Int64
+	// pruneKick wakes the stream pruner (see prune.go); pruned is closed
+	// when it has stopped.
+	pruneKick chan struct{}
+	pruned    chan struct{}
 
 	// newRunID is the store's id generator (a test may force a collision).
 	newRunID func(time.Time) string
@@ -139,8 +139,8 @@ func Open(opts Options) (*Engine, error) {
 		st.Close()
 		return nil, err
 	}
-	e.countStreamBytes()
 	e.life, e.shutdown = context.WithCancel(context.Background())
+	e.startPruner()
 	return e, nil
 }
 
@@ -148,15 +148,18 @@ func Open(opts Options) (*Engine, error) {
 // (it crashed or was killed): only one engine holds the store, so any
 // "running" run now is one nobody is running. Its process died with that
 // engine (Pdeathsig, --die-with-parent).
+//
+// It reads only the index of live runs, kept by the transactions that
+// start and end runs, so it costs the same after 100,000 runs as after 10.
 func (e *Engine) reconcileRuns() error {
-	runs, err := e.Runs(0)
-	if err != nil {
+	var runs []RunRecord
+	if err := e.store.View(func(tx *storage.Tx) (err error) {
+		runs, err = tx.LiveRuns()
+		return err
+	}); err != nil {
 		return err
 	}
 	for _, r := range runs {
-		if r.Status != storage.RunRunning {
-			continue
-		}
 		now := time.Now().UTC()
 		r.Status, r.Ended = storage.RunFailed, &now
 		r.Error = fmt.Sprintf("the engine (pid %d) stopped while the run was in progress", r.PID)
@@ -212,6 +215,9 @@ func (e *Engine) Close() error {
 	e.lingering = map[*broker.Broker]*time.Timer{}
 	e.runsMu.Unlock()
 	e.bus.close()
+	if e.pruned != nil {
+		<-e.pruned // a batch in flight commits before the store closes
+	}
 	return e.store.Close()
 }
 

@@ -286,9 +286,7 @@ func (e *Engine) StartRun(actor Actor, req RunRequest) (*RunHandle, error) {
 		}
 	}
 
-	var freed int64
 	if _, err := e.store.Update(func(tx *storage.Tx) error {
-		freed = e.pruneStreams(tx)
 		if err := tok.Record(tx); err != nil {
 			return err
 		}
@@ -305,7 +303,6 @@ func (e *Engine) StartRun(actor Actor, req RunRequest) (*RunHandle, error) {
 		os.RemoveAll(runDir)
 		return nil, err
 	}
-	e.streamBytes.Add(-freed)
 	e.bus.publish(Event{Kind: EventRun, Run: &rec})
 
 	h := &RunHandle{ID: rec.ID, done: make(chan struct{}), r: r}

@@ -134,8 +134,38 @@ func (tx *Tx) CreateRun(r RunRecord) error {
 	return tx.PutRun(r)
 }
 
-// PutRun writes a run record.
-func (tx *Tx) PutRun(r RunRecord) error { return putRecord(tx, bucketRuns, []byte(r.ID), &r) }
+var bucketLiveRuns = []byte("runs.live")
+
+// PutRun writes a run record, and keeps the index of live runs (those
+// still "running") in the same transaction, so that reconciling at open
+// reads only them, however many runs are stored.
+func (tx *Tx) PutRun(r RunRecord) error {
+	if err := putRecord(tx, bucketRuns, []byte(r.ID), &r); err != nil {
+		return err
+	}
+	live := tx.bucket(bucketLiveRuns)
+	if r.Status == RunRunning {
+		return live.Put([]byte(r.ID), present)
+	}
+	return live.Delete([]byte(r.ID))
+}
+
+// LiveRuns returns the runs recorded as still running, oldest first.
+func (tx *Tx) LiveRuns() ([]RunRecord, error) {
+	var out []RunRecord
+	err := tx.bucket(bucketLiveRuns).ForEach(func(k, _ []byte) error {
+		r, err := tx.Run(string(k))
+		if errors.Is(err, ErrNotFound) {
+			return &CorruptError{Bucket: string(bucketLiveRuns), Key: string(k), Err: errors.New("indexes a run that is not stored")}
+		}
+		out = append(out, r)
+		return err
+	})
+	return out, err
+}
+
+// runLive reports whether run is indexed as live.
+func (tx *Tx) runLive(run string) bool { return tx.bucket(bucketLiveRuns).Get([]byte(run)) != nil }
 
 // Run reads one run.
 func (tx *Tx) Run(id string) (RunRecord, error) {

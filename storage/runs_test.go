@@ -2,6 +2,7 @@ package storage
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -80,6 +81,133 @@ func TestCreateRunRefusesStoredID(t *testing.T) {
 		got, err := tx.Run(first.ID)
 		if err != nil || got.Hook != "first" {
 			t.Errorf("stored run after the refused create: %+v %v", got, err)
+		}
+		return nil
+	})
+}
+
+// Pruning goes oldest first through the streams' own order (run ids sort
+// by time), skips live runs, stops at the target, and keeps the stored
+// total equal to what the streams hold.
+func TestPruneStreamsOldestFirstSkipsLive(t *testing.T) {
+	s := openStore(t, newDir(t))
+	defer s.Close()
+	now := time.Now()
+	var ids []string
+	for i := 0; i < 5; i++ {
+		ids = append(ids, s.NewRunID(now))
+	}
+	if _, err := s.Update(func(tx *Tx) error {
+		for i, id := range ids {
+			r := testRun(id)
+			if i == 0 {
+				r.Status, r.Ended = RunRunning, nil // the oldest is still running
+			}
+			if err := tx.CreateRun(r); err != nil {
+				return err
+			}
+			if _, _, err := tx.AppendLines(id, []Line{{At: now, Level: LevelInfo, Text: "0123456789"}}, 0); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	total := func() (n uint64, walked uint64) {
+		s.View(func(tx *Tx) error {
+			n = tx.StreamTotal()
+			sizes, _ := tx.StreamSizes()
+			for _, b := range sizes {
+				walked += b
+			}
+			return nil
+		})
+		return
+	}
+	if n, w := total(); n != 50 || w != 50 {
+		t.Fatalf("total %d, walk %d; want 50", n, w)
+	}
+	var freed uint64
+	var done bool
+	if _, err := s.Update(func(tx *Tx) (err error) {
+		freed, done, err = tx.PruneStreams(25, 1) // a batch of one: not done yet
+		return err
+	}); err != nil || freed != 10 || done {
+		t.Fatalf("first batch: freed %d done %v %v", freed, done, err)
+	}
+	if _, err := s.Update(func(tx *Tx) (err error) {
+		freed, done, err = tx.PruneStreams(25, 10)
+		return err
+	}); err != nil || freed != 20 || !done {
+		t.Fatalf("second batch: freed %d done %v %v", freed, done, err)
+	}
+	s.View(func(tx *Tx) error {
+		for i, id := range ids {
+			m, _ := tx.StreamMeta(id)
+			if kept := m.Lines == 1; kept != (i == 0 || i == 4) {
+				t.Errorf("stream %d (%s): kept=%v", i, id, kept)
+			}
+		}
+		return nil
+	})
+	if n, w := total(); n != 20 || w != 20 {
+		t.Errorf("after pruning: total %d, walk %d; want 20", n, w)
+	}
+	// Ending the live run takes it off the index; reconciling reads none.
+	s.Update(func(tx *Tx) error { return tx.PutRun(testRun(ids[0])) })
+	s.View(func(tx *Tx) error {
+		if live, err := tx.LiveRuns(); err != nil || len(live) != 0 {
+			t.Errorf("live runs after the last one ended: %+v %v", live, err)
+		}
+		return nil
+	})
+}
+
+// Tokens come due at expiry or, sooner, at revocation; pruning reads and
+// deletes only those due.
+func TestPruneTokensByDueTime(t *testing.T) {
+	s := openStore(t, newDir(t))
+	defer s.Close()
+	now := time.Now().UTC()
+	tok := func(b byte, expires time.Duration) TokenRecord {
+		return TokenRecord{ID: strings.Repeat(string("0123456789abcdef"[b]), 64), MAC: strings.Repeat("ab", 32), Subject: "m", Scope: "hook",
+			Generation: 1, Created: now.Add(-time.Hour), Expires: now.Add(expires)}
+	}
+	expired, live, revoked := tok(1, -time.Minute), tok(2, time.Hour), tok(3, time.Hour)
+	if _, err := s.Update(func(tx *Tx) error {
+		for _, r := range []TokenRecord{expired, live, revoked} {
+			if err := tx.PutToken(r); err != nil {
+				return err
+			}
+		}
+		at := now.Add(-time.Second)
+		revoked.Revoked = &at
+		return tx.PutToken(revoked) // moves its index entry to the revocation
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if _, err := s.Update(func(tx *Tx) (err error) {
+		if !tx.TokensDue(now) {
+			t.Error("TokensDue says nothing is due")
+		}
+		n, err = tx.PruneTokens(now, 0)
+		return err
+	}); err != nil || n != 2 {
+		t.Fatalf("PruneTokens = %d, %v; want the expired and the revoked", n, err)
+	}
+	s.View(func(tx *Tx) error {
+		for _, r := range []TokenRecord{expired, revoked} {
+			if _, err := tx.Token(r.ID); !errors.Is(err, ErrNotFound) {
+				t.Errorf("token %s.. not pruned: %v", r.ID[:4], err)
+			}
+		}
+		if _, err := tx.Token(live.ID); err != nil {
+			t.Errorf("live token pruned: %v", err)
+		}
+		if tx.TokensDue(now) {
+			t.Error("TokensDue after pruning")
 		}
 		return nil
 	})

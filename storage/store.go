@@ -26,7 +26,8 @@ import (
 )
 
 // SchemaVersion is the schema this build writes and the newest it reads.
-const SchemaVersion = 1
+// Older schemas are migrated at open (see migrate).
+const SchemaVersion = 2
 
 // File names inside the data dir.
 const (
@@ -229,7 +230,8 @@ func (r *schemaRecord) validate() error {
 }
 
 // allBuckets are created at open so readers never meet a missing bucket.
-var allBuckets = [][]byte{bucketMeta, bucketReceipts, bucketSecrets, bucketConfig, bucketTokens, bucketModules, bucketRuns, bucketStreams, bucketPolicies, bucketRequests, bucketHands}
+var allBuckets = [][]byte{bucketMeta, bucketReceipts, bucketSecrets, bucketConfig, bucketTokens, bucketModules, bucketRuns, bucketStreams, bucketPolicies, bucketRequests, bucketHands,
+	bucketLiveRuns, bucketTokenAge, bucketCheckpoints}
 
 func (s *Store) initSchema() error {
 	return s.db.Update(func(tx *bolt.Tx) error {
@@ -265,6 +267,13 @@ func (s *Store) initSchema() error {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return err
 			}
+		}
+		if sr.Version < SchemaVersion {
+			if err := migrate(&Tx{s: s, btx: tx}, sr.Version); err != nil {
+				return fmt.Errorf("migrating warden.db from schema %d to %d: %w (nothing was changed; restore from a backup if this persists)", sr.Version, SchemaVersion, err)
+			}
+			b, _ := encodeRecord(&schemaRecord{Version: SchemaVersion})
+			return meta.Put(keySchema, b)
 		}
 		return nil
 	})

@@ -50,3 +50,7 @@ func putRecord(tx *Tx, bucket []byte, key []byte, v record) error {
 	}
 	return tx.bucket(bucket).Put(key, b)
 }
+
+// present is the value of index entries whose key says everything (bbolt
+// cannot tell a nil value from a missing key, so it is never empty).
+var present = []byte{1}
