@@ -32,6 +32,7 @@ type Facade interface {
 	Receipts(f ReceiptFilter) ([]Receipt, error)
 	Receipt(seq uint64) (Receipt, error)
 	VerifyReceipts() (Verification, error)
+	VerifyReceiptsSince(seq uint64) (Verification, error)
 	TrustStatus() (TrustStatus, error)
 	RotateTrust(actor Actor) (TrustStatus, error)
 

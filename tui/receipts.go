@@ -215,11 +215,16 @@ func (p *receiptsPane) key(msg tea.KeyMsg) tea.Cmd {
 	return nil
 }
 
+// verify checks the chain from the newest checkpoint (a full walk the
+// first time), so pressing v costs what was appended since, not the log's
+// length; the status line says where it started.
 func (p *receiptsPane) verify() {
-	v, err := p.sh.e.VerifyReceipts()
+	v, err := p.sh.e.VerifyReceiptsSince(0)
 	switch {
 	case err != nil:
 		p.sh.errStatus(err)
+	case v.Intact && v.From > 0:
+		p.sh.setStatus(fmt.Sprintf("receipt chain intact, %d receipts since the checkpoint at seq %d (`warden receipts verify --full` re-checks all)", v.Count, v.From), false)
 	case v.Intact:
 		p.sh.setStatus(fmt.Sprintf("receipt chain intact, %d receipts", v.Count), false)
 	default:

@@ -312,6 +312,12 @@ func TestReceipts(t *testing.T) {
 	if !v.Intact || v.Count != 4 {
 		t.Errorf("verify --json: %+v", v)
 	}
+	if r := c.ok("receipts", "verify", "--full"); strings.TrimSpace(r.stdout) != "intact, 4 receipts" {
+		t.Errorf("verify --full: %q", r.stdout)
+	}
+	if r := c.run("receipts", "verify", "--full", "--since", "3"); r.code != 2 || !strings.Contains(r.stderr, "not both") {
+		t.Errorf("verify --full --since: %s", r)
+	}
 
 	// Flip one byte inside the summary of seq 2 with plain bbolt.
 	db, err := bolt.Open(filepath.Join(c.dir, storage.DBFile), 0o600, &bolt.Options{Timeout: time.Second})

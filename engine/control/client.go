@@ -420,6 +420,11 @@ func (c *Client) VerifyReceipts() (v engine.Verification, err error) {
 	return
 }
 
+func (c *Client) VerifyReceiptsSince(seq uint64) (v engine.Verification, err error) {
+	err = c.call("VerifyReceiptsSince", []any{seq}, &v)
+	return
+}
+
 func (c *Client) TrustStatus() (s engine.TrustStatus, err error) {
 	err = c.call("TrustStatus", nil, &s)
 	return
