@@ -396,10 +396,10 @@ func (tx *Tx) checkpointAtOrBefore(seq uint64) (uint64, string) {
 // the results in seq order (contiguous keys, prev = hash before). The
 // first failure is re-examined on the slow path to say why. It returns
 // the hashes it passed at every CheckpointEvery-th seq.
-func verifyChain(c *bolt.Cursor, start uint64, prev string) (Verification, []checkpoint) {
+func verifyChain(c *bolt.Cursor, start uint64, prevHex string) (Verification, []checkpoint) {
 	const batchSize = 512
 	type result struct {
-		prev, hash string
+		prev, hash [64]byte
 		ok         bool
 	}
 	type batch struct {
@@ -420,8 +420,14 @@ func verifyChain(c *bolt.Cursor, start uint64, prev string) (Verification, []che
 			for b := range jobs {
 				for i, k := range b.keys {
 					if len(k) == 8 {
-						r := &b.res[i]
-						r.prev, r.hash, r.ok = chk.check(b.raws[i], bytesToU64(k))
+						r, seq := &b.res[i], bytesToU64(k)
+						if r.ok = chk.fast(b.raws[i], seq, &r.prev, &r.hash); !r.ok {
+							var p, h string
+							if p, h, r.ok = chk.check(b.raws[i], seq); r.ok {
+								copy(r.prev[:], p)
+								copy(r.hash[:], h)
+							}
+						}
 					}
 				}
 				close(b.done)
@@ -455,6 +461,8 @@ func verifyChain(c *bolt.Cursor, start uint64, prev string) (Verification, []che
 	}()
 
 	want := start + 1
+	var prev [64]byte
+	copy(prev[:], prevHex)
 	out := Verification{Intact: true, From: start}
 	var marks []checkpoint
 	for b := range ordered {
@@ -465,11 +473,11 @@ func verifyChain(c *bolt.Cursor, start uint64, prev string) (Verification, []che
 			} else if seq := bytesToU64(k); seq != want {
 				out = Verification{BrokenSeq: want, From: start, Reason: fmt.Sprintf("seq %d is missing (next stored is %d)", want, seq)}
 			} else if r := b.res[i]; !r.ok || r.prev != prev {
-				out = Verification{BrokenSeq: seq, From: start, Reason: explainBroken(b.raws[i], seq, prev)}
+				out = Verification{BrokenSeq: seq, From: start, Reason: explainBroken(b.raws[i], seq, string(prev[:]))}
 			} else {
 				prev = r.hash
 				if seq%CheckpointEvery == 0 {
-					marks = append(marks, checkpoint{seq, r.hash})
+					marks = append(marks, checkpoint{seq, string(r.hash[:])})
 				}
 				want++
 				continue

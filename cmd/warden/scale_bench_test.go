@@ -1,0 +1,345 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+
+	"warden/engine"
+	"warden/storage"
+	"warden/tui"
+)
+
+// The scale benchmark grows a data dir to 1k, 10k (and, with
+// WARDEN_SCALE_BIG=1, 100k) runs, each with the records a real no-op run
+// leaves (its run record, 20 stream lines, its token record and its
+// receipts: copied from a real run, with fresh ids), and measures, at
+// each size and on the empty store in the same run:
+//
+//	open         engine.Open and Close
+//	hook-runs    `warden hook runs` as its own process, nothing holding the store
+//	hook-run     `warden hook run bench noop --jail=off`, likewise
+//	first-frame  open, build the console, draw its first frame, close
+//	run          one no-op run on an open engine (start to outcome)
+//	verify-full  the whole receipt chain
+//	verify-ckpt  from the newest checkpoint
+//
+// and reports db bytes per run and the verbs' peak RSS. Compare each
+// figure to runs=0:
+//
+//	go test -run '^$' -bench 'Scale' -benchtime 20x ./cmd/warden/
+//	WARDEN_SCALE_BIG=1 go test -run '^$' -bench 'Scale' -benchtime 10x -timeout 30m ./cmd/warden/
+func BenchmarkScale(b *testing.B) {
+	sizes := []int{0, 1000, 10_000}
+	if os.Getenv("WARDEN_SCALE_BIG") != "" {
+		sizes = append(sizes, 100_000)
+	}
+	for _, n := range sizes {
+		b.Run("runs="+strconv.Itoa(n), func(b *testing.B) {
+			st := scaleStore(b, n)
+			b.Run("open", func(b *testing.B) {
+				for b.Loop() {
+					e, err := engine.Open(engine.Options{DataDir: st.dir})
+					if err != nil {
+						b.Fatal(err)
+					}
+					e.Close()
+				}
+				reportDBSize(b, st)
+			})
+			b.Run("hook-runs", func(b *testing.B) { benchVerb(b, st, "hook", "runs") })
+			b.Run("hook-run", func(b *testing.B) { benchVerb(b, st, "hook", "run", "bench", "noop", "--jail=off") })
+			b.Run("first-frame", func(b *testing.B) {
+				for b.Loop() {
+					e, err := engine.Open(engine.Options{DataDir: st.dir})
+					if err != nil {
+						b.Fatal(err)
+					}
+					a := tui.New(e, tui.Options{Actor: "local:bench", Jail: engine.JailOff, Bell: func() {}})
+					a.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
+					if v := a.View(); !strings.Contains(v, "noop") {
+						b.Fatalf("first frame shows no run:\n%s", v)
+					}
+					a.Close()
+					e.Close()
+				}
+			})
+			e, err := engine.Open(engine.Options{DataDir: st.dir})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer e.Close()
+			b.Run("run", func(b *testing.B) {
+				for b.Loop() {
+					o, err := e.RunHook("local:bench", engine.RunRequest{Module: "bench", Hook: "noop", Jail: engine.JailOff})
+					if err != nil || !o.OK() {
+						b.Fatalf("run: %+v %v", o, err)
+					}
+				}
+			})
+			b.Run("verify-full", func(b *testing.B) {
+				var v engine.Verification
+				for b.Loop() {
+					if v, err = e.VerifyReceipts(); err != nil || !v.Intact {
+						b.Fatalf("verify: %+v %v", v, err)
+					}
+				}
+				b.ReportMetric(float64(v.Count), "receipts")
+			})
+			b.Run("verify-ckpt", func(b *testing.B) {
+				var v engine.Verification
+				for b.Loop() {
+					if v, err = e.VerifyReceiptsSince(0); err != nil || !v.Intact {
+						b.Fatalf("verify: %+v %v", v, err)
+					}
+				}
+				b.ReportMetric(float64(v.Count), "receipts")
+			})
+		})
+	}
+}
+
+// BenchmarkBudgetCliff: no-op runs per second with the stored stream
+// output over its budget (so every run's output is pruned for) against
+// under it, on a store holding 10k runs' streams. Goal: over/under >= 0.8.
+func BenchmarkBudgetCliff(b *testing.B) {
+	st := scaleStore(b, 10_000)
+	for _, c := range []struct {
+		name   string
+		budget func(total uint64) uint64
+	}{
+		{"under", func(uint64) uint64 { return 1 << 40 }},
+		// 200 bytes under what is stored: each run's 51 bytes pass it.
+		{"over", func(total uint64) uint64 { return total - 200 }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			total := st.streamTotal(b)
+			e, err := engine.Open(engine.Options{DataDir: st.dir, StreamBudget: c.budget(total)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer e.Close()
+			start := time.Now()
+			for b.Loop() {
+				o, err := e.RunHook("local:bench", engine.RunRequest{Module: "bench", Hook: "noop", Jail: engine.JailOff})
+				if err != nil || !o.OK() {
+					b.Fatalf("run: %+v %v", o, err)
+				}
+			}
+			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "runs/s")
+		})
+	}
+}
+
+type scaleData struct {
+	dir  string
+	runs int
+	bin  string // a `warden` that is this test binary
+}
+
+func (s *scaleData) streamTotal(b *testing.B) uint64 {
+	st, err := storage.Open(storage.Options{Dir: s.dir})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	var n uint64
+	st.View(func(tx *storage.Tx) error { n = tx.StreamTotal(); return nil })
+	return n
+}
+
+var (
+	scaleMu     sync.Mutex
+	scaleStores = map[int]*scaleData{}
+	scaleBase   string
+)
+
+// scaleStore is a data dir with the bench module and n generated runs on
+// top of one real run, made once per test process.
+func scaleStore(b *testing.B, n int) *scaleData {
+	b.Helper()
+	scaleMu.Lock()
+	defer scaleMu.Unlock()
+	if s := scaleStores[n]; s != nil {
+		return s
+	}
+	if scaleBase == "" {
+		base, err := os.UserCacheDir()
+		if err != nil {
+			b.Fatal(err)
+		}
+		os.MkdirAll(base, 0o700)
+		if scaleBase, err = os.MkdirTemp(base, "warden-scale-"); err != nil {
+			b.Fatal(err)
+		}
+		os.Chmod(scaleBase, 0o755)
+		// Each top-level benchmark removes it when it is done.
+		b.Cleanup(func() {
+			scaleMu.Lock()
+			defer scaleMu.Unlock()
+			os.RemoveAll(scaleBase)
+			scaleBase, scaleStores = "", map[int]*scaleData{}
+		})
+	}
+	mod := filepath.Join(scaleBase, "module")
+	if _, err := os.Stat(mod); err != nil {
+		os.MkdirAll(mod, 0o755)
+		os.WriteFile(filepath.Join(mod, "module.yaml"), []byte("id: bench\nversion: 1.0.0\ndescription: scale\nhooks:\n  noop:\n    run: [./noop.sh]\n"), 0o644)
+		os.WriteFile(filepath.Join(mod, "noop.sh"), []byte("#!/bin/sh\nseq 1 20\n"), 0o755)
+	}
+	dir := filepath.Join(scaleBase, "data-"+strconv.Itoa(n))
+	e, err := engine.Open(engine.Options{DataDir: dir})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := e.AddModule("local:bench", mod); err != nil {
+		b.Fatal(err)
+	}
+	before := len(mustReceipts(b, e))
+	o, err := e.RunHook("local:bench", engine.RunRequest{Module: "bench", Hook: "noop", Jail: engine.JailOff})
+	if err != nil || !o.OK() {
+		b.Fatalf("template run: %+v %v", o, err)
+	}
+	tplReceipts := mustReceipts(b, e)[before:]
+	e.Close()
+	if n > 0 {
+		start := time.Now()
+		growStore(b, dir, n, o.Run, tplReceipts)
+		b.Logf("grew a store to %d runs in %s", n, time.Since(start).Round(time.Millisecond))
+	}
+	bin := filepath.Join(scaleBase, "bin", "warden")
+	if _, err := os.Lstat(bin); err != nil {
+		self, _ := os.Executable()
+		os.MkdirAll(filepath.Dir(bin), 0o755)
+		if err := os.Symlink(self, bin); err != nil {
+			b.Fatal(err)
+		}
+	}
+	s := &scaleData{dir: dir, runs: n, bin: bin}
+	scaleStores[n] = s
+	return s
+}
+
+func mustReceipts(b *testing.B, e *engine.Engine) []engine.Receipt {
+	rs, err := e.Receipts(engine.ReceiptFilter{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return rs
+}
+
+// growStore adds n runs like tpl: each with the template's records under
+// a fresh run id (its receipts re-appended with the id replaced, so the
+// chain stays intact), 20 stream lines and a revoked token record, a
+// thousand runs per commit.
+func growStore(b *testing.B, dir string, n int, tpl engine.RunRecord, receipts []engine.Receipt) {
+	st, err := storage.Open(storage.Options{Dir: dir, NoSync: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	lines := make([]storage.Line, 20)
+	for i := range lines {
+		lines[i] = storage.Line{Level: storage.LevelInfo, Text: strconv.Itoa(i + 1)}
+	}
+	var tok storage.TokenRecord
+	st.View(func(tx *storage.Tx) error {
+		return tx.EachToken(func(r storage.TokenRecord) error {
+			if r.Session == tpl.ID {
+				tok = r
+			}
+			return nil
+		})
+	})
+	if tok.ID == "" {
+		b.Fatal("the template run left no token record")
+	}
+	at := time.Now().Add(-time.Duration(n) * time.Second) // one run a second, ending now
+	for done := 0; done < n; {
+		batch := min(1000, n-done)
+		if _, err := st.Update(func(tx *storage.Tx) error {
+			for i := 0; i < batch; i++ {
+				now := at.Add(time.Duration(done+i) * time.Second).UTC()
+				r := tpl
+				r.ID = st.NewRunID(now)
+				ended := now.Add(5 * time.Millisecond)
+				r.Started, r.Deadline, r.Ended = now, now.Add(time.Minute), &ended
+				if err := tx.CreateRun(r); err != nil {
+					return err
+				}
+				for j := range lines {
+					lines[j].At = now
+				}
+				if _, _, err := tx.AppendLines(r.ID, lines, 0); err != nil {
+					return err
+				}
+				t := tok
+				t.ID = fmt.Sprintf("%064x", uint64(done+i+1))
+				t.Session, t.Subject = r.ID, r.ID
+				t.Created, t.Expires, t.Revoked = now, now.Add(time.Minute), &ended
+				if err := tx.PutToken(t); err != nil {
+					return err
+				}
+				for _, rc := range receipts {
+					d := storage.Draft{Kind: rc.Kind, Actor: strings.ReplaceAll(rc.Actor, tpl.ID, r.ID), Subject: strings.ReplaceAll(rc.Subject, tpl.ID, r.ID),
+						Summary: strings.ReplaceAll(rc.Summary, tpl.ID, r.ID)}
+					if len(rc.Details) > 0 {
+						d.Details = rawJSON(bytes.ReplaceAll(rc.Details, []byte(tpl.ID), []byte(r.ID)))
+					}
+					if _, err := tx.AppendReceipt(d); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		}); err != nil {
+			b.Fatal(err)
+		}
+		done += batch
+	}
+}
+
+// rawJSON marshals as itself.
+type rawJSON []byte
+
+func (r rawJSON) MarshalJSON() ([]byte, error) { return r, nil }
+
+func reportDBSize(b *testing.B, st *scaleData) {
+	fi, err := os.Stat(filepath.Join(st.dir, storage.DBFile))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(fi.Size())/(1<<20), "db-MiB")
+	if st.runs > 0 {
+		b.ReportMetric(float64(fi.Size())/float64(st.runs), "db-B/run")
+	}
+}
+
+// benchVerb runs a warden verb as its own process on the data dir (no
+// holder: it opens the store itself) and reports its peak RSS.
+func benchVerb(b *testing.B, st *scaleData, argv ...string) {
+	var rss int64
+	for b.Loop() {
+		cmd := exec.Command(st.bin, append([]string{"--data-dir", st.dir}, argv...)...)
+		cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0")
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Run(); err != nil {
+			b.Fatalf("warden %s: %v\n%s", strings.Join(argv, " "), err, out.String())
+		}
+		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			rss = max(rss, ru.Maxrss)
+		}
+	}
+	b.ReportMetric(float64(rss)/1024, "peak-RSS-MiB")
+}
