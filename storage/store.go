@@ -36,6 +36,18 @@ const (
 	SealKeyFile = "seal.key"
 )
 
+// noFreelistSync is bbolt's choice between writing the freelist with every
+// commit (false) and rebuilding it at open by walking every page (true).
+// BenchmarkFreelist measures both: see its comment for the figures.
+//
+// Measured on a store of 10k runs (BenchmarkFreelist, same run): open
+// 31-40 ms scanning against 5.3 ms reading the stored list; an fsync'd
+// one-receipt commit 1.9-2.8 ms against 2.5-3.9 ms writing the list. Every
+// detached CLI verb and console pays the open, and the scan grows with the
+// file; appends are group-committed under load, so the stored list is the
+// better trade.
+var noFreelistSync = false
+
 // Options configure Open.
 type Options struct {
 	Dir string
@@ -86,7 +98,7 @@ func Open(opts Options) (*Store, error) {
 	if timeout <= 0 {
 		timeout = time.Second
 	}
-	db, err := bolt.Open(dbPath, 0o600, &bolt.Options{Timeout: timeout, NoSync: opts.NoSync, NoFreelistSync: true, FreelistType: bolt.FreelistMapType})
+	db, err := bolt.Open(dbPath, 0o600, &bolt.Options{Timeout: timeout, NoSync: opts.NoSync, NoFreelistSync: noFreelistSync, FreelistType: bolt.FreelistMapType})
 	if err != nil {
 		if errors.Is(err, bolt.ErrTimeout) {
 			return nil, &LockedError{Dir: dir, PID: readPID(dir)}
@@ -234,6 +246,26 @@ var allBuckets = [][]byte{bucketMeta, bucketReceipts, bucketSecrets, bucketConfi
 	bucketLiveRuns, bucketTokenAge, bucketCheckpoints}
 
 func (s *Store) initSchema() error {
+	// Most opens find the schema current and every bucket there: they
+	// need no write transaction (and its fsync) to find that out.
+	current := false
+	s.db.View(func(tx *bolt.Tx) error {
+		var sr schemaRecord
+		meta := tx.Bucket(bucketMeta)
+		if meta == nil || decodeRecord("meta", "schema", meta.Get(keySchema), &sr) != nil || sr.Version != SchemaVersion {
+			return nil
+		}
+		for _, name := range allBuckets {
+			if tx.Bucket(name) == nil {
+				return nil
+			}
+		}
+		current = true
+		return nil
+	})
+	if current {
+		return nil
+	}
 	return s.db.Update(func(tx *bolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
 		if meta == nil {
