@@ -140,6 +140,7 @@ var bucketLiveRuns = []byte("runs.live")
 // still "running") in the same transaction, so that reconciling at open
 // reads only them, however many runs are stored.
 func (tx *Tx) PutRun(r RunRecord) error {
+	tx.bucket(bucketRuns).FillPercent = timeOrderedFill
 	if err := putRecord(tx, bucketRuns, []byte(r.ID), &r); err != nil {
 		return err
 	}

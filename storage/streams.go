@@ -151,7 +151,9 @@ func (tx *Tx) streamBucket(run string, create bool) (*bolt.Bucket, error) {
 		return nil, fmt.Errorf("bad run id %q", run)
 	}
 	if create {
-		return tx.bucket(bucketStreams).CreateBucketIfNotExists([]byte(run))
+		parent := tx.bucket(bucketStreams)
+		parent.FillPercent = timeOrderedFill
+		return parent.CreateBucketIfNotExists([]byte(run))
 	}
 	return tx.bucket(bucketStreams).Bucket([]byte(run)), nil
 }

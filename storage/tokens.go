@@ -106,6 +106,7 @@ func (tx *Tx) PutToken(r TokenRecord) error {
 		return fmt.Errorf("bad token id")
 	}
 	idx := tx.bucket(bucketTokenAge)
+	idx.FillPercent = timeOrderedFill
 	if raw := tx.bucket(bucketTokens).Get([]byte(r.ID)); raw != nil {
 		var old TokenRecord
 		if err := decodeRecord("tokens", r.ID, raw, &old); err != nil {
