@@ -28,6 +28,9 @@ type (
 	TrustStatus   = caps.Status
 )
 
+// ValidRunID reports whether id has the shape of a run id.
+func ValidRunID(id string) bool { return storage.ValidRunID(id) }
+
 // Errors callers may test for.
 var (
 	ErrNotFound = storage.ErrNotFound

@@ -45,6 +45,7 @@ type Facade interface {
 	StartRun(actor Actor, req RunRequest) (*RunHandle, error)
 	RunHook(actor Actor, req RunRequest) (Outcome, error)
 	CancelRun(actor Actor, id string) error
+	RunsBefore(before string, limit int) ([]RunRecord, error)
 	Runs(limit int) ([]RunRecord, error)
 	Run(id string) (RunRecord, error)
 	StreamLines(run string, from uint64, max int) ([]Line, error)

@@ -162,9 +162,14 @@ func (e *Engine) StreamInfo(run string) (m storage.StreamMeta, err error) {
 }
 
 // Runs lists runs newest first.
-func (e *Engine) Runs(limit int) (rs []RunRecord, err error) {
+func (e *Engine) Runs(limit int) (rs []RunRecord, err error) { return e.RunsBefore("", limit) }
+
+// RunsBefore lists the runs older than the run before ("" for the
+// newest), newest first, at most limit (0 for all): the next page of a
+// list that ended at before.
+func (e *Engine) RunsBefore(before string, limit int) (rs []RunRecord, err error) {
 	err = e.store.View(func(tx *storage.Tx) error {
-		rs, err = tx.Runs(limit)
+		rs, err = tx.RunsBefore(before, limit)
 		return err
 	})
 	return rs, err

@@ -242,6 +242,7 @@ type ReceiptFilter struct {
 	Kind     string    // exact kind, or a prefix ending in "." (e.g. "hook.")
 	Since    time.Time // at or after
 	AfterSeq uint64    // seq strictly greater
+	Before   uint64    // seq strictly less; 0 for no bound (a page above one already shown)
 	Limit    int       // the newest Limit matches; 0 for all
 }
 
@@ -265,7 +266,15 @@ func (tx *Tx) Receipts(f ReceiptFilter) ([]Receipt, error) {
 	c := tx.bucket(bucketReceipts).Cursor()
 	var out []Receipt
 	if f.Limit > 0 {
-		for k, v := c.Last(); k != nil; k, v = c.Prev() {
+		k, v := c.Last()
+		if f.Before > 0 {
+			if k, v = c.Seek(u64key(f.Before)); k == nil {
+				k, v = c.Last()
+			} else {
+				k, v = c.Prev()
+			}
+		}
+		for ; k != nil; k, v = c.Prev() {
 			if bytesToU64(k) <= f.AfterSeq {
 				break
 			}
@@ -285,7 +294,7 @@ func (tx *Tx) Receipts(f ReceiptFilter) ([]Receipt, error) {
 		}
 		return out, nil
 	}
-	for k, v := c.Seek(u64key(f.AfterSeq + 1)); k != nil; k, v = c.Next() {
+	for k, v := c.Seek(u64key(f.AfterSeq + 1)); k != nil && (f.Before == 0 || bytesToU64(k) < f.Before); k, v = c.Next() {
 		var r Receipt
 		if err := decodeRecord("receipts", seqKeyString(k), v, &r); err != nil {
 			return nil, err

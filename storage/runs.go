@@ -179,10 +179,23 @@ func (tx *Tx) Run(id string) (RunRecord, error) {
 }
 
 // Runs lists runs newest first, at most limit (0 for all).
-func (tx *Tx) Runs(limit int) ([]RunRecord, error) {
+func (tx *Tx) Runs(limit int) ([]RunRecord, error) { return tx.RunsBefore("", limit) }
+
+// RunsBefore lists the runs whose id sorts before before ("" for the
+// newest), newest first, at most limit (0 for all): a page read by key
+// range, costing what it returns.
+func (tx *Tx) RunsBefore(before string, limit int) ([]RunRecord, error) {
 	var out []RunRecord
 	c := tx.bucket(bucketRuns).Cursor()
-	for k, v := c.Last(); k != nil; k, v = c.Prev() {
+	k, v := c.Last()
+	if before != "" {
+		if k, v = c.Seek([]byte(before)); k == nil {
+			k, v = c.Last()
+		} else {
+			k, v = c.Prev()
+		}
+	}
+	for ; k != nil; k, v = c.Prev() {
 		var r RunRecord
 		if err := decodeRecord("runs", string(k), v, &r); err != nil {
 			return nil, err

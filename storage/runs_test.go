@@ -212,3 +212,60 @@ func TestPruneTokensByDueTime(t *testing.T) {
 		return nil
 	})
 }
+
+// Pages by key range: each page starts where the last one ended, newest
+// first, and together they are every run exactly once.
+func TestRunsAndReceiptsByPage(t *testing.T) {
+	s := openStore(t, newDir(t))
+	defer s.Close()
+	var ids []string
+	if _, err := s.Update(func(tx *Tx) error {
+		for i := 0; i < 25; i++ {
+			id := s.NewRunID(time.Now())
+			ids = append(ids, id)
+			if err := tx.CreateRun(testRun(id)); err != nil {
+				return err
+			}
+			if _, err := tx.AppendReceipt(Draft{Kind: "test.kind", Actor: "t"}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	s.View(func(tx *Tx) error {
+		var got []string
+		before := ""
+		for page := 0; ; page++ {
+			rs, err := tx.RunsBefore(before, 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rs) == 0 {
+				break
+			}
+			for _, r := range rs {
+				got = append(got, r.ID)
+			}
+			before = rs[len(rs)-1].ID
+		}
+		if len(got) != 25 {
+			t.Fatalf("pages held %d runs, want 25", len(got))
+		}
+		for i, id := range got {
+			if id != ids[24-i] {
+				t.Fatalf("page order: run %d is %s, want %s", i, id, ids[24-i])
+			}
+		}
+		rs, err := tx.Receipts(ReceiptFilter{Before: 11, Limit: 4})
+		if err != nil || len(rs) != 4 || rs[0].Seq != 7 || rs[3].Seq != 10 {
+			t.Errorf("receipts before 11, limit 4: %+v %v", rs, err)
+		}
+		rs, err = tx.Receipts(ReceiptFilter{Before: 3})
+		if err != nil || len(rs) != 2 || rs[1].Seq != 2 {
+			t.Errorf("receipts before 3, no limit: %+v %v", rs, err)
+		}
+		return nil
+	})
+}

@@ -23,15 +23,22 @@ without "hash"). Receipts carry names, never secret values.`,
 	}
 	var kind, since string
 	var limit int
+	var before uint64
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "List receipts, oldest first (the newest --limit matching)",
+		Long: `Lists receipts oldest first: the newest --limit that match. The page
+above is --before the first SEQ shown.`,
 		Example: `  warden receipts list --kind secret.set
   warden receipts list --kind hook. --since 1h
+  warden receipts list --before 1200 --limit 100
   warden receipts list --since 2026-11-29T00:00:00Z --limit 0 --json`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			f := engine.ReceiptFilter{Kind: kind, Limit: limit}
+			if limit < 0 {
+				return usageError{fmt.Errorf("--limit must be 0 (no limit) or more, got %d", limit)}
+			}
+			f := engine.ReceiptFilter{Kind: kind, Limit: limit, Before: before}
 			if since != "" {
 				t, err := parseSince(since)
 				if err != nil {
@@ -59,13 +66,20 @@ without "hash"). Receipts carry names, never secret values.`,
 				for _, r := range rs {
 					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", r.Seq, r.At.Local().Format("2006-01-02 15:04:05"), r.Kind, r.Actor, r.Subject, oneLine(r.Summary, 80))
 				}
-				return tw.Flush()
+				if err := tw.Flush(); err != nil {
+					return err
+				}
+				if limit > 0 && len(rs) == limit && rs[0].Seq > 1 {
+					a.printf("older: `warden receipts list --limit %d --before %d`\n", limit, rs[0].Seq)
+				}
+				return nil
 			})
 		},
 	}
 	list.Flags().StringVar(&kind, "kind", "", "only this kind (a trailing dot matches a family, e.g. hook.)")
 	list.Flags().StringVar(&since, "since", "", "only receipts at or after this time (RFC 3339) or this long ago (e.g. 90m, 24h)")
 	list.Flags().IntVar(&limit, "limit", 50, "at most this many, the newest (0 for all)")
+	list.Flags().Uint64Var(&before, "before", 0, "only receipts with a lower SEQ (the page above)")
 
 	show := &cobra.Command{
 		Use:   "show SEQ",
