@@ -154,3 +154,30 @@ func TestModulesListSmall(t *testing.T) {
 	}
 	golden.RequireEqual(t, []byte(view))
 }
+
+// The receipts pane reads a page at open, not the whole log, and reads
+// the pages above as the cursor goes up, down to the first receipt.
+func TestReceiptsPageByKeyRange(t *testing.T) {
+	e := newEngine(t)
+	for i := 0; i < 2*receiptsLoad+50; i++ {
+		if _, err := e.RotateTrust("local:test"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all, _ := e.Receipts(engine.ReceiptFilter{})
+	d := newDriver(t, e, 120, 30)
+	d.keys("3")
+	p := d.app.receipts
+	if len(p.rs) != receiptsLoad || p.rs[len(p.rs)-1].Seq != all[len(all)-1].Seq {
+		t.Fatalf("at open the pane holds %d receipts ending at %d; want the newest %d of %d", len(p.rs), p.rs[len(p.rs)-1].Seq, receiptsLoad, len(all))
+	}
+	for i := 0; i < 3; i++ {
+		d.keys("g")
+	}
+	if len(p.rs) != len(all) || p.rs[0].Seq != 1 || p.sel != 0 {
+		t.Fatalf("after going to the top three times: %d receipts held from seq %d, cursor %d; want all %d from seq 1", len(p.rs), p.rs[0].Seq, p.sel, len(all))
+	}
+	if v := d.view(); !strings.Contains(v, "trust.") {
+		t.Errorf("the top of the log is not on screen:\n%s", v)
+	}
+}

@@ -13,10 +13,12 @@ import (
 	"warden/engine"
 )
 
-// The receipts pane holds the newest receipts (at most maxReceipts) of
-// the chosen kind; the whole log stays in storage.
+// The receipts pane holds the newest receipts of the chosen kind, read a
+// page at a time by key range: the first page at open, older pages as the
+// cursor goes above the first one held. New receipts are added as they
+// come, up to maxReceipts; the whole log stays in storage.
 const (
-	receiptsLoad = 1000
+	receiptsLoad = 200
 	maxReceipts  = 2000
 )
 
@@ -49,6 +51,7 @@ type receiptsPane struct {
 	sel    int
 	off    int
 	atEnd  bool // the cursor follows new receipts
+	oldest bool // no receipt of the kind is older than rs[0]
 	input  textinput.Model
 	typing bool
 	ov     *overlay
@@ -79,7 +82,7 @@ func (p *receiptsPane) reload() {
 		p.sh.errStatus(err)
 		return
 	}
-	p.rs = rs
+	p.rs, p.oldest = rs, len(rs) < receiptsLoad
 	if p.atEnd || p.sel >= len(p.rs) {
 		p.sel = len(p.rs) - 1
 	}
@@ -108,6 +111,7 @@ func (p *receiptsPane) add(r engine.Receipt) {
 	if len(p.rs) > maxReceipts {
 		drop := len(p.rs) - receiptsLoad
 		p.rs = append([]engine.Receipt(nil), p.rs[drop:]...)
+		p.oldest = false
 		p.sel = max(p.sel-drop, 0)
 		p.off = max(p.off-drop, 0)
 	}
@@ -232,9 +236,30 @@ func (p *receiptsPane) verify() {
 	}
 }
 
+// older reads the page above the first receipt held; false when there
+// is none.
+func (p *receiptsPane) older() bool {
+	if p.oldest || len(p.rs) == 0 {
+		return false
+	}
+	rs, err := p.sh.e.Receipts(engine.ReceiptFilter{Kind: p.kind, Limit: receiptsLoad, Before: p.rs[0].Seq})
+	if err != nil {
+		p.sh.errStatus(err)
+		return false
+	}
+	p.oldest = len(rs) < receiptsLoad
+	p.rs = append(rs, p.rs...)
+	p.sel += len(rs)
+	p.off += len(rs)
+	return len(rs) > 0
+}
+
 func (p *receiptsPane) move(d int) {
 	if len(p.rs) == 0 {
 		return
+	}
+	if p.sel+d < 0 {
+		p.older()
 	}
 	p.sel = min(max(p.sel+d, 0), len(p.rs)-1)
 	p.atEnd = p.sel == len(p.rs)-1

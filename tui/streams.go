@@ -13,8 +13,13 @@ import (
 	"warden/engine"
 )
 
-// maxRuns bounds the runs list the console holds.
-const maxRuns = 500
+// The runs list reads runsPage runs at a time by key range (the newest at
+// open, older ones as the cursor passes the last held); maxRuns bounds
+// what new runs add on top.
+const (
+	runsPage = 100
+	maxRuns  = 500
+)
 
 type streamsKeys struct {
 	Up, Down, PageUp, PageDown, Top, Bottom key.Binding
@@ -70,7 +75,7 @@ func newStreamsPane(sh *shared) *streamsPane {
 }
 
 func (p *streamsPane) reload() {
-	runs, err := p.sh.e.Runs(maxRuns)
+	runs, err := p.sh.e.RunsBefore("", max(runsPage, min(len(p.runs), maxRuns)))
 	if err != nil {
 		p.sh.errStatus(err)
 		return
@@ -376,9 +381,22 @@ func (p *streamsPane) selectRun(i int) {
 	if len(p.runs) == 0 {
 		return
 	}
+	if i >= len(p.runs) {
+		p.olderRuns()
+	}
 	p.sel = min(max(i, 0), len(p.runs)-1)
 	p.keepSel()
 	p.openSelected()
+}
+
+// olderRuns reads the page of runs after the last one held.
+func (p *streamsPane) olderRuns() {
+	rs, err := p.sh.e.RunsBefore(p.runs[len(p.runs)-1].ID, runsPage)
+	if err != nil {
+		p.sh.errStatus(err)
+		return
+	}
+	p.runs = append(p.runs, rs...)
 }
 
 func (p *streamsPane) keepSel() {
