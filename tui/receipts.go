@@ -18,7 +18,7 @@ import (
 // cursor goes above the first one held. New receipts are added as they
 // come, up to maxReceipts; the whole log stays in storage.
 const (
-	receiptsLoad = 200
+	receiptsLoad = 100
 	maxReceipts  = 2000
 )
 

@@ -17,7 +17,7 @@ import (
 // open, older ones as the cursor passes the last held); maxRuns bounds
 // what new runs add on top.
 const (
-	runsPage = 100
+	runsPage = 50
 	maxRuns  = 500
 )
 
