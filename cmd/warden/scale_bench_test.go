@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,7 +24,7 @@ import (
 // WARDEN_SCALE_BIG=1, 100k) runs, each with the records a real no-op run
 // leaves (its run record, 20 stream lines, its token record and its
 // receipts: copied from a real run, with fresh ids), and measures, at
-// each size and on the empty store in the same run:
+// each size, beside the empty store (the two in turn, every iteration):
 //
 //	open         engine.Open and Close
 //	hook-runs    `warden hook runs` as its own process, nothing holding the store
@@ -33,33 +34,33 @@ import (
 //	verify-full  the whole receipt chain
 //	verify-ckpt  from the newest checkpoint
 //
-// and reports db bytes per run and the verbs' peak RSS. Compare each
-// figure to runs=0:
+// and reports each figure's median on both, their ratio (x-empty), db
+// bytes per run and the verbs' peak RSS:
 //
 //	go test -run '^$' -bench 'Scale' -benchtime 20x ./cmd/warden/
 //	WARDEN_SCALE_BIG=1 go test -run '^$' -bench 'Scale' -benchtime 10x -timeout 30m ./cmd/warden/
 func BenchmarkScale(b *testing.B) {
-	sizes := []int{0, 1000, 10_000}
+	sizes := []int{1000, 10_000}
 	if os.Getenv("WARDEN_SCALE_BIG") != "" {
 		sizes = append(sizes, 100_000)
 	}
 	for _, n := range sizes {
 		b.Run("runs="+strconv.Itoa(n), func(b *testing.B) {
-			st := scaleStore(b, n)
+			empty, st := scaleStore(b, 0), scaleStore(b, n)
 			b.Run("open", func(b *testing.B) {
-				for b.Loop() {
+				paired(b, func(st *scaleData) {
 					e, err := engine.Open(engine.Options{DataDir: st.dir})
 					if err != nil {
 						b.Fatal(err)
 					}
 					e.Close()
-				}
+				}, empty, st)
 				reportDBSize(b, st)
 			})
-			b.Run("hook-runs", func(b *testing.B) { benchVerb(b, st, "hook", "runs") })
-			b.Run("hook-run", func(b *testing.B) { benchVerb(b, st, "hook", "run", "bench", "noop", "--jail=off") })
+			b.Run("hook-runs", func(b *testing.B) { benchVerb(b, empty, st, "hook", "runs") })
+			b.Run("hook-run", func(b *testing.B) { benchVerb(b, empty, st, "hook", "run", "bench", "noop", "--jail=off") })
 			b.Run("first-frame", func(b *testing.B) {
-				for b.Loop() {
+				paired(b, func(st *scaleData) {
 					e, err := engine.Open(engine.Options{DataDir: st.dir})
 					if err != nil {
 						b.Fatal(err)
@@ -71,73 +72,112 @@ func BenchmarkScale(b *testing.B) {
 					}
 					a.Close()
 					e.Close()
-				}
+				}, empty, st)
 			})
-			e, err := engine.Open(engine.Options{DataDir: st.dir})
-			if err != nil {
-				b.Fatal(err)
+			engines := map[*scaleData]*engine.Engine{}
+			for _, s := range []*scaleData{empty, st} {
+				e, err := engine.Open(engine.Options{DataDir: s.dir})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer e.Close()
+				engines[s] = e
 			}
-			defer e.Close()
 			b.Run("run", func(b *testing.B) {
-				for b.Loop() {
-					o, err := e.RunHook("local:bench", engine.RunRequest{Module: "bench", Hook: "noop", Jail: engine.JailOff})
+				paired(b, func(st *scaleData) {
+					o, err := engines[st].RunHook("local:bench", engine.RunRequest{Module: "bench", Hook: "noop", Jail: engine.JailOff})
 					if err != nil || !o.OK() {
 						b.Fatalf("run: %+v %v", o, err)
 					}
-				}
+				}, empty, st)
 			})
-			b.Run("verify-full", func(b *testing.B) {
-				var v engine.Verification
-				for b.Loop() {
-					if v, err = e.VerifyReceipts(); err != nil || !v.Intact {
-						b.Fatalf("verify: %+v %v", v, err)
-					}
-				}
-				b.ReportMetric(float64(v.Count), "receipts")
-			})
-			b.Run("verify-ckpt", func(b *testing.B) {
-				var v engine.Verification
-				for b.Loop() {
-					if v, err = e.VerifyReceiptsSince(0); err != nil || !v.Intact {
-						b.Fatalf("verify: %+v %v", v, err)
-					}
-				}
-				b.ReportMetric(float64(v.Count), "receipts")
-			})
+			for _, c := range []struct {
+				name   string
+				verify func(*engine.Engine) (engine.Verification, error)
+			}{
+				{"verify-full", (*engine.Engine).VerifyReceipts},
+				{"verify-ckpt", func(e *engine.Engine) (engine.Verification, error) { return e.VerifyReceiptsSince(0) }},
+			} {
+				b.Run(c.name, func(b *testing.B) {
+					var count uint64
+					paired(b, func(s *scaleData) {
+						v, err := c.verify(engines[s])
+						if err != nil || !v.Intact {
+							b.Fatalf("verify: %+v %v", v, err)
+						}
+						if s == st {
+							count = v.Count
+						}
+					}, empty, st)
+					b.ReportMetric(float64(count), "receipts")
+				})
+			}
 		})
 	}
 }
 
-// BenchmarkBudgetCliff: no-op runs per second with the stored stream
-// output over its budget (so every run's output is pruned for) against
-// under it, on a store holding 10k runs' streams. Goal: over/under >= 0.8.
+// paired runs op on the empty store and on st in turn, every iteration,
+// so both see the same machine (this one is shared and its load drifts),
+// and reports the medians and their ratio, x-empty.
+func paired(b *testing.B, op func(*scaleData), empty, st *scaleData) {
+	var de, dn []time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		op(empty)
+		t1 := time.Now()
+		op(st)
+		de, dn = append(de, t1.Sub(t0)), append(dn, time.Since(t1))
+	}
+	reportPair(b, de, dn)
+}
+
+func reportPair(b *testing.B, de, dn []time.Duration) {
+	slices.Sort(de)
+	slices.Sort(dn)
+	e, n := de[len(de)/2], dn[len(dn)/2]
+	b.ReportMetric(float64(e.Microseconds())/1000, "empty-p50-ms")
+	b.ReportMetric(float64(n.Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(n)/float64(e), "x-empty")
+}
+
+// BenchmarkBudgetCliff: no-op runs per second on a store holding 10k
+// runs' streams with the stored output over its stream budget (so runs'
+// output keeps waking the pruner) against the same store under it: two
+// copies, run in turn on the same machine. Goal: over/under >= 0.8.
 func BenchmarkBudgetCliff(b *testing.B) {
 	st := scaleStore(b, 10_000)
-	for _, c := range []struct {
-		name   string
-		budget func(total uint64) uint64
-	}{
-		{"under", func(uint64) uint64 { return 1 << 40 }},
-		// 200 bytes under what is stored: each run's 51 bytes pass it.
-		{"over", func(total uint64) uint64 { return total - 200 }},
-	} {
-		b.Run(c.name, func(b *testing.B) {
-			total := st.streamTotal(b)
-			e, err := engine.Open(engine.Options{DataDir: st.dir, StreamBudget: c.budget(total)})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer e.Close()
-			start := time.Now()
-			for b.Loop() {
-				o, err := e.RunHook("local:bench", engine.RunRequest{Module: "bench", Hook: "noop", Jail: engine.JailOff})
-				if err != nil || !o.OK() {
-					b.Fatalf("run: %+v %v", o, err)
-				}
-			}
-			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "runs/s")
-		})
+	over := &scaleData{dir: st.dir + "-over", runs: st.runs, bin: st.bin}
+	if out, err := exec.Command("cp", "-a", st.dir, over.dir).CombinedOutput(); err != nil {
+		b.Fatalf("copy the store: %v: %s", err, out)
 	}
+	total := st.streamTotal(b)
+	under, err := engine.Open(engine.Options{DataDir: st.dir, StreamBudget: 1 << 40})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer under.Close()
+	// 200 bytes under what is stored: the first run's 51 bytes pass it.
+	overE, err := engine.Open(engine.Options{DataDir: over.dir, StreamBudget: total - 200})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer overE.Close()
+	run := func(e *engine.Engine) time.Duration {
+		t0 := time.Now()
+		o, err := e.RunHook("local:bench", engine.RunRequest{Module: "bench", Hook: "noop", Jail: engine.JailOff})
+		if err != nil || !o.OK() {
+			b.Fatalf("run: %+v %v", o, err)
+		}
+		return time.Since(t0)
+	}
+	var du, do time.Duration
+	for b.Loop() {
+		du += run(under)
+		do += run(overE)
+	}
+	b.ReportMetric(float64(b.N)/du.Seconds(), "under-runs/s")
+	b.ReportMetric(float64(b.N)/do.Seconds(), "over-runs/s")
+	b.ReportMetric(du.Seconds()/do.Seconds(), "over/under")
 }
 
 type scaleData struct {
@@ -329,37 +369,48 @@ func reportDBSize(b *testing.B, st *scaleData) {
 	}
 }
 
-// benchVerb runs a warden verb as its own process on the data dir (no
-// holder: it opens the store itself) and reports its peak RSS. The RSS is
-// read through GNU time when it is installed: a child forked from this
-// (large) benchmark process would report this process's RSS as its own
-// peak (Linux carries the pre-exec high-water mark over an exec).
-func benchVerb(b *testing.B, st *scaleData, argv ...string) {
-	var rss int64
+// benchVerb runs a warden verb as its own process on the empty store and
+// on st in turn (no holder: it opens the store itself) and reports the
+// medians and peak RSS of both. The RSS is read through GNU time when it
+// is installed: a child forked from this (large) benchmark process would
+// report this process's RSS as its own peak (Linux carries the pre-exec
+// high-water mark over an exec).
+func benchVerb(b *testing.B, empty, st *scaleData, argv ...string) {
 	gnuTime := "/usr/bin/time"
 	if _, err := os.Stat(gnuTime); err != nil {
 		gnuTime = ""
 		b.Log("no /usr/bin/time (apt-get install time): peak RSS not measured")
 	}
-	for b.Loop() {
-		args := append([]string{"--data-dir", st.dir}, argv...)
-		cmd := exec.Command(st.bin, args...)
+	rss := map[*scaleData]int64{}
+	run := func(s *scaleData) time.Duration {
+		args := append([]string{"--data-dir", s.dir}, argv...)
+		cmd := exec.Command(s.bin, args...)
 		if gnuTime != "" {
-			cmd = exec.Command(gnuTime, append([]string{"-f", "RSS %M", st.bin}, args...)...)
+			cmd = exec.Command(gnuTime, append([]string{"-f", "RSS %M", s.bin}, args...)...)
 		}
 		cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0")
 		var out, errb bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errb
+		t0 := time.Now()
 		if err := cmd.Run(); err != nil {
 			b.Fatalf("warden %s: %v\n%s%s", strings.Join(argv, " "), err, out.String(), errb.String())
 		}
+		d := time.Since(t0)
 		if i := strings.LastIndex(errb.String(), "RSS "); i >= 0 {
 			if kib, err := strconv.ParseInt(strings.TrimSpace(errb.String()[i+4:]), 10, 64); err == nil {
-				rss = max(rss, kib)
+				rss[s] = max(rss[s], kib)
 			}
 		}
+		return d
 	}
-	if rss > 0 {
-		b.ReportMetric(float64(rss)/1024, "peak-RSS-MiB")
+	var de, dn []time.Duration
+	for b.Loop() {
+		de, dn = append(de, run(empty)), append(dn, run(st))
+	}
+	reportPair(b, de, dn)
+	if rss[st] > 0 && rss[empty] > 0 {
+		b.ReportMetric(float64(rss[empty])/1024, "empty-RSS-MiB")
+		b.ReportMetric(float64(rss[st])/1024, "RSS-MiB")
+		b.ReportMetric(float64(rss[st])/float64(rss[empty]), "RSS-x-empty")
 	}
 }
