@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -17,6 +19,8 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"warden/engine"
+	"warden/engine/hooks"
+	"warden/engine/jail"
 	"warden/storage"
 	"warden/tui"
 )
@@ -435,4 +439,82 @@ func benchVerb(b *testing.B, empty, st *scaleData, argv ...string) {
 		b.ReportMetric(float64(rss[st])/1024, "RSS-MiB")
 		b.ReportMetric(float64(rss[st])/float64(rss[empty]), "RSS-x-empty")
 	}
+}
+
+// BenchmarkFourLoops: four `warden hook run bench noop` loops attached to
+// a `warden serve` (each run a CLI process, jailed), against four loops
+// of the bare bwrap command line the spawner builds for that hook (same
+// plan and environment, no engine, no CLI), a round of four of each in
+// turn. Goal: attached/bare >= 0.6 in runs per second.
+func BenchmarkFourLoops(b *testing.B) {
+	if _, err := os.Stat(jail.DefaultBwrap); err != nil {
+		b.Skip("bubblewrap is not installed: apt-get install bubblewrap")
+	}
+	st := scaleStore(b, 0)
+	srv := exec.Command(st.bin, "--data-dir", st.dir, "serve")
+	var out lockedBuffer
+	srv.Stdout, srv.Stderr = &out, &out
+	if err := srv.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer func() { srv.Process.Signal(syscall.SIGTERM); srv.Wait() }()
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(out.String(), "serving data dir"); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			b.Fatalf("serve did not start: %s", out.String())
+		}
+	}
+
+	jl, err := jail.New(jail.DefaultBwrap)
+	if err != nil {
+		b.Fatal(err)
+	}
+	plan, err := jail.BuildPlan(jail.PlanInput{ModuleDir: filepath.Join(filepath.Dir(st.dir), "module"), RunDir: b.TempDir(), Warden: st.bin})
+	if err != nil {
+		b.Fatal(err)
+	}
+	env := hooks.BuildEnv(os.Environ(), map[string]string{"WARDEN_SOCKET": jail.SocketTarget, "WARDEN_TOKEN": "cap_" + strings.Repeat("0", 64),
+		"WARDEN_RUN": "bench", "WARDEN_MODULE": "bench", "WARDEN_HOOK": "noop"}, jail.BinDir)
+	bare := func() error {
+		s := jl.Spawner(plan, false)
+		cmd, err := s.Command(hooks.Spawn{Argv: []string{jail.ModuleTarget + "/noop.sh"}, Dir: jail.ModuleTarget, Env: env})
+		if err != nil {
+			return err
+		}
+		cmd.Stdout = io.Discard
+		err = cmd.Start()
+		s.Release()
+		if err == nil {
+			err = cmd.Wait()
+		}
+		return err
+	}
+	attached := func() error {
+		cmd := exec.Command(st.bin, "--data-dir", st.dir, "hook", "run", "bench", "noop")
+		cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0")
+		if o, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("%v: %s", err, o)
+		}
+		return nil
+	}
+	four := func(run func() error) time.Duration {
+		t0 := time.Now()
+		errs := make(chan error, 4)
+		for i := 0; i < 4; i++ {
+			go func() { errs <- run() }()
+		}
+		for i := 0; i < 4; i++ {
+			if err := <-errs; err != nil {
+				b.Fatal(err)
+			}
+		}
+		return time.Since(t0)
+	}
+	var da, db time.Duration
+	for b.Loop() {
+		da += four(attached)
+		db += four(bare)
+	}
+	b.ReportMetric(float64(4*b.N)/da.Seconds(), "attached-runs/s")
+	b.ReportMetric(float64(4*b.N)/db.Seconds(), "bare-runs/s")
+	b.ReportMetric(db.Seconds()/da.Seconds(), "attached/bare")
 }
