@@ -187,6 +187,14 @@ func TestPruneTokensByDueTime(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
+	s.View(func(tx *Tx) error {
+		var notDue []string
+		tx.EachTokenDueAfter(now, func(r TokenRecord) error { notDue = append(notDue, r.ID); return nil })
+		if tx.TokenCount() != 3 || len(notDue) != 1 || notDue[0] != live.ID {
+			t.Errorf("TokenCount %d, not yet due %v; want 3 and only the live one", tx.TokenCount(), notDue)
+		}
+		return nil
+	})
 	var n int
 	if _, err := s.Update(func(tx *Tx) (err error) {
 		if !tx.TokensDue(now) {

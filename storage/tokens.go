@@ -172,6 +172,39 @@ func (tx *Tx) TokensDue(cutoff time.Time) bool {
 	return k != nil && bytes.Compare(k[:min(len(k), 8)], u64key(uint64(max(cutoff.UnixNano(), 0)))) < 0
 }
 
+// TokenCount is how many token records are stored, counted on the index
+// by due time (keys only: no record is decoded).
+func (tx *Tx) TokenCount() int {
+	n := 0
+	c := tx.bucket(bucketTokenAge).Cursor()
+	for k, _ := c.First(); k != nil; k, _ = c.Next() {
+		n++
+	}
+	return n
+}
+
+// EachTokenDueAfter calls fn for every token neither expired nor revoked
+// at t (due at or after it), reading only those through the index.
+func (tx *Tx) EachTokenDueAfter(t time.Time, fn func(TokenRecord) error) error {
+	c := tx.bucket(bucketTokenAge).Cursor()
+	for k, _ := c.Seek(u64key(uint64(max(t.UnixNano(), 0)))); k != nil; k, _ = c.Next() {
+		if len(k) != 8+64 {
+			continue
+		}
+		r, err := tx.Token(string(k[8:]))
+		if errors.Is(err, ErrNotFound) {
+			continue // a stale entry of a record deleted while corrupt
+		}
+		if err != nil {
+			return err
+		}
+		if err := fn(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // EachToken calls fn for every token record; a corrupt record stops the
 // walk with its error.
 func (tx *Tx) EachToken(fn func(TokenRecord) error) error {

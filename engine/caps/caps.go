@@ -397,9 +397,11 @@ func (a *Authority) Status() (Status, error) {
 		st.Problem = a.broken.Error()
 	}
 	now := a.now()
+	// Counted on storage's index by due time: only the tokens not yet
+	// due (unexpired and unrevoked) are read, however many are kept.
 	err := a.store.View(func(tx *storage.Tx) error {
-		return tx.EachToken(func(r storage.TokenRecord) error {
-			st.Tokens++
+		st.Tokens = tx.TokenCount()
+		return tx.EachTokenDueAfter(now, func(r storage.TokenRecord) error {
 			if r.Revoked == nil && r.Generation == a.trust.Generation && now.Before(r.Expires) {
 				st.Live++
 			}
