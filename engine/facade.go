@@ -46,6 +46,7 @@ type Facade interface {
 	RunHook(actor Actor, req RunRequest) (Outcome, error)
 	CancelRun(actor Actor, id string) error
 	RunsBefore(before string, limit int) ([]RunRecord, error)
+	LiveRuns() ([]RunRecord, error)
 	Runs(limit int) ([]RunRecord, error)
 	Run(id string) (RunRecord, error)
 	StreamLines(run string, from uint64, max int) ([]Line, error)

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"slices"
 	"sync"
 
 	"warden/storage"
@@ -172,6 +173,17 @@ func (e *Engine) RunsBefore(before string, limit int) (rs []RunRecord, err error
 		rs, err = tx.RunsBefore(before, limit)
 		return err
 	})
+	return rs, err
+}
+
+// LiveRuns lists the runs still running, newest first, read through the
+// index of live runs (however long the history).
+func (e *Engine) LiveRuns() (rs []RunRecord, err error) {
+	err = e.store.View(func(tx *storage.Tx) error {
+		rs, err = tx.LiveRuns()
+		return err
+	})
+	slices.Reverse(rs)
 	return rs, err
 }
 

@@ -468,6 +468,11 @@ func (c *Client) Runs(limit int) (rs []engine.RunRecord, err error) {
 	return
 }
 
+func (c *Client) LiveRuns() (rs []engine.RunRecord, err error) {
+	err = c.call("LiveRuns", nil, &rs)
+	return
+}
+
 func (c *Client) RunsBefore(before string, limit int) (rs []engine.RunRecord, err error) {
 	err = c.call("RunsBefore", []any{before, limit}, &rs)
 	return
