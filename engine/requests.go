@@ -379,6 +379,9 @@ type RequestFilter struct {
 	All bool
 	// Limit caps the list; 0 for no cap.
 	Limit int
+	// Before pages through the decided requests: only those with a lower
+	// id, and no pending ones (they were on the first page).
+	Before uint64
 }
 
 // Requests lists requests: the pending ones first, oldest first (the
@@ -391,25 +394,26 @@ func (e *Engine) Requests(f RequestFilter) ([]Request, error) {
 	var out []Request
 	err := e.store.View(func(tx *storage.Tx) error {
 		out = out[:0]
-		pending, err := tx.UndecidedRequests("")
-		if err != nil {
-			return err
+		if f.Before == 0 {
+			pending, err := tx.UndecidedRequests("")
+			if err != nil {
+				return err
+			}
+			sort.SliceStable(pending, func(i, j int) bool { return pending[i].Created.Before(pending[j].Created) })
+			out = append(out, pending...)
 		}
-		sort.SliceStable(pending, func(i, j int) bool { return pending[i].Created.Before(pending[j].Created) })
-		out = append(out, pending...)
-		if !f.All {
+		if !f.All || (f.Limit > 0 && len(out) >= f.Limit) {
 			return nil
 		}
-		all, err := tx.Requests(0)
-		if err != nil {
-			return err
+		// The decided ones, newest first, by key range: only the page
+		// asked for is read.
+		limit := 0
+		if f.Limit > 0 {
+			limit = f.Limit - len(out)
 		}
-		for _, r := range all {
-			if r.Decision != nil {
-				out = append(out, r)
-			}
-		}
-		return nil
+		decided, err := tx.RequestsBefore(f.Before, limit, func(r *storage.RequestRecord) bool { return r.Decision != nil })
+		out = append(out, decided...)
+		return err
 	})
 	if f.Limit > 0 && len(out) > f.Limit {
 		out = out[:f.Limit]

@@ -265,7 +265,7 @@ func (e *Engine) newRun(actor Actor, req RunRequest, pf preflighted) (*activeRun
 		runActor = MCPSubject(req.Client)
 	}
 	now := time.Now().UTC()
-	rec := RunRecord{ID: storage.NewRunID(now), Module: pf.m.ID, Hook: pf.hook.Name, Actor: runActor, Status: storage.RunRunning,
+	rec := RunRecord{ID: e.newRunID(now), Module: pf.m.ID, Hook: pf.hook.Name, Actor: runActor, Status: storage.RunRunning,
 		JailMode: pf.jailMode, Started: now, Deadline: now.Add(pf.hook.Timeout), PID: os.Getpid()}
 	if raw, err := json.Marshal(pf.inputs); err == nil {
 		rec.Inputs = raw
@@ -291,7 +291,12 @@ func (e *Engine) newRun(actor Actor, req RunRequest, pf preflighted) (*activeRun
 // dir (with bin/warden), its token, its stream and its broker. It returns
 // the one undo of all of it, for a later phase that fails.
 func (e *Engine) prepare(r *activeRun) (undo func(), err error) {
-	runDir := filepath.Join(e.DataDir(), "runs", r.rec.ID)
+	// The dir's name is the run's id, unless a leftover dir of that name
+	// made the run take the next id (see makeRunDir).
+	runDir, err := e.makeRunDir(r)
+	if err != nil {
+		return nil, err
+	}
 	undo = func() {
 		if r.brk != nil {
 			r.brk.Close() // the token was not recorded: nothing to revoke
@@ -300,12 +305,6 @@ func (e *Engine) prepare(r *activeRun) (undo func(), err error) {
 			r.ingest.close()
 		}
 		os.RemoveAll(runDir)
-	}
-	if err := os.MkdirAll(filepath.Dir(runDir), 0o700); err != nil {
-		return nil, err
-	}
-	if err := os.Mkdir(runDir, 0o700); err != nil {
-		return nil, err
 	}
 	defer func() {
 		if err != nil {
@@ -389,20 +388,16 @@ func (e *Engine) spawnSpec(r *activeRun, pf preflighted) spawned {
 	return sp
 }
 
-// recordStart commits the token, the run record and the hook.start
-// receipt as one (pruning old streams in the same commit), then
-// publishes the run.
+// recordStart commits the token, the run record (never over a stored
+// run) and the hook.start receipt as one, then publishes the run. Old
+// streams are pruned in the background (prune.go), never here.
 func (e *Engine) recordStart(actor Actor, r *activeRun, details map[string]any) error {
-	var freed int64
 	if _, err := e.store.Update(func(tx *storage.Tx) (err error) {
-		if freed, err = e.pruneStreams(tx); err != nil {
-			return err
-		}
 		if err := r.tok.Record(tx); err != nil {
 			return err
 		}
-		if err := tx.PutRun(r.rec); err != nil {
-			return err
+		if err := tx.CreateRun(r.rec); err != nil {
+			return err // never over a stored run (see storage.runIDs)
 		}
 		_, err = tx.AppendReceipt(storage.Draft{Kind: storage.KindHookStart, Actor: r.rec.Actor, Subject: r.rec.Module + "/" + r.rec.Hook,
 			Summary: fmt.Sprintf("run %s of %s/%s started (jail %s)", r.rec.ID, r.rec.Module, r.rec.Hook, jailName(r.rec.JailMode)),
@@ -411,7 +406,6 @@ func (e *Engine) recordStart(actor Actor, r *activeRun, details map[string]any) 
 	}); err != nil {
 		return err
 	}
-	e.streamBytes.Add(-freed)
 	rec := r.rec
 	e.bus.publish(Event{Kind: EventRun, Run: &rec})
 	return nil
@@ -445,6 +439,25 @@ func (e *Engine) launch(r *activeRun, sp spawned) *RunHandle {
 	r.proc.Store(proc)
 	go func() { r.finish(h, proc.Wait()) }()
 	return h
+}
+
+// makeRunDir makes the run's private dir. A dir of that name left by a
+// crashed engine (made, but its run never recorded) takes the next id
+// rather than reuse what is there.
+func (e *Engine) makeRunDir(r *activeRun) (string, error) {
+	runs := filepath.Join(e.DataDir(), "runs")
+	if err := os.MkdirAll(runs, 0o700); err != nil {
+		return "", err
+	}
+	for try := 0; ; try++ {
+		dir := filepath.Join(runs, r.rec.ID)
+		err := os.Mkdir(dir, 0o700)
+		if err == nil || !errors.Is(err, os.ErrExist) || try == 3 {
+			return dir, err
+		}
+		r.rec.ID = e.newRunID(time.Now())
+		r.actor = "run:" + r.rec.ID
+	}
 }
 
 // RunHook starts a run and waits for its outcome.

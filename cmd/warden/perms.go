@@ -143,15 +143,26 @@ policy is at revision 0.`,
 func (a *app) permsListCommand() *cobra.Command {
 	var all bool
 	var limit int
+	var before uint64
 	c := &cobra.Command{
 		Use:   "list [--all]",
 		Short: "List permission requests: the pending ones first (oldest first), then with --all the decided ones",
+		Long: `Lists the pending permission requests, oldest first; with --all, then the
+decided ones, newest first, --limit at a time. The next page is
+--before the last ID shown (it lists decided requests only).`,
 		Example: `  warden perms list
-  warden perms list --all --json`,
+  warden perms list --all --json
+  warden perms list --all --before 120 --limit 20`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if limit < 0 {
+				return usageError{fmt.Errorf("--limit must be 0 (no limit) or more, got %d", limit)}
+			}
+			if before > 0 {
+				all = true // only decided requests are older than a page
+			}
 			return a.withEngine(func(e engine.Facade) error {
-				rs, err := e.Requests(engine.RequestFilter{All: all, Limit: limit})
+				rs, err := e.Requests(engine.RequestFilter{All: all, Limit: limit, Before: before})
 				if err != nil {
 					return err
 				}
@@ -186,12 +197,16 @@ func (a *app) permsListCommand() *cobra.Command {
 				if rs[0].Decision == nil {
 					a.printf("\ndecide with `warden perms approve|approve-always|deny ID [--reason R]`; details with `warden perms show ID`\n")
 				}
+				if last := rs[len(rs)-1]; all && limit > 0 && len(rs) == limit && last.Decision != nil && last.ID > 1 {
+					a.printf("older: `warden perms list --all --limit %d --before %d`\n", limit, last.ID)
+				}
 				return nil
 			})
 		},
 	}
 	c.Flags().BoolVar(&all, "all", false, "also list decided requests, newest first")
-	c.Flags().IntVar(&limit, "limit", 0, "at most this many (0 for all)")
+	c.Flags().IntVar(&limit, "limit", 50, "at most this many (0 for all)")
+	c.Flags().Uint64Var(&before, "before", 0, "only decided requests with an ID below this (the next page; implies --all)")
 	return c
 }
 
