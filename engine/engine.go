@@ -59,6 +59,10 @@ type Options struct {
 	// BwrapPath is the bubblewrap binary (default /usr/bin/bwrap; never
 	// searched on PATH).
 	BwrapPath string
+
+	// egress: test-only proxy settings (egress_run.go); unexported, so
+	// no CLI flag or config file reaches them.
+	egress egressOptions
 }
 
 // Engine is an open data dir with everything that runs on it.

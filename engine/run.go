@@ -117,6 +117,7 @@ type activeRun struct {
 	actor    string // "run:<id>": who the hook's own writes are recorded as
 
 	proc    atomic.Pointer[hooks.Process]
+	egress  *egressRun // egress mode only (egress_run.go)
 	ingest  *ingester
 	brk     *broker.Broker
 	started time.Time
@@ -266,10 +267,16 @@ func (e *Engine) StartRun(actor Actor, req RunRequest) (*RunHandle, error) {
 			planErr = err
 		}
 		js := jl.Spawner(plan, network)
+		if planErr == nil && hook.Egress {
+			planErr = r.egressSetup(js, runDir, startDetails)
+		}
 		spawner = js
 		spawn.Argv = append([]string{path.Join(jail.ModuleTarget, hook.Run[0])}, hook.Run[1:]...)
 		spawn.Dir = jail.ModuleTarget
 		socket, pathFirst = jail.SocketTarget, jail.BinDir
+	} else if hook.Egress {
+		r.streamLater = append(r.streamLater, storage.Line{At: time.Now(), Level: storage.LevelWarn,
+			Text: "jail OFF: this hook's network list is not enforced (it has the host's network)"})
 	}
 	spawn.Env = hooks.BuildEnv(os.Environ(), map[string]string{
 		"WARDEN_SOCKET": socket,
@@ -278,6 +285,9 @@ func (e *Engine) StartRun(actor Actor, req RunRequest) (*RunHandle, error) {
 		"WARDEN_MODULE": m.ID,
 		"WARDEN_HOOK":   hook.Name,
 	}, pathFirst)
+	if r.egress != nil {
+		spawn.Env = egressEnv(spawn.Env)
+	}
 	if jl != nil {
 		// The operator's HOME does not exist in the jail; /tmp is the
 		// hook's own (the synthesized passwd agrees).
@@ -302,6 +312,7 @@ func (e *Engine) StartRun(actor Actor, req RunRequest) (*RunHandle, error) {
 			Details: startDetails})
 		return err
 	}); err != nil {
+		r.egress.close()
 		r.brk.Close() // the token was not recorded: nothing to revoke
 		r.ingest.close()
 		os.RemoveAll(runDir)
@@ -375,6 +386,7 @@ func (r *activeRun) cancel(why string) {
 // writes the run's end receipt.
 func (r *activeRun) finish(h *RunHandle, exit hooks.Exit) {
 	e := r.e
+	r.egress.close() // every connection is receipted, and said, before the verdict
 	r.ingest.close() // every output line is durable before the verdict
 	r.brk.End()
 	ended := time.Now().UTC()
@@ -425,6 +437,9 @@ func (r *activeRun) finish(h *RunHandle, exit hooks.Exit) {
 	}
 	if rec.Error != "" {
 		details["error"] = rec.Error
+	}
+	if r.egress != nil {
+		details["destinations"] = r.egress.destinations()
 	}
 	summary := fmt.Sprintf("run %s of %s/%s %s in %s (jail %s)", rec.ID, rec.Module, rec.Hook, rec.Status, dur.Round(time.Millisecond), jailName(rec.JailMode))
 	if _, err := e.store.Update(func(tx *storage.Tx) error {

@@ -22,6 +22,9 @@ import (
 // (which may ask the operator, so Decide may block).
 type Verdict struct {
 	Allow bool
+	// AllowedBy is the kind of grant: "rule" (the policy's list, or its
+	// network: true), "approve-once" or "approve-always".
+	AllowedBy string
 	// Via says what allowed it ("policy module:x revision 3:
 	// api.github.com:443", "approve-once by local:root (request 7)", ...).
 	Via string
@@ -35,17 +38,18 @@ type Verdict struct {
 // Record is one connection as it ended: what the network.connect receipt
 // says.
 type Record struct {
-	Host     string        `json:"host"`
-	Port     uint16        `json:"port"`
-	Protocol string        `json:"protocol"` // connect, http or socks5
-	Addr     string        `json:"address,omitempty"`
-	Allowed  bool          `json:"allowed"`
-	Via      string        `json:"via,omitempty"`
-	Reason   string        `json:"reason,omitempty"`
-	Up       int64         `json:"bytesUp"`
-	Down     int64         `json:"bytesDown"`
-	Start    time.Time     `json:"-"`
-	Duration time.Duration `json:"-"`
+	Host      string        `json:"host"`
+	Port      uint16        `json:"port"`
+	Protocol  string        `json:"protocol"` // connect, http or socks5
+	Addr      string        `json:"address,omitempty"`
+	Allowed   bool          `json:"allowed"`
+	AllowedBy string        `json:"allowedBy,omitempty"`
+	Via       string        `json:"via,omitempty"`
+	Reason    string        `json:"reason,omitempty"`
+	Up        int64         `json:"bytesUp"`
+	Down      int64         `json:"bytesDown"`
+	Start     time.Time     `json:"-"`
+	Duration  time.Duration `json:"-"`
 }
 
 // Config is one run's proxy.
@@ -73,7 +77,7 @@ type Config struct {
 
 // Defaults.
 const (
-	DefaultMaxConns = 256
+	DefaultMaxConns = 200
 	DefaultIdle     = 2 * time.Minute
 	defaultDial     = 10 * time.Second
 	headerTimeout   = 30 * time.Second
@@ -238,7 +242,7 @@ func (p *Proxy) handle(c net.Conn, overLimit bool) {
 	ctx, cancel := context.WithCancel(p.ctx)
 	defer cancel()
 	v := p.cfg.Decide(ctx, req.host, req.port)
-	rec.Via = v.Via
+	rec.Via, rec.AllowedBy = v.Via, v.AllowedBy
 	if !v.Allow {
 		rec.Reason = v.Reason
 		reply(c, req.proto, refusal{status: http.StatusForbidden, socks: socksNotAllowed, reason: v.Reason})

@@ -1,0 +1,31 @@
+package main
+
+import (
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"warden/engine/egress"
+)
+
+// hookEgressBridgeCommand is `warden hook egress-bridge`: the jail's first
+// program when a hook's network is a list of names. Operators never run
+// it; the jail does, before the hook.
+func (a *app) hookEgressBridgeCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "egress-bridge --socket PATH -- PROGRAM [ARG...]",
+		Short: "Inside the jail: forward 127.0.0.1:3128 and :1080 to the run's egress proxy, then run the hook",
+		Long: `Started by the jail, before the hook, when the hook's network is a list of
+destinations. It listens on 127.0.0.1:3128 (HTTP proxy: CONNECT and
+absolute-form http:// requests) and 127.0.0.1:1080 (SOCKS5, remote names),
+forwards each connection to the run's proxy socket, and then execs the
+hook, which finds HTTP_PROXY, HTTPS_PROXY and ALL_PROXY pointing there. It
+ends with the jail.`,
+		Hidden:             true,
+		DisableFlagParsing: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			os.Exit(egress.BridgeMain(args))
+			return nil
+		},
+	}
+}
