@@ -244,3 +244,15 @@ func egressEnv(env []string) []string {
 	}
 	return out
 }
+
+// networkNote marks a start receipt's summary: the host's network is
+// loud, the egress proxy is named.
+func networkNote(host, egressMode bool) string {
+	switch {
+	case host:
+		return ", NETWORK: HOST (the host's whole network)"
+	case egressMode:
+		return ", network: egress proxy"
+	}
+	return ""
+}

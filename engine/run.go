@@ -308,7 +308,7 @@ func (e *Engine) StartRun(actor Actor, req RunRequest) (*RunHandle, error) {
 			return err
 		}
 		_, err := tx.AppendReceipt(storage.Draft{Kind: "hook.start", Actor: string(actor), Subject: m.ID + "/" + hook.Name,
-			Summary: fmt.Sprintf("run %s of %s/%s started (jail %s)", rec.ID, m.ID, hook.Name, jailName(jailMode)),
+			Summary: fmt.Sprintf("run %s of %s/%s started (jail %s%s)", rec.ID, m.ID, hook.Name, jailName(jailMode), networkNote(network, r.egress != nil)),
 			Details: startDetails})
 		return err
 	}); err != nil {

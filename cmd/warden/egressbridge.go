@@ -21,6 +21,8 @@ absolute-form http:// requests) and 127.0.0.1:1080 (SOCKS5, remote names),
 forwards each connection to the run's proxy socket, and then execs the
 hook, which finds HTTP_PROXY, HTTPS_PROXY and ALL_PROXY pointing there. It
 ends with the jail.`,
+		Example: `  # what the jail runs for a hook with network: [api.github.com:443]
+  warden hook egress-bridge --socket /run/warden/egress.sock -- /module/hooks/fetch.sh`,
 		Hidden:             true,
 		DisableFlagParsing: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
