@@ -13,18 +13,18 @@ import (
 // HookPlan is what `warden hook plan` shows: the jail a run of the hook
 // would get on this host, and what is absent here.
 type HookPlan struct {
-	Module  string     `json:"module"`
-	Hook    string     `json:"hook"`
-	Network bool       `json:"network"`
+	Module  string `json:"module"`
+	Hook    string `json:"hook"`
+	Network bool   `json:"network"`
 	// NetworkMode is "none", "host" (network: true, granted) or "egress"
 	// (a list: the empty namespace and the run's proxy); Destinations is
 	// the hook's list and PolicyNetwork what its module's policy allows.
-	NetworkMode   string   `json:"networkMode"`
-	Destinations  []string `json:"destinations,omitempty"`
-	PolicyNetwork []string `json:"policyNetwork,omitempty"`
-	PolicyAll     bool     `json:"policyNetworkAll,omitempty"`
-	Plan    *jail.Plan `json:"plan"`
-	Problem string     `json:"problem,omitempty"` // set when a run would fail before spawn
+	NetworkMode   string     `json:"networkMode"`
+	Destinations  []string   `json:"destinations,omitempty"`
+	PolicyNetwork []string   `json:"policyNetwork,omitempty"`
+	PolicyAll     bool       `json:"policyNetworkAll,omitempty"`
+	Plan          *jail.Plan `json:"plan"`
+	Problem       string     `json:"problem,omitempty"` // set when a run would fail before spawn
 }
 
 // PlanHook lays out the jail plan of a hook without running it. Path

@@ -64,7 +64,7 @@ policy is at revision 0.`,
 		Example: `  warden perms policy set module:hello --revision 0 --network api.github.com:443,pypi.org
   warden perms policy set module:hello --revision 1 --network false
   warden perms policy set module:hello --revision 2 --network true   # the host's network: loud`,
-		Args:    args(cobra.ExactArgs(1)),
+		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			if revision < 0 {
 				return usageError{fmt.Errorf("--revision is required (see `warden perms policy show %s`)", argv[0])}
