@@ -147,6 +147,8 @@ func (er *egressRun) decide(ctx context.Context, host string, port uint16) egres
 		switch {
 		case d.By == perms.EngineActor && why == "expired":
 			why = fmt.Sprintf("request %d expired without a decision", req.ID)
+		case d.By == perms.EngineActor && why == "no operator attached":
+			why = fmt.Sprintf("no operator attached to decide request %d; the policy of %s does not list %s", req.ID, subject, dest)
 		case why == "":
 			why = fmt.Sprintf("denied by %s (request %d)", d.By, req.ID)
 		}

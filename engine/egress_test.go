@@ -232,6 +232,7 @@ var egressNames = []string{"allowed.test", "other.test", "always.test", "denied.
 type tlsWorld struct {
 	caPEM []byte
 	port  int // the HTTPS server
+	plain int // the same handler over plain HTTP
 	pong  int // a plain server answering "ping" with "pong"
 }
 
@@ -283,6 +284,13 @@ func newTLSWorld(t testing.TB) *tlsWorld {
 	})}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
+	pln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := &http.Server{Handler: srv.Handler}
+	go plain.Serve(pln)
+	t.Cleanup(func() { plain.Close() })
 
 	pong, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -308,7 +316,7 @@ func newTLSWorld(t testing.TB) *tlsWorld {
 		}
 	}()
 	return &tlsWorld{caPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
-		port: ln.Addr().(*net.TCPAddr).Port, pong: pong.Addr().(*net.TCPAddr).Port}
+		port: ln.Addr().(*net.TCPAddr).Port, plain: pln.Addr().(*net.TCPAddr).Port, pong: pong.Addr().(*net.TCPAddr).Port}
 }
 
 // egressEngine opens an engine whose proxy resolves the test names (when
@@ -414,8 +422,9 @@ func TestEgressAllowedName(t *testing.T) {
 	needJail(t)
 	w := newTLSWorld(t)
 	u := fmt.Sprintf("https://allowed.test:%d/", w.port)
-	e := egressEngine(t, w, true, map[string]string{"get": egressHook("get", u, "/module/ca.pem"), "env": egressHook("env")})
-	setNetwork(t, e, fmt.Sprintf("allowed.test:%d", w.port))
+	e := egressEngine(t, w, true, map[string]string{"get": egressHook("get", u, "/module/ca.pem"), "env": egressHook("env"),
+		"plain": egressHook("get", fmt.Sprintf("http://allowed.test:%d/", w.plain), "/module/ca.pem")})
+	setNetwork(t, e, fmt.Sprintf("allowed.test:%d", w.port), fmt.Sprintf("allowed.test:%d", w.plain))
 
 	o, cs := runEgress(t, e, "get")
 	want := sha256.Sum256([]byte("hello allowed.test"))
@@ -438,6 +447,13 @@ func TestEgressAllowedName(t *testing.T) {
 	}
 	if start := hookStartDetails(t, e, o.Run.ID); start["network"] != "egress" {
 		t.Errorf("hook.start network = %v", start["network"])
+	}
+
+	// An http:// URL goes as an absolute-form request, no CONNECT.
+	o, cs = runEgress(t, e, "plain")
+	wantEscape(t, "bwrap", cs, "get", fmt.Sprintf("get 200 18 %s", hex.EncodeToString(want[:])[:16]))
+	if rs := connectReceipts(t, e, o.Run.ID); len(rs) != 1 || rs[0].Details["protocol"] != "http" || rs[0].Details["allowed"] != true {
+		t.Errorf("plain http receipts: %v", rs)
 	}
 
 	_, cs = runEgress(t, e, "env")
@@ -673,3 +689,56 @@ func TestEgressConnectionLimit(t *testing.T) {
 
 var _ = syscall.ECONNREFUSED
 var _ = storage.LevelInfo
+
+// pythonGet is a Python hook: urllib honours HTTPS_PROXY by itself.
+const pythonGet = `#!/usr/bin/python3
+import ssl, sys, urllib.request, urllib.error
+ctx = ssl.create_default_context(cafile="/module/ca.pem")
+try:
+    with urllib.request.urlopen(sys.argv[1], context=ctx, timeout=60) as r:
+        print("CHECK py", r.status, r.read().decode())
+except urllib.error.URLError as e:
+    print("CHECK py error:", e.reason)
+`
+
+func needPython(t *testing.T) {
+	t.Helper()
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("/usr/bin/python3 is missing, and CI must run the urllib egress test (apt-get install python3-minimal): %v", err)
+		}
+		t.Skipf("/usr/bin/python3 is missing (apt-get install python3-minimal): %v", err)
+	}
+}
+
+func TestEgressPythonUrllib(t *testing.T) {
+	needJail(t)
+	needPython(t)
+	w := newTLSWorld(t)
+	hook := func(u string) string {
+		return fmt.Sprintf("    run: [./get.py, %q]\n    network: [allowed.test]\n", u)
+	}
+	e := egressEngine(t, w, true, map[string]string{
+		"ok":     hook(fmt.Sprintf("https://allowed.test:%d/", w.port)),
+		"denied": hook(fmt.Sprintf("https://denied.test:%d/", w.port)),
+	})
+	mod, err := e.Module("testmod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(mod.Manifest.Dir, "get.py"), []byte(pythonGet), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	setNetwork(t, e, fmt.Sprintf("allowed.test:%d", w.port))
+	o, cs := runEgress(t, e, "ok")
+	wantEscape(t, "bwrap", cs, "py", "py 200 hello allowed.test")
+	if rs := connectReceipts(t, e, o.Run.ID); len(rs) != 1 || rs[0].Details["allowed"] != true {
+		t.Errorf("receipts: %v", rs)
+	}
+	// No operator attached: the request is denied at once, and urllib
+	// shows the status line with its reason.
+	_, cs = runEgress(t, e, "denied")
+	if c := hasCheck(cs, "py "); !strings.Contains(c, "403 Forbidden: no operator attached to decide request 1; the policy of module:testmod does not list denied.test:") {
+		t.Errorf("denied: urllib saw %q", c)
+	}
+}

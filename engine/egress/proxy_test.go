@@ -71,7 +71,9 @@ type testProxy struct {
 // "meta.test" to 169.254.169.254; only allowed.test is exempt from the
 // deny list. Everything named *.test is allowed by the policy except
 // "denied.test".
-func startProxy(t *testing.T, max int) *testProxy {
+func startProxy(t *testing.T, max int) *testProxy { return startProxyIdle(t, max, 0) }
+
+func startProxyIdle(t *testing.T, max int, idle time.Duration) *testProxy {
 	t.Helper()
 	tp := &testProxy{socket: filepath.Join(t.TempDir(), "egress.sock")}
 	p, err := Listen(Config{
@@ -91,9 +93,10 @@ func startProxy(t *testing.T, max int) *testProxy {
 			}
 			return nil, fmt.Errorf("no such host")
 		},
-		Exempt:   func(h string) bool { return h == "allowed.test" },
-		OnClose:  func(r Record) { tp.mu.Lock(); tp.recs = append(tp.recs, r); tp.mu.Unlock() },
-		MaxConns: max,
+		Exempt:      func(h string) bool { return h == "allowed.test" },
+		OnClose:     func(r Record) { tp.mu.Lock(); tp.recs = append(tp.recs, r); tp.mu.Unlock() },
+		MaxConns:    max,
+		IdleTimeout: idle,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -245,5 +248,32 @@ func TestReasonPhraseIsOneSafeLine(t *testing.T) {
 	got := ReasonPhrase("no\r\nSet-Cookie: x\x1b[31m" + strings.Repeat("a", 300))
 	if strings.ContainsAny(got, "\r\n\x1b") || len(got) > 210 {
 		t.Errorf("%q", got)
+	}
+}
+
+// A tunnel with no byte either way for the idle timeout is closed, and
+// its record says how much went through.
+func TestProxyIdleTimeout(t *testing.T) {
+	port := echoServer(t)
+	tp := startProxyIdle(t, 8, 300*time.Millisecond)
+	c := tp.dial(t)
+	fmt.Fprintf(c, "CONNECT allowed.test:%d HTTP/1.1\r\n\r\n", port)
+	br := bufio.NewReader(c)
+	statusLine(t, br)
+	br.ReadString('\n')
+	io.WriteString(c, "xyzw\n") // the echo server peeks 4 bytes first
+	if got, _ := br.ReadString('\n'); got != "hello xyzw\n" {
+		t.Fatalf("echo: %q", got)
+	}
+	start := time.Now()
+	if _, err := br.ReadByte(); err == nil {
+		t.Fatal("the idle tunnel sent a byte")
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("the idle tunnel stayed open %v", d)
+	}
+	tp.Close()
+	if len(tp.recs) != 1 || tp.recs[0].Up != 5 || tp.recs[0].Down != 11 {
+		t.Errorf("records %+v", tp.recs)
 	}
 }
