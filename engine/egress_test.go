@@ -124,6 +124,45 @@ func egressScenario(args []string) int {
 		} else {
 			say("udp-world ok")
 		}
+	case "bench-dl": // URL CA: download, say bytes and milliseconds
+		start := time.Now()
+		resp, err := egressClient(arg(2)).Get(arg(1))
+		if err != nil {
+			say("dl error: %v", err)
+			return 0
+		}
+		n, _ := io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		say("dl %d %d", n, time.Since(start).Microseconds())
+	case "bench-setup": // N HOST PORT proxy|direct: N connections one after another
+		n, _ := strconv.Atoi(arg(1))
+		target := net.JoinHostPort(arg(2), arg(3))
+		start := time.Now()
+		for i := 0; i < n; i++ {
+			var c net.Conn
+			var status string
+			if arg(4) == "direct" {
+				var err error
+				if c, err = net.Dial("tcp", target); err == nil {
+					io.WriteString(c, "ping\n")
+					line, err := bufio.NewReader(c).ReadString('\n')
+					if err != nil || line != "pong\n" {
+						c.Close()
+						c, status = nil, fmt.Sprint("no pong ", err)
+					}
+				} else {
+					status = err.Error()
+				}
+			} else {
+				c, status = connectTunnel(target)
+			}
+			if c == nil {
+				say("setup error: %s", status)
+				return 0
+			}
+			c.Close()
+		}
+		say("setup %d %d", n, time.Since(start).Microseconds())
 	case "tunnel":
 		_, status := connectTunnel(net.JoinHostPort(arg(1), arg(2)))
 		say("tunnel %s", status)
@@ -322,7 +361,7 @@ func newTLSWorld(t testing.TB) *tlsWorld {
 // egressEngine opens an engine whose proxy resolves the test names (when
 // names) to 127.0.0.1, with a module of egress hooks and the CA at
 // /module/ca.pem.
-func egressEngine(t *testing.T, w *tlsWorld, names bool, hooks map[string]string) *Engine {
+func egressEngine(t testing.TB, w *tlsWorld, names bool, hooks map[string]string) *Engine {
 	t.Helper()
 	opts := Options{DataDir: filepath.Join(t.TempDir(), "data")}
 	if names {

@@ -356,7 +356,9 @@ func (p *Proxy) relay(c net.Conn, br *bufio.Reader, up net.Conn) (int64, int64) 
 	idle := p.cfg.IdleTimeout
 	copyDir := func(dst net.Conn, src net.Conn, r io.Reader, n *int64) {
 		defer wg.Done()
-		buf := make([]byte, relayBuffer)
+		bp := relayBufs.Get().(*[]byte)
+		defer relayBufs.Put(bp)
+		buf := *bp
 		for {
 			src.SetReadDeadline(time.Now().Add(idle))
 			k, err := r.Read(buf)
@@ -391,6 +393,10 @@ func (p *Proxy) relay(c net.Conn, br *bufio.Reader, up net.Conn) (int64, int64) 
 	wg.Wait()
 	return upN, downN
 }
+
+// relayBufs recycles relay buffers: a hook opening many short
+// connections would otherwise allocate two per connection.
+var relayBufs = sync.Pool{New: func() any { b := make([]byte, relayBuffer); return &b }}
 
 type counter struct {
 	w io.Writer
