@@ -294,6 +294,9 @@ func (p *requestsPane) decide(id uint64, verdict, reason string) {
 
 // operationLine is a request's operation on one line.
 func operationLine(r engine.Request) string {
+	if dest, ok := connectDest(r); ok {
+		return "CONNECT " + dest
+	}
 	var m map[string]any
 	if json.Unmarshal(r.Content, &m) == nil {
 		if msg, ok := m["message"].(string); ok && len(m) == 1 {
@@ -440,5 +443,5 @@ func (p *requestsPane) detail(r engine.Request) []string {
 	} else {
 		out = append(out, "  "+string(r.Content))
 	}
-	return out
+	return append(out[:1:1], append(p.connectBanner(r), out[1:]...)...)
 }

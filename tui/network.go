@@ -1,0 +1,90 @@
+package tui
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"warden/engine"
+)
+
+// Network requests and destinations (egress mode): what the Requests pane
+// and the Streams pane show of a hook whose network is a list.
+
+// opConnect is the operation of a network.connect request.
+const opConnect = "network.connect"
+
+// connectDest is host:port of a network.connect request ("", false for
+// any other request). The host was checked by the engine (a DNS name or
+// an address); it is still passed through oneLine before display.
+func connectDest(r engine.Request) (string, bool) {
+	if r.Operation != opConnect {
+		return "", false
+	}
+	var c struct {
+		Host string `json:"host"`
+		Port int    `json:"port"`
+	}
+	if json.Unmarshal(r.Content, &c) != nil || c.Host == "" {
+		return "", false
+	}
+	host := oneLine(c.Host)
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	return host + ":" + strconv.Itoa(c.Port), true
+}
+
+// connectBanner is the large line of a network request's detail: where
+// the hook wants to go, before anything else.
+func (p *requestsPane) connectBanner(r engine.Request) []string {
+	dest, ok := connectDest(r)
+	if !ok {
+		return nil
+	}
+	th := p.sh.th
+	return []string{"", "   " + th.Title.Render("CONNECT  "+dest), "   " + th.Dim.Render(fmt.Sprintf("asked by %s/%s through its egress proxy; a: add it to the module's network list", r.Requester.Module, r.Requester.Hook)), ""}
+}
+
+// connectRule is what approve-always of a network request does.
+func connectRule(r engine.Request, revision uint64) (string, bool) {
+	dest, ok := connectDest(r)
+	if !ok {
+		return "", false
+	}
+	return fmt.Sprintf("add %s to the network list of %s, policy revision %d → %d", dest, r.Subject, revision, revision+1), true
+}
+
+// destTracker remembers, per run, the destinations its stream said it
+// reached ("egress: reached HOST:PORT (...)"), in order.
+type destTracker map[string][]string
+
+func (d destTracker) take(ev *engine.LinesEvent) {
+	if ev == nil {
+		return
+	}
+	for _, l := range ev.Lines {
+		rest, ok := strings.CutPrefix(l.Text, "egress: reached ")
+		if !ok {
+			continue
+		}
+		dest, _, _ := strings.Cut(rest, " ")
+		if len(d) > 256 {
+			clear(d) // a console left open for days: forget old runs
+		}
+		d[ev.Run] = append(d[ev.Run], oneLine(dest))
+	}
+}
+
+// title is the Streams log title's part for a run's destinations.
+func (d destTracker) title(run string) string {
+	ds := d[run]
+	switch len(ds) {
+	case 0:
+		return ""
+	case 1:
+		return "→ " + ds[0]
+	}
+	return fmt.Sprintf("→ %d hosts: %s", len(ds), strings.Join(ds, ", "))
+}
