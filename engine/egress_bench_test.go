@@ -63,6 +63,9 @@ func BenchmarkEgressDownload(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
+				if want := map[string]string{"host": "host", "proxy": "egress"}[mode]; o.Run.Network != want {
+					b.Fatalf("run network %q, want %q", o.Run.Network, want)
+				}
 				got := checkNumbers(b, e, o, "dl ")
 				if got[0] != size {
 					b.Fatalf("downloaded %d bytes, want %d", got[0], size)

@@ -275,3 +275,14 @@ func networkNote(host, egressMode bool) string {
 	}
 	return ""
 }
+
+// runNetwork is a run record's network: "host", "egress" or "".
+func runNetwork(host, egressMode bool) string {
+	switch {
+	case host:
+		return "host"
+	case egressMode:
+		return "egress"
+	}
+	return ""
+}

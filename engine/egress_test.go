@@ -487,6 +487,9 @@ func TestEgressAllowedName(t *testing.T) {
 	if start := hookStartDetails(t, e, o.Run.ID); start["network"] != "egress" {
 		t.Errorf("hook.start network = %v", start["network"])
 	}
+	if o.Run.Network != "egress" {
+		t.Errorf("run record network = %q, want egress", o.Run.Network)
+	}
 
 	// An http:// URL goes as an absolute-form request, no CONNECT.
 	o, cs = runEgress(t, e, "plain")

@@ -298,6 +298,8 @@ func (e *Engine) StartRun(actor Actor, req RunRequest) (*RunHandle, error) {
 		}
 	}
 
+	rec.Network = runNetwork(network, r.egress != nil)
+	r.rec.Network = rec.Network
 	var freed int64
 	if _, err := e.store.Update(func(tx *storage.Tx) error {
 		freed = e.pruneStreams(tx)

@@ -20,12 +20,15 @@ const (
 
 // RunRecord is one hook run, from preflight to outcome.
 type RunRecord struct {
-	ID       string          `json:"id"`
-	Module   string          `json:"module"`
-	Hook     string          `json:"hook"`
-	Actor    string          `json:"actor"`
-	Status   string          `json:"status"`
-	JailMode string          `json:"jailMode"` // "bwrap" or "off"
+	ID       string `json:"id"`
+	Module   string `json:"module"`
+	Hook     string `json:"hook"`
+	Actor    string `json:"actor"`
+	Status   string `json:"status"`
+	JailMode string `json:"jailMode"` // "bwrap" or "off"
+	// Network is "host" (the host's whole network: loud) or "egress" (a
+	// list, through the run's proxy); empty for none.
+	Network  string          `json:"network,omitempty"`
 	Started  time.Time       `json:"started"`
 	Deadline time.Time       `json:"deadline"`
 	Ended    *time.Time      `json:"ended,omitempty"`

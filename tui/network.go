@@ -88,3 +88,14 @@ func (d destTracker) title(run string) string {
 	}
 	return fmt.Sprintf("→ %d hosts: %s", len(ds), strings.Join(ds, ", "))
 }
+
+// hostNetworkRunning counts running hooks that share the host's whole
+// network (network: true, granted): the header shows them loudly.
+func (p *streamsPane) hostNetworkRunning() (n int) {
+	for _, r := range p.runs {
+		if r.Status == engine.RunRunning && r.Network == "host" {
+			n++
+		}
+	}
+	return n
+}
