@@ -78,12 +78,17 @@ func alwaysConnect(p storage.PolicyRecord, req storage.RequestRecord) (storage.P
 		return p, storage.Rule{}, fmt.Errorf("request %d: bad network.connect content: %w", req.ID, err)
 	}
 	dest := c.Dest()
-	list, err := CheckNetworkList(append(append([]string{}, p.NetworkAllow...), dest))
+	cur, err := egress.ParseList(p.NetworkAllow)
 	if err != nil {
-		// Already listed (a duplicate) is no error: the list stays.
-		list = p.NetworkAllow
+		return p, storage.Rule{}, fmt.Errorf("the policy's network list: %w", err)
 	}
-	p.NetworkAllow = list
+	if _, listed := cur.Match(c.Host, c.Port); !listed {
+		list, err := CheckNetworkList(append(append([]string{}, p.NetworkAllow...), dest))
+		if err != nil {
+			return p, storage.Rule{}, fmt.Errorf("request %d: %s cannot join the network list: %w", req.ID, dest, err)
+		}
+		p.NetworkAllow = list
+	}
 	return p, storage.Rule{Operation: req.Operation, Digest: req.Digest, Summary: "network " + dest}, nil
 }
 
