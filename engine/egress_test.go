@@ -525,6 +525,13 @@ func TestEgressApproveOnceAsksAgainNextRun(t *testing.T) {
 		if !ok {
 			t.Fatalf("run %d: no request opened", i)
 		}
+		if !o.OK() || hasCheck(cs, "get 200") == "" {
+			all, _ := e.Requests(RequestFilter{All: true})
+			for _, r := range all {
+				t.Logf("request %d %s %+v claim %+v", r.ID, r.Content, r.Decision, r.Claim)
+			}
+			t.Logf("stream:\n%s", streamText(t, e, o.Run.ID))
+		}
 		if req.Requester.Run != o.Run.ID || req.Requester.Hook != "get" || !strings.Contains(string(req.Content), `"host":"other.test"`) {
 			t.Errorf("request = %+v %s", req.Requester, req.Content)
 		}
