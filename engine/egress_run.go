@@ -137,6 +137,9 @@ func (er *egressRun) decide(ctx context.Context, host string, port uint16) egres
 			fmt.Sprintf("network.connect %s is not allowed by the policy of %s, and no operator is attached (no terminal, no console) to decide request %d, so it is denied (allow it with `warden perms policy set %s --network %s --revision N`)",
 				dest, subject, req.ID, subject, dest))
 		if err != nil {
+			if errors.Is(context.Cause(ctx), egress.ErrHungUp) {
+				return egress.Verdict{Reason: egress.ErrHungUp.Error()}
+			}
 			return egress.Verdict{Reason: "the run ended while waiting for the operator"}
 		}
 		if res.superseded && attempt < 8 {

@@ -163,6 +163,18 @@ func egressScenario(args []string) int {
 			c.Close()
 		}
 		say("setup %d %d", n, time.Since(start).Microseconds())
+	case "hangup": // HOST PORT: ask, give up after a second
+		pu, _ := url.Parse(os.Getenv("HTTPS_PROXY"))
+		c, err := net.Dial("tcp", pu.Host)
+		if err != nil {
+			say("hangup error: %v", err)
+			return 0
+		}
+		fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\n\r\n", net.JoinHostPort(arg(1), arg(2)))
+		time.Sleep(time.Second)
+		c.Close()
+		time.Sleep(500 * time.Millisecond) // the bridge passes the close on
+		say("hangup done")
 	case "tunnel":
 		_, status := connectTunnel(net.JoinHostPort(arg(1), arg(2)))
 		say("tunnel %s", status)
@@ -789,5 +801,27 @@ func TestEgressPythonUrllib(t *testing.T) {
 	_, cs = runEgress(t, e, "denied")
 	if c := hasCheck(cs, "py "); !strings.Contains(c, "403 Forbidden: no operator attached to decide request 1; the policy of module:testmod does not list denied.test:") {
 		t.Errorf("denied: urllib saw %q", c)
+	}
+}
+
+// A hook that gives up on a connection waiting for the operator closes
+// its request (the engine denies it, saying so) instead of leaving it
+// pending for the next operator to puzzle over.
+func TestEgressHangupClosesRequest(t *testing.T) {
+	needJail(t)
+	w := newTLSWorld(t)
+	e := egressEngine(t, w, true, map[string]string{"hangup": egressHook("hangup", "other.test", strconv.Itoa(w.pong))})
+	defer e.AttachOperator()()
+	o, cs := runEgress(t, e, "hangup")
+	wantEscape(t, "bwrap", cs, "hangup", "hangup done")
+	rs, err := e.Requests(RequestFilter{All: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 1 || rs[0].Decision == nil || rs[0].Decision.Reason != "the hook closed the connection before a decision" {
+		t.Fatalf("requests: %+v", rs)
+	}
+	if c := connectReceipts(t, e, o.Run.ID); len(c) != 1 || c[0].Details["reason"] != "the hook closed the connection before a decision" {
+		t.Errorf("receipts: %v", c)
 	}
 }

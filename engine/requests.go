@@ -190,6 +190,8 @@ func (e *Engine) await(ctx context.Context, r *activeRun, req Request, prompt, n
 	why := "the run ended before a decision"
 	if expired {
 		why = "expired"
+	} else if c := context.Cause(ctx); c != nil && c != context.Canceled {
+		why = c.Error() // the caller said why it stopped waiting
 	}
 	e.decide(internalActor, req.ID, Deny, why)
 	// Whoever decided (this deny, or a decision that raced it), the

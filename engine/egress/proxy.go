@@ -238,10 +238,12 @@ func (p *Proxy) handle(c net.Conn, overLimit bool) {
 	c.SetReadDeadline(time.Time{})
 
 	// The decision may wait on the operator; a client that hangs up
-	// meanwhile abandons it.
-	ctx, cancel := context.WithCancel(p.ctx)
-	defer cancel()
+	// meanwhile abandons it (its request is closed, not left pending).
+	ctx, cancel := context.WithCancelCause(p.ctx)
+	defer cancel(nil)
+	stopWatch := watchHangup(c, br, cancel)
 	v := p.cfg.Decide(ctx, req.host, req.port)
+	stopWatch()
 	rec.Via, rec.AllowedBy = v.Via, v.AllowedBy
 	if !v.Allow {
 		rec.Reason = v.Reason
@@ -288,6 +290,33 @@ func (p *Proxy) handle(c net.Conn, overLimit bool) {
 	rec.Up += up2
 	rec.Down = down
 	finish()
+}
+
+// ErrHungUp is the cause of a decision abandoned by its client.
+var ErrHungUp = errors.New("the hook closed the connection before a decision")
+
+// watchHangup cancels with ErrHungUp when the client closes while its
+// connection waits for a decision. Bytes the client sends early stay in
+// br for the relay. stop ends the watch before br is read again.
+func watchHangup(c net.Conn, br *bufio.Reader, cancel context.CancelCauseFunc) (stop func()) {
+	done := make(chan struct{})
+	var stopping atomic.Bool
+	go func() {
+		defer close(done)
+		_, err := br.Peek(1)
+		if err != nil && !stopping.Load() {
+			var ne net.Error
+			if !(errors.As(err, &ne) && ne.Timeout()) {
+				cancel(ErrHungUp)
+			}
+		}
+	}()
+	return func() {
+		stopping.Store(true)
+		c.SetReadDeadline(time.Now())
+		<-done
+		c.SetReadDeadline(time.Time{})
+	}
 }
 
 // dial resolves host (by the engine: the hook never resolves), refuses

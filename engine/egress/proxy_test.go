@@ -277,3 +277,36 @@ func TestProxyIdleTimeout(t *testing.T) {
 		t.Errorf("records %+v", tp.recs)
 	}
 }
+
+// A client that hangs up while its connection waits for a decision
+// abandons the decision: Decide's context ends with ErrHungUp.
+func TestProxyHangupAbandonsDecision(t *testing.T) {
+	cause := make(chan error, 1)
+	p, err := Listen(Config{
+		Socket: filepath.Join(t.TempDir(), "egress.sock"),
+		Decide: func(ctx context.Context, host string, port uint16) Verdict {
+			<-ctx.Done()
+			cause <- context.Cause(ctx)
+			return Verdict{Reason: "abandoned"}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	c, err := net.Dial("unix", filepath.Join(filepath.Dir(p.cfg.Socket), "egress.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(c, "CONNECT slow.test:443 HTTP/1.1\r\n\r\n")
+	time.Sleep(100 * time.Millisecond)
+	c.Close()
+	select {
+	case err := <-cause:
+		if err != ErrHungUp {
+			t.Errorf("cause %v, want ErrHungUp", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the decision was not abandoned when the client hung up")
+	}
+}
