@@ -342,7 +342,11 @@ func (p *requestsPane) view(w, h int) string {
 	}
 	out = append(out, th.Border.Render(strings.Repeat("─", w)))
 	if p.confirming {
-		out = append(out, th.Pending.Render(fmt.Sprintf("Approve request %d always?", p.confirmID)), "This adds one exact rule to the policy:")
+		what := "This adds one exact rule to the policy:"
+		if strings.HasPrefix(p.rule, "add ") {
+			what = "This changes the policy:" // a network name joins the list
+		}
+		out = append(out, th.Pending.Render(fmt.Sprintf("Approve request %d always?", p.confirmID)), what)
 		for _, l := range wrapRows(p.rule, w-4, 0, 8) {
 			out = append(out, "    "+th.Title.Render(l))
 		}
