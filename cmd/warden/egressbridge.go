@@ -1,8 +1,6 @@
 package main
 
 import (
-	"os"
-
 	"github.com/spf13/cobra"
 
 	"warden/engine/egress"
@@ -26,7 +24,19 @@ ends with the jail.`,
 		Hidden:             true,
 		DisableFlagParsing: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			os.Exit(egress.BridgeMain(args))
+			for _, a := range args {
+				if a == "--" {
+					break
+				}
+				if a == "--help" || a == "-h" {
+					return cmd.Help()
+				}
+			}
+			// On success BridgeMain execs the hook and never returns; it
+			// has said what went wrong on stderr when it does.
+			if code := egress.BridgeMain(args); code != 0 {
+				return &exitError{code: code}
+			}
 			return nil
 		},
 	}
