@@ -288,7 +288,10 @@ func (p *modulesPane) view(w, h int) string {
 				info = append(info, "needs "+strings.Join(hk.Requires, ","))
 			}
 			if hk.Network {
-				info = append(info, "network")
+				info = append(info, "HOST NETWORK")
+			}
+			if hk.Egress {
+				info = append(info, egressInfo(hk.Destinations))
 			}
 			last := th.Dim.Render("never run")
 			if lr, ok := p.last[r.mod.Record.ID+"/"+r.hook]; ok {

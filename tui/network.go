@@ -99,3 +99,14 @@ func (p *streamsPane) hostNetworkRunning() (n int) {
 	}
 	return n
 }
+
+// egressInfo is a hook's network list in the Modules pane.
+func egressInfo(dests []string) string {
+	switch len(dests) {
+	case 0:
+		return "egress (asks for each)"
+	case 1, 2:
+		return "egress " + strings.Join(dests, ",")
+	}
+	return fmt.Sprintf("egress %s +%d", dests[0], len(dests)-1)
+}
