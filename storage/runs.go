@@ -20,15 +20,12 @@ const (
 
 // RunRecord is one hook run, from preflight to outcome.
 type RunRecord struct {
-	ID       string `json:"id"`
-	Module   string `json:"module"`
-	Hook     string `json:"hook"`
-	Actor    string `json:"actor"`
-	Status   string `json:"status"`
-	JailMode string `json:"jailMode"` // "bwrap" or "off"
-	// Network is "host" (the host's whole network: loud) or "egress" (a
-	// list, through the run's proxy); empty for none.
-	Network  string          `json:"network,omitempty"`
+	ID       string          `json:"id"`
+	Module   string          `json:"module"`
+	Hook     string          `json:"hook"`
+	Actor    string          `json:"actor"`
+	Status   string          `json:"status"`
+	JailMode string          `json:"jailMode"` // "bwrap" or "off"
 	Started  time.Time       `json:"started"`
 	Deadline time.Time       `json:"deadline"`
 	Ended    *time.Time      `json:"ended,omitempty"`
@@ -37,6 +34,7 @@ type RunRecord struct {
 	Inputs   json.RawMessage `json:"inputs,omitempty"`
 	Outputs  json.RawMessage `json:"outputs,omitempty"`
 	PID      int             `json:"pid,omitempty"` // the engine process that ran it
+	Network  string          `json:"network,omitempty"` // "host" (the host's whole network: loud), "egress" (a list, via the run's proxy) or ""
 }
 
 var runIDPattern = regexp.MustCompile(`^[0-9]{8}T[0-9]{6}-[0-9a-f]{6}$`)
