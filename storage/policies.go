@@ -29,14 +29,15 @@ type PolicyRecord struct {
 	Workspace Workspace `json:"workspace"`
 	Execute   bool      `json:"execute"`
 	Network   bool      `json:"network"`
+	Rules     []Rule    `json:"rules"`
+	Updated   time.Time `json:"updated"`
+	By        string    `json:"by"`
+
 	// NetworkAllow lists the destinations (api.github.com:443,
 	// *.pythonhosted.org:443, pypi.org, ip:203.0.113.7:443) a hook whose
 	// network is a list may reach through its egress proxy; the engine
 	// checks the grammar, storage only keeps it.
-	NetworkAllow []string  `json:"networkAllow,omitempty"`
-	Rules        []Rule    `json:"rules"`
-	Updated      time.Time `json:"updated"`
-	By           string    `json:"by"`
+	NetworkAllow []string `json:"networkAllow,omitempty"`
 }
 
 var subjectPattern = regexp.MustCompile(`^(module:[a-z0-9][a-z0-9-]{0,62}|hands:/[^\x00-\x1f\x7f,]*)$`)
