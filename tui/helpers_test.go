@@ -17,12 +17,16 @@ import (
 
 	"warden/engine"
 	"warden/engine/hookkit"
+	"warden/engine/egress"
 	"warden/themes"
 )
 
 func TestMain(m *testing.M) {
 	// A hook of the test modules runs this binary as `warden` (the run
 	// dir's link, first on PATH): it speaks the protocol with hookkit.
+	if filepath.Base(os.Args[0]) == "warden" && len(os.Args) > 2 && os.Args[1] == "hook" && os.Args[2] == "egress-bridge" {
+		os.Exit(egress.BridgeMain(os.Args[3:])) // the jail's first program in egress mode
+	}
 	if filepath.Base(os.Args[0]) == "warden" && len(os.Args) > 1 {
 		os.Exit(hookMain(os.Args[1:]))
 	}

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -46,5 +47,45 @@ func TestDestTrackerTitle(t *testing.T) {
 	}
 	if d.title("r2") != "" {
 		t.Error("another run shows destinations")
+	}
+}
+
+// A jailed hook in egress mode asks for a name its policy lacks: the
+// console shows the request with the destination, the operator denies it
+// with a reason, and the hook (Python's urllib, through the proxy) sees a
+// 403 carrying that reason.
+func TestRequestsNetworkDenyReachesHook(t *testing.T) {
+	if err := newEngine(t).JailReady(); err != nil {
+		t.Skip("no jail here: ", err)
+	}
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("CI needs /usr/bin/python3 for this test (apt-get install python3-minimal)")
+		}
+		t.Skip("no /usr/bin/python3")
+	}
+	e := newEngine(t)
+	addModule(t, e, "fetcher", map[string]string{"fetch": `exec /usr/bin/python3 -c '
+import urllib.request, urllib.error
+try:
+    urllib.request.urlopen("https://api.example.test/", timeout=60)
+except urllib.error.URLError as e:
+    print("reason:", e.reason)
+'`}, map[string]string{"fetch": "    network: [api.example.test:443]\n"})
+	c := startConsole(t, e)
+	c.keys("2")
+	c.wait("no requests")
+	h, err := e.StartRun("local:test", engine.RunRequest{Module: "fetcher", Hook: "fetch", Jail: engine.JailBwrap})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.wait("CONNECT api.example.test:443", "CONNECT  api.example.test:443")
+	c.keys("n")
+	c.wait("deny: reason")
+	c.keys("not from CI", "enter")
+	c.wait("deny by local:test")
+	o := h.Wait()
+	if out := streamText(t, e, h.ID); !strings.Contains(out, "reason: Tunnel connection failed: 403 Forbidden: not from CI") {
+		t.Errorf("run %s: the hook did not see the reason:\n%s", o.Run.Status, out)
 	}
 }
