@@ -16,8 +16,8 @@ import (
 	"github.com/muesli/termenv"
 
 	"warden/engine"
-	"warden/engine/hookkit"
 	"warden/engine/egress"
+	"warden/engine/hookkit"
 	"warden/themes"
 )
 
