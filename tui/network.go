@@ -77,6 +77,34 @@ func (d destTracker) take(ev *engine.LinesEvent) {
 	}
 }
 
+// known marks a run whose destinations were looked up in its receipts
+// (an ended run, shown in a console that did not see it live).
+const knownKey = "\x00known:"
+
+// titleFor is title for a run record: an ended egress run this console
+// did not watch gets its destinations from its hook.end receipt, once.
+func (d destTracker) titleFor(e engine.Facade, r engine.RunRecord) string {
+	if r.Network == "egress" && r.Ended != nil && d[r.ID] == nil && d[knownKey+r.ID] == nil {
+		d[knownKey+r.ID] = []string{}
+		rs, err := e.Receipts(engine.ReceiptFilter{Kind: "hook.end", Since: r.Started})
+		if err == nil {
+			for _, rc := range rs {
+				var det struct {
+					Run          string   `json:"run"`
+					Destinations []string `json:"destinations"`
+				}
+				if json.Unmarshal(rc.Details, &det) == nil && det.Run == r.ID {
+					for _, s := range det.Destinations {
+						d[r.ID] = append(d[r.ID], oneLine(s))
+					}
+					break
+				}
+			}
+		}
+	}
+	return d.title(r.ID)
+}
+
 // title is the Streams log title's part for a run's destinations.
 func (d destTracker) title(run string) string {
 	ds := d[run]

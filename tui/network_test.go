@@ -2,6 +2,9 @@ package tui
 
 import (
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
@@ -88,4 +91,45 @@ except urllib.error.URLError as e:
 	if out := streamText(t, e, h.ID); !strings.Contains(out, "reason: Tunnel connection failed: 403 Forbidden: not from CI") {
 		t.Errorf("run %s: the hook did not see the reason:\n%s", o.Run.Status, out)
 	}
+}
+
+// Streams: the destinations an egress run reached are in its log title,
+// also for a run that ended before this console opened (from its hook.end
+// receipt). The hook reaches a server on the host's loopback by an
+// explicit ip: entry, the one way past the address deny list.
+func TestStreamsShowsDestinationsReached(t *testing.T) {
+	if err := newEngine(t).JailReady(); err != nil {
+		t.Skip("no jail here: ", err)
+	}
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("CI needs /usr/bin/python3 for this test (apt-get install python3-minimal)")
+		}
+		t.Skip("no /usr/bin/python3")
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "hi") }))
+	defer srv.Close()
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	e := newEngine(t)
+	addModule(t, e, "fetcher", map[string]string{"fetch": `exec /usr/bin/python3 -c '
+import urllib.request
+print("got", urllib.request.urlopen("` + srv.URL + `/", timeout=60).read().decode())
+'`}, map[string]string{"fetch": "    network: [ip:" + addr + "]\n"})
+	p, _, err := e.Policy("module:fetcher")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.NetworkAllow = []string{"ip:" + addr}
+	if _, err := e.SetPolicy("local:test", p, p.Revision); err != nil {
+		t.Fatal(err)
+	}
+	o, err := e.RunHook("local:test", engine.RunRequest{Module: "fetcher", Hook: "fetch", Jail: engine.JailBwrap})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(streamText(t, e, o.Run.ID), "got hi") {
+		t.Fatalf("the hook did not get through:\n%s", streamText(t, e, o.Run.ID))
+	}
+	c := startConsole(t, e)
+	c.wait("fetcher/fetch", "→ "+addr)
 }

@@ -512,7 +512,10 @@ func (p *streamsPane) logTitle(w int) string {
 	if v.query != "" {
 		parts = append(parts, th.Match.Render("/"+plain(v.query, 20)))
 	}
-	if d := p.dests.title(v.run); d != "" {
+	if p.dests == nil {
+		p.dests = destTracker{}
+	}
+	if d := p.dests.titleFor(p.sh.e, r); d != "" {
 		parts = append(parts, th.Title.Render(d))
 	}
 	parts = append(parts, th.Dim.Render("run "+v.run))
