@@ -42,6 +42,9 @@ const (
 
 	KindMCPConnect    = storage.KindMCPConnect
 	KindMCPDisconnect = storage.KindMCPDisconnect
+
+	KindHookEnd        = storage.KindHookEnd
+	KindNetworkConnect = storage.KindNetworkConnect
 )
 
 // ValidRunID reports whether id has the shape of a run id.
@@ -78,6 +81,10 @@ type Options struct {
 	// BwrapPath is the bubblewrap binary (default /usr/bin/bwrap; never
 	// searched on PATH).
 	BwrapPath string
+
+	// egress: test-only proxy settings (egress_run.go); unexported, so
+	// no CLI flag or config file reaches them.
+	egress egressOptions
 }
 
 // Engine is an open data dir with everything that runs on it.

@@ -132,6 +132,7 @@ type activeRun struct {
 	mcpDetails map[string]any
 
 	proc    atomic.Pointer[hooks.Process]
+	egress  *egressRun // egress mode only (egress_run.go)
 	ingest  *ingester
 	brk     *broker.Broker
 	started time.Time
@@ -298,6 +299,7 @@ func (e *Engine) prepare(r *activeRun) (undo func(), err error) {
 		return nil, err
 	}
 	undo = func() {
+		r.egress.close() // egress mode: its proxy, started by spawnSpec (nil-safe)
 		if r.brk != nil {
 			r.brk.Close() // the token was not recorded: nothing to revoke
 		}
@@ -364,10 +366,17 @@ func (e *Engine) spawnSpec(r *activeRun, pf preflighted) spawned {
 		} else if err := jl.HandOver(runDir, socket); err != nil {
 			sp.planErr = err
 		}
-		sp.spawner = jl.Spawner(plan, r.network)
+		js := jl.Spawner(plan, r.network)
+		if sp.planErr == nil && hook.Egress {
+			sp.planErr = r.egressSetup(js, runDir, sp.startDetails)
+		}
+		sp.spawner = js
 		sp.spawn.Argv = append([]string{path.Join(jail.ModuleTarget, hook.Run[0])}, hook.Run[1:]...)
 		sp.spawn.Dir = jail.ModuleTarget
 		socket, pathFirst = jail.SocketTarget, jail.BinDir
+	} else if hook.Egress {
+		r.streamLater = append(r.streamLater, storage.Line{At: time.Now(), Level: storage.LevelWarn,
+			Text: "jail OFF: this hook's network list is not enforced (it has the host's network)"})
 	}
 	sp.spawn.Env = hooks.BuildEnv(os.Environ(), map[string]string{
 		"WARDEN_SOCKET": socket,
@@ -376,6 +385,9 @@ func (e *Engine) spawnSpec(r *activeRun, pf preflighted) spawned {
 		"WARDEN_MODULE": m.ID,
 		"WARDEN_HOOK":   hook.Name,
 	}, pathFirst)
+	if r.egress != nil {
+		sp.spawn.Env = egressEnv(sp.spawn.Env)
+	}
 	if pf.jl != nil {
 		// The operator's HOME does not exist in the jail; /tmp is the
 		// hook's own (the synthesized passwd agrees).
@@ -392,6 +404,7 @@ func (e *Engine) spawnSpec(r *activeRun, pf preflighted) spawned {
 // run) and the hook.start receipt as one, then publishes the run. Old
 // streams are pruned in the background (prune.go), never here.
 func (e *Engine) recordStart(actor Actor, r *activeRun, details map[string]any) error {
+	r.rec.Network = runNetwork(r.network, r.egress != nil)
 	if _, err := e.store.Update(func(tx *storage.Tx) (err error) {
 		if err := r.tok.Record(tx); err != nil {
 			return err
@@ -400,7 +413,7 @@ func (e *Engine) recordStart(actor Actor, r *activeRun, details map[string]any) 
 			return err // never over a stored run (see storage.runIDs)
 		}
 		_, err = tx.AppendReceipt(storage.Draft{Kind: storage.KindHookStart, Actor: r.rec.Actor, Subject: r.rec.Module + "/" + r.rec.Hook,
-			Summary: fmt.Sprintf("run %s of %s/%s started (jail %s)", r.rec.ID, r.rec.Module, r.rec.Hook, jailName(r.rec.JailMode)),
+			Summary: fmt.Sprintf("run %s of %s/%s started (jail %s%s)", r.rec.ID, r.rec.Module, r.rec.Hook, jailName(r.rec.JailMode), networkNote(r.network, r.egress != nil)),
 			Details: details})
 		return err
 	}); err != nil {
@@ -499,6 +512,7 @@ func (r *activeRun) cancel(why string) {
 // writes the run's end receipt.
 func (r *activeRun) finish(h *RunHandle, exit hooks.Exit) {
 	e := r.e
+	r.egress.close() // every connection is receipted, and said, before the verdict
 	r.ingest.close() // every output line is durable before the verdict
 	r.brk.End()
 	ended := time.Now().UTC()
@@ -552,6 +566,9 @@ func (r *activeRun) finish(h *RunHandle, exit hooks.Exit) {
 	}
 	if rec.Error != "" {
 		details["error"] = rec.Error
+	}
+	if r.egress != nil {
+		details["destinations"] = r.egress.destinations()
 	}
 	summary := fmt.Sprintf("run %s of %s/%s %s in %s (jail %s)", rec.ID, rec.Module, rec.Hook, rec.Status, dur.Round(time.Millisecond), jailName(rec.JailMode))
 	if _, err := e.store.Update(func(tx *storage.Tx) error {

@@ -36,6 +36,10 @@ type RunRecord struct {
 	Inputs   json.RawMessage `json:"inputs,omitempty"`
 	Outputs  json.RawMessage `json:"outputs,omitempty"`
 	PID      int             `json:"pid,omitempty"` // the engine process that ran it
+
+	// Network is "host" (the host's whole network: loud), "egress" (a
+	// list, through the run's proxy) or "" (none).
+	Network string `json:"network,omitempty"`
 }
 
 var runIDPattern = regexp.MustCompile(`^[0-9]{8}T[0-9]{6}-[0-9a-f]{6}$`)

@@ -58,6 +58,7 @@ type streamsPane struct {
 	search   promptInput
 	w, h     int
 	leftW    int
+	dests    destTracker // destinations reached, per run (network.go)
 }
 
 func newStreamsPane(sh *shared) *streamsPane {
@@ -186,6 +187,10 @@ func (p *streamsPane) runEvent(rec engine.RunRecord) {
 
 // lines takes a batch of durable lines.
 func (p *streamsPane) lines(ev *engine.LinesEvent) {
+	if p.dests == nil {
+		p.dests = destTracker{}
+	}
+	p.dests.take(ev)
 	if ev != nil && ev.Run == p.log.run {
 		p.log.appendLive(ev.Lines)
 	}
@@ -542,6 +547,12 @@ func (p *streamsPane) logTitle(w int) string {
 	}
 	if v.query != "" {
 		parts = append(parts, th.Match.Render("/"+plain(v.query, 20)))
+	}
+	if p.dests == nil {
+		p.dests = destTracker{}
+	}
+	if d := p.dests.titleFor(p.sh.e, r); d != "" {
+		parts = append(parts, th.Title.Render(d))
 	}
 	parts = append(parts, th.Dim.Render("run "+v.run))
 	return fit(strings.Join(parts, th.Dim.Render(" · ")), w)

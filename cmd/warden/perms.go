@@ -43,8 +43,11 @@ func (a *app) permsCommand() *cobra.Command {
 					a.printf("%s has no policy yet: everything is denied (set one with `warden perms policy set %s ...`)\n", argv[0], argv[0])
 					return nil
 				}
-				a.printf("subject    %s\nrevision   %d\nworkspace  read=%v write=%v\nexecute    %v\nnetwork    %v\nrules      %d\nupdated    %s by %s\n",
-					safe(p.Subject), p.Revision, p.Workspace.Read, p.Workspace.Write, p.Execute, p.Network, len(p.Rules), p.Updated.Local().Format("2006-01-02 15:04:05"), safe(p.By))
+				a.printf("subject    %s\nrevision   %d\nworkspace  read=%v write=%v\nexecute    %v\nnetwork    %s\nrules      %d\nupdated    %s by %s\n",
+					safe(p.Subject), p.Revision, p.Workspace.Read, p.Workspace.Write, p.Execute, policyNetwork(p), len(p.Rules), p.Updated.Local().Format("2006-01-02 15:04:05"), safe(p.By))
+				for _, d := range p.NetworkAllow {
+					a.printf("  allow %s\n", safe(d))
+				}
 				for _, r := range p.Rules {
 					a.printf("  allow %s %s  %s\n", safe(r.Operation), safe(r.Digest[:12]), safe(r.Summary))
 				}
@@ -62,8 +65,10 @@ func (a *app) permsCommand() *cobra.Command {
 revision you reviewed with ` + "`perms policy show`" + `; if someone changed the policy since,
 nothing is written and you are told both revisions. A subject without a
 policy is at revision 0.`,
-		Example: `  warden perms policy set module:hello --revision 0 --network true`,
-		Args:    args(cobra.ExactArgs(1)),
+		Example: `  warden perms policy set module:hello --revision 0 --network api.github.com:443,pypi.org
+  warden perms policy set module:hello --revision 1 --network false
+  warden perms policy set module:hello --revision 2 --network true   # the host's network: loud`,
+		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			if revision < 0 {
 				return usageError{fmt.Errorf("--revision is required (see `warden perms policy show %s`)", argv[0])}
@@ -77,7 +82,7 @@ policy is at revision 0.`,
 					val  string
 					name string
 					dst  *bool
-				}{{network, "network", &p.Network}, {execute, "execute", &p.Execute}, {read, "read", &p.Workspace.Read}, {write, "write", &p.Workspace.Write}} {
+				}{{execute, "execute", &p.Execute}, {read, "read", &p.Workspace.Read}, {write, "write", &p.Workspace.Write}} {
 					if f.val == "" {
 						continue
 					}
@@ -116,6 +121,11 @@ policy is at revision 0.`,
 						p.Rules = append(p.Rules, r)
 					}
 				}
+				if network != "" {
+					if err := setPolicyNetwork(&p, network); err != nil {
+						return err
+					}
+				}
 				out, err := e.SetPolicy(engine.LocalActor(), p, uint64(revision))
 				if err != nil {
 					return err
@@ -125,7 +135,7 @@ policy is at revision 0.`,
 		},
 	}
 	set.Flags().Int64Var(&revision, "revision", -1, "the revision you reviewed (required)")
-	set.Flags().StringVar(&network, "network", "", "allow network inside the jail (true|false)")
+	set.Flags().StringVar(&network, "network", "", "false, true (the host's whole network), or destinations hooks may reach through the egress proxy:\ncomma-separated api.github.com:443,*.pythonhosted.org:443,pypi.org (443 and 80),ip:203.0.113.7:443")
 	set.Flags().StringVar(&execute, "execute", "", "allow executing in a hands container (true|false)")
 	set.Flags().StringVar(&read, "read", "", "allow reading the hands workspace (true|false)")
 	set.Flags().StringVar(&write, "write", "", "allow writing the hands workspace (true|false)")

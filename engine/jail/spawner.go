@@ -64,6 +64,7 @@ type Spawner struct {
 	j       *Jail
 	plan    *Plan
 	network bool
+	egress  bool // see egress.go
 	files   []*os.File
 }
 
@@ -109,7 +110,10 @@ func (s *Spawner) Command(sp hooks.Spawn) (*exec.Cmd, error) {
 	if len(sp.Argv) == 0 {
 		return nil, errors.New("jail: empty argv")
 	}
-	seccomp, err := SeccompFile(s.network)
+	if s.egress {
+		sp.Argv = bridgeArgv(sp.Argv)
+	}
+	seccomp, err := SeccompFile(s.network || s.egress)
 	if err != nil {
 		return nil, fmt.Errorf("jail: seccomp filter: %w", err)
 	}
