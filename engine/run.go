@@ -341,7 +341,9 @@ type spawned struct {
 
 // spawnSpec lays out the jail's plan (before the start receipt, which
 // lists what is absent on this host) and the process's argv, dir and
-// environment, in jail terms when jailed.
+// environment, in jail terms when jailed. A jailed hook whose network is
+// a list gets its egress proxy here (r.egress; prepare's undo closes it
+// if the start fails later).
 func (e *Engine) spawnSpec(r *activeRun, pf preflighted) spawned {
 	m, hook, runDir := pf.m, pf.hook, filepath.Dir(r.brk.SocketPath())
 	sp := spawned{
