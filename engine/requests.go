@@ -207,18 +207,30 @@ func (e *Engine) await(ctx context.Context, r *activeRun, req Request, prompt, n
 // decidedEarly returns the stored decision of req if it already has one,
 // consuming the retry claim an approve-once left open for it.
 func (e *Engine) decidedEarly(r *activeRun, req Request) (asked, bool) {
-	got, err := e.Request(req.ID)
-	if err != nil || got.Decision == nil {
+	got, ok := e.earlyDecision(req.ID, r.rec.ID)
+	if !ok {
 		return asked{}, false
+	}
+	return asked{req: got, decision: *got.Decision}, true
+}
+
+// earlyDecision returns request id as stored if it is already decided,
+// consuming for consumer the retry claim an approve-once left open: a
+// waiter registers after its request is stored, so a decision made in
+// between (a console or CLI that saw it at once) woke nobody.
+func (e *Engine) earlyDecision(id uint64, consumer string) (Request, bool) {
+	got, err := e.Request(id)
+	if err != nil || got.Decision == nil {
+		return Request{}, false
 	}
 	if got.Decision.Verdict == ApproveOnce && got.Claim != nil && !got.Claim.Used {
 		op := perms.Op{Subject: got.Subject, Operation: got.Operation, Content: got.Content, Digest: got.Digest}
 		e.store.Update(func(tx *storage.Tx) error {
-			_, _, err := perms.Check(tx, op, r.rec.ID, time.Now())
+			_, _, err := perms.Check(tx, op, consumer, time.Now())
 			return err
 		})
 	}
-	return asked{req: got, decision: *got.Decision}, true
+	return got, true
 }
 
 // RequestPermission is what a capability calls before an effect: it
