@@ -228,10 +228,6 @@ func (g *ingester) write(lines []storage.Line) {
 	g.e.bus.publish(Event{Kind: EventLines, Lines: &LinesEvent{Run: g.run, Lines: lines}})
 }
 
-func (e *Engine) noteStreamError(run string, err error) {
-	e.store.AppendReceipt(storage.Draft{Kind: storage.KindStreamError, Actor: "engine", Subject: run, Summary: "stream lines lost: " + err.Error()})
-}
-
 // streamFailure is the run error for a stream storage failure: what the
 // filesystem said, without the path bbolt adds (the operator knows where
 // the data dir is; doctor says how full it is).

@@ -268,7 +268,7 @@ func (tx *Tx) Receipts(f ReceiptFilter) ([]Receipt, error) {
 	if f.Limit > 0 {
 		k, v := c.Last()
 		if f.Before > 0 {
-			if k, v = c.Seek(u64key(f.Before)); k == nil {
+			if k, _ = c.Seek(u64key(f.Before)); k == nil {
 				k, v = c.Last()
 			} else {
 				k, v = c.Prev()

@@ -189,7 +189,7 @@ func (tx *Tx) RequestsBefore(before uint64, limit int, keep func(*RequestRecord)
 	c := tx.bucket(bucketRequests).Cursor()
 	k, v := c.Last()
 	if before > 0 {
-		if k, v = c.Seek(u64key(before)); k == nil {
+		if k, _ = c.Seek(u64key(before)); k == nil {
 			k, v = c.Last()
 		} else {
 			k, v = c.Prev()

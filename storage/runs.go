@@ -193,7 +193,7 @@ func (tx *Tx) RunsBefore(before string, limit int) ([]RunRecord, error) {
 	c := tx.bucket(bucketRuns).Cursor()
 	k, v := c.Last()
 	if before != "" {
-		if k, v = c.Seek([]byte(before)); k == nil {
+		if k, _ = c.Seek([]byte(before)); k == nil {
 			k, v = c.Last()
 		} else {
 			k, v = c.Prev()
