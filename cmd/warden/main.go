@@ -112,6 +112,7 @@ override it with --data-dir or WARDEN_DATA_DIR.`,
 		a.permsCommand(),
 		a.handsCommand(),
 		a.serveCommand(),
+		a.fleetCommand(),
 	)
 	a.attachConsole(root)
 	return root
