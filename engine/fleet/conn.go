@@ -166,4 +166,3 @@ func explainConnect(server string, err error) error {
 // credsName guesses a member name from a creds file: the user of
 // user:password credentials.
 func (c Creds) name() string { return c.User }
-
