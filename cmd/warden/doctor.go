@@ -12,17 +12,22 @@ import (
 
 func (a *app) doctorCommand() *cobra.Command {
 	var bwrap, operators string
+	var fl fleetJoin
 	c := &cobra.Command{
 		Use:   "doctor",
 		Short: "Check the data dir, store, trust root and bubblewrap; exit 1 on any problem",
 		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			set, err := loadSettings()
+			if err != nil {
+				return err
+			}
 			if bwrap == "" {
-				set, err := loadSettings()
-				if err != nil {
-					return err
-				}
 				bwrap = set.Bwrap
+			}
+			fl = fl.or(set.Fleet)
+			if err := fl.check(); err != nil {
+				return err
 			}
 			rep := engine.Doctor(engine.DoctorOptions{DataDir: a.dataDir, BwrapPath: bwrap,
 				Attach: func(dir string) (engine.Facade, int, error) {
@@ -34,6 +39,9 @@ func (a *app) doctorCommand() *cobra.Command {
 				}})
 			if operators != "" {
 				rep.Checks = append(rep.Checks, operatorsChecks(operators)...)
+			}
+			if fl.url != "" {
+				rep.Checks = append(rep.Checks, fleetCheck(rep.DataDir, fl))
 			}
 			if a.json {
 				a.emitJSON(rep)
@@ -54,6 +62,7 @@ func (a *app) doctorCommand() *cobra.Command {
 		},
 	}
 	c.Flags().StringVar(&operators, "operators", "", "also check an SSH operators file (the one `warden serve --operators` reads)")
+	fl.bind(c)
 	c.Flags().StringVar(&bwrap, "bwrap", "", "bubblewrap binary to check (absolute; default: the config file's bwrap, else /usr/bin/bwrap)")
 	return c
 }

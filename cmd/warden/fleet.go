@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/goccy/go-yaml/ast"
 	"github.com/spf13/cobra"
 
 	"warden/engine"
@@ -368,6 +370,82 @@ func (f *fleetJoin) bind(c *cobra.Command) {
 	c.Flags().StringVar(&f.url, "fleet", "", "join the fleet at this NATS URL (nats://HOST:4222, tls://HOST:4222)")
 	c.Flags().StringVar(&f.creds, "fleet-creds", "", "this host's fleet credentials: a NATS creds file, an nkey seed or user:password (0600)")
 	c.Flags().StringVar(&f.host, "fleet-host", "", "this host's name in the fleet (letters, digits, - and _)")
+}
+
+// or fills what the flags left unset from the config file's fleet:.
+func (f fleetJoin) or(cfg fleetJoin) fleetJoin {
+	if f.url == "" {
+		f.url = cfg.url
+	}
+	if f.creds == "" {
+		f.creds = cfg.creds
+	}
+	if f.host == "" {
+		f.host = cfg.host
+	}
+	return f
+}
+
+// parseFleetSettings decodes config.yaml's fleet: mapping strictly.
+func parseFleetSettings(n ast.Node, bad func(line int, key, format string, args ...any) error) (fleetJoin, error) {
+	var f fleetJoin
+	var values []*ast.MappingValueNode
+	switch v := n.(type) {
+	case *ast.MappingNode:
+		values = v.Values
+	case *ast.MappingValueNode:
+		values = []*ast.MappingValueNode{v}
+	default:
+		return f, bad(line(n), "", "want a mapping {url: nats://HOST:4222, creds: /ABS/FILE, host: NAME}, got %s", n.Type())
+	}
+	seen := map[string]bool{}
+	for _, mv := range values {
+		var kn ast.Node = mv.Key
+		if k, ok := kn.(*ast.MappingKeyNode); ok {
+			kn = k.Value
+		}
+		ks, ok := kn.(*ast.StringNode)
+		if !ok {
+			return f, bad(line(kn), "", "keys must be plain strings")
+		}
+		if seen[ks.Value] {
+			return f, bad(line(kn), ks.Value, "duplicated key")
+		}
+		seen[ks.Value] = true
+		v, ok := mv.Value.(*ast.StringNode)
+		if !ok {
+			return f, bad(line(kn), ks.Value, "want a string")
+		}
+		switch ks.Value {
+		case "url":
+			if err := fleet.CheckURL(v.Value); err != nil {
+				return f, bad(line(kn), ks.Value, "%v", err)
+			}
+			f.url = v.Value
+		case "creds":
+			if !filepath.IsAbs(v.Value) {
+				return f, bad(line(kn), ks.Value, "want an absolute path to this host's fleet credentials")
+			}
+			f.creds = v.Value
+		case "host":
+			if !fleet.ValidName(v.Value) {
+				return f, bad(line(kn), ks.Value, "want 1-64 letters, digits, '-' or '_'")
+			}
+			f.host = v.Value
+		default:
+			return f, bad(line(kn), ks.Value, "unknown key (fleet: knows url, creds, host)")
+		}
+	}
+	return f, nil
+}
+
+// fleetCheck is doctor's check of the fleet connection.
+func fleetCheck(dataDir string, f fleetJoin) engine.Check {
+	creds, err := fleet.LoadCreds(f.creds)
+	if err != nil {
+		return engine.Check{Name: "fleet", Status: "problem", Detail: err.Error(), Fix: "give --fleet-creds FILE (mode 0600)"}
+	}
+	return fleet.Probe(dataDir, fleet.HostOptions{URL: f.url, Creds: creds, Name: f.host})
 }
 
 // check says which fleet setting is missing or bad, before anything runs.

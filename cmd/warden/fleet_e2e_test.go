@@ -306,6 +306,20 @@ func TestFleetEndToEnd(t *testing.T) {
 		return strings.Count(res.stdout, `"up": true`) == 3
 	}, nil)
 
+	// doctor checks the fleet connection as the host.
+	doctorFleet := func(host string) string {
+		res := r.cmd("--data-dir", r.hosts[host].data, "doctor", "--fleet", r.url, "--fleet-creds", r.creds(host), "--fleet-host", host)
+		for _, l := range strings.Split(res.stdout, "\n") {
+			if f := strings.Fields(l); len(f) > 1 && f[1] == "fleet" {
+				return l
+			}
+		}
+		return res.String()
+	}
+	if l := doctorFleet("hostb"); !strings.HasPrefix(l, "ok") || !strings.Contains(l, "its key is pinned") {
+		t.Errorf("doctor's fleet check on B: %s", l)
+	}
+
 	// A hook on host B asks; the fleet sees it.
 	runB := r.ask("hostb", "from-b")
 	id := r.waitRequest("hostb", "from-b", false)
@@ -490,6 +504,9 @@ func TestFleetEndToEnd(t *testing.T) {
 	res = r.cmd("--data-dir", r.hosts["hosta"].data, "serve", "--fleet", r.url, "--fleet-creds", r.creds("hosta"), "--fleet-host", "hosta")
 	if res.code != 1 || !strings.Contains(res.stderr, "REFUSES host hosta: its fleet key changed") {
 		t.Errorf("serve with a swapped key: %s", res)
+	}
+	if l := doctorFleet("hosta"); !strings.HasPrefix(l, "problem") || !strings.Contains(l, "REFUSES host hosta") {
+		t.Errorf("doctor's fleet check with a swapped key: %s", l)
 	}
 }
 

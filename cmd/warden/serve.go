@@ -60,6 +60,11 @@ released. A second signal during the shutdown kills it at once.`,
 			if sshAddr == "" && operators != "" {
 				return usageError{errors.New("--operators needs --ssh ADDR")}
 			}
+			set, err := loadSettings()
+			if err != nil {
+				return err
+			}
+			fl = fl.or(set.Fleet)
 			if err := fl.check(); err != nil {
 				return err
 			}

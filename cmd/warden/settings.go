@@ -21,6 +21,7 @@ import (
 //
 //	theme: dark              # or light, contrast
 //	bwrap: /usr/bin/bwrap    # the bubblewrap binary (absolute; never PATH)
+//	fleet: {url: tls://nats.example:4222, creds: /etc/warden/fleet.creds, host: web1}
 //
 // It is decoded strictly: an unknown key, a duplicated key or a value of
 // the wrong kind is an error naming the file, line and key.
@@ -33,6 +34,9 @@ type settings struct {
 	// Bwrap is the bubblewrap binary hooks are jailed with ("" for the
 	// default /usr/bin/bwrap). It is admitted like the default.
 	Bwrap string
+	// Fleet is the fleet serve joins and doctor checks
+	// (fleet: {url: ..., creds: ..., host: ...}; flags override).
+	Fleet fleetJoin
 }
 
 // maxSettingsSize bounds config.yaml.
@@ -166,8 +170,19 @@ func parseSettings(file string, data []byte) (s settings, err error) {
 				return s, bad(kl, key, "want an absolute, clean path to bwrap (it is never searched on PATH)")
 			}
 			s.Bwrap = v.Value
+		case "fleet":
+			if s.Fleet, err = parseFleetSettings(mv.Value, func(l int, k, format string, args ...any) error {
+				if k != "" {
+					k = "fleet." + k
+				} else {
+					k = "fleet"
+				}
+				return bad(l, k, format, args...)
+			}); err != nil {
+				return s, err
+			}
 		default:
-			return s, bad(kl, key, "unknown key (the config file knows: theme, bwrap)")
+			return s, bad(kl, key, "unknown key (the config file knows: theme, bwrap, fleet)")
 		}
 	}
 	return s, nil

@@ -602,3 +602,50 @@ func (h *Host) onVerify(m *nats.Msg) {
 		out.Head = r.Seq
 	}
 }
+
+// Probe is `warden doctor`'s fleet check: it dials the fleet as this
+// host and reads the key pinned for it, without joining.
+func Probe(dataDir string, o HostOptions) engine.Check {
+	c := engine.Check{Name: "fleet"}
+	problem := func(detail, fix string) engine.Check {
+		c.Status, c.Detail, c.Fix = "problem", detail, fix
+		return c
+	}
+	if err := checkName("fleet host", o.Name); err != nil {
+		return problem(err.Error(), "set --fleet-host (or fleet.host in config.yaml) to this host's fleet name")
+	}
+	nc, err := connect(o.URL, o.Creds, "warden doctor "+o.Name, false, nil)
+	if err != nil {
+		return problem(err.Error(), "check the URL, that nats-server runs with -js, and the credentials file")
+	}
+	defer nc.Close()
+	h := &Host{nc: nc, o: o}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, pinned, err := h.pinnedKey(ctx)
+	if err != nil {
+		return problem(fmt.Sprintf("connected to %s as %s, but: %v", nc.ConnectedUrlRedacted(), o.Name, err),
+			"an operator runs `warden fleet init`; check this host's subject permissions (README, \"Many hosts\")")
+	}
+	seed, err := storage.LoadKeyFile(dataDir, KeyFile, false)
+	switch {
+	case errors.Is(err, os.ErrNotExist) && pinned == "":
+		c.Detail = fmt.Sprintf("connected to %s as %s; not joined yet (the first `warden serve --fleet` makes and pins its key)", nc.ConnectedUrlRedacted(), o.Name)
+	case errors.Is(err, os.ErrNotExist):
+		return problem(fmt.Sprintf("the fleet has a key pinned for %s, but this data dir has no %s", o.Name, KeyFile),
+			fmt.Sprintf("restore %s from a backup, or (a rebuilt host) an operator runs `warden fleet forget %s`", KeyFile, o.Name))
+	case err != nil:
+		return problem(fmt.Sprintf("fleet key: %v", err), "restore it from a backup")
+	default:
+		pub := base64.StdEncoding.EncodeToString(ed25519.NewKeyFromSeed(seed).Public().(ed25519.PublicKey))
+		if pinned != "" && pinned != pub {
+			return problem((&KeyChangedError{Host: o.Name, Pinned: pinned, Have: pub}).Error(), "see above")
+		}
+		c.Detail = fmt.Sprintf("connected to %s as %s; its key is pinned", nc.ConnectedUrlRedacted(), o.Name)
+		if pinned == "" {
+			c.Detail = fmt.Sprintf("connected to %s as %s; its key pins at the next join", nc.ConnectedUrlRedacted(), o.Name)
+		}
+	}
+	c.Status = "ok"
+	return c
+}
