@@ -234,3 +234,5 @@ func decodeDecision(b []byte) (Decision, error) {
 	}
 	return d, nil
 }
+
+func encodeKey(pub ed25519.PublicKey) string { return base64.StdEncoding.EncodeToString(pub) }
