@@ -1,0 +1,42 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"golang.org/x/term"
+
+	"warden/engine/fleet"
+	"warden/tui"
+)
+
+func init() { fleetConsole = runFleetConsole }
+
+// runFleetConsole is `warden fleet` with no verb: the fleet console,
+// following the fleet's stream into a view while it runs.
+func runFleetConsole(a *app, cl *fleet.Client) error {
+	if f, ok := a.stdout.(interface{ Fd() uintptr }); !ok || !term.IsTerminal(int(f.Fd())) {
+		return usageError{errors.New("the fleet console needs a terminal; for scripts use `warden fleet hosts|requests|runs --json`")}
+	}
+	th, err := consoleTheme("")
+	if err != nil {
+		return err
+	}
+	v := fleet.NewView()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	followErr := make(chan error, 1)
+	go func() { followErr <- cl.Follow(ctx, v, false) }()
+	m := tui.NewFleet(cl, v, tui.FleetOptions{Theme: th, Name: cl.Name, Role: cl.Role})
+	p := tea.NewProgram(m, tea.WithAltScreen(), tea.WithInput(a.stdin), tea.WithOutput(a.stdout))
+	if _, err := p.Run(); err != nil {
+		return err
+	}
+	cancel()
+	if err := <-followErr; err != nil && !errors.Is(err, context.Canceled) {
+		return fmt.Errorf("following the fleet: %w", err)
+	}
+	return nil
+}
