@@ -13,6 +13,7 @@ import (
 
 	"github.com/goccy/go-yaml/ast"
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"warden/engine"
 	"warden/engine/fleet"
@@ -324,6 +325,9 @@ unless every host verified.`,
 	c.AddCommand(initCmd, hosts, requests, runs, approve, deny, verify, forget)
 	if fleetConsole != nil {
 		c.RunE = func(*cobra.Command, []string) error {
+			if err := a.needTerminal(); err != nil {
+				return err
+			}
 			cl, err := ff.dial()
 			if err != nil {
 				return err
@@ -333,6 +337,14 @@ unless every host verified.`,
 		}
 	}
 	return c
+}
+
+// needTerminal refuses the console without a terminal on stdout.
+func (a *app) needTerminal() error {
+	if f, ok := a.stdout.(interface{ Fd() uintptr }); !ok || !term.IsTerminal(int(f.Fd())) {
+		return usageError{errors.New("the fleet console needs a terminal; for scripts use `warden fleet hosts|requests|runs --json`")}
+	}
+	return nil
 }
 
 // fleetConsole runs the fleet console (fleet_console.go sets it).

@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	tea "github.com/charmbracelet/bubbletea"
-	"golang.org/x/term"
 
 	"warden/engine/fleet"
 	"warden/tui"
@@ -17,9 +16,6 @@ func init() { fleetConsole = runFleetConsole }
 // runFleetConsole is `warden fleet` with no verb: the fleet console,
 // following the fleet's stream into a view while it runs.
 func runFleetConsole(a *app, cl *fleet.Client) error {
-	if f, ok := a.stdout.(interface{ Fd() uintptr }); !ok || !term.IsTerminal(int(f.Fd())) {
-		return usageError{errors.New("the fleet console needs a terminal; for scripts use `warden fleet hosts|requests|runs --json`")}
-	}
 	th, err := consoleTheme("")
 	if err != nil {
 		return err

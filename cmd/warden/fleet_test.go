@@ -20,6 +20,7 @@ func TestFleetUsage(t *testing.T) {
 		want string
 	}{
 		{[]string{"fleet", "hosts"}, "give --fleet"},
+		{[]string{"fleet"}, "needs a terminal"},
 		{[]string{"fleet", "hosts", "--fleet", "nats://127.0.0.1:1"}, "--fleet-creds"},
 		{[]string{"fleet", "approve", "hostb", "x", "--fleet", "nats://127.0.0.1:1", "--fleet-creds", creds}, "want a positive number"},
 		{[]string{"fleet", "approve", "hostb"}, "accepts 2 arg"},
