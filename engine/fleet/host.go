@@ -110,6 +110,20 @@ func Join(e *engine.Engine, o HostOptions) (*Host, error) {
 	if err := h.loadState(); err != nil {
 		return nil, err
 	}
+	if rs, err := e.Receipts(engine.ReceiptFilter{Limit: 1}); err == nil {
+		head := uint64(0)
+		if len(rs) == 1 {
+			head = rs[0].Seq
+		}
+		if head < h.state.Cursor {
+			// The chain is shorter than what the fleet saw: a restored
+			// backup, or receipts removed. Publish from the head on (and
+			// let `warden fleet verify` judge the history).
+			h.logf("fleet: WARNING: this host's receipts end at seq %d but the fleet has seen up to %d: the data dir was restored or its receipts removed; `warden fleet verify %s` compares with the witnessed checkpoints",
+				head, h.state.Cursor, o.Name)
+			h.state = hostState{Cursor: head}
+		}
+	}
 	// A first dial without retries tells a refused login (a config
 	// error: refuse to start) from an absent server (join offline).
 	probe, err := connect(o.URL, o.Creds, "warden host "+o.Name, false, nil)
