@@ -2,9 +2,9 @@ package fleet
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
