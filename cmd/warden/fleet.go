@@ -79,7 +79,7 @@ a viewer's decision reaches the host and is refused and recorded there.`,
 			return err
 		}
 		defer cl.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		return fn(ctx, cl)
 	}
@@ -192,6 +192,10 @@ a viewer's decision reaches the host and is refused and recorded there.`,
 				rs := v.Runs(100)
 				if a.json {
 					return a.emitJSON(map[string]any{"runs": nonNil(rs)})
+				}
+				if len(rs) == 0 {
+					a.printf("no runs in the fleet yet\n")
+					return nil
 				}
 				tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "HOST\tRUN\tHOOK\tSTATUS\tSTARTED")

@@ -76,21 +76,24 @@ func (c *Client) Init(ctx context.Context, maxBytes int64) error {
 	if maxBytes <= 0 {
 		maxBytes = StreamMaxBytes
 	}
+	// A refused publish gets no answer: bound each call.
+	ctx, cancel := context.WithTimeout(ctx, 8*time.Second)
+	defer cancel()
 	_, err := c.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 		Name: StreamName, Description: "warden fleet: every host's requests, runs and checkpoints",
 		Subjects: []string{"warden.host.*.evt.>"}, Storage: jetstream.FileStorage, Retention: jetstream.LimitsPolicy,
 		MaxAge: StreamMaxAge, MaxBytes: maxBytes, Discard: jetstream.DiscardOld, Duplicates: DupeWindow, MaxMsgSize: 1 << 20,
 	})
 	if err != nil {
-		return fmt.Errorf("creating stream %s: %v", StreamName, err)
+		return fmt.Errorf("creating stream %s: %v", StreamName, c.permission(err))
 	}
 	if _, err := c.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: HostsBucket, Description: "warden fleet heartbeats",
 		TTL: HeartbeatTTL, History: 1, Storage: jetstream.FileStorage}); err != nil {
-		return fmt.Errorf("creating bucket %s: %v", HostsBucket, err)
+		return fmt.Errorf("creating bucket %s: %v", HostsBucket, c.permission(err))
 	}
 	if _, err := c.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: KeysBucket, Description: "warden fleet keys, pinned at first join",
 		History: 5, Storage: jetstream.FileStorage}); err != nil {
-		return fmt.Errorf("creating bucket %s: %v", KeysBucket, err)
+		return fmt.Errorf("creating bucket %s: %v", KeysBucket, c.permission(err))
 	}
 	return nil
 }
@@ -267,6 +270,18 @@ func (c *Client) Decide(ctx context.Context, host string, d Decision) (DecisionR
 	return r, nil
 }
 
+// permission says so when the server refused a publish of this
+// client's (it answers a refused request with silence).
+func (c *Client) permission(err error) error {
+	c.errMu.Lock()
+	async := c.lastErr
+	c.errMu.Unlock()
+	if async != nil && strings.Contains(strings.ToLower(async.Error()), "permissions violation") {
+		return fmt.Errorf("the fleet's server refused it (%v): your credentials do not allow this; use the fleet's admin credentials", async)
+	}
+	return err
+}
+
 func (c *Client) explain(host string, err error) error {
 	c.errMu.Lock()
 	async := c.lastErr
@@ -300,7 +315,19 @@ func (c *Client) Verify(ctx context.Context, v *View, only string) ([]Verificati
 		return nil, err
 	}
 	var out []Verification
-	for _, host := range v.HostNames() {
+	names := map[string]bool{}
+	for _, h := range v.HostNames() {
+		names[h] = true
+	}
+	for h := range keys {
+		names[h] = true // joined, perhaps never checkpointed: unverified
+	}
+	var hosts []string
+	for h := range names {
+		hosts = append(hosts, h)
+	}
+	sort.Strings(hosts)
+	for _, host := range hosts {
 		if only != "" && host != only {
 			continue
 		}
