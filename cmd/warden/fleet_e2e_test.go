@@ -372,6 +372,25 @@ func TestFleetEndToEnd(t *testing.T) {
 		t.Errorf("B's receipts do not name fleet:%s: %+v", winner, r.receipts("hostb"))
 	}
 	r.waitRequest("hostb", "from-b", true)
+	// B's run summary reaches the fleet too: started, then succeeded.
+	waitUntil(t, "B's run summary", 20*time.Second, func() bool {
+		res := r.fleet("bob", "--role", "viewer", "runs", "--json")
+		var runs struct {
+			Runs []struct {
+				Host string `json:"host"`
+				Run  struct {
+					Module, Hook, Status string
+				} `json:"run"`
+			} `json:"runs"`
+		}
+		json.Unmarshal([]byte(res.stdout), &runs)
+		for _, x := range runs.Runs {
+			if x.Host == "hostb" && x.Run.Module == "hello" && x.Run.Hook == "greet" && x.Run.Status == "succeeded" {
+				return true
+			}
+		}
+		return false
+	}, nil)
 
 	// nats-server dies mid-run; C's request is answered locally; the
 	// server comes back; the fleet shows C's request decided, once.
