@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/json"
@@ -15,9 +16,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/charmbracelet/x/exp/teatest"
 	bolt "go.etcd.io/bbolt"
 
+	"warden/engine/fleet"
 	"warden/storage"
+	"warden/themes"
+	"warden/tui"
 )
 
 // natsServer starts (or reuses) a private nats-server -js on loopback in
@@ -392,6 +397,21 @@ func TestFleetEndToEnd(t *testing.T) {
 		return false
 	}, nil)
 
+	// The fleet console (teatest, over the real client and stream): a
+	// second request on B shows in the one queue with its host, and y
+	// approves it on B.
+	runB2 := r.ask("hostb", "by-console")
+	r.waitRequest("hostb", "by-console", false)
+	consoleApprove(t, r, "by-console")
+	select {
+	case res := <-runB2:
+		if res.code != 0 || !strings.Contains(res.stdout, "Hello, by-console!") {
+			t.Errorf("B's hook after the console's approval: %s", res)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("B's hook did not proceed after the console's approval")
+	}
+
 	// nats-server dies mid-run; C's request is answered locally; the
 	// server comes back; the fleet shows C's request decided, once.
 	killNats(t, r.natsDir)
@@ -527,6 +547,39 @@ func TestFleetEndToEnd(t *testing.T) {
 	if l := doctorFleet("hosta"); !strings.HasPrefix(l, "problem") || !strings.Contains(l, "REFUSES host hosta") {
 		t.Errorf("doctor's fleet check with a swapped key: %s", l)
 	}
+}
+
+// consoleApprove opens the fleet console as alice and approves the
+// request whose message holds marker with y.
+func consoleApprove(t *testing.T, r *fleetRig, marker string) {
+	t.Helper()
+	creds, err := fleet.LoadCreds(r.creds("alice"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := fleet.Dial(r.url, creds, "", fleet.RoleOperator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	v := fleet.NewView()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go cl.Follow(ctx, v, false)
+	m := tui.NewFleet(cl, v, tui.FleetOptions{Theme: themes.NoColor(), Name: cl.Name, Role: cl.Role, Refresh: 100 * time.Millisecond})
+	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(120, 30))
+	defer tm.Quit()
+	var seen []byte
+	teatest.WaitFor(t, tm.Output(), func(b []byte) bool {
+		seen = append(seen, b...)
+		return bytes.Contains(seen, []byte("1 pending")) && bytes.Contains(seen, []byte("HOSTB")) && bytes.Contains(seen, []byte(marker))
+	}, teatest.WithDuration(20*time.Second), teatest.WithCheckInterval(50*time.Millisecond))
+	tm.Type("y")
+	seen = nil
+	teatest.WaitFor(t, tm.Output(), func(b []byte) bool {
+		seen = append(seen, b...)
+		return bytes.Contains(seen, []byte("on hostb: approve-once by fleet:alice"))
+	}, teatest.WithDuration(20*time.Second), teatest.WithCheckInterval(50*time.Millisecond))
 }
 
 // rewriteReceipt is root on a host rewriting history: it changes receipt
