@@ -128,7 +128,7 @@ func CheckURL(server string) error {
 
 // connect dials the fleet. name is the connection name the server shows.
 // errs receives asynchronous errors (permission violations) when set.
-func connect(server string, creds Creds, name string, retry bool, errs func(error)) (*nats.Conn, error) {
+func connect(server string, creds Creds, name string, retry bool, errs func(error), extra ...nats.Option) (*nats.Conn, error) {
 	if err := CheckURL(server); err != nil {
 		return nil, err
 	}
@@ -146,7 +146,7 @@ func connect(server string, creds Creds, name string, retry bool, errs func(erro
 	if errs != nil {
 		opts = append(opts, nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { errs(err) }))
 	}
-	nc, err := nats.Connect(server, opts...)
+	nc, err := nats.Connect(server, append(opts, extra...)...)
 	if err != nil {
 		return nil, explainConnect(server, err)
 	}

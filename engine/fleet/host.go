@@ -134,7 +134,11 @@ func Join(e *engine.Engine, o HostOptions) (*Host, error) {
 	if probe != nil {
 		probe.Close()
 	}
-	h.nc, err = connect(o.URL, o.Creds, "warden host "+o.Name, true, func(err error) { h.logf("fleet: %v", err) })
+	h.nc, err = connect(o.URL, o.Creds, "warden host "+o.Name, true, func(err error) { h.logf("fleet: %v", err) },
+		nats.ConnectHandler(func(nc *nats.Conn) { // the first connection, when it came late
+			h.logf("fleet: connected to %s; publishing the backlog", nc.ConnectedUrlRedacted())
+			h.poke()
+		}))
 	if err != nil {
 		return nil, err
 	}
@@ -184,7 +188,9 @@ func (h *Host) Close() {
 	}
 	h.wg.Wait()
 	if h.nc != nil {
-		h.nc.Flush()
+		if h.nc.IsConnected() {
+			h.nc.FlushTimeout(2 * time.Second)
+		}
 		h.nc.Close()
 	}
 }

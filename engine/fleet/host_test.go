@@ -5,10 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -21,7 +23,11 @@ import (
 // test fails under CI and is skipped elsewhere, saying why.
 func testNats(t *testing.T) (url, creds string) {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "nats")
+	return testNatsIn(t, filepath.Join(t.TempDir(), "nats"))
+}
+
+func testNatsIn(t *testing.T, dir string) (url, creds string) {
+	t.Helper()
 	var stderr bytes.Buffer
 	cmd := exec.Command("bash", filepath.Join("..", "..", "scripts", "nats-test"), dir)
 	cmd.Stderr = &stderr
@@ -164,4 +170,75 @@ func streamMsgs(t *testing.T, c *Client) uint64 {
 		t.Fatal(err)
 	}
 	return i.State.Msgs
+}
+
+// TestHostJoinsOffline: a host whose fleet is not up yet starts anyway,
+// keeps its own work, and publishes its backlog in order once the fleet
+// is there (and set up).
+func TestHostJoinsOffline(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "nats")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	os.WriteFile(filepath.Join(dir, "port"), []byte(fmt.Sprintln(port)), 0o600)
+	// The creds exist before the server: nats-test makes them; run it
+	// once to make them and stop the server again.
+	url, creds := testNatsIn(t, dir)
+	b, _ := os.ReadFile(filepath.Join(dir, "nats.pid"))
+	var pid int
+	fmt.Sscan(string(b), &pid)
+	syscall.Kill(pid, syscall.SIGKILL)
+	waitFor(t, "the server to stop", 5*time.Second, func() bool { return syscall.Kill(pid, 0) != nil })
+
+	data := filepath.Join(t.TempDir(), "data")
+	e, err := engine.Open(engine.Options{DataDir: data})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	var logs strings.Builder
+	var logMu sync.Mutex
+	h, err := Join(e, HostOptions{URL: url, Creds: mustCreds(t, creds, "hosta"), Name: "hosta", Version: "test",
+		Logf: func(f string, a ...any) { logMu.Lock(); fmt.Fprintf(&logs, f+"\n", a...); logMu.Unlock() }})
+	if err != nil {
+		t.Fatalf("joining with the fleet away: %v", err)
+	}
+	defer h.Close()
+	var rev uint64
+	for i := 0; i < 120; i++ { // work goes on meanwhile
+		p, err := e.SetPolicy(engine.LocalActor(), engine.Policy{Subject: "module:m", Network: i%2 == 0}, rev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rev = p.Revision
+	}
+	testNatsIn(t, dir) // the fleet comes up
+	admin, err := Dial(url, mustCreds(t, creds, "admin"), "admin", RoleOperator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	if err := admin.Init(t.Context(), 64<<20); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the backlog's checkpoint at seq 100", 20*time.Second, func() bool {
+		v, err := admin.Load(t.Context())
+		if err != nil {
+			return false
+		}
+		cps := v.Checkpoints("hosta")
+		return len(cps) > 0 && cps[0].Seq == 100
+	})
+	logMu.Lock()
+	defer logMu.Unlock()
+	t.Logf("host log:\n%s", logs.String())
+	if !strings.Contains(logs.String(), "working offline") {
+		t.Errorf("the host did not say it works offline: %s", logs.String())
+	}
 }
