@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"warden/engine"
 )
 
@@ -240,5 +242,66 @@ func TestHostJoinsOffline(t *testing.T) {
 	t.Logf("host log:\n%s", logs.String())
 	if !strings.Contains(logs.String(), "working offline") {
 		t.Errorf("the host did not say it works offline: %s", logs.String())
+	}
+}
+
+// TestSubjectPermissions: the identity a host trusts is the fleet
+// server's subject permissions (scripts/nats-test's config, the README's
+// minimal config): a host publishes only under its own name and hears
+// only its own decisions; a viewer cannot send an operator's decision.
+func TestSubjectPermissions(t *testing.T) {
+	url, creds := testNats(t)
+	as := func(user string) (*nats.Conn, chan error) {
+		errs := make(chan error, 8)
+		c := mustCreds(t, creds, user)
+		nc, err := nats.Connect(url, nats.UserInfo(c.User, c.password),
+			nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { errs <- err }))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(nc.Close)
+		return nc, errs
+	}
+	refused := func(what string, errs chan error) {
+		t.Helper()
+		select {
+		case err := <-errs:
+			if !strings.Contains(strings.ToLower(err.Error()), "permissions violation") {
+				t.Errorf("%s: %v", what, err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Errorf("%s: the server let it through", what)
+		}
+	}
+	hostb, errs := as("hostb")
+	hostb.Publish(EventSubject("hostc", KindRequest), []byte(`{}`))
+	hostb.Flush()
+	refused("hostb publishing as hostc", errs)
+	hostb.Subscribe(DecideSubject("hostc", RoleOperator, "alice"), func(*nats.Msg) {})
+	hostb.Flush()
+	refused("hostb listening to hostc's decisions", errs)
+	bob, errs := as("bob")
+	bob.Publish(DecideSubject("hostb", RoleOperator, "bob"), []byte(`{}`))
+	bob.Flush()
+	refused("viewer bob sending an operator's decision", errs)
+	bob.Publish(DecideSubject("hostb", RoleOperator, "alice"), []byte(`{}`))
+	bob.Flush()
+	refused("viewer bob sending alice's decision", errs)
+	alice, errs := as("alice")
+	alice.Publish(DecideSubject("hostb", RoleOperator, "carol"), []byte(`{}`))
+	alice.Flush()
+	refused("alice sending carol's decision", errs)
+	// What is allowed is allowed: alice's own decision subject.
+	got := make(chan string, 1)
+	hostb.Subscribe(DecideSubject("hostb", "*", "*"), func(m *nats.Msg) { got <- m.Subject })
+	hostb.Flush()
+	alice.Publish(DecideSubject("hostb", RoleOperator, "alice"), []byte(`{}`))
+	select {
+	case s := <-got:
+		if s != DecideSubject("hostb", RoleOperator, "alice") {
+			t.Errorf("hostb heard %s", s)
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("alice's own decision subject did not reach hostb")
 	}
 }
