@@ -85,13 +85,14 @@ a viewer's decision reaches the host and is refused and recorded there.`,
 	}
 
 	var maxBytes int64
+	var replicas int
 	initCmd := &cobra.Command{
 		Use:   "init",
 		Short: "Create the fleet's stream and buckets (admin credentials)",
 		Args:  args(cobra.NoArgs),
 		RunE: func(*cobra.Command, []string) error {
 			return with(func(ctx context.Context, cl *fleet.Client) error {
-				if err := cl.Init(ctx, maxBytes); err != nil {
+				if err := cl.Init(ctx, fleet.InitOptions{MaxBytes: maxBytes, Replicas: replicas}); err != nil {
 					return err
 				}
 				if a.json {
@@ -103,6 +104,7 @@ a viewer's decision reaches the host and is refused and recorded there.`,
 		},
 	}
 
+	initCmd.Flags().IntVar(&replicas, "replicas", 1, "copies of the stream and buckets: 1 on one server, 3 on a cluster of 3")
 	initCmd.Flags().Int64Var(&maxBytes, "max-bytes", fleet.StreamMaxBytes, "the stream's size limit in bytes (oldest events go first; see the README's \"Many hosts\")")
 
 	hosts := &cobra.Command{

@@ -182,7 +182,7 @@ func TestFleetLoad(t *testing.T) {
 	defer admin.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if err := admin.Init(ctx, 1<<30); err != nil {
+	if err := admin.Init(ctx, fleet.InitOptions{MaxBytes: 1 << 30}); err != nil {
 		t.Fatal(err)
 	}
 	rss0 := rssKiB(pid)

@@ -72,7 +72,16 @@ func (c *Client) Conn() *nats.Conn { return c.nc }
 
 // Init creates (or updates) the fleet's stream and buckets. Only a
 // member whose credentials allow the JetStream admin API can.
-func (c *Client) Init(ctx context.Context, maxBytes int64) error {
+// InitOptions size the fleet's stream.
+type InitOptions struct {
+	MaxBytes int64 // the stream's size limit (default StreamMaxBytes)
+	Replicas int   // 1 on one server, 3 on a cluster of 3 (default 1)
+}
+
+// Init creates or updates the stream and buckets with o.
+func (c *Client) Init(ctx context.Context, o InitOptions) error {
+	maxBytes := o.MaxBytes
+	replicas := max(o.Replicas, 1)
 	if maxBytes <= 0 {
 		maxBytes = StreamMaxBytes
 	}
@@ -82,17 +91,17 @@ func (c *Client) Init(ctx context.Context, maxBytes int64) error {
 	_, err := c.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 		Name: StreamName, Description: "warden fleet: every host's requests, runs and checkpoints",
 		Subjects: []string{"warden.host.*.evt.>"}, Storage: jetstream.FileStorage, Retention: jetstream.LimitsPolicy,
-		MaxAge: StreamMaxAge, MaxBytes: maxBytes, Discard: jetstream.DiscardOld, Duplicates: DupeWindow, MaxMsgSize: 1 << 20,
+		MaxAge: StreamMaxAge, MaxBytes: maxBytes, Replicas: replicas, Discard: jetstream.DiscardOld, Duplicates: DupeWindow, MaxMsgSize: 1 << 20,
 	})
 	if err != nil {
 		return fmt.Errorf("creating stream %s: %v", StreamName, c.permission(err))
 	}
 	if _, err := c.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: HostsBucket, Description: "warden fleet heartbeats",
-		TTL: HeartbeatTTL, History: 1, Storage: jetstream.FileStorage}); err != nil {
+		TTL: HeartbeatTTL, History: 1, Storage: jetstream.FileStorage, Replicas: replicas}); err != nil {
 		return fmt.Errorf("creating bucket %s: %v", HostsBucket, c.permission(err))
 	}
 	if _, err := c.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: KeysBucket, Description: "warden fleet keys, pinned at first join",
-		History: 5, Storage: jetstream.FileStorage}); err != nil {
+		History: 5, Storage: jetstream.FileStorage, Replicas: replicas}); err != nil {
 		return fmt.Errorf("creating bucket %s: %v", KeysBucket, c.permission(err))
 	}
 	return nil

@@ -85,7 +85,7 @@ func TestHostCheckpointsAndRejoin(t *testing.T) {
 	}
 	defer admin.Close()
 	ctx := t.Context()
-	if err := admin.Init(ctx, 64<<20); err != nil {
+	if err := admin.Init(ctx, InitOptions{MaxBytes: 64 << 20}); err != nil {
 		t.Fatal(err)
 	}
 	data := filepath.Join(t.TempDir(), "data")
@@ -226,7 +226,7 @@ func TestHostJoinsOffline(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer admin.Close()
-	if err := admin.Init(t.Context(), 64<<20); err != nil {
+	if err := admin.Init(t.Context(), InitOptions{MaxBytes: 64 << 20}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the backlog's checkpoint at seq 100", 20*time.Second, func() bool {
