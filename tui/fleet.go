@@ -58,6 +58,7 @@ type Fleet struct {
 	target     fleet.FleetRequest
 	reason     textinput.Model
 
+	pruned    time.Time // when the view was last pruned
 	status    string
 	statusBad bool
 	busy      bool
@@ -169,6 +170,10 @@ func (f *Fleet) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tea.WindowSizeMsg:
 		f.w, f.h = msg.Width, msg.Height
 	case fleetTick:
+		if now := f.opts.Now(); now.Sub(f.pruned) > time.Minute {
+			f.pruned = now
+			f.v.Prune(now.Add(-fleet.Window))
+		}
 		f.refold()
 		return f, tea.Batch(f.tick(), f.loadHosts())
 	case fleetHosts:

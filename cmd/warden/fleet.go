@@ -113,7 +113,7 @@ a viewer's decision reaches the host and is refused and recorded there.`,
 		Args:  args(cobra.NoArgs),
 		RunE: func(*cobra.Command, []string) error {
 			return with(func(ctx context.Context, cl *fleet.Client) error {
-				v, err := cl.Load(ctx)
+				v, err := cl.Load(ctx, false)
 				if err != nil {
 					return err
 				}
@@ -156,7 +156,7 @@ a viewer's decision reaches the host and is refused and recorded there.`,
 		Args:  args(cobra.NoArgs),
 		RunE: func(*cobra.Command, []string) error {
 			return with(func(ctx context.Context, cl *fleet.Client) error {
-				v, err := cl.Load(ctx)
+				v, err := cl.Load(ctx, false)
 				if err != nil {
 					return err
 				}
@@ -187,7 +187,7 @@ a viewer's decision reaches the host and is refused and recorded there.`,
 		Args:  args(cobra.NoArgs),
 		RunE: func(*cobra.Command, []string) error {
 			return with(func(ctx context.Context, cl *fleet.Client) error {
-				v, err := cl.Load(ctx)
+				v, err := cl.Load(ctx, false)
 				if err != nil {
 					return err
 				}
@@ -277,7 +277,7 @@ unless every host verified.`,
 				only = argv[0]
 			}
 			return with(func(ctx context.Context, cl *fleet.Client) error {
-				v, err := cl.Load(ctx)
+				v, err := cl.Load(ctx, true)
 				if err != nil {
 					return err
 				}

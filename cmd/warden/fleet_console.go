@@ -20,19 +20,24 @@ func runFleetConsole(a *app, cl *fleet.Client) error {
 	if err != nil {
 		return err
 	}
-	v := fleet.NewView()
+	v := fleet.NewLiveView()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	followErr := make(chan error, 1)
-	go func() { followErr <- cl.Follow(ctx, v, false) }()
+	followErr := make(chan error, 3)
+	for _, o := range []fleet.FollowOptions{{Kind: fleet.KindRequest, Since: fleet.Window}, {Kind: fleet.KindRun, Since: fleet.Window},
+		{Kind: fleet.KindCheckpoint, LastPerHost: true}} {
+		go func() { followErr <- cl.Follow(ctx, v, o) }()
+	}
 	m := tui.NewFleet(cl, v, tui.FleetOptions{Theme: th, Name: cl.Name, Role: cl.Role})
 	p := tea.NewProgram(m, tea.WithAltScreen(), tea.WithInput(a.stdin), tea.WithOutput(a.stdout))
 	if _, err := p.Run(); err != nil {
 		return err
 	}
 	cancel()
-	if err := <-followErr; err != nil && !errors.Is(err, context.Canceled) {
-		return fmt.Errorf("following the fleet: %w", err)
+	for range 3 {
+		if err := <-followErr; err != nil && !errors.Is(err, context.Canceled) {
+			return fmt.Errorf("following the fleet: %w", err)
+		}
 	}
 	return nil
 }

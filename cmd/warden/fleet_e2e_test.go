@@ -562,10 +562,13 @@ func consoleApprove(t *testing.T, r *fleetRig, marker string) {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	v := fleet.NewView()
+	v := fleet.NewLiveView()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go cl.Follow(ctx, v, false)
+	for _, o := range []fleet.FollowOptions{{Kind: fleet.KindRequest, Since: fleet.Window}, {Kind: fleet.KindRun, Since: fleet.Window},
+		{Kind: fleet.KindCheckpoint, LastPerHost: true}} {
+		go cl.Follow(ctx, v, o)
+	}
 	m := tui.NewFleet(cl, v, tui.FleetOptions{Theme: themes.NoColor(), Name: cl.Name, Role: cl.Role, Refresh: 100 * time.Millisecond})
 	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(120, 30))
 	defer tm.Quit()

@@ -249,7 +249,7 @@ func TestFleetLoad(t *testing.T) {
 	lctx, lcancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer lcancel()
 	t0 := time.Now()
-	v, err := op.Load(lctx)
+	v, err := op.Load(lctx, false)
 	if err != nil {
 		t.Fatal(err)
 	}

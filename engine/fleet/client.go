@@ -195,6 +195,10 @@ func (c *Client) Hosts(ctx context.Context, v *View) ([]HostStatus, error) {
 		names[k] = true
 	}
 	now := time.Now()
+	var pending map[string]int
+	if v != nil {
+		pending = v.PendingByHost(now)
+	}
 	var out []HostStatus
 	for n := range names {
 		s := HostStatus{Host: n, Key: keys[n]}
@@ -204,7 +208,7 @@ func (c *Client) Hosts(ctx context.Context, v *View) ([]HostStatus, error) {
 		}
 		if v != nil {
 			s.LastCheckpoint = v.LastCheckpoint(n)
-			s.Pending = v.PendingOn(n, now)
+			s.Pending = pending[n]
 		}
 		out = append(out, s)
 	}
@@ -212,31 +216,61 @@ func (c *Client) Hosts(ctx context.Context, v *View) ([]HostStatus, error) {
 	return out, nil
 }
 
-// Load reads the whole stream into a View (until caught up).
-func (c *Client) Load(ctx context.Context) (*View, error) {
-	v := NewView()
-	err := c.Follow(ctx, v, true)
-	return v, err
+// Window is how far back the queue and the run summaries are read: a
+// request waits at most an hour (perms.DefaultTTL), so a day holds every
+// pending one and the recent decisions, whatever the stream retains.
+const Window = 24 * time.Hour
+
+// FollowOptions select what Follow reads.
+type FollowOptions struct {
+	// Kind is the event kind (KindRequest, KindRun, KindCheckpoint).
+	Kind string
+	// Since reads from this far back (0: from the start of the stream).
+	Since time.Duration
+	// LastPerHost reads only each host's newest event of the kind.
+	LastPerHost bool
+	// CatchUp returns once everything there was is read; else Follow
+	// follows until ctx ends.
+	CatchUp bool
 }
 
-// Follow feeds the stream's events into v from the start; with catchUp it
-// returns once it has read everything there was, else it follows until
-// ctx ends.
-func (c *Client) Follow(ctx context.Context, v *View, catchUp bool) error {
+// Load reads what the CLI verbs show into a view, until caught up: the
+// requests and runs of the last Window, and each host's newest
+// checkpoint (withCheckpoints: every checkpoint, for verify).
+func (c *Client) Load(ctx context.Context, allCheckpoints bool) (*View, error) {
+	v := NewView()
+	for _, o := range []FollowOptions{{Kind: KindRequest, Since: Window}, {Kind: KindRun, Since: Window},
+		{Kind: KindCheckpoint, LastPerHost: !allCheckpoints}} {
+		o.CatchUp = true
+		if err := c.Follow(ctx, v, o); err != nil {
+			return v, err
+		}
+	}
+	return v, nil
+}
+
+// Follow feeds the stream's events of one kind into v.
+func (c *Client) Follow(ctx context.Context, v *View, o FollowOptions) error {
 	s, err := c.js.Stream(ctx, StreamName)
 	if err != nil {
 		return noFleet(err)
 	}
-	info, err := s.Info(ctx)
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{"warden.host.*.evt." + o.Kind}}
+	switch {
+	case o.LastPerHost:
+		cfg.DeliverPolicy = jetstream.DeliverLastPerSubjectPolicy
+	case o.Since > 0:
+		from := time.Now().Add(-o.Since)
+		cfg.DeliverPolicy, cfg.OptStartTime = jetstream.DeliverByStartTimePolicy, &from
+	}
+	cons, err := s.OrderedConsumer(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	if catchUp && info.State.Msgs == 0 {
-		return nil
-	}
-	cons, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{})
-	if err != nil {
-		return err
+	if o.CatchUp {
+		if info := cons.CachedInfo(); info != nil && info.NumPending == 0 {
+			return nil // nothing selected
+		}
 	}
 	it, err := cons.Messages()
 	if err != nil {
@@ -253,8 +287,10 @@ func (c *Client) Follow(ctx context.Context, v *View, catchUp bool) error {
 			return err
 		}
 		v.Add(m.Subject(), m.Data())
-		if md, err := m.Metadata(); err == nil && catchUp && md.NumPending == 0 {
-			return nil
+		if o.CatchUp {
+			if md, err := m.Metadata(); err == nil && md.NumPending == 0 {
+				return nil
+			}
 		}
 	}
 }

@@ -198,3 +198,43 @@ func FuzzViewAdd(f *testing.F) {
 		v.Runs(0)
 	})
 }
+
+// TestViewBounded: a live view keeps each host's newest checkpoint only,
+// and Prune forgets what ended before the cutoff but never a pending
+// request.
+func TestViewBounded(t *testing.T) {
+	now := time.Now().UTC()
+	_, key, _ := ed25519.GenerateKey(rand.Reader)
+	v := NewLiveView()
+	for _, seq := range []uint64{100, 300, 200} {
+		sc := Sign(Checkpoint{At: now, Hash: strings.Repeat("0", 64), Host: "web1", Seq: seq}, key)
+		v.Add(EventSubject("web1", KindCheckpoint), env(t, Envelope{Host: "web1", Seq: seq, At: now, Checkpoint: &sc}))
+	}
+	if cps := v.Checkpoints("web1"); len(cps) != 1 || cps[0].Seq != 300 {
+		t.Errorf("live view checkpoints: %+v", cps)
+	}
+	old := now.Add(-48 * time.Hour)
+	mk := func(id uint64, created time.Time, decided bool) storage.RequestRecord {
+		r := storage.RequestRecord{ID: id, Subject: "module:m", Operation: "operator.confirm", Content: json.RawMessage(`{}`),
+			Created: created, Expires: created.Add(time.Hour)}
+		if decided {
+			r.Decision = &storage.Decision{Verdict: storage.Deny, By: "engine", At: created.Add(time.Minute)}
+		}
+		return r
+	}
+	for i, r := range []storage.RequestRecord{mk(1, old, true), mk(2, now, true), mk(3, now, false), mk(4, old, false)} {
+		v.Add(EventSubject("web1", KindRequest), env(t, Envelope{Host: "web1", Seq: uint64(10 + i), At: r.Created, Request: &r}))
+	}
+	v.Prune(now.Add(-24 * time.Hour))
+	for id, kept := range map[uint64]bool{1: false, 2: true, 3: true, 4: false} { // 4 expired 47 h ago
+		if _, ok := v.Request("web1", id); ok != kept {
+			t.Errorf("request %d kept=%v after the prune", id, ok)
+		}
+	}
+	// A redelivery of a pruned event is folded again, not miscounted.
+	r1 := mk(1, old, true)
+	v.Add(EventSubject("web1", KindRequest), env(t, Envelope{Host: "web1", Seq: 10, At: old, Request: &r1}))
+	if v.Duplicates() != 0 {
+		t.Errorf("duplicates %d", v.Duplicates())
+	}
+}

@@ -118,7 +118,7 @@ func TestHostCheckpointsAndRejoin(t *testing.T) {
 	defer op.Close()
 	var v *View
 	waitFor(t, "a checkpoint at seq 100", 8*time.Second, func() bool {
-		v, err = op.Load(ctx)
+		v, err = op.Load(ctx, true)
 		for _, cp := range v.Checkpoints("hostc") {
 			if cp.Seq == 100 {
 				return true
@@ -147,7 +147,7 @@ func TestHostCheckpointsAndRejoin(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(500 * time.Millisecond)
-	v, _ = op.Load(ctx)
+	v, _ = op.Load(ctx, true)
 	if v.Duplicates() != 0 {
 		t.Errorf("%d duplicate events after a rejoin", v.Duplicates())
 	}
@@ -230,7 +230,7 @@ func TestHostJoinsOffline(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "the backlog's checkpoint at seq 100", 20*time.Second, func() bool {
-		v, err := admin.Load(t.Context())
+		v, err := admin.Load(t.Context(), true)
 		if err != nil {
 			return false
 		}

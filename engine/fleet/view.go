@@ -18,10 +18,12 @@ type View struct {
 	runs        map[runKey]*HostRun
 	checkpoints map[string][]SignedCheckpoint
 	hosts       map[string]bool
-	seen        map[string]bool // host/seq/kind already folded
+	seen        map[string]time.Time // host/kind/seq already folded, and when it happened
 	dupes       int
-	malformed   int
-	rev         uint64
+	// lastOnly keeps only each host's newest checkpoint (a live console).
+	lastOnly  bool
+	malformed int
+	rev       uint64
 }
 
 type reqKey struct {
@@ -41,7 +43,39 @@ type HostRun struct {
 // NewView is an empty view.
 func NewView() *View {
 	return &View{requests: map[reqKey]*FleetRequest{}, runs: map[runKey]*HostRun{}, checkpoints: map[string][]SignedCheckpoint{},
-		hosts: map[string]bool{}, seen: map[string]bool{}}
+		hosts: map[string]bool{}, seen: map[string]time.Time{}}
+}
+
+// NewLiveView is a view for a long-running console: it keeps only each
+// host's newest checkpoint, and Prune bounds the rest.
+func NewLiveView() *View {
+	v := NewView()
+	v.lastOnly = true
+	return v
+}
+
+// Prune forgets what ended before cutoff: decided or expired requests,
+// ended runs, and the de-duplication memory of events that old. A live
+// console calls it now and then so it runs for weeks in bounded memory.
+func (v *View) Prune(cutoff time.Time) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for k, r := range v.requests {
+		if !r.Pending(cutoff) && decidedAt(*r).Before(cutoff) {
+			delete(v.requests, k)
+		}
+	}
+	for k, r := range v.runs {
+		if r.Run.Ended != nil && r.Run.Ended.Before(cutoff) {
+			delete(v.runs, k)
+		}
+	}
+	for k, at := range v.seen {
+		if at.Before(cutoff) {
+			delete(v.seen, k)
+		}
+	}
+	v.rev++
 }
 
 // maxEventBytes bounds one event (the stream refuses bigger).
@@ -66,11 +100,11 @@ func (v *View) Add(subject string, data []byte) {
 	defer v.mu.Unlock()
 	v.hosts[host] = true
 	id := host + "/" + kind + "/" + itoa(env.Seq)
-	if v.seen[id] {
+	if _, dup := v.seen[id]; dup {
 		v.dupes++
 		return
 	}
-	v.seen[id] = true
+	v.seen[id] = env.At
 	v.rev++
 	switch {
 	case kind == KindRequest && env.Request != nil:
@@ -84,7 +118,13 @@ func (v *View) Add(subject string, data []byte) {
 			v.runs[k] = &HostRun{Host: host, Seq: env.Seq, Run: *env.Run}
 		}
 	case kind == KindCheckpoint && env.Checkpoint != nil:
-		v.checkpoints[host] = append(v.checkpoints[host], *env.Checkpoint)
+		if v.lastOnly {
+			if cps := v.checkpoints[host]; len(cps) == 0 || cps[0].Seq < env.Checkpoint.Seq {
+				v.checkpoints[host] = []SignedCheckpoint{*env.Checkpoint}
+			}
+		} else {
+			v.checkpoints[host] = append(v.checkpoints[host], *env.Checkpoint)
+		}
 	}
 }
 
@@ -183,6 +223,19 @@ func (v *View) Request(host string, id uint64) (FleetRequest, bool) {
 		return FleetRequest{}, false
 	}
 	return *r, true
+}
+
+// PendingByHost counts every host's pending requests in one pass.
+func (v *View) PendingByHost(now time.Time) map[string]int {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	out := map[string]int{}
+	for k, r := range v.requests {
+		if r.Pending(now) {
+			out[k.host]++
+		}
+	}
+	return out
 }
 
 // PendingOn counts a host's pending requests.
