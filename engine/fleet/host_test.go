@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nkeys"
 
 	"warden/engine"
 )
@@ -303,5 +304,47 @@ func TestSubjectPermissions(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Error("alice's own decision subject did not reach hostb")
+	}
+}
+
+// TestNkeyCreds: an nkey seed file logs in as the server's nkey user, and
+// a seed the server does not know is refused as bad credentials.
+func TestNkeyCreds(t *testing.T) {
+	testNats(t) // installs nats-server (or fails under CI / skips)
+	server, err := exec.LookPath("nats-server")
+	if err != nil {
+		server = "/usr/sbin/nats-server"
+	}
+	dir := t.TempDir()
+	user, _ := nkeys.CreateUser()
+	pub, _ := user.PublicKey()
+	seed, _ := user.Seed()
+	other, _ := nkeys.CreateUser()
+	otherSeed, _ := other.Seed()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	conf := fmt.Sprintf("listen: 127.0.0.1:%d\nauthorization: { users: [ { nkey: %q } ] }\n", port, pub)
+	os.WriteFile(filepath.Join(dir, "nats.conf"), []byte(conf), 0o600)
+	srv := exec.Command(server, "-c", filepath.Join(dir, "nats.conf"))
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Process.Kill(); srv.Wait() })
+	url := fmt.Sprintf("nats://127.0.0.1:%d", port)
+	good := filepath.Join(dir, "good.nk")
+	os.WriteFile(good, append(seed, '\n'), 0o600)
+	os.WriteFile(filepath.Join(dir, "bad.nk"), append(otherSeed, '\n'), 0o600)
+	var c *Client
+	waitFor(t, "the nkey login", 10*time.Second, func() bool {
+		c, err = Dial(url, mustCreds(t, dir, "good.nk"), "web1", RoleOperator)
+		return err == nil
+	})
+	c.Close()
+	if _, err := Dial(url, mustCreds(t, dir, "bad.nk"), "web1", RoleOperator); err == nil || !strings.Contains(err.Error(), "refused these credentials") {
+		t.Errorf("an unknown nkey: %v", err)
 	}
 }
