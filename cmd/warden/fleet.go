@@ -21,12 +21,13 @@ import (
 
 // fleetFlags are how a fleet member connects (every `warden fleet` verb).
 type fleetFlags struct {
-	url, creds, name, role string
+	url, creds, ca, name, role string
 }
 
 func (f *fleetFlags) bind(c *cobra.Command) {
 	c.PersistentFlags().StringVar(&f.url, "fleet", "", "the fleet's NATS URL, nats://HOST:4222 or tls://HOST:4222 (default $WARDEN_FLEET)")
 	c.PersistentFlags().StringVar(&f.creds, "fleet-creds", "", "your fleet credentials: a NATS creds file, an nkey seed or user:password (default $WARDEN_FLEET_CREDS)")
+	c.PersistentFlags().StringVar(&f.ca, "fleet-ca", "", "PEM file of a private CA that signed the fleet server's certificate (default $WARDEN_FLEET_CA)")
 	c.PersistentFlags().StringVar(&f.name, "name", "", "your fleet name (default: the user of user:password credentials)")
 	c.PersistentFlags().StringVar(&f.role, "role", fleet.RoleOperator, "the role your credentials carry: operator (decides) or viewer (watches)")
 }
@@ -44,10 +45,14 @@ func (f *fleetFlags) dial() (*fleet.Client, error) {
 	if f.creds == "" {
 		return nil, usageError{errors.New("no fleet credentials: give --fleet-creds FILE (or set WARDEN_FLEET_CREDS)")}
 	}
+	if f.ca == "" {
+		f.ca = os.Getenv("WARDEN_FLEET_CA")
+	}
 	creds, err := fleet.LoadCreds(f.creds)
 	if err != nil {
 		return nil, err
 	}
+	creds.CA = f.ca
 	return fleet.Dial(f.url, creds, f.name, f.role)
 }
 
@@ -382,11 +387,12 @@ func nonNil[T any](s []T) []T {
 }
 
 // fleetJoin is serve's --fleet, --fleet-creds and --fleet-host.
-type fleetJoin struct{ url, creds, host string }
+type fleetJoin struct{ url, creds, host, ca string }
 
 func (f *fleetJoin) bind(c *cobra.Command) {
 	c.Flags().StringVar(&f.url, "fleet", "", "join the fleet at this NATS URL (nats://HOST:4222, tls://HOST:4222)")
 	c.Flags().StringVar(&f.creds, "fleet-creds", "", "this host's fleet credentials: a NATS creds file, an nkey seed or user:password (0600)")
+	c.Flags().StringVar(&f.ca, "fleet-ca", "", "PEM file of a private CA that signed the fleet server's certificate")
 	c.Flags().StringVar(&f.host, "fleet-host", "", "this host's name in the fleet (letters, digits, - and _)")
 }
 
@@ -400,6 +406,9 @@ func (f fleetJoin) or(cfg fleetJoin) fleetJoin {
 	}
 	if f.host == "" {
 		f.host = cfg.host
+	}
+	if f.ca == "" {
+		f.ca = cfg.ca
 	}
 	return f
 }
@@ -445,13 +454,18 @@ func parseFleetSettings(n ast.Node, bad func(line int, key, format string, args 
 				return f, bad(line(kn), ks.Value, "want an absolute path to this host's fleet credentials")
 			}
 			f.creds = v.Value
+		case "ca":
+			if !filepath.IsAbs(v.Value) {
+				return f, bad(line(kn), ks.Value, "want an absolute path to the CA's PEM file")
+			}
+			f.ca = v.Value
 		case "host":
 			if !fleet.ValidName(v.Value) {
 				return f, bad(line(kn), ks.Value, "want 1-64 letters, digits, '-' or '_'")
 			}
 			f.host = v.Value
 		default:
-			return f, bad(line(kn), ks.Value, "unknown key (fleet: knows url, creds, host)")
+			return f, bad(line(kn), ks.Value, "unknown key (fleet: knows url, creds, ca, host)")
 		}
 	}
 	return f, nil
@@ -463,6 +477,7 @@ func fleetCheck(dataDir string, f fleetJoin) engine.Check {
 	if err != nil {
 		return engine.Check{Name: "fleet", Status: "problem", Detail: err.Error(), Fix: "give --fleet-creds FILE (mode 0600)"}
 	}
+	creds.CA = f.ca
 	return fleet.Probe(dataDir, fleet.HostOptions{URL: f.url, Creds: creds, Name: f.host})
 }
 
@@ -497,6 +512,7 @@ func (a *app) joinFleet(e *engine.Engine, f fleetJoin) (*fleet.Host, error) {
 	if err != nil {
 		return nil, err
 	}
+	creds.CA = f.ca
 	logf := func(format string, args ...any) { fmt.Fprintln(a.stderr, safe(fmt.Sprintf(format, args...))) }
 	h, err := fleet.Join(e, fleet.HostOptions{URL: f.url, Creds: creds, Name: f.host, Version: version, Logf: logf})
 	if err != nil {

@@ -60,8 +60,8 @@ func TestFleetCredsRefused(t *testing.T) {
 
 // TestFleetSettings: config.yaml's fleet: mapping, decoded strictly.
 func TestFleetSettings(t *testing.T) {
-	s, err := parseSettings("/c.yaml", []byte("fleet:\n  url: tls://nats.example:4222\n  creds: /etc/warden/fleet.creds\n  host: web1\n"))
-	if err != nil || s.Fleet != (fleetJoin{url: "tls://nats.example:4222", creds: "/etc/warden/fleet.creds", host: "web1"}) {
+	s, err := parseSettings("/c.yaml", []byte("fleet:\n  url: tls://nats.example:4222\n  creds: /etc/warden/fleet.creds\n  ca: /etc/warden/ca.pem\n  host: web1\n"))
+	if err != nil || s.Fleet != (fleetJoin{url: "tls://nats.example:4222", creds: "/etc/warden/fleet.creds", host: "web1", ca: "/etc/warden/ca.pem"}) {
 		t.Fatalf("fleet settings: %+v %v", s.Fleet, err)
 	}
 	for in, want := range map[string]string{

@@ -30,6 +30,9 @@ type Creds struct {
 	password string
 	seed     []byte
 	jwt      bool
+	// CA is a PEM file of the CA that signed the server's certificate
+	// (a private CA); setting it makes the connection TLS.
+	CA string
 }
 
 // maxCredsSize bounds a creds file.
@@ -70,6 +73,18 @@ func LoadCreds(path string) (Creds, error) {
 }
 
 func (c Creds) options(server string) ([]nats.Option, error) {
+	var tlsOpts []nats.Option
+	if c.CA != "" {
+		if _, err := os.Stat(c.CA); err != nil {
+			return nil, fmt.Errorf("fleet CA: %v (give the PEM file of the CA that signed the server's certificate)", err)
+		}
+		tlsOpts = append(tlsOpts, nats.RootCAs(c.CA))
+	}
+	opts, err := c.authOptions(server)
+	return append(opts, tlsOpts...), err
+}
+
+func (c Creds) authOptions(server string) ([]nats.Option, error) {
 	switch {
 	case c.jwt:
 		return []nats.Option{nats.UserCredentials(c.File)}, nil
@@ -80,6 +95,9 @@ func (c Creds) options(server string) ([]nats.Option, error) {
 		}
 		return []nats.Option{opt}, nil
 	case c.User != "":
+		if c.CA != "" {
+			return []nats.Option{nats.UserInfo(c.User, c.password)}, nil // TLS
+		}
 		if err := plainOK(server); err != nil {
 			return nil, err
 		}

@@ -3,8 +3,15 @@ package fleet
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
+	"math/big"
 	"net"
 	"os"
 	"os/exec"
@@ -346,5 +353,76 @@ func TestNkeyCreds(t *testing.T) {
 	c.Close()
 	if _, err := Dial(url, mustCreds(t, dir, "bad.nk"), "web1", RoleOperator); err == nil || !strings.Contains(err.Error(), "refused these credentials") {
 		t.Errorf("an unknown nkey: %v", err)
+	}
+}
+
+// TestPrivateCA: a fleet server with a certificate from a private CA is
+// trusted with Creds.CA (--fleet-ca), and not without it; a password
+// then crosses only TLS.
+func TestPrivateCA(t *testing.T) {
+	testNats(t) // installs nats-server (or fails under CI / skips)
+	server, err := exec.LookPath("nats-server")
+	if err != nil {
+		server = "/usr/sbin/nats-server"
+	}
+	dir := t.TempDir()
+	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "warden test CA"}, NotBefore: time.Now().Add(-time.Hour),
+		NotAfter: time.Now().Add(time.Hour), IsCA: true, KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caCert, _ := x509.ParseCertificate(caDER)
+	srvKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	srvTmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "127.0.0.1"}, NotBefore: time.Now().Add(-time.Hour),
+		NotAfter: time.Now().Add(time.Hour), IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		KeyUsage: x509.KeyUsageDigitalSignature}
+	srvDER, err := x509.CreateCertificate(rand.Reader, srvTmpl, caCert, &srvKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, _ := x509.MarshalECPrivateKey(srvKey)
+	write := func(name, typ string, der []byte) string {
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600)
+		return p
+	}
+	caFile := write("ca.pem", "CERTIFICATE", caDER)
+	certFile := write("server.pem", "CERTIFICATE", srvDER)
+	keyFile := write("server-key.pem", "EC PRIVATE KEY", keyDER)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	conf := fmt.Sprintf("listen: 127.0.0.1:%d\ntls: { cert_file: %q, key_file: %q }\nauthorization: { users: [ { user: web1, password: s3cret } ] }\n", port, certFile, keyFile)
+	os.WriteFile(filepath.Join(dir, "nats.conf"), []byte(conf), 0o600)
+	srv := exec.Command(server, "-c", filepath.Join(dir, "nats.conf"))
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Process.Kill(); srv.Wait() })
+	os.WriteFile(filepath.Join(dir, "web1.creds"), []byte("web1:s3cret\n"), 0o600)
+	creds := mustCreds(t, dir, "web1.creds")
+	creds.CA = caFile
+	url := fmt.Sprintf("tls://127.0.0.1:%d", port)
+	var c *Client
+	waitFor(t, "a TLS login trusting the private CA", 10*time.Second, func() bool {
+		c, err = Dial(url, creds, "web1", RoleOperator)
+		return err == nil
+	})
+	if !c.Conn().TLSRequired() {
+		t.Error("the connection is not TLS")
+	}
+	c.Close()
+	creds.CA = ""
+	if _, err := Dial(url, creds, "web1", RoleOperator); err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Errorf("without the CA: %v", err)
+	}
+	creds.CA = filepath.Join(dir, "missing.pem")
+	if _, err := Dial(url, creds, "web1", RoleOperator); err == nil || !strings.Contains(err.Error(), "fleet CA") {
+		t.Errorf("a missing CA file: %v", err)
 	}
 }
