@@ -69,8 +69,14 @@ checkpoints of its chain to the fleet.
 An operator's decision goes to the host, whose engine applies it with its
 usual checks and records it as fleet:<operator>. Who you are and your role
 are what your credentials allow the server to carry, not what you claim:
-a viewer's decision reaches the host and is refused and recorded there.`,
-		Example: `  warden fleet init                         # once, with admin credentials
+a viewer's decision reaches the host and is refused and recorded there.
+
+With no verb it opens the fleet console: 1 Hosts, 2 Requests (one queue
+across hosts, answered with y, n and a as locally), 3 Runs. --fleet,
+--fleet-creds and --fleet-ca default to $WARDEN_FLEET, $WARDEN_FLEET_CREDS
+and $WARDEN_FLEET_CA.`,
+		Example: `  warden fleet                              # the console
+  warden fleet init                         # once, with admin credentials
   warden fleet hosts
   warden fleet requests
   warden fleet approve hostb 3
