@@ -28,6 +28,10 @@ const KeyFile = "fleet.key"
 // stateFile is what the host has published so far (in <data>/fleet/).
 const stateFile = "state.json"
 
+// maxPublish is the largest event a host sends (the stream's MaxMsgSize
+// is 1 MiB; the server's max_payload may be the same).
+const maxPublish = 900 << 10
+
 // HostOptions configure Join.
 type HostOptions struct {
 	URL     string // nats://HOST:4222 (comma-separated for a cluster)
@@ -450,6 +454,17 @@ func (h *Host) publish(kind, id string, env Envelope) error {
 	b, err := json.Marshal(env)
 	if err != nil {
 		return err
+	}
+	if len(b) > maxPublish && env.Request != nil {
+		// A request too large for the stream would block the backlog
+		// for ever: the fleet gets it without its content, which stays
+		// on the host (`warden perms show ID` there).
+		r := *env.Request
+		r.Content = json.RawMessage(fmt.Sprintf(`{"truncated":true,"bytes":%d}`, len(r.Content)))
+		env.Request = &r
+		if b, err = json.Marshal(env); err != nil {
+			return err
+		}
 	}
 	m := nats.NewMsg(EventSubject(h.o.Name, kind))
 	m.Data = b

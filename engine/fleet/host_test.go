@@ -23,9 +23,11 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nkeys"
 
 	"warden/engine"
+	"warden/storage"
 )
 
 // testNats starts a private nats-server -js (scripts/nats-test) in a
@@ -424,5 +426,40 @@ func TestPrivateCA(t *testing.T) {
 	creds.CA = filepath.Join(dir, "missing.pem")
 	if _, err := Dial(url, creds, "web1", RoleOperator); err == nil || !strings.Contains(err.Error(), "fleet CA") {
 		t.Errorf("a missing CA file: %v", err)
+	}
+}
+
+// TestHugeRequestDoesNotBlock: a request too large for the stream is
+// published without its content instead of blocking the backlog.
+func TestHugeRequestDoesNotBlock(t *testing.T) {
+	url, creds := testNats(t)
+	admin, err := Dial(url, mustCreds(t, creds, "admin"), "admin", RoleOperator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	if err := admin.Init(t.Context(), InitOptions{MaxBytes: 64 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	nc, err := connect(url, mustCreds(t, creds, "hosta"), "test", false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	h := &Host{nc: nc, js: js, o: HostOptions{Name: "hosta"}, ctx: t.Context()}
+	now := time.Now().UTC()
+	big := `{"data":"` + strings.Repeat("x", 2<<20) + `"}`
+	r := storage.RequestRecord{ID: 1, Subject: "module:m", Operation: "hands.write", Content: json.RawMessage(big), Created: now, Expires: now.Add(time.Hour)}
+	if err := h.publish(KindRequest, "hosta.1.req", Envelope{Host: "hosta", Seq: 1, At: now, Request: &r}); err != nil {
+		t.Fatalf("publishing a 2 MiB request: %v", err)
+	}
+	v, err := admin.Load(t.Context(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, ok := v.Request("hosta", 1)
+	if !ok || !strings.Contains(string(got.Request.Content), `"truncated":true`) {
+		t.Errorf("the fleet has %+v", got.Request)
 	}
 }
