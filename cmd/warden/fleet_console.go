@@ -28,7 +28,11 @@ func runFleetConsole(a *app, cl *fleet.Client) error {
 		{Kind: fleet.KindCheckpoint, LastPerHost: true}} {
 		go func() { followErr <- cl.Follow(ctx, v, o) }()
 	}
-	m := tui.NewFleet(cl, v, tui.FleetOptions{Theme: th, Name: cl.Name, Role: cl.Role})
+	hw, err := cl.WatchHosts(ctx)
+	if err != nil {
+		return err
+	}
+	m := tui.NewFleet(watchedSource{cl, hw}, v, tui.FleetOptions{Theme: th, Name: cl.Name, Role: cl.Role})
 	p := tea.NewProgram(m, tea.WithAltScreen(), tea.WithInput(a.stdin), tea.WithOutput(a.stdout))
 	if _, err := p.Run(); err != nil {
 		return err
@@ -40,4 +44,15 @@ func runFleetConsole(a *app, cl *fleet.Client) error {
 		}
 	}
 	return nil
+}
+
+// watchedSource is the console's fleet: decisions through the client,
+// hosts from the buckets' watchers.
+type watchedSource struct {
+	*fleet.Client
+	w *fleet.HostWatch
+}
+
+func (s watchedSource) Hosts(_ context.Context, v *fleet.View) ([]fleet.HostStatus, error) {
+	return s.w.Hosts(v), nil
 }

@@ -569,7 +569,11 @@ func consoleApprove(t *testing.T, r *fleetRig, marker string) {
 		{Kind: fleet.KindCheckpoint, LastPerHost: true}} {
 		go cl.Follow(ctx, v, o)
 	}
-	m := tui.NewFleet(cl, v, tui.FleetOptions{Theme: themes.NoColor(), Name: cl.Name, Role: cl.Role, Refresh: 100 * time.Millisecond})
+	hw, err := cl.WatchHosts(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := tui.NewFleet(watchedSource{cl, hw}, v, tui.FleetOptions{Theme: themes.NoColor(), Name: cl.Name, Role: cl.Role, Refresh: 100 * time.Millisecond})
 	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(120, 30))
 	defer tm.Quit()
 	var seen []byte
@@ -582,6 +586,14 @@ func consoleApprove(t *testing.T, r *fleetRig, marker string) {
 	teatest.WaitFor(t, tm.Output(), func(b []byte) bool {
 		seen = append(seen, b...)
 		return bytes.Contains(seen, []byte("on hostb: approve-once by fleet:alice"))
+	}, teatest.WithDuration(20*time.Second), teatest.WithCheckInterval(50*time.Millisecond))
+	// Hosts, from the buckets' watchers: three hosts up.
+	tm.Type("1")
+	seen = nil
+	teatest.WaitFor(t, tm.Output(), func(b []byte) bool {
+		seen = append(seen, b...)
+		return bytes.Contains(seen, []byte("LAST CHECKPOINT")) && bytes.Contains(seen, []byte("hosta                up")) &&
+			bytes.Contains(seen, []byte("hostb                up")) && bytes.Contains(seen, []byte("hostc                up"))
 	}, teatest.WithDuration(20*time.Second), teatest.WithCheckInterval(50*time.Millisecond))
 }
 

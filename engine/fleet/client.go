@@ -187,6 +187,10 @@ func (c *Client) Hosts(ctx context.Context, v *View) ([]HostStatus, error) {
 	if err != nil {
 		return nil, err
 	}
+	return composeHosts(keys, hbs, v), nil
+}
+
+func composeHosts(keys map[string]string, hbs map[string]Heartbeat, v *View) []HostStatus {
 	names := map[string]bool{}
 	for k := range keys {
 		names[k] = true
@@ -199,7 +203,7 @@ func (c *Client) Hosts(ctx context.Context, v *View) ([]HostStatus, error) {
 	if v != nil {
 		pending = v.PendingByHost(now)
 	}
-	var out []HostStatus
+	out := []HostStatus{}
 	for n := range names {
 		s := HostStatus{Host: n, Key: keys[n]}
 		if hb, ok := hbs[n]; ok {
@@ -213,7 +217,85 @@ func (c *Client) Hosts(ctx context.Context, v *View) ([]HostStatus, error) {
 		out = append(out, s)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Host < out[j].Host })
-	return out, nil
+	return out
+}
+
+// HostWatch keeps every host's heartbeat and pinned key current from
+// the buckets' watchers, so a console reads hosts locally instead of
+// asking the server about each one at every refresh.
+type HostWatch struct {
+	mu    sync.Mutex
+	beats map[string]Heartbeat
+	keys  map[string]string
+}
+
+// WatchHosts starts a HostWatch that lives until ctx ends.
+func (c *Client) WatchHosts(ctx context.Context) (*HostWatch, error) {
+	w := &HostWatch{beats: map[string]Heartbeat{}, keys: map[string]string{}}
+	for _, b := range []string{HostsBucket, KeysBucket} {
+		kv, err := c.js.KeyValue(ctx, b)
+		if err != nil {
+			return nil, noFleet(err)
+		}
+		kw, err := kv.WatchAll(ctx)
+		if err != nil {
+			return nil, err
+		}
+		go func() {
+			defer kw.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case e, ok := <-kw.Updates():
+					if !ok {
+						return
+					}
+					if e != nil {
+						w.apply(b, e)
+					}
+				}
+			}
+		}()
+	}
+	return w, nil
+}
+
+func (w *HostWatch) apply(bucket string, e jetstream.KeyValueEntry) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	put := e.Operation() == jetstream.KeyValuePut
+	switch bucket {
+	case HostsBucket:
+		var hb Heartbeat
+		if put && json.Unmarshal(e.Value(), &hb) == nil && hb.Host == e.Key() {
+			w.beats[e.Key()] = hb
+		} else if !put {
+			delete(w.beats, e.Key())
+		}
+	case KeysBucket:
+		if put {
+			w.keys[e.Key()] = string(e.Value())
+		} else {
+			delete(w.keys, e.Key())
+		}
+	}
+}
+
+// Hosts is every host as the watch last heard, with v's pending counts
+// and checkpoints.
+func (w *HostWatch) Hosts(v *View) []HostStatus {
+	w.mu.Lock()
+	keys := make(map[string]string, len(w.keys))
+	for k, x := range w.keys {
+		keys[k] = x
+	}
+	beats := make(map[string]Heartbeat, len(w.beats))
+	for k, x := range w.beats {
+		beats[k] = x
+	}
+	w.mu.Unlock()
+	return composeHosts(keys, beats, v)
 }
 
 // Window is how far back the queue and the run summaries are read: a
