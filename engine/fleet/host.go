@@ -616,14 +616,56 @@ func (h *Host) onVerify(m *nats.Msg) {
 	for _, s := range vr.Seqs {
 		want[s] = true
 	}
-	rs, err := h.e.Receipts(engine.ReceiptFilter{})
+	var last uint64
+	for s := range want {
+		last = max(last, s)
+	}
+	head, err := h.e.Receipts(engine.ReceiptFilter{Limit: 1})
 	if err != nil {
 		out.Error = err.Error()
 		return
 	}
+	if len(head) == 1 {
+		out.Head = head[0].Seq
+	}
+	// A chain up to verifyInMemory receipts is read in one go; a longer
+	// one a receipt at a time, up to the last witnessed seq, so a
+	// verify never holds a whole long chain in memory.
+	next := func() func() (storage.Receipt, bool, error) {
+		if out.Head <= verifyInMemory.Load() {
+			rs, err := h.e.Receipts(engine.ReceiptFilter{})
+			i := 0
+			return func() (storage.Receipt, bool, error) {
+				if err != nil || i >= len(rs) {
+					return storage.Receipt{}, false, err
+				}
+				i++
+				return rs[i-1], true, nil
+			}
+		}
+		seq := uint64(0)
+		return func() (storage.Receipt, bool, error) {
+			if seq >= min(last, out.Head) {
+				return storage.Receipt{}, false, nil
+			}
+			seq++
+			r, err := h.e.Receipt(seq)
+			if errors.Is(err, engine.ErrNotFound) {
+				return r, false, nil // a gap: the hashes from here on are missing
+			}
+			return r, err == nil, err
+		}
+	}()
 	prev := storage.GenesisPrev
-	for i := range rs {
-		r := rs[i]
+	for {
+		r, ok, err := next()
+		if err != nil {
+			out.Error = err.Error()
+			return
+		}
+		if !ok {
+			return
+		}
 		r.Prev = prev
 		hash, err := r.ComputeHash()
 		if err != nil {
@@ -634,9 +676,14 @@ func (h *Host) onVerify(m *nats.Msg) {
 			out.Hashes[r.Seq] = hash
 		}
 		prev = hash
-		out.Head = r.Seq
 	}
 }
+
+// verifyInMemory is the longest chain verify reads in one go (tests
+// lower it to cover the receipt-at-a-time path).
+var verifyInMemory atomic.Uint64
+
+func init() { verifyInMemory.Store(100_000) }
 
 // Probe is `warden doctor`'s fleet check: it dials the fleet as this
 // host and reads the key pinned for it, without joining.
