@@ -364,9 +364,13 @@ func (h *Host) publishBacklog(timed bool) error {
 	h.mu.Lock()
 	cursor := h.state.Cursor
 	h.mu.Unlock()
-	rs, err := h.e.Receipts(engine.ReceiptFilter{AfterSeq: cursor})
+	last, err := h.e.Receipts(engine.ReceiptFilter{Limit: 1})
 	if err != nil {
 		return err
+	}
+	head := cursor
+	if len(last) == 1 {
+		head = last[0].Seq
 	}
 	dirty := false
 	defer func() {
@@ -374,8 +378,21 @@ func (h *Host) publishBacklog(timed bool) error {
 			h.saveState()
 		}
 	}()
-	for i := range rs {
-		r := &rs[i]
+	// A receipt at a time: a first join of a long-lived data dir never
+	// holds its whole history in memory (each publish waits for its ack
+	// anyway, which costs far more than the read).
+	for seq := cursor + 1; seq <= head; seq++ {
+		if h.ctx.Err() != nil {
+			return h.ctx.Err()
+		}
+		rec, err := h.e.Receipt(seq)
+		if errors.Is(err, engine.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		r := &rec
 		for _, ev := range h.eventsFor(r) {
 			if err := h.publish(ev.kind, ev.id, ev.env); err != nil {
 				return err
@@ -383,13 +400,13 @@ func (h *Host) publishBacklog(timed bool) error {
 		}
 		h.mu.Lock()
 		h.state.Cursor = r.Seq
-		last := uint64(0)
+		lastCP := uint64(0)
 		if h.state.Checkpoint != nil {
-			last = h.state.Checkpoint.Seq
+			lastCP = h.state.Checkpoint.Seq
 		}
 		h.mu.Unlock()
 		dirty = true
-		if r.Seq-last >= CheckpointReceipts {
+		if r.Seq-lastCP >= CheckpointReceipts {
 			if err := h.checkpoint(r); err != nil {
 				return err
 			}
