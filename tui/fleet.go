@@ -59,6 +59,7 @@ type Fleet struct {
 	reason     textinput.Model
 
 	pruned    time.Time // when the view was last pruned
+	help      bool      // the keys list is open
 	status    string
 	statusBad bool
 	busy      bool
@@ -149,8 +150,9 @@ func (f *Fleet) refold() {
 const maxQueueDecided = 500
 
 var fleetKeys = struct {
-	Hosts, Requests, Runs, Next, Quit, Up, Down, Approve, Deny, Always, Yes key.Binding
+	Hosts, Requests, Runs, Next, Quit, Up, Down, Approve, Deny, Always, Yes, Help key.Binding
 }{
+	Help:     key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "all keys")),
 	Hosts:    key.NewBinding(key.WithKeys("1"), key.WithHelp("1", "hosts")),
 	Requests: key.NewBinding(key.WithKeys("2"), key.WithHelp("2", "requests")),
 	Runs:     key.NewBinding(key.WithKeys("3"), key.WithHelp("3", "runs")),
@@ -233,7 +235,15 @@ func (f *Fleet) key(msg tea.KeyMsg) tea.Cmd {
 		f.say("not approved", false)
 		return nil
 	}
+	if f.help {
+		f.help = false // any key closes the keys list
+		if !key.Matches(msg, k.Quit) {
+			return nil
+		}
+	}
 	switch {
+	case key.Matches(msg, k.Help):
+		f.help = true
 	case key.Matches(msg, k.Quit):
 		return tea.Quit
 	case key.Matches(msg, k.Hosts):
@@ -329,10 +339,12 @@ func (f *Fleet) View() string {
 	out := []string{fit(head, w), fit(strings.Join(hdr, " "), w)}
 	body := h - 4
 	var lines []string
-	switch f.tab {
-	case 0:
+	switch {
+	case f.help:
+		lines = f.helpView()
+	case f.tab == 0:
 		lines = f.hostsView(w, body)
-	case 1:
+	case f.tab == 1:
 		lines = f.requestsView(w, body)
 	default:
 		lines = f.runsView(w, body)
@@ -352,15 +364,27 @@ func (f *Fleet) View() string {
 		status = fmt.Sprintf("Approve request %d on %s ALWAYS (an exact rule in its policy)? y adds it; any other key goes back", f.target.Request.ID, safe(f.target.Host))
 	}
 	out = append(out, fit(st.Render(status), w))
-	keys := "y approve · n deny · a always · ↑↓ select · 1 hosts · 3 runs · q quit"
+	keys := "y approve · n deny · a always · ↑↓ select · 1 hosts · 3 runs · ? keys · q quit"
 	if f.tab != 1 {
-		keys = "1 hosts · 2 requests · 3 runs · ↑↓ select · q quit"
+		keys = "1 hosts · 2 requests · 3 runs · ↑↓ select · ? keys · q quit"
 	}
 	out = append(out, fit(th.Dim.Render(keys), w))
 	for i := range out {
 		out[i] = fit(out[i], w)
 	}
 	return strings.Join(out, "\n")
+}
+
+// helpView lists every key.
+func (f *Fleet) helpView() []string {
+	k := fleetKeys
+	out := []string{f.th.Title.Render("Keys (any key closes)")}
+	for _, b := range []key.Binding{k.Hosts, k.Requests, k.Runs, k.Next, k.Up, k.Down, k.Approve, k.Deny, k.Always, k.Help, k.Quit} {
+		h := b.Help()
+		out = append(out, fmt.Sprintf("  %-8s %s", h.Key, h.Desc))
+	}
+	return append(out, "", f.th.Dim.Render("  y, n and a act on the selected request of the Requests tab, on its host;"),
+		f.th.Dim.Render("  the host decides, records it as fleet:"+safe(f.opts.Name)+" and answers."))
 }
 
 // window keeps sel visible in rows lines and returns the first index.

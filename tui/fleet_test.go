@@ -174,6 +174,10 @@ func TestFleetConsoleQueue(t *testing.T) {
 	if c := f.decided(); len(c) != 3 {
 		t.Errorf("a decided request was sent again: %q", c)
 	}
+	// ? lists every key; any key closes it.
+	tm.Type("?")
+	waitScreen(t, tm, "Keys (any key closes)", "approve always")
+	tm.Type("x")
 	// Hosts: up and down, heartbeat, running, pending, checkpoint.
 	tm.Type("1")
 	waitScreen(t, tm, "LAST CHECKPOINT", "hosta", "up", "down", "seq 400")
