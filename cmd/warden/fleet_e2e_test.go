@@ -62,7 +62,7 @@ func killNats(t *testing.T, dir string) {
 		t.Fatalf("bad nats pid %q", b)
 	}
 	syscall.Kill(pid, syscall.SIGKILL)
-	waitUntil(t, "nats-server to die", 10*time.Second, func() bool { return syscall.Kill(pid, 0) != nil }, nil)
+	waitUntil(t, "nats-server to die", 10*time.Second, func() bool { return pidGone(pid) }, nil)
 }
 
 // fleetHost is one `warden serve --fleet` on its own data dir.
@@ -277,7 +277,7 @@ func TestFleetEndToEnd(t *testing.T) {
 			var pid int
 			fmt.Sscan(string(b), &pid)
 			if pid > 1 {
-				syscall.Kill(pid, syscall.SIGTERM)
+				stopPID(pid) // before its dir is removed: a live server would write it again
 			}
 		}
 	})
@@ -651,4 +651,25 @@ func rewriteReceipt(t *testing.T, dbPath string, seq uint64, summary string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// stopPID stops a test's nats-server and waits (at most 10 s) until it
+// is gone.
+func stopPID(pid int) {
+	syscall.Kill(pid, syscall.SIGTERM)
+	for i := 0; i < 200 && !pidGone(pid); i++ {
+		time.Sleep(50 * time.Millisecond)
+	}
+	syscall.Kill(pid, syscall.SIGKILL)
+}
+
+// pidGone: the process is gone, or a zombie not reaped yet (it holds no
+// files or ports any more).
+func pidGone(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	_, rest, _ := strings.Cut(string(b), ") ")
+	return strings.HasPrefix(rest, "Z")
 }

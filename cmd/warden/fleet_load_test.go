@@ -13,7 +13,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -165,7 +164,7 @@ func TestFleetLoad(t *testing.T) {
 	pid, _ := strconv.Atoi(strings.TrimSpace(string(pidB)))
 	t.Cleanup(func() {
 		if pid > 1 {
-			syscall.Kill(pid, syscall.SIGTERM)
+			stopPID(pid) // before its dir is removed: a live server would write it again
 		}
 	})
 	creds := func(u string) fleet.Creds {

@@ -55,7 +55,7 @@ func testNatsIn(t *testing.T, dir string) (url, creds string) {
 		if b, err := os.ReadFile(filepath.Join(dir, "nats.pid")); err == nil {
 			var pid int
 			if _, err := fmt.Sscan(string(b), &pid); err == nil && pid > 1 {
-				syscall.Kill(pid, syscall.SIGTERM)
+				stopPID(pid) // before its dir is removed: a live server would write it again
 			}
 		}
 	})
@@ -469,4 +469,23 @@ func TestHugeRequestDoesNotBlock(t *testing.T) {
 	if !ok || !strings.Contains(string(got.Request.Content), `"truncated":true`) {
 		t.Errorf("the fleet has %+v", got.Request)
 	}
+}
+
+// stopPID stops a test's nats-server and waits (at most 10 s) until it
+// is gone.
+func stopPID(pid int) {
+	syscall.Kill(pid, syscall.SIGTERM)
+	// Gone, or a zombie nobody reaps (it holds no files any more).
+	gone := func() bool {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return true
+		}
+		_, rest, _ := strings.Cut(string(b), ") ")
+		return strings.HasPrefix(rest, "Z")
+	}
+	for i := 0; i < 200 && !gone(); i++ {
+		time.Sleep(50 * time.Millisecond)
+	}
+	syscall.Kill(pid, syscall.SIGKILL)
 }
