@@ -324,7 +324,7 @@ unless every host verified.`,
 
 	forget := &cobra.Command{
 		Use:   "forget HOST",
-		Short: "Remove a host's pinned fleet key, so its next join pins a new one (a rebuilt host)",
+		Short: "Remove a host's pinned fleet key, so its next join pins a new one (a rebuilt host; admin credentials)",
 		Args:  args(cobra.ExactArgs(1)),
 		RunE: func(_ *cobra.Command, argv []string) error {
 			return with(func(ctx context.Context, cl *fleet.Client) error {

@@ -143,7 +143,12 @@ func (c *Client) Forget(ctx context.Context, host string) error {
 	if err != nil {
 		return noFleet(err)
 	}
-	return kv.Delete(ctx, host)
+	ctx, cancel := context.WithTimeout(ctx, 8*time.Second)
+	defer cancel()
+	if err := kv.Delete(ctx, host); err != nil {
+		return c.permission(err)
+	}
+	return nil
 }
 
 func noFleet(err error) error {

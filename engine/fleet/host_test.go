@@ -290,7 +290,8 @@ func TestSubjectPermissions(t *testing.T) {
 			t.Errorf("%s: the server let it through", what)
 		}
 	}
-	hostb, errs := as("hostb")
+	hostb, hostbErrs := as("hostb")
+	errs := hostbErrs
 	hostb.Publish(EventSubject("hostc", KindRequest), []byte(`{}`))
 	hostb.Flush()
 	refused("hostb publishing as hostc", errs)
@@ -308,6 +309,14 @@ func TestSubjectPermissions(t *testing.T) {
 	alice.Publish(DecideSubject("hostb", RoleOperator, "carol"), []byte(`{}`))
 	alice.Flush()
 	refused("alice sending carol's decision", errs)
+	// Pinned keys are the admin's: an operator cannot replace a host's,
+	// nor a host another host's.
+	alice.Publish("$KV."+KeysBucket+".hostb", []byte("forged"))
+	alice.Flush()
+	refused("alice replacing hostb's pinned key", errs)
+	hostb.Publish("$KV."+KeysBucket+".hostc", []byte("forged"))
+	hostb.Flush()
+	refused("hostb replacing hostc's pinned key", hostbErrs)
 	// What is allowed is allowed: alice's own decision subject.
 	got := make(chan string, 1)
 	hostb.Subscribe(DecideSubject("hostb", "*", "*"), func(m *nats.Msg) { got <- m.Subject })
