@@ -16,6 +16,9 @@ import (
 // Request is a permission request or an operator question.
 type Request = storage.RequestRecord
 
+// Requester is who asked: a hook's run, or an MCP client's tool call.
+type Requester = storage.Requester
+
 // Rule is an exact operation a policy allows (added by approve-always).
 type Rule = storage.Rule
 
