@@ -13,8 +13,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"warden/engine"
-	"warden/tui/sshconsole"
 	"warden/engine/fleet"
+	"warden/tui/sshconsole"
 )
 
 // sshShutdownTimeout bounds how long a shutdown waits for SSH sessions to
