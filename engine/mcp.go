@@ -18,7 +18,7 @@ import (
 // call (its content: the tool and its arguments).
 const OpMCPCall = perms.OpMCPCall
 
-// MCP clients (DESIGN section 10): an AI agent's MCP client reaches warden
+// MCP clients (docs/operating.md, "MCP clients"): an AI agent's MCP client reaches warden
 // through `warden mcp serve`, which calls the engine on the client's
 // behalf. The client is an actor, "mcp:<name>", in every receipt, with the
 // serve's session id; its policy (subject "mcp:<name>") holds the rules

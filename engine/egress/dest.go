@@ -1,5 +1,5 @@
 // Package egress is a jailed hook's way out when its network is a list of
-// named destinations (DESIGN section 10, "Network"): the destination
+// named destinations (docs/jail.md, "Egress by name"): the destination
 // grammar and matching (this file), the per-run filtering proxy the engine
 // serves on a Unix socket in the run dir (proxy.go), the address deny list
 // (deny.go), and the bridge that runs inside the jail, listening on
