@@ -69,9 +69,22 @@ func TestConsoleDailyE2E(t *testing.T) {
 	if err := two.Wait(); err != nil {
 		t.Fatalf("run two: %v", err)
 	}
+	// A third question, answered where its run's lines are: Streams,
+	// the newest run (on top), y.
+	tm.keys(t, "1")
+	three := cliRun("three")
+	tm.waitFor(t, "request 3 · 2 to answer", 30*time.Second)
+	tm.keys(t, "g")
+	tm.waitFor(t, "⚠ request 3 asks: operator.confirm: Greet three? · y approve · n deny", 10*time.Second)
+	tm.keys(t, "y")
+	tm.waitFor(t, "request 3: approve-once", 10*time.Second)
+	if err := three.Wait(); err != nil {
+		t.Fatalf("run three: %v", err)
+	}
+	tm.waitRe(t, `request 3 \(operator\.confirm .*\): approve-once by loc`, 10*time.Second)
 	var reqs []storage.RequestRecord
 	out, err := exec.Command(bin, "--data-dir", data, "perms", "list", "--all", "--json").Output()
-	if err != nil || json.Unmarshal(out, &reqs) != nil || len(reqs) != 2 {
+	if err != nil || json.Unmarshal(out, &reqs) != nil || len(reqs) != 3 {
 		t.Fatalf("perms list: %v %s", err, out)
 	}
 	for _, r := range reqs {
