@@ -418,7 +418,7 @@ func (a *App) key(msg tea.KeyMsg) tea.Cmd {
 			// ctrl+c twice: the operator means it.
 			return a.quit()
 		}
-		_, cmd := c.answer(msg)
+		cmd := c.answer(msg)
 		a.confirm = nil
 		if cmd == nil {
 			a.sh.setStatus("nothing done", false)

@@ -43,20 +43,14 @@ func newConfirmKeys(enterIsYes bool) confirmKeys {
 	return k
 }
 
-// answer takes a key while the confirmation is open: it reports whether
-// the question is closed and the command to run (nil unless yes).
-func (c *confirmation) answer(msg tea.KeyMsg) (closed bool, cmd tea.Cmd) {
-	k := newConfirmKeys(c.enterIsYes)
-	switch {
-	case key.Matches(msg, k.Yes):
-		return true, c.yes
-	case key.Matches(msg, k.No):
-		return true, nil
+// answer takes the key that closes the confirmation: the command to run
+// when it says yes, else nil. Any key but yes is a no (n and esc say so
+// outright): a question is never answered by accident.
+func (c *confirmation) answer(msg tea.KeyMsg) tea.Cmd {
+	if key.Matches(msg, newConfirmKeys(c.enterIsYes).Yes) {
+		return c.yes
 	}
-	// Any other key is a no too: a question is never answered by
-	// accident, and a key meant for the pane is not silently eaten
-	// twice.
-	return true, nil
+	return nil
 }
 
 // prompt is the question with its answers, for the status line.
