@@ -165,10 +165,8 @@ func (p *handsPane) update(msg tea.Msg) tea.Cmd {
 			}
 			p.wiz = w
 			return cmd
-		case key.Matches(msg, p.k.Up):
-			p.sel = max(p.sel-1, 0)
-		case key.Matches(msg, p.k.Down):
-			p.sel = min(p.sel+1, max(len(p.roots)-1, 0))
+		case key.Matches(msg, p.k.Up, p.k.Down, p.k.PageUp, p.k.PageDown, p.k.Top, p.k.Bottom):
+			p.sel, _ = navKey(msg, p.k.KeyMap, p.sel, len(p.roots), max(p.h-3, 1), nil)
 		case key.Matches(msg, p.k.Reload):
 			return p.refresh("")
 		case key.Matches(msg, p.k.Status):

@@ -40,6 +40,7 @@ type modulesPane struct {
 	last map[string]engine.RunRecord // "module/hook" -> newest run
 	sel  int
 	off  int
+	h    int
 	add  promptInput
 	form *inputsForm
 }
@@ -93,9 +94,8 @@ func (p *modulesPane) apply(mods []engine.Module, runs []engine.RunRecord) {
 	for i := len(runs) - 1; i >= 0; i-- {
 		p.last[runs[i].Module+"/"+runs[i].Hook] = runs[i]
 	}
-	p.sel = min(p.sel, max(len(p.rows)-1, 0))
-	if p.sel < len(p.rows) && p.rows[p.sel].hook == "" && p.sel+1 < len(p.rows) && p.rows[p.sel+1].hook != "" && p.sel == 0 {
-		p.sel = 1 // start on the first hook
+	if len(p.rows) > 0 {
+		p.sel = landOn(p.sel, 1, len(p.rows), p.isHeader) // start on a hook
 	}
 }
 
@@ -118,7 +118,7 @@ func (p *modulesPane) keys() keyMap {
 	if p.form != nil {
 		return p.form.keys()
 	}
-	return keyMap{short: []key.Binding{k.Up, k.Down, k.Run, k.Add, k.Reload}, full: [][]key.Binding{{k.Up, k.Down}, {k.Run, k.Add, k.Reload}}}
+	return keyMap{short: []key.Binding{k.Up, k.Down, k.Run, k.Add, k.Reload}, full: [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom}, {k.Run, k.Add, k.Reload}}}
 }
 
 func (p *modulesPane) update(msg tea.Msg) tea.Cmd {
@@ -171,11 +171,11 @@ func (p *modulesPane) key(msg tea.KeyMsg) tea.Cmd {
 		}
 		return cmd
 	}
+	if sel, ok := navKey(msg, k.KeyMap, p.sel, len(p.rows), max(p.h-2, 1), p.isHeader); ok {
+		p.sel = sel
+		return nil
+	}
 	switch {
-	case key.Matches(msg, k.Up):
-		p.move(-1)
-	case key.Matches(msg, k.Down):
-		p.move(1)
 	case key.Matches(msg, k.Reload):
 		return p.refresh(func() { p.sh.setStatus(fmt.Sprintf("%d modules", len(p.mods)), false) })
 	case key.Matches(msg, k.Add):
@@ -228,7 +228,18 @@ func (p *modulesPane) move(d int) {
 	if len(p.rows) == 0 {
 		return
 	}
-	p.sel = min(max(p.sel+d, 0), len(p.rows)-1)
+	dir := 1
+	if d < 0 {
+		dir = -1
+	}
+	p.sel = landOn(p.sel+d, dir, len(p.rows), p.isHeader)
+}
+
+// isHeader reports whether row i is a module's header row, which the
+// cursor passes over (enter does nothing there) unless the module has no
+// hook to land on (it cannot run: the row then says why).
+func (p *modulesPane) isHeader(i int) bool {
+	return p.rows[i].hook == "" && p.rows[i].mod.Manifest != nil && len(p.rows[i].mod.Manifest.Hooks) > 0
 }
 
 func (p *modulesPane) runSelected() tea.Cmd {
@@ -283,13 +294,9 @@ func (p *modulesPane) view(w, h int) string {
 	if len(p.mods) == 0 {
 		out = append(out, th.Dim.Render(plain("no modules: press a to add one from its folder (or `warden module add PATH`)", w)))
 	}
+	p.h = h
 	rows := max(h-1, 1)
-	if p.sel < p.off {
-		p.off = p.sel
-	}
-	if p.sel >= p.off+rows {
-		p.off = p.sel - rows + 1
-	}
+	p.off = scrollOff(p.off, p.sel, rows, len(p.rows))
 	now := p.sh.now()
 	for i := p.off; i < len(p.rows) && len(out) < h; i++ {
 		r := p.rows[i]
@@ -328,7 +335,7 @@ func (p *modulesPane) view(w, h int) string {
 			last := th.Dim.Render("never run")
 			if lr, ok := p.last[r.mod.Record.ID+"/"+r.hook]; ok {
 				g, st := runGlyph(th, lr.Status)
-				last = st.Render(g+" "+lr.Status) + th.Dim.Render(" "+ShortDuration(now.Sub(lr.Started))+" ago, took "+runDuration(lr, now))
+				last = st.Render(g+" "+lr.Status) + th.Dim.Render(" "+runAgo(lr, now))
 			}
 			name := fmt.Sprintf("%s   %-16s", mark, r.hook)
 			if i == p.sel {

@@ -43,6 +43,8 @@ type requestsPane struct {
 	reqs []engine.Request
 	sel  int
 	off  int
+	// listRows is how many rows the list showed last (a page).
+	listRows int
 	// reason is the deny prompt, open for request denyID.
 	reason promptInput
 	denyID uint64
@@ -169,7 +171,7 @@ func (p *requestsPane) keys() keyMap {
 	acts := []key.Binding{k.Approve, k.Deny, k.Always}
 	short := append([]key.Binding{k.Up, k.Down}, acts...)
 	short = append(short, k.Detail)
-	return keyMap{short: short, full: [][]key.Binding{{k.Up, k.Down, k.Detail}, acts}}
+	return keyMap{short: short, full: [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Detail}, acts}}
 }
 
 func (p *requestsPane) update(msg tea.Msg) tea.Cmd {
@@ -214,11 +216,11 @@ func (p *requestsPane) key(msg tea.KeyMsg) tea.Cmd {
 		}
 		return nil
 	}
+	if sel, ok := navKey(msg, k.KeyMap, p.sel, len(p.reqs), max(p.listRows-1, 1), nil); ok {
+		p.sel = sel
+		return nil
+	}
 	switch {
-	case key.Matches(msg, k.Up):
-		p.move(-1)
-	case key.Matches(msg, k.Down):
-		p.move(1)
 	case key.Matches(msg, k.Detail):
 		if r, ok := p.current(); ok {
 			return openOverlay(textOverlay(p.sh, fmt.Sprintf("request %d", r.ID), strings.Join(p.detail(r), "\n")))
@@ -350,12 +352,8 @@ func (p *requestsPane) view(w, h int) string {
 		out = append(out, fit(th.Dim.Render("no requests: a hook asking the operator or a denied effect shows up here"), w))
 	}
 	rows := listH - 1
-	if p.sel < p.off {
-		p.off = p.sel
-	}
-	if p.sel >= p.off+rows {
-		p.off = p.sel - rows + 1
-	}
+	p.listRows = rows
+	p.off = scrollOff(p.off, p.sel, rows, len(p.reqs))
 	now := p.sh.now()
 	for i := p.off; i < len(p.reqs) && len(out) < listH; i++ {
 		out = append(out, p.row(p.reqs[i], i == p.sel, now, w))
@@ -402,7 +400,7 @@ func (p *requestsPane) row(r engine.Request, sel bool, now time.Time, w int) str
 		}
 	} else {
 		state = r.Decision.Verdict
-		when = "by " + r.Decision.By + " " + r.Decision.At.Local().Format("15:04:05")
+		when = "by " + midCut(r.Decision.By, 24) + " " + stamp(r.Decision.At, now)
 		st = th.Approved
 		if r.Decision.Verdict == engine.Deny {
 			st = th.Denied
@@ -419,7 +417,8 @@ func (p *requestsPane) row(r engine.Request, sel bool, now time.Time, w int) str
 	}
 	restW := max(w-textWidth(head), 1)
 	if sel {
-		return th.Selected.Render(head) + plain(rest, restW)
+		// The highlight spans the whole row, not only its head.
+		return th.Selected.Render(fit(head+plain(rest, restW), w))
 	}
 	return head[:1] + st.Render(head[1:]) + plain(rest, restW)
 }

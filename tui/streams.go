@@ -357,13 +357,7 @@ func (p *streamsPane) selectRun(i int) {
 }
 
 func (p *streamsPane) keepSel() {
-	rows := max(p.h-1, 1)
-	if p.sel < p.off {
-		p.off = p.sel
-	}
-	if p.sel >= p.off+rows {
-		p.off = p.sel - rows + 1
-	}
+	p.off = scrollOff(p.off, p.sel, max(p.h-1, 1), len(p.runs))
 }
 
 func (p *streamsPane) mouse(msg tea.MouseMsg) {
@@ -427,18 +421,24 @@ func (p *streamsPane) runsView(w, h int) string {
 		r := p.runs[i]
 		glyph, st := runGlyph(th, r.Status)
 		dur := runDuration(r, now)
-		name := r.Module + "/" + r.Hook
-		if r.JailMode == engine.JailOff {
-			name += " !jail"
+		if w >= 28 {
+			// When it started: the day too when not today.
+			dur = stamp(r.Started, now) + " " + dur
 		}
-		nameW := max(w-4-len(dur), 1)
+		name := r.Module + "/" + r.Hook
+		jail := ""
+		if r.JailMode == engine.JailOff {
+			jail = " !jail" // never cut: it is the row's warning
+		}
+		nameW := max(w-4-len(dur)-len(jail), 1)
 		mark := " "
 		if i == p.sel {
 			mark = "▸"
 		}
-		row := mark + st.Render(glyph) + " " + fit(plain(name, nameW), nameW) + " " + th.Dim.Render(dur)
+		cell := fit(plain(name, nameW), nameW) + jail
+		row := mark + st.Render(glyph) + " " + cell + " " + th.Dim.Render(dur)
 		if i == p.sel && !p.focusLog {
-			row = th.Selected.Render(mark + glyph + " " + fit(plain(name, nameW), nameW) + " " + dur)
+			row = th.Selected.Render(mark + glyph + " " + cell + " " + dur)
 		} else if i == p.sel {
 			row = th.Selected.Render(mark) + row[len(mark):]
 		}
@@ -464,9 +464,13 @@ func (p *streamsPane) logTitle(w int) string {
 	}
 	_, st := runGlyph(th, r.Status)
 	parts := []string{th.Title.Render(safe(r.Module + "/" + r.Hook)), st.Render(r.Status)}
-	if v.follow {
+	switch {
+	case v.follow && r.Status == engine.RunRunning:
 		parts = append(parts, th.StatusOK.Render(fmt.Sprintf("FOLLOW %d lines", v.end-v.first)))
-	} else {
+	case v.follow:
+		// A finished run has nothing more to follow: say it is whole.
+		parts = append(parts, th.Dim.Render(fmt.Sprintf("END %d lines", v.end-v.first)))
+	default:
 		parts = append(parts, th.Dim.Render(fmt.Sprintf("⏸ %d/%d", v.cursor+1, v.end)))
 	}
 	if v.level != levelAll {
@@ -483,6 +487,12 @@ func (p *streamsPane) logTitle(w int) string {
 		parts = append(parts, th.Match.Render("/"+plain(v.query, 20)))
 	}
 	parts = append(parts, th.Dim.Render("run "+v.run))
+	if r.ID != "" {
+		parts = append(parts, th.Dim.Render("started "+stamp(r.Started, p.sh.now())))
+	}
+	if in := inputsLine(r.Inputs); in != "" {
+		parts = append(parts, th.Dim.Render(plain(in, 60)))
+	}
 	return fit(strings.Join(parts, th.Dim.Render(" · ")), w)
 }
 
