@@ -329,6 +329,19 @@ var handlers = map[string]handler{
 		r0, err := e.StreamLinesBefore(a0, a1, a2)
 		return []any{r0}, err
 	},
+	"StreamScan": func(ctx context.Context, e engine.Facade, actor engine.Actor, args []json.RawMessage) ([]any, error) {
+		var a0 string
+		var a1 uint64
+		var a2 bool
+		var a3 storage.LineFilter
+		var a4 int
+		var a5 int
+		if err := decodeArgs("StreamScan", args, &a0, &a1, &a2, &a3, &a4, &a5); err != nil {
+			return nil, err
+		}
+		r0, err := e.StreamScan(a0, a1, a2, a3, a4, a5)
+		return []any{r0}, err
+	},
 	"TrustStatus": func(ctx context.Context, e engine.Facade, actor engine.Actor, args []json.RawMessage) ([]any, error) {
 		if err := decodeArgs("TrustStatus", args); err != nil {
 			return nil, err
@@ -584,6 +597,12 @@ func (c *Client) StreamLines(a0 string, a1 uint64, a2 int) (r0 []storage.Line, e
 // StreamLinesBefore calls engine.Facade.StreamLinesBefore in the serving process.
 func (c *Client) StreamLinesBefore(a0 string, a1 uint64, a2 int) (r0 []storage.Line, err error) {
 	err = c.do(context.Background(), nil, "StreamLinesBefore", []any{a0, a1, a2}, &r0)
+	return
+}
+
+// StreamScan calls engine.Facade.StreamScan in the serving process.
+func (c *Client) StreamScan(a0 string, a1 uint64, a2 bool, a3 storage.LineFilter, a4 int, a5 int) (r0 storage.LineScan, err error) {
+	err = c.do(context.Background(), nil, "StreamScan", []any{a0, a1, a2, a3, a4, a5}, &r0)
 	return
 }
 
