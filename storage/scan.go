@@ -26,64 +26,92 @@ type LineFilter struct {
 // LevelBit is Level l's bit in LineFilter.Levels.
 func LevelBit(l Level) uint8 { return 1 << l }
 
-func (f *LineFilter) pass(lvl Level, text []byte) bool {
-	if f.Levels != 0 && f.Levels&LevelBit(lvl) == 0 {
+// matcher applies a LineFilter, with a buffer for case folding.
+type matcher struct {
+	f     *LineFilter
+	q     []byte
+	ascii bool
+	buf   []byte
+	// anchor is the index in q of a byte case cannot change (a digit,
+	// a colon), or -1: a folded search then looks for that byte with
+	// IndexByte and compares around it, instead of lowering each line.
+	anchor int
+}
+
+func newMatcher(f *LineFilter) *matcher {
+	m := &matcher{f: f, q: []byte(f.Query), ascii: true, anchor: -1}
+	for i, c := range m.q {
+		switch {
+		case c >= 0x80:
+			m.ascii = false
+		case ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z'):
+		case c == ' ':
+			if m.anchor < 0 {
+				m.anchor = i // a space is common: any other byte is better
+			}
+		case m.anchor < 0 || m.q[m.anchor] == ' ':
+			m.anchor = i
+		}
+	}
+	return m
+}
+
+func (m *matcher) pass(lvl Level, text []byte) bool {
+	if m.f.Levels != 0 && m.f.Levels&LevelBit(lvl) == 0 {
 		return false
 	}
-	if f.Query == "" {
+	if len(m.q) == 0 {
 		return true
 	}
-	if !f.Fold {
-		return bytes.Contains(text, []byte(f.Query))
+	if !m.f.Fold {
+		return bytes.Contains(text, m.q)
 	}
-	return containsFold(text, f.Query)
+	if !m.ascii {
+		return bytes.Contains(bytes.ToLower(text), m.q)
+	}
+	if m.anchor >= 0 {
+		k, c := m.anchor, m.q[m.anchor]
+		for i := 0; i < len(text); {
+			j := bytes.IndexByte(text[i:], c)
+			if j < 0 {
+				return false
+			}
+			if p := i + j - k; p >= 0 && p+len(m.q) <= len(text) && equalFoldASCII(text[p:p+len(m.q)], m.q) {
+				return true
+			}
+			i += j + 1
+		}
+		return false
+	}
+	// Lower the line's ASCII into the buffer: then one bytes.Index,
+	// which is fast on any line.
+	m.buf = append(m.buf[:0], text...)
+	for i, c := range m.buf {
+		if 'A' <= c && c <= 'Z' {
+			m.buf[i] = c + 'a' - 'A'
+		}
+	}
+	return bytes.Contains(m.buf, m.q)
+}
+
+// equalFoldASCII reports whether a equals the lower-case b, ignoring
+// ASCII case.
+func equalFoldASCII(a, b []byte) bool {
+	for i, c := range a {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != b[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // containsFold reports whether text holds the lower-case q, ignoring case.
 func containsFold(text []byte, q string) bool {
-	for i := 0; i < len(q); i++ {
-		if q[i] >= 0x80 {
-			return bytes.Contains(bytes.ToLower(text), []byte(q))
-		}
-	}
-	n := len(q)
-	if n == 0 {
-		return true
-	}
-	first := q[0]
-	upper := first
-	if 'a' <= first && first <= 'z' {
-		upper -= 'a' - 'A'
-	}
-	for i := 0; i+n <= len(text); {
-		// Jump to the next candidate for the first byte, either case.
-		j := bytes.IndexByte(text[i:len(text)-n+1], first)
-		if upper != first {
-			if k := bytes.IndexByte(text[i:len(text)-n+1], upper); k >= 0 && (j < 0 || k < j) {
-				j = k
-			}
-		}
-		if j < 0 {
-			return false
-		}
-		i += j
-		ok := true
-		for k := 1; k < n; k++ {
-			c := text[i+k]
-			if 'A' <= c && c <= 'Z' {
-				c += 'a' - 'A'
-			}
-			if c != q[k] {
-				ok = false
-				break
-			}
-		}
-		if ok {
-			return true
-		}
-		i++
-	}
-	return false
+	f := LineFilter{Query: q, Fold: true}
+	return newMatcher(&f).pass(LevelInfo, text)
 }
 
 // LineScan is what one ScanLines call found.
@@ -113,6 +141,7 @@ func (tx *Tx) ScanLines(run string, from uint64, backward bool, f LineFilter, ma
 		out.Done = true
 		return out, err
 	}
+	m := newMatcher(&f)
 	full := func() bool {
 		return (max > 0 && len(out.Lines) >= max) || (scan > 0 && out.Scanned >= scan)
 	}
@@ -139,7 +168,7 @@ func (tx *Tx) ScanLines(run string, from uint64, backward bool, f LineFilter, ma
 				}
 				out.Scanned++
 				out.Next = n + 1
-				if f.pass(lvl, text) {
+				if m.pass(lvl, text) {
 					l, err := makeLine(n, at, lvl, text)
 					if err != nil {
 						return false, err
@@ -179,7 +208,7 @@ func (tx *Tx) ScanLines(run string, from uint64, backward bool, f LineFilter, ma
 				lowest = n
 			}
 			out.Scanned++
-			if f.pass(lvl, text) {
+			if m.pass(lvl, text) {
 				l, err := makeLine(n, at, lvl, text)
 				if err != nil {
 					return false, err

@@ -110,6 +110,8 @@ func TestContainsFold(t *testing.T) {
 	}{
 		{"Disk FULL", "disk full", true}, {"xxDISKx", "disk", true}, {"dis", "disk", false},
 		{"ÉTÉ chaud", "été", true}, {"", "a", false}, {"aAaB", "ab", true},
+		{"LINE 17: x", "line 17: ", true}, {"line 170: x", "line 17: ", false}, {"a:b:C", ":c", true},
+		{"x1", "x1", true}, {"1x", "x1", false}, {"ab 12", "b 1", true},
 	} {
 		if got := containsFold([]byte(tc.text), tc.q); got != tc.want {
 			t.Errorf("containsFold(%q, %q) = %v", tc.text, tc.q, got)
