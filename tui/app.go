@@ -41,6 +41,12 @@ type Options struct {
 	// attached to another warden's engine (the header says so); 0 when
 	// the engine is this process's own.
 	AttachedPID int
+	// MakeTheme builds a theme by name for :theme (default
+	// themes.ByName); an SSH session builds it for its own renderer.
+	MakeTheme func(name string) (themes.Theme, error)
+	// OnTheme, when set, is told the theme the operator chose with
+	// :theme (an SSH session remembers it for the key).
+	OnTheme func(name string)
 	// Takeover, when set, opens the data dir after the serving process
 	// went away: it returns the new engine (and the pid serving it, if
 	// another console got there first). The console closes what it
@@ -70,7 +76,20 @@ type shared struct {
 	statusAt time.Time
 	// ctx ends when the console closes: work it started stops with it.
 	ctx context.Context
+	// messages is every status message of the session, in full (the
+	// status line cuts them to its width): :messages shows them.
+	messages []message
 }
+
+// message is one status message, kept for :messages.
+type message struct {
+	at   time.Time
+	text string
+	err  bool
+}
+
+// maxMessages bounds the messages a session keeps.
+const maxMessages = 500
 
 func (s *shared) now() time.Time { return s.opts.Now() }
 
@@ -85,6 +104,16 @@ func (s *shared) context() context.Context {
 // setStatus shows a message in the status line; isErr styles it as one.
 func (s *shared) setStatus(msg string, isErr bool) {
 	s.status, s.statusOK, s.statusAt = msg, !isErr, s.now()
+	if msg == "" {
+		return
+	}
+	if n := len(s.messages); n > 0 && s.messages[n-1].text == msg {
+		return // a progress line said again
+	}
+	s.messages = append(s.messages, message{at: s.statusAt, text: msg, err: isErr})
+	if len(s.messages) > maxMessages {
+		s.messages = append([]message(nil), s.messages[len(s.messages)-maxMessages/2:]...)
+	}
 }
 
 func (s *shared) errStatus(err error) { s.setStatus(OneLine(err.Error()), true) }
@@ -160,6 +189,7 @@ type App struct {
 	hands         *handsPane
 
 	keys     globalKeys
+	cmd      cmdline // the : command line
 	help     help.Model
 	showHelp bool
 	overlay  *overlay
@@ -224,13 +254,19 @@ func New(e engine.Facade, opts Options) *App {
 	a.panes = [tabCount]pane{a.streams, a.requests, a.receipts, a.modules, a.hands}
 	a.reload()
 	a.help = help.New()
-	th := sh.th
+	a.cmd = newCmdline()
+	a.applyThemeStyles()
+	a.layout()
+	return a
+}
+
+// applyThemeStyles styles the help line with the theme.
+func (a *App) applyThemeStyles() {
+	th := a.sh.th
 	a.help.Styles = help.Styles{
 		Ellipsis: th.HelpSep, ShortKey: th.HelpKey, ShortDesc: th.HelpDesc, ShortSeparator: th.HelpSep,
 		FullKey: th.HelpKey, FullDesc: th.HelpDesc, FullSeparator: th.HelpSep,
 	}
-	a.layout()
-	return a
 }
 
 // reload re-reads everything from storage (start, and after missed events).
@@ -406,9 +442,14 @@ func (a *App) key(msg tea.KeyMsg) tea.Cmd {
 		a.showHelp = false
 		return nil
 	}
+	if a.cmd.in.Active() {
+		return a.cmdlineKey(msg)
+	}
 	p := a.panes[a.tab]
 	if !p.capturing() {
 		switch {
+		case key.Matches(msg, a.keys.Command):
+			return a.openCmdline()
 		case key.Matches(msg, a.keys.Quit):
 			a.Close()
 			return tea.Quit
@@ -682,6 +723,9 @@ func (a *App) tabBar(w int) string {
 
 func (a *App) statusLine(w int) string {
 	th := a.sh.th
+	if a.cmd.in.Active() {
+		return fit(a.cmd.in.View(), w)
+	}
 	if s := a.panes[a.tab].prompt(); s != "" && a.overlay == nil {
 		return fit(s, w)
 	}
@@ -709,6 +753,9 @@ func (a *App) statusLine(w int) string {
 }
 
 func (a *App) currentKeys() keyMap {
+	if a.cmd.in.Active() {
+		return a.cmdlineKeys()
+	}
 	if a.overlay != nil {
 		k := a.overlay.keys
 		return keyMap{short: []key.Binding{k.Close, k.Up, k.Down, k.PageUp, k.PageDown}}
@@ -719,7 +766,7 @@ func (a *App) currentKeys() keyMap {
 func (a *App) helpLine(w int) string {
 	k := a.currentKeys()
 	short := append([]key.Binding(nil), k.short...)
-	if a.overlay != nil || !a.panes[a.tab].capturing() {
+	if !a.cmd.in.Active() && (a.overlay != nil || !a.panes[a.tab].capturing()) {
 		short = append(short, a.keys.Help, a.keys.Quit)
 	}
 	return fit(a.help.ShortHelpView(short), w)
@@ -727,7 +774,7 @@ func (a *App) helpLine(w int) string {
 
 func (a *App) fullHelp(w, h int) string {
 	k := a.currentKeys()
-	groups := append(append([][]key.Binding(nil), k.full...), append(a.keys.tabs(), a.keys.Help, a.keys.Quit))
+	groups := append(append([][]key.Binding(nil), k.full...), append(a.keys.tabs(), a.keys.Command, a.keys.Help, a.keys.Quit))
 	body := a.help.FullHelpView(groups)
 	title := a.sh.th.Title.Render("Keys: "+tabNames[a.tab]) + a.sh.th.Dim.Render("  (any key closes)")
 	lines := append([]string{title, ""}, strings.Split(body, "\n")...)

@@ -8,6 +8,7 @@ type globalKeys struct {
 	Next, Prev                   key.Binding
 	Help                         key.Binding
 	Quit                         key.Binding
+	Command                      key.Binding
 }
 
 func newGlobalKeys() globalKeys {
@@ -21,6 +22,8 @@ func newGlobalKeys() globalKeys {
 		Prev: key.NewBinding(key.WithKeys("shift+tab"), key.WithHelp("shift+tab", "prev tab")),
 		Help: key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "all keys")),
 		Quit: key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q", "quit")),
+		// Command opens the command line (k9s's `:`).
+		Command: key.NewBinding(key.WithKeys(":"), key.WithHelp(":", "command")),
 	}
 }
 
