@@ -47,6 +47,12 @@ type Options struct {
 	// OnTheme, when set, is told the theme the operator chose with
 	// :theme (an SSH session remembers it for the key).
 	OnTheme func(name string)
+	// Copy writes an OSC 52 clipboard sequence to the terminal (default:
+	// stdout); an SSH session writes it to its channel.
+	Copy func(seq string)
+	// NoPager refuses o (an SSH session: a pager would run on the
+	// server).
+	NoPager bool
 	// Takeover, when set, opens the data dir after the serving process
 	// went away: it returns the new engine (and the pid serving it, if
 	// another console got there first). The console closes what it
@@ -190,6 +196,7 @@ type App struct {
 
 	keys     globalKeys
 	cmd      cmdline // the : command line
+	trail    []crumb // where enter drilled down from (esc goes back)
 	help     help.Model
 	showHelp bool
 	overlay  *overlay
@@ -228,6 +235,9 @@ func New(e engine.Facade, opts Options) *App {
 	}
 	if opts.Bell == nil {
 		opts.Bell = func() { io.WriteString(os.Stdout, "\a") }
+	}
+	if opts.Copy == nil {
+		opts.Copy = func(seq string) { io.WriteString(os.Stdout, seq) }
 	}
 	if opts.Theme.Name == "" {
 		opts.Theme, _ = themes.ByName("")
@@ -389,6 +399,16 @@ func (a *App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case openOverlayMsg:
 		a.overlay = msg.ov
 		return a, nil
+	case drillMsg:
+		a.drillTo(msg)
+		return a, nil
+	case pagerFileMsg:
+		return a, a.pager(msg)
+	case pagerDoneMsg:
+		if msg.err != nil {
+			a.sh.setStatus("the pager failed: "+OneLine(msg.err.Error())+" (set $PAGER to one that works)", true)
+		}
+		return a, nil
 	case tickMsg:
 		if a.sh.status != "" && a.sh.now().Sub(a.sh.statusAt) > 10*time.Second {
 			a.sh.status = ""
@@ -450,6 +470,14 @@ func (a *App) key(msg tea.KeyMsg) tea.Cmd {
 		switch {
 		case key.Matches(msg, a.keys.Command):
 			return a.openCmdline()
+		case key.Matches(msg, a.keys.Back) && len(a.trail) > 0:
+			a.back()
+			return nil
+		case key.Matches(msg, a.keys.Copy):
+			a.copySelected()
+			return nil
+		case key.Matches(msg, a.keys.Pager):
+			return a.openPager()
 		case key.Matches(msg, a.keys.Quit):
 			a.Close()
 			return tea.Quit
@@ -473,8 +501,10 @@ func (a *App) key(msg tea.KeyMsg) tea.Cmd {
 	return p.update(msg)
 }
 
+// setTab shows tab t. A tab chosen by hand starts a new trail.
 func (a *App) setTab(t int) {
 	a.tab = t
+	a.trail = nil
 	a.layout()
 }
 
@@ -718,6 +748,9 @@ func (a *App) tabBar(w int) string {
 			x++
 		}
 	}
+	if bc := a.breadcrumb(); bc != "" && x+3 < w {
+		b.WriteString("  " + th.Dim.Render(plain(bc, w-x-2)))
+	}
 	return fit(b.String(), w)
 }
 
@@ -774,7 +807,7 @@ func (a *App) helpLine(w int) string {
 
 func (a *App) fullHelp(w, h int) string {
 	k := a.currentKeys()
-	groups := append(append([][]key.Binding(nil), k.full...), append(a.keys.tabs(), a.keys.Command, a.keys.Help, a.keys.Quit))
+	groups := append(append([][]key.Binding(nil), k.full...), append(a.keys.tabs(), a.keys.Command, a.keys.Copy, a.keys.Pager, a.keys.Back, a.keys.Help, a.keys.Quit))
 	body := a.help.FullHelpView(groups)
 	title := a.sh.th.Title.Render("Keys: "+tabNames[a.tab]) + a.sh.th.Dim.Render("  (any key closes)")
 	lines := append([]string{title, ""}, strings.Split(body, "\n")...)

@@ -26,8 +26,18 @@ type console struct {
 
 func startConsole(t *testing.T, e engine.Facade) *console {
 	t.Helper()
+	return startConsoleWith(t, e, nil)
+}
+
+// startConsoleWith is startConsole with options of the test's own.
+func startConsoleWith(t *testing.T, e engine.Facade, set func(*Options)) *console {
+	t.Helper()
 	bells := new(atomic.Int32)
-	app := New(e, Options{Theme: themes.NoColor(), Actor: "local:test", Jail: engine.JailOff, Bell: func() { bells.Add(1) }})
+	opts := Options{Theme: themes.NoColor(), Actor: "local:test", Jail: engine.JailOff, Bell: func() { bells.Add(1) }}
+	if set != nil {
+		set(&opts)
+	}
+	app := New(e, opts)
 	tm := teatest.NewTestModel(t, app, teatest.WithInitialTermSize(100, 30))
 	t.Cleanup(func() { tm.Quit() })
 	return &console{t: t, tm: tm, app: app, e: e, bells: bells}

@@ -21,13 +21,14 @@ const (
 
 type receiptsKeys struct {
 	KeyMap
-	Detail, Filter, Clear, Verify key.Binding
+	Detail, Drill, Filter, Clear, Verify key.Binding
 }
 
 func newReceiptsKeys() receiptsKeys {
 	return receiptsKeys{
 		KeyMap: DefaultKeyMap().withEnds("oldest", "newest"),
-		Detail: key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "detail")),
+		Detail: key.NewBinding(key.WithKeys("d"), key.WithHelp("d", "detail")),
+		Drill:  key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "open run/request")),
 		Filter: key.NewBinding(key.WithKeys("/", "K"), key.WithHelp("/", "filter by kind")),
 		Clear:  key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "clear filter")),
 		Verify: key.NewBinding(key.WithKeys("v"), key.WithHelp("v", "verify chain")),
@@ -113,11 +114,11 @@ func (p *receiptsPane) keys() keyMap {
 	if p.filter.Active() {
 		return p.filter.KeyMap()
 	}
-	short := []key.Binding{k.Up, k.Down, k.Detail, k.Filter, k.Verify}
+	short := []key.Binding{k.Up, k.Down, k.Drill, k.Detail, k.Filter, k.Verify}
 	if p.kind != "" {
 		short = append(short, k.Clear)
 	}
-	return keyMap{short: short, full: [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom}, {k.Detail, k.Filter, k.Clear, k.Verify}}}
+	return keyMap{short: short, full: [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom}, {k.Drill, k.Detail, k.Filter, k.Clear, k.Verify}}}
 }
 
 func (p *receiptsPane) update(msg tea.Msg) tea.Cmd {
@@ -162,6 +163,12 @@ func (p *receiptsPane) key(msg tea.KeyMsg) tea.Cmd {
 			p.atEnd = true
 			p.reload()
 		}
+	case key.Matches(msg, k.Drill) && p.sel < len(p.rs):
+		r := p.rs[p.sel]
+		if run, req := receiptTarget(r); run != "" || req != 0 {
+			return drill(drillMsg{from: "#" + fmt.Sprint(r.Seq), run: run, request: req})
+		}
+		fallthrough // nothing to open: its detail
 	case key.Matches(msg, k.Detail):
 		if p.sel < len(p.rs) {
 			r := p.rs[p.sel]

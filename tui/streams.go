@@ -321,6 +321,11 @@ func (p *streamsPane) key(msg tea.KeyMsg) tea.Cmd {
 			p.focusLog = false
 		}
 	case key.Matches(msg, k.Open):
+		if l, ok := p.log.selected(); ok {
+			if id := lineRequest(l.Text); id != 0 {
+				return drill(drillMsg{from: fmt.Sprintf("line %d", l.N+1), request: id})
+			}
+		}
 		return p.openLine()
 	}
 	return nil
