@@ -57,6 +57,9 @@ func operatorConfirm(ctx context.Context, r *activeRun, args []json.RawMessage) 
 		return nil, &protocol.Error{Code: protocol.CodeBadFrame, Message: `operator.confirm: want ["message"]`}
 	}
 	ok, err := r.e.confirm(ctx, r, msg[0])
+	if err != nil && ctx.Err() == nil && isStorageFailure(err) {
+		return nil, r.storageFailed("operator.confirm", err)
+	}
 	if err != nil {
 		return nil, &protocol.Error{Code: protocol.CodeRunEnded, Message: "operator.confirm: " + err.Error()}
 	}

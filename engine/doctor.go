@@ -44,6 +44,8 @@ type DoctorOptions struct {
 	// store (over its control socket), so the store and trust checks run
 	// there instead of being skipped.
 	Attach func(dir string) (f Facade, pid int, err error)
+	// EngineSocket, when set, also checks the container engine there.
+	EngineSocket string
 }
 
 // Doctor checks the data dir policy, the store and its schema, the trust
@@ -74,6 +76,7 @@ func Doctor(opts DoctorOptions) Report {
 		}
 	} else {
 		add(Check{Name: "data dir", Status: "ok", Detail: dir + " is yours and private (0700)"})
+		doctorSpace(dir, add, problem)
 		if pid := storage.HolderPID(dir); pid != 0 && pid != os.Getpid() {
 			doctorHeld(dir, pid, opts.Attach, add, problem)
 		} else {
@@ -82,6 +85,9 @@ func Doctor(opts DoctorOptions) Report {
 	}
 	doctorBwrap(opts.BwrapPath, add, problem)
 	doctorKernel(add, problem)
+	if opts.EngineSocket != "" {
+		doctorEngine(opts.EngineSocket, add, problem)
+	}
 	return rep
 }
 
@@ -138,8 +144,10 @@ func doctorStore(dir string, add func(Check), problem func(string, string, strin
 			problem("store", ce.Error(), "restore warden.db from a backup")
 		case errors.As(err, &te):
 			problem("trust root", te.Problem, "warden trust rotate")
+		case storage.IsNoSpace(err):
+			problem("store", err.Error(), fmt.Sprintf("free space on the data dir's filesystem (see `df -h %s`)", dir))
 		default:
-			problem("store", err.Error(), "see the error above")
+			problem("store", err.Error(), fmt.Sprintf("check the filesystem under %s (`df -h`, `dmesg`) and that warden.db is yours (mode 0600); restore warden.db from a backup if it is damaged", dir))
 		}
 		return
 	}
@@ -164,6 +172,33 @@ func doctorStore(dir string, add func(Check), problem func(string, string, strin
 		st, _ := e.auth.Status()
 		add(Check{Name: "trust root", Status: "ok", Detail: fmt.Sprintf("host.secret agrees with generation %d (fingerprint %s…)", st.Generation, st.Fingerprint[:12])})
 	}
+}
+
+// MinFreeSpace is the free space doctor wants on the data dir's
+// filesystem: below it, one chatty run (DefaultStreamLimit bytes of
+// stream) could fill the disk, and a run whose stream cannot be stored
+// fails.
+const MinFreeSpace = 2 * DefaultStreamLimit
+
+// doctorSpace reports the free space on the data dir's filesystem.
+func doctorSpace(dir string, add func(Check), problem func(string, string, string)) {
+	avail, total, err := storage.FreeSpace(dir)
+	switch {
+	case err != nil:
+		problem("free space", "cannot read the free space of "+dir+": "+err.Error(), "check the data dir's filesystem (`df -h "+dir+"`)")
+	case avail < MinFreeSpace:
+		problem("free space", fmt.Sprintf("%s free of %s on the data dir's filesystem, under the %s warden needs: runs whose stream cannot be stored fail", mib(avail), mib(total), mib(MinFreeSpace)),
+			fmt.Sprintf("free space on that filesystem (`df -h %s`), or move the data dir (--data-dir) to a larger one", dir))
+	default:
+		add(Check{Name: "free space", Status: "ok", Detail: fmt.Sprintf("%s free of %s on the data dir's filesystem", mib(avail), mib(total))})
+	}
+}
+
+func mib(n uint64) string {
+	if n >= 10<<30 {
+		return fmt.Sprintf("%d GiB", n>>30)
+	}
+	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 }
 
 func doctorBwrap(path string, add func(Check), problem func(string, string, string)) {

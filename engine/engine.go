@@ -155,12 +155,14 @@ func Open(opts Options) (*Engine, error) {
 		st.Close()
 		return nil, err
 	}
-	// Tokens of finished runs are worthless after a week; keep the bucket small.
-	if _, err := e.auth.Prune(7 * 24 * time.Hour); err != nil {
+	// Tokens of finished runs are worthless after a week; keep the bucket
+	// small. On a full disk both this and the reconciling wait for the
+	// next open: reading (logs, receipts, doctor) must still work.
+	if _, err := e.auth.Prune(7 * 24 * time.Hour); err != nil && !storage.IsNoSpace(err) {
 		st.Close()
 		return nil, err
 	}
-	if err := e.reconcileRuns(); err != nil {
+	if err := e.reconcileRuns(); err != nil && !storage.IsNoSpace(err) {
 		st.Close()
 		return nil, err
 	}
@@ -172,7 +174,8 @@ func Open(opts Options) (*Engine, error) {
 // reconcileRuns closes the books on runs a previous engine left running
 // (it crashed or was killed): only one engine holds the store, so any
 // "running" run now is one nobody is running. Its process died with that
-// engine (Pdeathsig, --die-with-parent).
+// engine (Pdeathsig, --die-with-parent). Each gets its hook.end and its
+// token revoked, in one commit.
 func (e *Engine) reconcileRuns() error {
 	runs, err := e.Runs(0)
 	if err != nil {
@@ -185,14 +188,18 @@ func (e *Engine) reconcileRuns() error {
 		now := time.Now().UTC()
 		r.Status, r.Ended = storage.RunFailed, &now
 		r.Error = fmt.Sprintf("the engine (pid %d) stopped while the run was in progress", r.PID)
-		if _, err := e.store.Update(func(tx *storage.Tx) error {
+		if _, err := e.store.UpdateReserved(func(tx *storage.Tx) error {
 			if err := tx.PutRun(r); err != nil {
 				return err
 			}
-			_, err := tx.AppendReceipt(storage.Draft{Kind: storage.KindHookEnd, Actor: "engine", Subject: r.Module + "/" + r.Hook,
+			if _, err := tx.AppendReceipt(storage.Draft{Kind: storage.KindHookEnd, Actor: "engine", Subject: r.Module + "/" + r.Hook,
 				Summary: fmt.Sprintf("run %s of %s/%s failed: %s", r.ID, r.Module, r.Hook, r.Error),
-				Details: map[string]any{"run": r.ID, "verdict": r.Status, "jail": r.JailMode, "error": r.Error}})
-			return err
+				Details: map[string]any{"run": r.ID, "verdict": r.Status, "jail": r.JailMode, "error": r.Error}}); err != nil {
+				return err
+			}
+			// Its token dies with it, as at a normal end: a process that
+			// outlived its engine must not reach the next one with it.
+			return e.auth.RevokeSessionTx(tx, "engine", r.ID, "revoked session "+r.ID+" (the run was found dead)")
 		}); err != nil {
 			return err
 		}
@@ -262,7 +269,7 @@ func (e *Engine) Receipt(seq uint64) (r Receipt, err error) {
 		return err
 	})
 	if errors.Is(err, storage.ErrNotFound) {
-		return r, fmt.Errorf("no receipt %d (see `warden receipts list`): %w", seq, ErrNotFound)
+		return r, storage.Mark(ErrNotFound, "no receipt %d (see `warden receipts list`)", seq)
 	}
 	return r, err
 }

@@ -40,6 +40,21 @@ var ErrSubscriptionClosed = errors.New("subscription closed")
 // DefaultSubscriberBuffer bounds each subscriber's queue.
 const DefaultSubscriberBuffer = 4096
 
+// subscriberBytes bounds the stream text queued for one subscriber: 4096
+// events of 1 MiB lines each would be 4 GiB held for a console whose
+// terminal has stopped reading. Past it the subscriber misses events and
+// re-reads the stream from storage, as past the event count.
+const subscriberBytes = 8 << 20
+
+// eventSize is what an event holds in a queue, by its stream text (the
+// only part a hook can make big).
+func eventSize(ev Event) int {
+	if ev.Lines == nil {
+		return 0
+	}
+	return batchSize(ev.Lines.Lines)
+}
+
 // bus fans events out to subscribers. Publishing never blocks: each
 // subscriber has a bounded queue, and when it is full the subscriber is
 // marked as having missed events instead of slowing the publisher down.
@@ -59,6 +74,7 @@ type Subscription struct {
 	mu     sync.Mutex
 	queue  []Event
 	limit  int
+	bytes  int // eventSize of what is queued, at most subscriberBytes unless one event alone is bigger
 	missed int
 	closed bool
 	cause  error         // why it closed, when not by Close
@@ -129,11 +145,13 @@ func (b *bus) close() {
 func (s *Subscription) push(evs []Event) {
 	s.mu.Lock()
 	for _, ev := range evs {
-		if s.missed > 0 || len(s.queue) >= s.limit {
+		size := eventSize(ev)
+		if s.missed > 0 || len(s.queue) >= s.limit || (len(s.queue) > 0 && s.bytes+size > subscriberBytes) {
 			s.missed++
 			continue
 		}
 		s.queue = append(s.queue, ev)
+		s.bytes += size
 	}
 	s.mu.Unlock()
 	select {
@@ -161,6 +179,7 @@ func (s *Subscription) Next(ctx context.Context) (Event, error) {
 			ev := s.queue[0]
 			s.queue[0] = Event{}
 			s.queue = s.queue[1:]
+			s.bytes -= eventSize(ev)
 			if len(s.queue) == 0 {
 				s.queue = nil // let the backing array go
 			}

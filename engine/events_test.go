@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"warden/storage"
 )
 
 // nextEvent reads one event, failing the test if none arrives within 5s.
@@ -346,5 +349,38 @@ func TestNextHonoursContext(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("waiting reader was not woken by a new event")
+	}
+}
+
+// A subscriber that stops reading holds at most subscriberBytes of stream
+// text, however big the lines: the rest is a missed marker, and it then
+// re-reads from storage.
+func TestStalledSubscriberHoldsBoundedBytes(t *testing.T) {
+	b := newBus()
+	sub := b.subscribe(DefaultSubscriberBuffer)
+	defer sub.Close()
+	big := strings.Repeat("x", 1<<20)
+	const sent = 100 // 100 MiB of lines, far under the event-count bound
+	for i := range sent {
+		b.publish(Event{Kind: EventLines, Lines: &LinesEvent{Run: "r", Lines: []storage.Line{{N: uint64(i), Text: big}}}})
+	}
+	sub.mu.Lock()
+	queued, held := len(sub.queue), sub.bytes
+	sub.mu.Unlock()
+	if held > subscriberBytes || queued == 0 {
+		t.Fatalf("a stalled subscriber holds %d events, %d bytes; want some, at most %d bytes", queued, held, subscriberBytes)
+	}
+	for i := range queued {
+		if ev := nextEvent(t, sub); ev.Kind != EventLines || ev.Lines.Lines[0].N != uint64(i) {
+			t.Fatalf("event %d: %+v", i, ev.Kind)
+		}
+	}
+	if ev := nextEvent(t, sub); ev.Kind != EventMissed || ev.Missed != sent-queued {
+		t.Fatalf("after the queued lines: %+v, want missed %d", ev, sent-queued)
+	}
+	// Caught up: a new event is queued again.
+	b.publish(Event{Kind: EventLines, Lines: &LinesEvent{Run: "r", Lines: []storage.Line{{N: sent, Text: big}}}})
+	if ev := nextEvent(t, sub); ev.Kind != EventLines || ev.Lines.Lines[0].N != sent {
+		t.Fatalf("after the marker: %+v", ev)
 	}
 }

@@ -84,6 +84,7 @@ type Facade interface {
 	HandsStatus(ctx context.Context, root string) (hands.StatusReport, error)
 	HandsList() ([]HandsRecord, error)
 	HandsImages(ctx context.Context, socket string) ([]HandsImage, error)
+	HandsEngine(ctx context.Context, socket string) (HandsEngineInfo, error)
 	ValidateHandsRoot(path string) error
 	ValidateHandsSocket(path string) error
 }

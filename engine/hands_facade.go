@@ -96,7 +96,7 @@ func (e *Engine) recordHandsPhase(actor Actor, root, access string, r hands.Setu
 				rec.Access = info.Access
 			}
 		}
-		rec.Owner, rec.EngineSocket, rec.DaemonID = r.Owner, r.EngineSocket, r.DaemonID
+		rec.Owner, rec.EngineSocket, rec.Engine, rec.DaemonID = r.Owner, r.EngineSocket, r.Engine, r.DaemonID
 		rec.Image, rec.ContainerID, rec.Generation, rec.Phase, rec.Updated = r.Image, r.ContainerID, r.Generation, string(r.Phase), now
 		if err := tx.PutHands(rec); err != nil {
 			return err
@@ -104,7 +104,7 @@ func (e *Engine) recordHandsPhase(actor Actor, root, access string, r hands.Setu
 		_, err = tx.AppendReceipt(storage.Draft{Kind: storage.KindFamilyHands + string(r.Phase), Actor: string(actor), Subject: handsSubject(root),
 			Summary: handsSummary(root, r),
 			Details: map[string]any{"root": root, "phase": r.Phase, "containerId": r.ContainerID, "image": r.Image,
-				"daemonId": r.DaemonID, "engineSocket": r.EngineSocket, "generation": r.Generation, "access": rec.Access}})
+				"daemonId": r.DaemonID, "engine": r.Engine, "inodes": r.Inodes, "engineSocket": r.EngineSocket, "generation": r.Generation, "access": rec.Access}})
 		return err
 	})
 	return err
@@ -114,7 +114,7 @@ func handsSummary(root string, r hands.SetupReceipt) string {
 	short := hands.ShortID(r.ContainerID)
 	switch r.Phase {
 	case hands.PhasePrepared:
-		return fmt.Sprintf("hands %s prepared on the engine at %s (daemon %s)", root, r.EngineSocket, r.DaemonID)
+		return fmt.Sprintf("hands %s prepared on the %s engine at %s (daemon %s)", root, r.Engine, r.EngineSocket, r.DaemonID)
 	case hands.PhaseCreating:
 		if r.ContainerID == "" {
 			return fmt.Sprintf("hands %s: creating a container from %s", root, r.Image)

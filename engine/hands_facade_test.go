@@ -105,12 +105,28 @@ func TestHandsFacadeInitFinish(t *testing.T) {
 	}
 }
 
-// A failed init is receipted and sets no policy.
+// A failed init (here: cancelled once its receipt exists) is receipted
+// and sets no policy. A refused one (a missing image) records nothing.
 func TestHandsFacadeFailedInit(t *testing.T) {
 	sock := handstest.Docker(t)
 	e := openEngine(t, Options{})
-	root := filepath.Join(handstest.Base(t, sock), "root")
-	_, err := e.HandsInit(context.Background(), testActor, hands.InitOptions{Root: root, EngineSocket: sock, Image: "warden-test/absent:0", Access: hands.AccessFiles})
+	base := handstest.Base(t, sock)
+	refused := filepath.Join(base, "refused")
+	if _, err := e.HandsInit(context.Background(), testActor, hands.InitOptions{Root: refused, EngineSocket: sock, Image: "warden-test/absent:0", Access: hands.AccessFiles}); err == nil {
+		t.Fatal("init with a missing image succeeded")
+	}
+	if got := handsKinds(t, e, refused); len(got) != 0 {
+		t.Errorf("a refused init wrote receipts %v", got)
+	}
+	root := filepath.Join(base, "root")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	_, err := e.HandsInit(ctx, testActor, hands.InitOptions{Root: root, EngineSocket: sock, Image: handstest.Image, Access: hands.AccessFiles,
+		Progress: func(step, _ string) {
+			if step == "prepared" {
+				cancel()
+			}
+		}})
 	if err == nil || !strings.Contains(err.Error(), "initialization failed; recovery evidence retained under "+root) {
 		t.Fatalf("init: %v", err)
 	}

@@ -49,25 +49,34 @@ func (e *Engine) ValidateHandsRoot(path string) error { return hands.ValidateRoo
 // absolute, clean, short enough, and a socket.
 func (e *Engine) ValidateHandsSocket(path string) error { return hands.CheckSocket(path) }
 
-// HandsImages lists the local images of the Docker Engine at socket (init
+// HandsImages lists the local images of the engine at socket (init
 // never pulls), sorted by reference.
 func (e *Engine) HandsImages(ctx context.Context, socket string) ([]HandsImage, error) {
 	return hands.LocalImages(ctx, socket)
 }
 
-// HandsSocketCandidates lists the Docker sockets worth offering, in this
+// HandsSocketCandidates lists the engine sockets worth offering, in this
 // order, those that exist as sockets: /run/docker.sock,
-// /var/run/docker.sock, $XDG_RUNTIME_DIR/docker.sock (rootless) and
-// $WARDEN_TEST_DOCKER (the tests' private engine) when set. Two paths to
+// /var/run/docker.sock, $XDG_RUNTIME_DIR/docker.sock (rootless Docker),
+// /run/podman/podman.sock, $XDG_RUNTIME_DIR/podman/podman.sock (rootless
+// Podman), then $WARDEN_TEST_DOCKER and $WARDEN_TEST_PODMAN (the tests'
+// private engines) when set. Two paths to
 // the same socket file are offered once. It is only an offer: the
 // operator still chooses.
 func HandsSocketCandidates() []string {
 	paths := []string{"/run/docker.sock", "/var/run/docker.sock"}
-	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" && filepath.IsAbs(d) {
-		paths = append(paths, filepath.Join(d, "docker.sock"))
+	xdg := os.Getenv("XDG_RUNTIME_DIR")
+	if xdg != "" && filepath.IsAbs(xdg) {
+		paths = append(paths, filepath.Join(xdg, "docker.sock"))
 	}
-	if s := os.Getenv("WARDEN_TEST_DOCKER"); s != "" && filepath.IsAbs(s) {
-		paths = append(paths, filepath.Clean(s))
+	paths = append(paths, "/run/podman/podman.sock")
+	if xdg != "" && filepath.IsAbs(xdg) {
+		paths = append(paths, filepath.Join(xdg, "podman", "podman.sock"))
+	}
+	for _, env := range []string{"WARDEN_TEST_DOCKER", "WARDEN_TEST_PODMAN"} {
+		if s := os.Getenv(env); s != "" && filepath.IsAbs(s) {
+			paths = append(paths, filepath.Clean(s))
+		}
 	}
 	seen := map[string]bool{}
 	var out []string

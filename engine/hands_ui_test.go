@@ -40,6 +40,26 @@ func TestHandsUIHelpers(t *testing.T) {
 	if got := HandsSocketCandidates(); !slices.Contains(got, sock) {
 		t.Errorf("candidates %v lack %s", got, sock)
 	}
+	// Rootless Podman's socket under XDG_RUNTIME_DIR, and the tests'
+	// private Podman, are offered too.
+	os.Mkdir(filepath.Join(dir, "podman"), 0o700)
+	psock := filepath.Join(dir, "podman", "podman.sock")
+	pl, err := net.Listen("unix", psock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tsock := filepath.Join(dir, "p.sock")
+	tl, err := net.Listen("unix", tsock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("WARDEN_TEST_PODMAN", tsock)
+	if got := HandsSocketCandidates(); !slices.Contains(got, psock) || !slices.Contains(got, tsock) {
+		t.Errorf("candidates %v lack Podman's %s or %s", got, psock, tsock)
+	}
+	pl.Close()
+	tl.Close()
+	t.Setenv("WARDEN_TEST_PODMAN", "")
 	// The same socket under two names is offered once.
 	os.Symlink(sock, filepath.Join(dir, "docker.sock"))
 	if got := HandsSocketCandidates(); slices.Contains(got, sock) == slices.Contains(got, filepath.Join(dir, "docker.sock")) {
@@ -62,7 +82,7 @@ func TestHandsUIHelpers(t *testing.T) {
 		t.Error("relative socket accepted")
 	}
 	// Something that is a socket but not a Docker Engine: the error says so.
-	if _, err := e.HandsImages(context.Background(), filepath.Join(dir, "missing.sock")); err == nil || !strings.Contains(err.Error(), "no Docker socket") {
+	if _, err := e.HandsImages(context.Background(), filepath.Join(dir, "missing.sock")); err == nil || !strings.Contains(err.Error(), "no engine socket") {
 		t.Errorf("images on a missing socket: %v", err)
 	}
 }

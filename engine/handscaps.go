@@ -33,7 +33,7 @@ func handsRoot(r *activeRun, raw json.RawMessage) (string, *protocol.Error) {
 	case errors.Is(err, storage.ErrNotFound):
 		return "", &protocol.Error{Code: protocol.CodeBadFrame, Message: fmt.Sprintf("hands: %s is not a hands root of this engine (see `warden hands list`)", root)}
 	case err != nil:
-		return "", &protocol.Error{Code: protocol.CodeBadFrame, Message: "hands: " + err.Error()}
+		return "", r.storageFailed("hands", err)
 	case rec.Phase != string(hands.PhaseReady):
 		return "", &protocol.Error{Code: protocol.CodeBadFrame, Message: fmt.Sprintf("hands: %s is %s, not ready", root, rec.Phase)}
 	}
@@ -46,6 +46,9 @@ func permit(ctx context.Context, r *activeRun, root, op string, content any) *pr
 		var pe *protocol.Error
 		if errors.As(err, &pe) {
 			return pe
+		}
+		if isStorageFailure(err) { // the request could not be recorded
+			return r.storageFailed(op, err)
 		}
 		return &protocol.Error{Code: protocol.CodePermissionDenied, Message: err.Error()}
 	}

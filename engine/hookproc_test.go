@@ -66,6 +66,10 @@ func say(format string, args ...any) { fmt.Printf("CHECK "+format+"\n", args...)
 
 func hookScenario(name string) int {
 	switch name {
+	case "flood-frames":
+		return floodFrames()
+	case "disk-full":
+		return diskFullScenario()
 	case "frames":
 		c, err := hookkit.Connect()
 		if err != nil {

@@ -1,10 +1,12 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"sort"
 	"sync"
+	"syscall"
 	"time"
 
 	"warden/storage"
@@ -20,20 +22,47 @@ type LinesEvent struct {
 // ingester makes a run's stream lines durable in chunks. Producers (the
 // stdout and stderr readers, log frames) hand it batches; it folds
 // whatever has queued into one storage write, which the committer may in
-// turn fold with other writers. The queue is bounded: a producer that
-// outruns the disk waits (backpressure on the hook's pipe), so no line is
-// ever dropped on the way in.
+// turn fold with other writers.
+//
+// Memory is bounded per run: the text queued and being written is held
+// to ingestBudget bytes. A producer that would go over it waits in add,
+// which stops it reading the hook's pipe or socket, so the backpressure
+// lands on the hook and never on the engine; no line is dropped on the
+// way in. (One batch larger than the whole budget is let in alone.)
+//
+// If storage refuses a write (a full disk), the lines cannot be kept: the
+// ingester counts them as lost from then on, without trying again, and
+// calls onFail once, so the run can be stopped and end failed, with one
+// receipt (its hook.end) instead of one per chunk.
 type ingester struct {
 	e     *Engine
 	run   string
 	limit uint64
-	in    chan []storage.Line
+	in    chan ingestBatch
 	done  chan struct{}
 
 	mu     sync.RWMutex // closed and the close of in
 	closed bool
 
+	budgetMu sync.Mutex
+	budgetCh chan struct{} // closed and replaced when budget is given back
+	queued   int           // bytes admitted by add and not yet written or dropped
+
+	// onFail, when set, is called once (from the loop) at the first
+	// storage failure.
+	onFail func(error)
+
+	failMu  sync.Mutex
+	failErr error  // the first storage failure
+	lost    uint64 // lines not stored since then
+
 	bytes uint64 // the run's stored text bytes as of the last commit (loop only)
+}
+
+// ingestBatch is a producer's lines and the budget they hold.
+type ingestBatch struct {
+	lines []storage.Line
+	size  int
 }
 
 const (
@@ -41,21 +70,62 @@ const (
 	maxChunkLines  = 4096
 	maxChunkBytes  = 1 << 20
 	maxIngestLines = 64 * 1024 // per storage write
+	// ingestBudget bounds one run's queued stream text (see ingester).
+	ingestBudget = 8 << 20
+	// lineOverhead is what a queued line costs beside its text.
+	lineOverhead = 64
 )
 
 func (e *Engine) newIngester(run string) *ingester {
-	g := &ingester{e: e, run: run, limit: e.opts.StreamLimit, in: make(chan []storage.Line, ingestQueue), done: make(chan struct{})}
+	g := &ingester{e: e, run: run, limit: e.opts.StreamLimit, in: make(chan ingestBatch, ingestQueue), done: make(chan struct{}), budgetCh: make(chan struct{})}
 	go g.loop()
 	return g
 }
 
-// add queues lines; after close (a late log frame) they are dropped.
+func batchSize(lines []storage.Line) int {
+	n := 0
+	for i := range lines {
+		n += len(lines[i].Text) + lineOverhead
+	}
+	return n
+}
+
+// add queues lines, waiting while the run is over its memory budget;
+// after close (a late log frame) they are dropped.
 func (g *ingester) add(lines []storage.Line) {
+	size := batchSize(lines)
 	g.mu.RLock()
 	defer g.mu.RUnlock()
-	if !g.closed {
-		g.in <- lines // the loop keeps draining, so this cannot stall close
+	if g.closed {
+		return
 	}
+	g.acquire(size) // the loop keeps draining, so this cannot stall close
+	g.in <- ingestBatch{lines: lines, size: size}
+}
+
+// acquire waits until size bytes fit in the budget (or nothing else is
+// queued) and takes them.
+func (g *ingester) acquire(size int) {
+	for {
+		g.budgetMu.Lock()
+		if g.queued == 0 || g.queued+size <= ingestBudget {
+			g.queued += size
+			g.budgetMu.Unlock()
+			return
+		}
+		wait := g.budgetCh
+		g.budgetMu.Unlock()
+		<-wait
+	}
+}
+
+// release gives size bytes back and wakes the producers waiting for them.
+func (g *ingester) release(size int) {
+	g.budgetMu.Lock()
+	g.queued -= size
+	close(g.budgetCh)
+	g.budgetCh = make(chan struct{})
+	g.budgetMu.Unlock()
 }
 
 // close flushes everything queued and stops the ingester.
@@ -69,14 +139,22 @@ func (g *ingester) close() {
 	<-g.done
 }
 
+// failure is the lines lost since the first storage failure, and that
+// failure (nil: none); final once close has returned.
+func (g *ingester) failure() (lost uint64, err error) {
+	g.failMu.Lock()
+	defer g.failMu.Unlock()
+	return g.lost, g.failErr
+}
+
 func (g *ingester) loop() {
 	defer close(g.done)
-	var batches [][]storage.Line
+	var batches []ingestBatch
 	for batch := range g.in {
 		// Collect what has queued, then flatten it once at its exact
 		// size: appending batch after batch to one slice re-copied a
 		// flood's lines several times over.
-		n := len(batch)
+		n, size := len(batch.lines), batch.size
 		batches = append(batches[:0], batch)
 	more:
 		for n < maxIngestLines {
@@ -85,25 +163,36 @@ func (g *ingester) loop() {
 				if !ok {
 					break more
 				}
-				batches, n = append(batches, b), n+len(b)
+				batches, n, size = append(batches, b), n+len(b.lines), size+b.size
 			default:
 				break more
 			}
 		}
-		pending := batch
+		pending := batch.lines
 		if len(batches) > 1 {
 			pending = make([]storage.Line, 0, n)
 			for _, b := range batches {
-				pending = append(pending, b...)
+				pending = append(pending, b.lines...)
 			}
 		}
 		clear(batches) // let the producers' slices go
 		g.write(pending)
+		g.release(size)
 	}
 }
 
-// write stores lines (numbering them in place) and publishes them.
+// write stores lines (numbering them in place) and publishes them. After
+// a storage failure it only counts them as lost.
 func (g *ingester) write(lines []storage.Line) {
+	g.failMu.Lock()
+	failed := g.failErr != nil
+	if failed {
+		g.lost += uint64(len(lines))
+	}
+	g.failMu.Unlock()
+	if failed {
+		return
+	}
 	var meta storage.StreamMeta
 	_, err := g.e.store.Update(func(tx *storage.Tx) error {
 		for start := 0; start < len(lines); {
@@ -126,8 +215,14 @@ func (g *ingester) write(lines []storage.Line) {
 	})
 	if err != nil {
 		// Storage refused the write (disk full, closed store). The lines
-		// cannot be kept; the run's end receipt notes stream trouble.
-		g.e.noteStreamError(g.run, err)
+		// cannot be kept, and the run cannot be recorded honestly from
+		// here on: say so once, and let the run end failed.
+		g.failMu.Lock()
+		g.failErr, g.lost = err, uint64(len(lines))
+		g.failMu.Unlock()
+		if g.onFail != nil {
+			g.onFail(err)
+		}
 		return
 	}
 	// The new lines, less what the run's own limit dropped.
@@ -138,6 +233,20 @@ func (g *ingester) write(lines []storage.Line) {
 
 func (e *Engine) noteStreamError(run string, err error) {
 	e.store.AppendReceipt(storage.Draft{Kind: storage.KindStreamError, Actor: "engine", Subject: run, Summary: "stream lines lost: " + err.Error()})
+}
+
+// streamFailure is the run error for a stream storage failure: what the
+// filesystem said, without the path bbolt adds (the operator knows where
+// the data dir is; doctor says how full it is).
+func streamFailure(err error, lost uint64) string {
+	why := err.Error()
+	switch {
+	case errors.Is(err, syscall.ENOSPC):
+		why = syscall.ENOSPC.Error()
+	case errors.Is(err, syscall.EDQUOT):
+		why = syscall.EDQUOT.Error()
+	}
+	return fmt.Sprintf("stream storage failed: %s (%d lines lost)", why, lost)
 }
 
 // pruneStreams keeps the stored stream bytes across runs under budget by

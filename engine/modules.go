@@ -62,7 +62,7 @@ func (e *Engine) RemoveModule(actor Actor, id string) error {
 			return err
 		}
 		if !existed {
-			return fmt.Errorf("no module %q (see `warden module list`): %w", id, ErrNotFound)
+			return storage.Mark(ErrNotFound, "no module %q (see `warden module list`)", id)
 		}
 		_, err = tx.AppendReceipt(storage.Draft{Kind: storage.KindModuleRemove, Actor: string(actor), Subject: id,
 			Summary: "module " + id + " removed (its secrets and config are kept)"})
@@ -95,7 +95,7 @@ func (e *Engine) Module(id string) (*Module, error) {
 		return err
 	})
 	if errors.Is(err, storage.ErrNotFound) {
-		return nil, fmt.Errorf("no module %q (add it with `warden module add PATH`): %w", id, ErrNotFound)
+		return nil, storage.Mark(ErrNotFound, "no module %q (add it with `warden module add PATH`)", id)
 	}
 	if err != nil {
 		return nil, err

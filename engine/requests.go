@@ -464,7 +464,7 @@ func (e *Engine) Request(id uint64) (Request, error) {
 		return err
 	})
 	if errors.Is(err, storage.ErrNotFound) {
-		return r, fmt.Errorf("no request %d (see `warden perms list --all`): %w", id, ErrNotFound)
+		return r, storage.Mark(ErrNotFound, "no request %d (see `warden perms list --all`)", id)
 	}
 	return r, err
 }

@@ -331,6 +331,7 @@ func (e *Engine) prepare(r *activeRun) (undo func(), err error) {
 	r.token = r.tok.Token
 	// The stream exists before the broker: a refused hello writes a line.
 	r.ingest = e.newIngester(r.rec.ID)
+	r.ingest.onFail = r.streamFailed
 	if r.brk, err = broker.Start(runDir, r); err != nil {
 		return nil, err
 	}
@@ -450,6 +451,9 @@ func (e *Engine) launch(r *activeRun, sp spawned) *RunHandle {
 		return h
 	}
 	r.proc.Store(proc)
+	if _, err := r.ingest.failure(); err != nil {
+		r.streamFailed(err) // the stream failed before the process was stored
+	}
 	go func() { r.finish(h, proc.Wait()) }()
 	return h
 }
@@ -472,7 +476,7 @@ func (e *Engine) CancelRun(actor Actor, id string) error {
 	h := e.active[id]
 	e.runsMu.Unlock()
 	if h == nil {
-		return fmt.Errorf("run %s is not running here: %w", id, ErrNotFound)
+		return storage.Mark(ErrNotFound, "run %s is not running here", id)
 	}
 	h.r.cancel("cancelled by " + string(actor))
 	return nil
@@ -504,7 +508,13 @@ func (r *activeRun) finish(h *RunHandle, exit hooks.Exit) {
 	r.mu.Lock()
 	outputs, resultErr, hookErr, cancelWhy := r.outputs, r.resultErr, r.hookErr, r.cancelWhy
 	r.mu.Unlock()
+	lost, streamErr := r.ingest.failure()
 	switch {
+	case streamErr != nil:
+		// Whatever else happened, the run's record is incomplete: that
+		// is its verdict (the hook was stopped for it, see streamFailed).
+		rec.Status = storage.RunFailed
+		rec.Error = streamFailure(streamErr, lost)
 	case exit.Limit == hooks.LimitCancelled || (cancelWhy != "" && exit.Limit == ""):
 		rec.Status = storage.RunCancelled
 		rec.Error = cancelWhy
@@ -541,14 +551,23 @@ func (r *activeRun) finish(h *RunHandle, exit hooks.Exit) {
 	if exit.Signal != "" {
 		details["signal"] = exit.Signal
 	}
-	if exit.Limit != "" {
+	if exit.Limit != "" && streamErr == nil {
 		details["limit"] = exit.Limit
+	}
+	if streamErr != nil {
+		details["linesLost"] = lost
 	}
 	if rec.Error != "" {
 		details["error"] = rec.Error
 	}
 	summary := fmt.Sprintf("run %s of %s/%s %s in %s (jail %s)", rec.ID, rec.Module, rec.Hook, rec.Status, dur.Round(time.Millisecond), jailName(rec.JailMode))
-	if _, err := e.store.Update(func(tx *storage.Tx) error {
+	if rec.Status == storage.RunFailed {
+		// Why, where every receipt list and the console's Receipts pane
+		// show it (a full disk leaves no stream line to say so).
+		summary += ": " + rec.Error
+	}
+	// The verdict lands even on a full disk: it may use the store's reserve.
+	if _, err := e.store.UpdateReserved(func(tx *storage.Tx) error {
 		if err := tx.PutRun(rec); err != nil {
 			return err
 		}
@@ -596,6 +615,15 @@ func (e *Engine) linger(b *broker.Broker, dir string) {
 	})
 	e.lingerDirs[b] = dir
 	e.runsMu.Unlock()
+}
+
+// streamFailed stops the hook once its stream can no longer be stored (a
+// full disk): an untrusted hook must not go on with nothing recorded of
+// what it says. Called once, by the ingester.
+func (r *activeRun) streamFailed(err error) {
+	if p := r.proc.Load(); p != nil {
+		p.Cancel("its stream could not be stored")
+	}
 }
 
 // output is the executor's sink: stdout is info, stderr is warn.

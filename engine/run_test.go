@@ -225,7 +225,7 @@ func TestConfirmPausesIdleClock(t *testing.T) {
 	}
 	time.Sleep(5 * time.Second) // well past the idle limit
 	if _, err := e.DecideRequest("local:test", id, ApproveOnce, ""); err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v (run: %+v)", err, h.Wait().Run)
 	}
 	o := h.Wait()
 	if !o.OK() {

@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"slices"
+	"syscall"
 	"time"
 
 	"warden/engine/caps"
@@ -119,9 +122,14 @@ func (r *activeRun) Store(_ context.Context, op *protocol.StoreOp) (json.RawMess
 		}
 		return nil
 	}
+	what := op.Store + "." + op.Method
 	bad := func(format string, args ...any) (json.RawMessage, *protocol.Error) {
-		return nil, &protocol.Error{Code: protocol.CodeBadFrame, Message: fmt.Sprintf("%s.%s: ", op.Store, op.Method) + fmt.Sprintf(format, args...)}
+		return nil, &protocol.Error{Code: protocol.CodeBadFrame, Message: what + ": " + fmt.Sprintf(format, args...)}
 	}
+	// Arguments are checked here, before the store is touched, so that
+	// every error the store returns is the store's (storage_failed), not
+	// the hook's.
+	tooLong := func(v string) bool { return len(v) > storage.MaxValueSize }
 	// The wire decoder has checked this already; a cheap re-check (no
 	// re-encoding of the args) keeps the handler safe on its own.
 	for _, a := range op.Args {
@@ -149,7 +157,7 @@ func (r *activeRun) Store(_ context.Context, op *protocol.StoreOp) (json.RawMess
 			return err
 		})
 		if err != nil {
-			return bad("%v", err)
+			return nil, r.storageFailed(what, err)
 		}
 		if !found {
 			return json.RawMessage("null"), nil
@@ -173,10 +181,13 @@ func (r *activeRun) Store(_ context.Context, op *protocol.StoreOp) (json.RawMess
 		}
 		o := txOp{Op: op.Method, Name: a[0]}
 		if want == 2 {
+			if tooLong(a[1]) {
+				return bad("value is %d bytes, limit %d", len(a[1]), storage.MaxValueSize)
+			}
 			o.Value = &a[1]
 		}
 		if err := r.applyWrites(op.Store, []txOp{o}); err != nil {
-			return bad("%v", err)
+			return nil, r.storageFailed(what, err)
 		}
 		return json.RawMessage("null"), nil
 	case "transaction":
@@ -197,17 +208,47 @@ func (r *activeRun) Store(_ context.Context, op *protocol.StoreOp) (json.RawMess
 			if o.Op == "set" && o.Value == nil {
 				return bad("op %d: set needs a value; nothing was applied", i)
 			}
+			if o.Value != nil && tooLong(*o.Value) {
+				return bad("op %d: value is %d bytes, limit %d; nothing was applied", i, len(*o.Value), storage.MaxValueSize)
+			}
 			if e := checkName(o.Name, true); e != nil {
 				e.Message += "; nothing was applied"
 				return nil, e
 			}
 		}
 		if err := r.applyWrites(op.Store, ops); err != nil {
-			return bad("%v; nothing was applied", err)
+			return nil, r.storageFailed(what, err)
 		}
 		return json.RawMessage("null"), nil
 	}
 	return bad("unknown method")
+}
+
+// storageFailed is the answer to an operation the store refused: code
+// storage_failed. The hook hears what the filesystem said when the disk
+// is full, and nothing of the host's paths or the store's layout
+// otherwise; the operator gets the whole error in the run's stream.
+func (r *activeRun) storageFailed(what string, err error) *protocol.Error {
+	r.streamLine(storage.LevelError, what+": the store refused it: "+err.Error())
+	why := "the engine's store refused it"
+	switch {
+	case errors.Is(err, syscall.ENOSPC):
+		why = "the engine's disk is full (" + syscall.ENOSPC.Error() + ")"
+	case errors.Is(err, syscall.EDQUOT):
+		why = "the engine's disk quota is spent (" + syscall.EDQUOT.Error() + ")"
+	case errors.Is(err, storage.ErrClosed):
+		why = "the engine is shutting down"
+	}
+	return &protocol.Error{Code: protocol.CodeStorageFailed, Message: what + ": " + why + "; nothing was applied"}
+}
+
+// isStorageFailure tells the store's own failures (the filesystem, a
+// closed or corrupt store) from refusals of what was asked.
+func isStorageFailure(err error) bool {
+	var pe *fs.PathError
+	var errno syscall.Errno
+	var ce *storage.CorruptError
+	return errors.Is(err, storage.ErrClosed) || errors.As(err, &pe) || errors.As(err, &errno) || errors.As(err, &ce)
 }
 
 type txOp struct {

@@ -11,6 +11,22 @@ var ErrNotFound = errors.New("not found")
 // ErrClosed is returned by operations on a closed store.
 var ErrClosed = errors.New("store is closed")
 
+// Mark returns an error whose text is the formatted message alone and
+// which still matches sentinel (errors.Is): for messages that already say
+// what the sentinel would, so they read "no receipt 9 (see `warden
+// receipts list`)" and not "...: not found" after it.
+func Mark(sentinel error, format string, args ...any) error {
+	return &markedError{msg: fmt.Sprintf(format, args...), sentinel: sentinel}
+}
+
+type markedError struct {
+	msg      string
+	sentinel error
+}
+
+func (e *markedError) Error() string { return e.msg }
+func (e *markedError) Unwrap() error { return e.sentinel }
+
 // PolicyError says a file or directory of the data dir breaks the open
 // policy of docs/operating.md, and how to fix it.
 type PolicyError struct {

@@ -15,17 +15,20 @@ var bucketHands = []byte("hands")
 // evidence/setup.json stays the truth for finish and status; this record
 // lets `warden hands list` find roots without walking the disk.
 type HandsRecord struct {
-	Root         string    `json:"root"`
-	Owner        string    `json:"owner"`
-	Access       string    `json:"access"`
-	EngineSocket string    `json:"engineSocket"`
-	DaemonID     string    `json:"daemonId"`
-	Image        string    `json:"image"`
-	ContainerID  string    `json:"containerId"`
-	Generation   string    `json:"generation"`
-	Phase        string    `json:"phase"`
-	Created      time.Time `json:"created"`
-	Updated      time.Time `json:"updated"`
+	Root         string `json:"root"`
+	Owner        string `json:"owner"`
+	Access       string `json:"access"`
+	EngineSocket string `json:"engineSocket"`
+	// Engine is docker or podman; empty in records written before warden
+	// told engines apart, which were all Docker (Engine() says so).
+	Engine      string    `json:"engine,omitempty"`
+	DaemonID    string    `json:"daemonId"`
+	Image       string    `json:"image"`
+	ContainerID string    `json:"containerId"`
+	Generation  string    `json:"generation"`
+	Phase       string    `json:"phase"`
+	Created     time.Time `json:"created"`
+	Updated     time.Time `json:"updated"`
 }
 
 var (
@@ -47,6 +50,8 @@ func (r *HandsRecord) validate() error {
 		return errors.New("engine socket is not an absolute path")
 	case !handsDaemonPattern.MatchString(r.DaemonID):
 		return errors.New("bad daemon id")
+	case r.Engine != "" && r.Engine != "docker" && r.Engine != "podman":
+		return errors.New("engine is not docker or podman")
 	case !handsImagePattern.MatchString(r.Image):
 		return errors.New("image is not a sha256: id")
 	case !handsContainerPattern.MatchString(r.ContainerID):
@@ -59,6 +64,15 @@ func (r *HandsRecord) validate() error {
 		return errors.New("missing created or updated time")
 	}
 	return nil
+}
+
+// EngineName is the record's engine, docker for records written before
+// warden told engines apart.
+func (r HandsRecord) EngineName() string {
+	if r.Engine == "" {
+		return "docker"
+	}
+	return r.Engine
 }
 
 func hasControlRune(s string) bool {

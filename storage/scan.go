@@ -114,6 +114,11 @@ func containsFold(text []byte, q string) bool {
 	return newMatcher(&f).pass(LevelInfo, text)
 }
 
+// ScanBytes bounds the text of the lines one ScanLines call returns (at
+// least one line is returned whatever its size): a scan's reply crosses
+// the control socket whole, and must stay within one reply's bound.
+const ScanBytes = 4 << 20
+
 // LineScan is what one ScanLines call found.
 type LineScan struct {
 	// Lines are the lines that passed, in stream order.
@@ -131,9 +136,9 @@ type LineScan struct {
 
 // ScanLines looks at a run's stored lines from line from on (forward) or
 // before line from (backward) and returns those that pass f: at most max
-// of them (0: no bound), after looking at no more than about scan lines
-// (0: no bound; a chunk is looked at whole). Lines that do not pass are
-// never made into strings.
+// of them (0: no bound) and ScanBytes of text, after looking at no more
+// than about scan lines (0: no bound). Lines that do not pass are never
+// made into strings.
 func (tx *Tx) ScanLines(run string, from uint64, backward bool, f LineFilter, max, scan int) (LineScan, error) {
 	out := LineScan{Next: from}
 	b, err := tx.streamBucket(run, false)
@@ -142,8 +147,9 @@ func (tx *Tx) ScanLines(run string, from uint64, backward bool, f LineFilter, ma
 		return out, err
 	}
 	m := newMatcher(&f)
+	size := 0
 	full := func() bool {
-		return (max > 0 && len(out.Lines) >= max) || (scan > 0 && out.Scanned >= scan)
+		return (max > 0 && len(out.Lines) >= max) || (scan > 0 && out.Scanned >= scan) || size >= ScanBytes
 	}
 	c := b.Cursor()
 	if !backward {
@@ -174,6 +180,7 @@ func (tx *Tx) ScanLines(run string, from uint64, backward bool, f LineFilter, ma
 						return false, err
 					}
 					out.Lines = append(out.Lines, l)
+					size += len(l.Text)
 				}
 				return true, nil
 			})
@@ -225,6 +232,15 @@ func (tx *Tx) ScanLines(run string, from uint64, backward bool, f LineFilter, ma
 			// Only the newest ones are wanted: the scan goes on before
 			// the oldest kept.
 			got = got[len(got)-(max-len(out.Lines)):]
+			out.Next = got[0].N
+		}
+		keep := len(got)
+		for keep > 0 && (size < ScanBytes || (len(out.Lines) == 0 && keep == len(got))) {
+			keep--
+			size += len(got[keep].Text)
+		}
+		if keep > 0 { // the byte bound: the newest that fit
+			got = got[keep:]
 			out.Next = got[0].N
 		}
 		out.Lines = append(out.Lines, got...) // counted here, ordered below

@@ -118,3 +118,36 @@ func TestContainsFold(t *testing.T) {
 		}
 	}
 }
+
+// TestScanLinesBoundsItsBytes: a reply holds at most ScanBytes of text
+// (one line whatever its size), and says where to go on.
+func TestScanLinesBoundsItsBytes(t *testing.T) {
+	s := openStore(t, newDir(t))
+	defer s.Close()
+	run := "20261201T092818-e3a1f0"
+	big := strings.Repeat("x", MaxLineBytes)
+	if _, err := s.Update(func(tx *Tx) error {
+		for range 6 {
+			if _, _, err := tx.AppendLines(run, []Line{{At: time.Unix(1, 0), Level: LevelInfo, Text: big}}, 0); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var fw, bw LineScan
+	s.View(func(tx *Tx) (err error) {
+		if fw, err = tx.ScanLines(run, 0, false, LineFilter{}, 0, 0); err != nil {
+			return err
+		}
+		bw, err = tx.ScanLines(run, 6, true, LineFilter{}, 0, 0)
+		return err
+	})
+	if nums(fw.Lines) != "0,1,2,3" || fw.Next != 4 || fw.Done {
+		t.Errorf("forward: %s next %d done %v", nums(fw.Lines), fw.Next, fw.Done)
+	}
+	if nums(bw.Lines) != "2,3,4,5" || bw.Next != 2 || bw.Done {
+		t.Errorf("backward: %s next %d done %v", nums(bw.Lines), bw.Next, bw.Done)
+	}
+}

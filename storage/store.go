@@ -3,8 +3,11 @@
 // hash-chained receipt log, sealed secrets and per-run stream chunks.
 //
 // Invariants:
-//   - Only one process opens a data dir (bbolt's flock, plus warden.pid so
-//     a second process can name the holder).
+//   - Only one process opens a data dir. bbolt's flock is the guarantee;
+//     warden.pid only lets a second process name the holder, so a full
+//     disk that refuses the pid file does not lock the operator out (the
+//     store opens without one, and a second process is told to find the
+//     holder with fuser instead).
 //   - Every value read back goes through decodeRecord; nothing is defaulted.
 //   - Every write goes through the committer, which folds concurrent writers
 //     into one fsync'd transaction (group commit).
@@ -64,6 +67,10 @@ type Store struct {
 	head   chainHead // last committed receipt; only the committer writes it
 
 	headErr error // set at Open when the last receipt is corrupt; appends fail with it
+
+	noPID error // why warden.pid could not be written (disk full), or nil
+
+	reserveMu sync.Mutex // one release of the reserve at a time
 }
 
 // Open opens (creating if needed) the data dir and its store, holding both
@@ -89,6 +96,10 @@ func Open(opts Options) (*Store, error) {
 		if errors.Is(err, bolterrors.ErrTimeout) {
 			return nil, &LockedError{Dir: dir, PID: readPID(dir)}
 		}
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			return nil, err // it says "open PATH: why" already
+		}
 		return nil, fmt.Errorf("open %s: %w", dbPath, err)
 	}
 	s := &Store{dir: dir, db: db, commits: make(chan *commitOp, 1024), onCommit: opts.OnCommit}
@@ -100,7 +111,13 @@ func Open(opts Options) (*Store, error) {
 		return nil, err
 	}
 	if err := writePID(dir); err != nil {
-		return fail(err)
+		if !IsNoSpace(err) {
+			return fail(err)
+		}
+		// The flock above keeps any other process out; the pid file only
+		// names us. A stale one must not name some other process.
+		os.Remove(filepath.Join(dir, PIDFile))
+		s.noPID = err
 	}
 	if err := s.initSchema(); err != nil {
 		return fail(err)
@@ -133,6 +150,7 @@ func Open(opts Options) (*Store, error) {
 	}); err != nil {
 		return fail(err)
 	}
+	s.ensureReserve()
 	s.wg.Add(1)
 	go s.committer()
 	return s, nil
@@ -184,6 +202,10 @@ func HolderPID(dir string) int {
 	}
 	return pid
 }
+
+// PIDFileError is why this store runs without warden.pid (the disk was
+// full at Open), or nil when the pid file names this process.
+func (s *Store) PIDFileError() error { return s.noPID }
 
 // Dir is the data dir this store lives in.
 func (s *Store) Dir() string { return s.dir }

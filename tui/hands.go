@@ -260,7 +260,7 @@ func (p *handsPane) view(w, h int) string {
 			st = th.RunRunning
 		}
 		row := fmt.Sprintf("%s %-9s %s", mark, safe(r.Phase), safe(r.Root))
-		tail := fmt.Sprintf("  %s · access %s · updated %s ago", r.Image, r.Access, ShortDuration(now.Sub(r.Updated)))
+		tail := fmt.Sprintf("  %s · %s · access %s · updated %s ago", r.EngineName(), r.Image, r.Access, ShortDuration(now.Sub(r.Updated)))
 		if i == p.sel {
 			out = append(out, fit(th.Selected.Render(row)+th.Dim.Render(plain(tail, max(w-textWidth(row), 1))), w))
 		} else {

@@ -89,7 +89,7 @@ func initThroughWizard(t *testing.T, c *console, sock, root, access string) {
 	c.keys(root)
 	c.wait("is new and its ancestors are safe")
 	c.keys("enter")
-	c.wait("Hands init 2/5 · engine socket", "choose the Docker Engine's socket…", "other path…")
+	c.wait("Hands init 2/5 · engine socket", "choose the engine's socket (Docker or Podman)…", "other path…")
 	cands := engine.HandsSocketCandidates()
 	want, _ := os.Stat(sock)
 	i := slices.IndexFunc(cands, func(c string) bool { fi, err := os.Stat(c); return err == nil && os.SameFile(fi, want) })
@@ -268,7 +268,7 @@ func TestHandsInitWizardEngineUnreachable(t *testing.T) {
 	c.keys("enter")
 	c.wait("Engine socket path")
 	c.keys(dir + "/none.sock")
-	c.wait("no Docker socket at " + dir + "/none.sock")
+	c.wait("no engine socket at " + dir + "/none.sock")
 	for range dir + "/none.sock" {
 		c.tm.Send(keyBackspace)
 	}
@@ -278,7 +278,7 @@ func TestHandsInitWizardEngineUnreachable(t *testing.T) {
 	c.keys(dir + "/dead.sock")
 	c.wait("is a socket")
 	c.keys("enter")
-	c.wait("✗ the engine's images could not be listed", "cannot reach the Docker Engine at", "dead.sock", "enter: choose another socket")
+	c.wait("✗ the engine's images could not be listed", "cannot reach a container engine at", "dead.sock", "enter: choose another socket")
 	c.keys("enter")
 	c.wait("Hands init 2/5 · engine socket")
 	c.keys("esc")
@@ -321,16 +321,23 @@ func TestHandsInitWizardCancelShowsEvidence(t *testing.T) {
 	c.golden(maskHands(c.final(), sock))
 }
 
-// x on a failed root (here: an image the engine does not have, which
-// init finds after its receipt exists) closes its books.
+// x on a failed root (here: an init cancelled once its receipt exists,
+// before any container) closes its books.
 func TestHandsFinishWizardFailedRoot(t *testing.T) {
 	sock := handsDocker(t)
 	root := handsBase(t, sock) + "/task1"
 	e := newEngine(t)
-	_, err := e.HandsInit(context.Background(), "local:test", engine.HandsInitOptions{Root: root, EngineSocket: sock, Image: "warden-test/absent:1", Access: engine.HandsAccessNone})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	_, err := e.HandsInit(ctx, "local:test", engine.HandsInitOptions{Root: root, EngineSocket: sock, Image: handstest.Image, Access: engine.HandsAccessNone,
+		Progress: func(step, _ string) {
+			if step == "prepared" {
+				cancel()
+			}
+		}})
 	var failed *engine.HandsInitFailedError
 	if !errors.As(err, &failed) {
-		t.Fatalf("init with a missing image: %v", err)
+		t.Fatalf("init cancelled after its receipt: %v", err)
 	}
 	c := startConsole(t, e)
 	c.keys("5")

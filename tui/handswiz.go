@@ -78,6 +78,7 @@ type handsWizard struct {
 	root, socketChoice, socketPath, socket, image, access string
 	confirmed                                             bool
 	candidates                                            []string
+	engine                                                engine.HandsEngineInfo // the engine on socket, as HandsEngine found it
 	images                                                []engine.HandsImage
 	finishable                                            []engine.HandsRecord
 
@@ -165,7 +166,7 @@ func (z *handsWizard) open(which int) tea.Cmd {
 		).Title(z.title("root")).Description("checked as you type · enter goes on · esc cancels"))
 	case formSocket:
 		z.candidates = engine.HandsSocketCandidates()
-		opts := []huh.Option[string]{huh.NewOption("choose the Docker Engine's socket…", "")}
+		opts := []huh.Option[string]{huh.NewOption("choose the engine's socket (Docker or Podman)…", "")}
 		for _, c := range z.candidates {
 			opts = append(opts, huh.NewOption(c, c))
 		}
@@ -179,7 +180,7 @@ func (z *handsWizard) open(which int) tea.Cmd {
 				Options(opts...).Value(&z.socketChoice).Validate(nonEmpty("an engine socket"))).
 				Title(z.title("engine socket")),
 			huh.NewGroup(huh.NewInput().Key("socketPath").Title("Engine socket path").
-				Description("the unix socket dockerd listens on (its --host unix://PATH)").
+				Description("the unix socket dockerd (--host unix://PATH) or podman system service listens on").
 				Placeholder("/run/user/1000/docker.sock").CharLimit(256).Value(&z.socketPath).Validate(e.ValidateHandsSocket)).
 				Title(z.title("engine socket")).
 				WithHideFunc(func() bool { return z.socketChoice != otherSocket }),
@@ -198,7 +199,7 @@ func (z *handsWizard) open(which int) tea.Cmd {
 			opts = append(opts, huh.NewOption(label, im.Ref))
 		}
 		groups = append(groups,
-			huh.NewGroup(huh.NewSelect[string]().Key("image").Title("Image").
+			huh.NewGroup(huh.NewSelect[string]().Key("image").Title("Image on "+plain(z.engine.Label, 60)).
 				Description("the engine's local images (warden never pulls; init pins the one you pick by its sha256 id)").
 				Options(opts...).Value(&z.image).Validate(nonEmpty("an image")).Height(min(len(opts)+2, max(z.h-8, 5)))).
 				Title(z.title("image")),
@@ -248,7 +249,7 @@ func (z *handsWizard) summary() string {
 	}
 	return strings.Join([]string{
 		"root    " + safe(z.root),
-		"engine  " + z.socket,
+		"engine  " + safe(z.socket) + " · " + plain(z.engine.Label, 60),
 		"image   " + safe(z.image),
 		"access  " + access,
 		"owner   " + string(z.sh.opts.Actor),
@@ -319,6 +320,7 @@ func (z *handsWizard) checkLive() {
 type (
 	handsImagesMsg struct {
 		socket string
+		engine engine.HandsEngineInfo // which engine, checked as init will
 		images []engine.HandsImage
 		err    error
 	}
@@ -362,9 +364,10 @@ func (z *handsWizard) update(msg tea.Msg) tea.Cmd {
 			z.stage, z.loadErr = wsLoadErr, OneLine(msg.err.Error())
 		case len(msg.images) == 0:
 			z.stage = wsLoadErr
-			z.loadErr = fmt.Sprintf("the Docker Engine at %s has no local images, and warden never pulls: load one first (e.g. `docker -H unix://%s pull busybox:1.36`), then choose the socket again", z.socket, z.socket)
+			z.loadErr = fmt.Sprintf("the engine at %s (%s) has no local images, and warden never pulls: load one first (e.g. `docker -H unix://%s pull busybox:1.36`, or `podman --url unix://%s pull busybox:1.36`), then choose the socket again",
+				z.socket, plain(msg.engine.Label, 60), z.socket, z.socket)
 		default:
-			z.images = msg.images
+			z.images, z.engine = msg.images, msg.engine
 			return z.open(formImage)
 		}
 		return nil
@@ -480,8 +483,17 @@ func (z *handsWizard) next() tea.Cmd {
 		return tea.Batch(z.spin.Tick, func() tea.Msg {
 			ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 			defer cancel()
+			// The checks init makes before it creates anything: which
+			// engine, and whether it can run --init.
+			in, err := e.HandsEngine(ctx, socket)
+			if err == nil && in.Problem != "" {
+				err = fmt.Errorf("the %s engine at %s cannot run a hands container: %s", in.Engine, socket, in.Problem)
+			}
+			if err != nil {
+				return handsImagesMsg{socket: socket, err: err}
+			}
 			ims, err := e.HandsImages(ctx, socket)
-			return handsImagesMsg{socket: socket, images: ims, err: err}
+			return handsImagesMsg{socket: socket, engine: in, images: ims, err: err}
 		})
 	case formImage:
 		return z.open(formConfirm)
@@ -565,7 +577,7 @@ func (z *handsWizard) view(w, h int) string {
 		}
 	case wsLoading:
 		out = []string{th.Title.Render(z.title("image")), "",
-			z.spin.View() + " " + plain("asking the Docker Engine at "+z.socket+" for its local images…", w-3)}
+			z.spin.View() + " " + plain("asking the engine at "+z.socket+" what it is and for its local images…", w-3)}
 	case wsLoadErr:
 		out = []string{th.Title.Render(z.title("image")), "", th.StatusErr.Render("✗ the engine's images could not be listed")}
 		out = append(out, wrapHanging(th.StatusErr, "  ", "  ", z.loadErr, w-2)...)

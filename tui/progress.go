@@ -50,14 +50,14 @@ var (
 	initStageText = map[string]func(*progress) string{
 		hands.StepPrepared: func(*progress) string { return "layout made, receipt written (evidence/setup.json)" },
 		hands.StepCreating: func(p *progress) string {
-			return "container " + hands.ShortID(p.details[hands.StepCreated]) + " created with the owner label, image pinned by id"
+			return "container " + hands.ShortID(p.details[hands.StepCreated]) + " created: owner label, image pinned by id, options verified"
 		},
 		hands.StepRunning: func(*progress) string { return "container started, generation recorded, hands.json written" },
 		hands.StepReady:   func(p *progress) string { return "initial policy set: " + p.details[hands.StepPolicy] },
 	}
 	finishStageText = map[string]func(*progress) string{
 		hands.StepReceipt:  func(p *progress) string { return "read: " + p.details[hands.StepReceipt] },
-		hands.StepEngine:   func(*progress) string { return "the recorded engine answers (same daemon, same socket)" },
+		hands.StepEngine:   func(*progress) string { return "the recorded engine answers (same engine, same storage)" },
 		hands.StepStopped:  func(*progress) string { return "the recorded container, verified stopped by inspection" },
 		hands.StepFinished: func(*progress) string { return "phase finished written, every grant revoked" },
 	}

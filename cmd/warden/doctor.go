@@ -13,11 +13,19 @@ import (
 )
 
 func (a *app) doctorCommand() *cobra.Command {
-	var bwrap, operators string
+	var bwrap, operators, engineSocket string
 	c := &cobra.Command{
 		Use:   "doctor",
 		Short: "Check the data dir, store, trust root and bubblewrap; exit 1 on any problem",
-		Args:  args(cobra.NoArgs),
+		Long: `doctor checks the data dir, the store and its receipt chain, the trust
+root, bubblewrap and what the kernel gives the jail. With --engine-socket
+it also checks the container engine there, as hands init would before it
+creates anything: which engine it is (Docker or Podman), whether its init
+binary exists (docker-init, or catatonit for Podman) and the API version.`,
+		Example: `  warden doctor
+  warden doctor --engine-socket /run/docker.sock
+  warden doctor --engine-socket /run/podman/podman.sock --json`,
+		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if bwrap == "" {
 				set, err := loadSettings()
@@ -26,7 +34,7 @@ func (a *app) doctorCommand() *cobra.Command {
 				}
 				bwrap = set.Bwrap
 			}
-			rep := engine.Doctor(engine.DoctorOptions{DataDir: a.dataDir, BwrapPath: bwrap,
+			rep := engine.Doctor(engine.DoctorOptions{DataDir: a.dataDir, BwrapPath: bwrap, EngineSocket: engineSocket,
 				Attach: func(dir string) (engine.Facade, int, error) {
 					c, err := control.Dial(dir)
 					if err != nil {
@@ -57,6 +65,7 @@ func (a *app) doctorCommand() *cobra.Command {
 		},
 	}
 	c.Flags().StringVar(&operators, "operators", "", "also check an SSH operators file (the one `warden serve --operators` reads)")
+	c.Flags().StringVar(&engineSocket, "engine-socket", "", "also check the Docker or Podman engine on this unix socket (which engine, its init binary, its API version)")
 	c.Flags().StringVar(&bwrap, "bwrap", "", "bubblewrap binary to check (absolute; default: the config file's bwrap, else /usr/bin/bwrap)")
 	return c
 }

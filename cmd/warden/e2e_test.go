@@ -91,9 +91,48 @@ func TestConsoleEndToEnd(t *testing.T) {
 	tm.keys(t, "v")
 	tm.waitRe(t, `receipt chain intact, \d+ receipts`, 10*time.Second)
 
-	// Hands: the init wizard through to ready: the root is checked as it
-	// is typed, the engine socket and the image are picked from what is
-	// offered, then the summary is confirmed and the phases run.
+	// Hands: init and finish through the wizards, on Docker.
+	handsWizards(t, tm, sock, handsRoot, "Docker ", handstest.Image)
+
+	// q quits: the session ends and no warden process is left (checked
+	// by the data dir on their command lines, which finds them now).
+	if len(ours(data)) == 0 {
+		t.Fatalf("pgrep -f %s finds no process while the console runs: the check after q would prove nothing", data)
+	}
+	tm.keys(t, "q")
+	tm.waitGone(t, data, 10*time.Second)
+}
+
+// TestConsoleHandsPodman runs the console's hands init wizard to ready,
+// and the finish wizard, against the test Podman service, in a real
+// terminal.
+func TestConsoleHandsPodman(t *testing.T) {
+	needTool(t, "tmux", "apt-get install tmux")
+	sock := handstest.Podman(t)
+	base := privateDir(t, "warden-e2e-")
+	bin := filepath.Join(base, "bin", "warden")
+	data := filepath.Join(base, "data")
+	build := exec.Command(goTool(t), "build", "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	handsRoot := filepath.Join(handstest.Base(t, sock), "task1")
+	tm := startConsole(t, base, bin, data, "", "WARDEN_TEST_PODMAN="+sock)
+	tm.waitFor(t, "1 Streams", 10*time.Second)
+	handsWizards(t, tm, sock, handsRoot, "Podman ", "localhost/"+handstest.Image)
+	tm.keys(t, "q")
+	tm.waitGone(t, data, 10*time.Second)
+}
+
+// handsWizards runs the hands init wizard through to ready on the engine
+// at sock (the root is checked as it is typed, the engine socket and the
+// image are picked from what is offered, the summary names the engine,
+// then the phases run), then the finish wizard on the same root.
+// engineLabel starts the engine's name as the wizard shows it; image is
+// the test image's name as the engine lists it (Podman qualifies it with
+// localhost/).
+func handsWizards(t *testing.T, tm *tmuxConsole, sock, handsRoot, engineLabel, image string) {
+	t.Helper()
 	tm.keys(t, "5")
 	tm.waitFor(t, "Hands roots (0)", 10*time.Second)
 	tm.keys(t, "i")
@@ -104,16 +143,16 @@ func TestConsoleEndToEnd(t *testing.T) {
 	tm.waitFor(t, "Hands init 2/5 · engine socket", 10*time.Second)
 	tm.pick(t, sock, 10*time.Second)
 	tm.waitFor(t, "Hands init 3/5 · image", 110*time.Second)
-	tm.pick(t, handstest.Image, 10*time.Second)
+	tm.pick(t, image, 10*time.Second)
 	tm.waitFor(t, "Hands init 4/5 · access", 10*time.Second)
 	tm.pick(t, "files: the workspace", 10*time.Second)
 	tm.waitFor(t, "Hands init 5/5 · confirm", 10*time.Second)
-	for _, want := range []string{"root    " + handsRoot, "engine  " + sock, "image   " + handstest.Image, "access  files"} {
+	for _, want := range []string{"root    " + handsRoot, "engine  " + sock + " · " + engineLabel, "image   " + image, "access  files"} {
 		tm.waitFor(t, want, 10*time.Second)
 	}
 	tm.keys(t, "y")
-	tm.waitFor(t, "Hands init · ready", 30*time.Second)
-	tm.waitRe(t, `✓ ready: container [0-9a-f]{12} from `+regexp.QuoteMeta(handstest.Image)+`, access files`, 10*time.Second)
+	tm.waitFor(t, "Hands init · ready", 60*time.Second)
+	tm.waitRe(t, `✓ ready: container [0-9a-f]{12} from `+regexp.QuoteMeta(image)+`, access files`, 10*time.Second)
 	for _, phase := range []string{"prepared", "creating", "running", "ready"} {
 		tm.waitRe(t, `✓ `+phase+`\s`, 10*time.Second)
 	}
@@ -122,7 +161,7 @@ func TestConsoleEndToEnd(t *testing.T) {
 		t.Fatalf("after the init wizard the engine has %d containers for %s, want 1", len(ids), handsRoot)
 	}
 	tm.keys(t, "Enter")
-	tm.waitRe(t, `▸ ready\s+`+regexp.QuoteMeta(handsRoot), 10*time.Second)
+	tm.waitRe(t, `▸ ready\s+`+regexp.QuoteMeta(handsRoot)+`\s+`+strings.ToLower(strings.TrimSpace(engineLabel))+` · sha256:`, 10*time.Second)
 
 	// The finish wizard, on the selected root.
 	tm.keys(t, "x")
@@ -134,14 +173,6 @@ func TestConsoleEndToEnd(t *testing.T) {
 	tm.waitRe(t, `✓ finished: container [0-9a-f]{12} stopped`, 10*time.Second)
 	tm.keys(t, "Enter")
 	tm.waitRe(t, `▸ finished\s+`+regexp.QuoteMeta(handsRoot), 10*time.Second)
-
-	// q quits: the session ends and no warden process is left (checked
-	// by the data dir on their command lines, which finds them now).
-	if len(ours(data)) == 0 {
-		t.Fatalf("pgrep -f %s finds no process while the console runs: the check after q would prove nothing", data)
-	}
-	tm.keys(t, "q")
-	tm.waitGone(t, data, 10*time.Second)
 }
 
 // needTool skips (fails in CI) when a program the test drives is missing.
@@ -202,10 +233,14 @@ type tmuxConsole struct {
 
 // startConsole starts `warden --data-dir data` in a 120x40 tmux session
 // of its own server; cleanup kills the server and any process of ours.
-func startConsole(t *testing.T, base, bin, data, dockerSock string) *tmuxConsole {
+func startConsole(t *testing.T, base, bin, data, dockerSock string, extraEnv ...string) *tmuxConsole {
 	t.Helper()
 	tm := &tmuxConsole{sock: filepath.Join(base, "tmux.sock"), session: "warden-e2e", stderr: filepath.Join(base, "console.stderr")}
-	env := []string{"WARDEN_DATA_DIR=" + data, "WARDEN_TEST_DOCKER=" + dockerSock, "DOCKER_HOST=unix://" + dockerSock}
+	env := []string{"WARDEN_DATA_DIR=" + data}
+	if dockerSock != "" {
+		env = append(env, "WARDEN_TEST_DOCKER="+dockerSock, "DOCKER_HOST=unix://"+dockerSock)
+	}
+	env = append(env, extraEnv...)
 	command := "exec env " + shellQuote(env...) + " " + shellQuote(bin, "--data-dir", data) + " 2>" + shellQuote(tm.stderr)
 	t.Cleanup(func() {
 		exec.Command("tmux", "-S", tm.sock, "kill-server").Run()

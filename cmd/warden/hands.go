@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -17,13 +18,16 @@ import (
 func (a *app) handsCommand() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "hands",
-		Short: "Set up, check and finish Docker \"hands\" containers",
-		Long: `A hands root is a new directory that owns one Docker container where a
-task's effects happen: no network, read-only root, all capabilities
-dropped, no-new-privileges, uid 10002, a 128 MiB tmpfs at /workspace.
-evidence/setup.json records every phase before its effect, so the root
-can always be finished or reconciled. Docker is reached only over the
---engine-socket you name at init (never DOCKER_HOST).`,
+		Short: "Set up, check and finish \"hands\" containers on Docker or Podman",
+		Long: `A hands root is a new directory that owns one container where a task's
+effects happen: no network, read-only root, all capabilities dropped,
+no-new-privileges, uid 10002, pids and open-file limits, a 128 MiB tmpfs
+at /workspace. evidence/setup.json records every phase before its effect,
+so the root can always be finished or reconciled. The engine is a Docker
+Engine or a Podman service (its Docker-compatible socket, from
+` + "`podman system service`" + `; needs catatonit), reached only over the
+--engine-socket you name at init (never DOCKER_HOST). warden tells them
+apart and records which one it was in setup.json.`,
 	}
 	var root, socket, image, access string
 	initCmd := &cobra.Command{
@@ -42,7 +46,8 @@ stopped (only if it carries this root's owner label), the phase becomes
 failed and evidence/initialization-failure.json says what was left.`,
 		Example: `  warden hands init --root $HOME/hands/task1 --engine-socket /run/docker.sock \
       --image busybox:1.36 --access files
-  warden hands init --root /srv/hands/t2 --engine-socket /run/docker.sock --image alpine:3.20 --access none --json`,
+  warden hands init --root /srv/hands/t2 --engine-socket /run/docker.sock --image alpine:3.20 --access none --json
+  warden hands init --root $HOME/hands/t3 --engine-socket /run/podman/podman.sock --image busybox:1.36 --access files`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := requireFlags(cmd, "root", "engine-socket", "image", "access"); err != nil {
@@ -56,16 +61,22 @@ failed and evidence/initialization-failure.json says what was left.`,
 			defer stop()
 			return a.withEngine(func(e engine.Facade) error {
 				res, err := e.HandsInit(ctx, engine.LocalActor(), hands.InitOptions{Root: root, EngineSocket: socket, Image: image, Access: access, Progress: a.progress()})
+				var failed *hands.InitFailedError
+				if errors.As(err, &failed) {
+					// The root is spent (a root is never reused): say the
+					// one command that closes it.
+					return fmt.Errorf("%w\nthis root is spent: `warden hands finish --root %s` closes its books; then init a new root", err, root)
+				}
 				if err != nil {
 					return err
 				}
-				return a.done(res, "hands %s ready: container %s from %s (%s), access %s\nfinish it with `warden hands finish --root %s`\n",
-					safe(res.Root), safe(res.ContainerID[:12]), safe(res.ImageName), safe(res.Image), safe(res.Access), safe(res.Root))
+				return a.done(res, "hands %s ready: container %s from %s (%s) on %s, access %s, workspace inodes %s\nfinish it with `warden hands finish --root %s`\n",
+					safe(res.Root), safe(res.ContainerID[:12]), safe(res.ImageName), safe(res.Image), safe(res.Engine), safe(res.Access), safe(res.Inodes), safe(res.Root))
 			})
 		},
 	}
 	initCmd.Flags().StringVar(&root, "root", "", "the new hands root (absolute; must not exist)")
-	initCmd.Flags().StringVar(&socket, "engine-socket", "", "the Docker Engine's unix socket, e.g. /run/docker.sock (required; no default)")
+	initCmd.Flags().StringVar(&socket, "engine-socket", "", "the Docker or Podman unix socket, e.g. /run/docker.sock or /run/podman/podman.sock (required; no default)")
 	initCmd.Flags().StringVar(&image, "image", "", "a local image name or id (never pulled)")
 	initCmd.Flags().StringVar(&access, "access", "", "files (the workspace may be read and written) or none")
 
@@ -74,7 +85,7 @@ failed and evidence/initialization-failure.json says what was left.`,
 		Use:   "finish --root ABS",
 		Short: "Stop the root's container and close its books",
 		Long: `finish reads evidence/setup.json strictly, checks that the engine is the
-recorded one (daemon ID and socket), and stops exactly the recorded
+recorded one (same kind, daemon ID and storage), and stops exactly the recorded
 container, only if it carries this root's owner label and is still the
 recorded generation; it verifies the stop by inspection, writes phase
 finished and revokes every grant of the root's policy. Anything else is
@@ -161,9 +172,9 @@ its fix. It changes nothing. Exit 1 when there is drift.`,
 					return nil
 				}
 				tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "ROOT\tPHASE\tCONTAINER\tACCESS\tUPDATED")
+				fmt.Fprintln(tw, "ROOT\tPHASE\tENGINE\tCONTAINER\tACCESS\tUPDATED")
 				for _, r := range rs {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", safe(r.Root), safe(string(r.Phase)), orNone12(r.ContainerID), safe(r.Access), r.Updated.Local().Format("2006-01-02 15:04:05"))
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", safe(r.Root), safe(string(r.Phase)), safe(r.EngineName()), orNone12(r.ContainerID), safe(r.Access), r.Updated.Local().Format("2006-01-02 15:04:05"))
 				}
 				return tw.Flush()
 			})
@@ -231,7 +242,13 @@ func (a *app) printStatus(s hands.StatusReport) {
 	if s.InProgress {
 		a.printf("           (init or finish is running now)\n")
 	}
-	a.printf("engine     %s (%s)\n", safe(s.Engine), safe(s.EngineSocket))
+	a.printf("engine     %s %s (%s)\n", safe(s.EngineKind), safe(s.Engine), safe(s.EngineSocket))
+	if s.Storage != "" {
+		a.printf("storage    %s\n", safe(s.Storage))
+	}
+	if s.Inodes != "" {
+		a.printf("inodes     %s\n", safe(s.Inodes))
+	}
 	c := s.Container
 	switch {
 	case s.ContainerID == "":

@@ -82,10 +82,11 @@ func TestPermsRequestVerbs(t *testing.T) {
 	if r.code != 1 || !strings.Contains(r.stderr, "the policy changed; review again") || !strings.Contains(r.stderr, "warden perms policy show") {
 		t.Errorf("stale deny: %s", r)
 	}
-	if r := c.run("perms", "approve", "1"); r.code != 1 || !strings.Contains(r.stderr, "already decided") {
+	// Said once: not "already decided (...): request already decided".
+	if r := c.run("perms", "approve", "1"); r.code != 1 || strings.Count(r.stderr, "decided") != 1 || !strings.Contains(r.stderr, "request 1 was already decided (approve-once by local:") {
 		t.Errorf("approving twice: %s", r)
 	}
-	if r := c.run("perms", "approve", "99"); r.code != 1 || !strings.Contains(r.stderr, "no request 99") || !strings.Contains(r.stderr, "warden perms list") {
+	if r := c.run("perms", "approve", "99"); r.code != 1 || !strings.Contains(r.stderr, "no request 99") || !strings.Contains(r.stderr, "warden perms list") || strings.Contains(r.stderr, "not found") {
 		t.Errorf("unknown id: %s", r)
 	}
 	if r := c.run("perms", "deny", "x"); r.code != 2 {

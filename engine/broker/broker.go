@@ -72,7 +72,7 @@ func Start(dir string, h Handler) (*Broker, error) {
 	path := filepath.Join(dir, SocketName)
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
 	if err != nil {
-		return nil, fmt.Errorf("broker: listen on %s: %w", path, err)
+		return nil, fmt.Errorf("the run's broker socket: %w", err) // it names the path
 	}
 	// The dir is 0700 and ours, so nobody can reach the socket between
 	// its creation and this chmod.

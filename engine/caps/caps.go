@@ -321,37 +321,50 @@ func (a *Authority) RevokeSession(actor, session string) error {
 	return a.revokeWhere(actor, "revoked session "+session, func(r storage.TokenRecord) bool { return r.Session == session })
 }
 
+// RevokeSessionTx revokes every live token of a session inside tx, with
+// one token.revoke receipt saying summary (none when nothing was live).
+// It walks the tokens: for the rare session whose token is not at hand (a
+// run found dead when the engine opens).
+func (a *Authority) RevokeSessionTx(tx *storage.Tx, actor, session, summary string) error {
+	if session == "" {
+		return errors.New("revoke: empty session")
+	}
+	return a.revokeWhereTx(tx, actor, summary, func(r storage.TokenRecord) bool { return r.Session == session })
+}
+
 func (a *Authority) revokeWhere(actor, summary string, match func(storage.TokenRecord) bool) error {
+	_, err := a.store.Update(func(tx *storage.Tx) error { return a.revokeWhereTx(tx, actor, summary, match) })
+	return err
+}
+
+func (a *Authority) revokeWhereTx(tx *storage.Tx, actor, summary string, match func(storage.TokenRecord) bool) error {
 	now := a.now().UTC()
-	_, err := a.store.Update(func(tx *storage.Tx) error {
-		var hits []storage.TokenRecord
-		if err := tx.EachToken(func(r storage.TokenRecord) error {
-			if r.Revoked == nil && match(r) {
-				hits = append(hits, r)
-			}
-			return nil
-		}); err != nil {
+	var hits []storage.TokenRecord
+	if err := tx.EachToken(func(r storage.TokenRecord) error {
+		if r.Revoked == nil && match(r) {
+			hits = append(hits, r)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if len(hits) == 0 {
+		return nil
+	}
+	subjects := map[string]bool{}
+	for _, r := range hits {
+		r.Revoked = &now
+		subjects[r.Subject] = true
+		if err := tx.PutToken(r); err != nil {
 			return err
 		}
-		if len(hits) == 0 {
-			return nil
-		}
-		subjects := map[string]bool{}
-		for _, r := range hits {
-			r.Revoked = &now
-			subjects[r.Subject] = true
-			if err := tx.PutToken(r); err != nil {
-				return err
-			}
-		}
-		subject := hits[0].Subject
-		if len(subjects) > 1 {
-			subject = "tokens"
-		}
-		_, err := tx.AppendReceipt(storage.Draft{Kind: storage.KindTokenRevoke, Actor: actor, Subject: subject, Summary: summary,
-			Details: map[string]any{"count": len(hits)}})
-		return err
-	})
+	}
+	subject := hits[0].Subject
+	if len(subjects) > 1 {
+		subject = "tokens"
+	}
+	_, err := tx.AppendReceipt(storage.Draft{Kind: storage.KindTokenRevoke, Actor: actor, Subject: subject, Summary: summary,
+		Details: map[string]any{"count": len(hits)}})
 	return err
 }
 

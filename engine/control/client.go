@@ -382,3 +382,56 @@ func (c *Client) HandsFinish(ctx context.Context, _ engine.Actor, root string, p
 }
 
 var _ engine.Facade = (*Client)(nil)
+
+// StreamLines asks page after page (the server bounds each by bytes, see
+// replyLineBytes) until it has max lines (0: every line) or the stream
+// has no more.
+func (c *Client) StreamLines(run string, from uint64, max int) ([]engine.Line, error) {
+	var all []engine.Line
+	for {
+		want := 0
+		if max > 0 {
+			want = max - len(all)
+		}
+		var ls []engine.Line
+		if err := c.do(context.Background(), nil, "StreamLines", []any{run, from, want}, &ls); err != nil {
+			return all, err
+		}
+		all = append(all, ls...)
+		if len(ls) == 0 || (max > 0 && len(all) >= max) {
+			return all, nil
+		}
+		from = ls[len(ls)-1].N + 1
+	}
+}
+
+// StreamLinesBefore pages backwards like StreamLines pages forwards; the
+// lines come back in stream order. max <= 0 asks for none, as in the
+// engine.
+func (c *Client) StreamLinesBefore(run string, before uint64, max int) ([]engine.Line, error) {
+	if max <= 0 {
+		var ls []engine.Line
+		err := c.do(context.Background(), nil, "StreamLinesBefore", []any{run, before, max}, &ls)
+		return ls, err
+	}
+	var pages [][]engine.Line // newest first
+	got := 0
+	all := func() []engine.Line {
+		out := make([]engine.Line, 0, got)
+		for i := len(pages) - 1; i >= 0; i-- {
+			out = append(out, pages[i]...)
+		}
+		return out
+	}
+	for {
+		var ls []engine.Line
+		if err := c.do(context.Background(), nil, "StreamLinesBefore", []any{run, before, max - got}, &ls); err != nil {
+			return all(), err
+		}
+		pages, got = append(pages, ls), got+len(ls)
+		if len(ls) == 0 || got >= max || ls[0].N == 0 {
+			return all(), nil
+		}
+		before = ls[0].N
+	}
+}

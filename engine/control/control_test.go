@@ -64,6 +64,12 @@ func hookScenario(name string) int {
 	case "sleep":
 		c.Log("info", "sleeping")
 		time.Sleep(2 * time.Minute)
+	case "big":
+		// 12 lines of almost 1 MiB between small ones: 12 MiB in all.
+		for i := range 12 {
+			c.Logf("small %d", i)
+			c.Log("info", fmt.Sprintf("big %d ", i)+strings.Repeat("x", 1<<20-200))
+		}
 	}
 	return 0
 }
@@ -97,6 +103,8 @@ hooks:
     outputs: {answer: string}
   sleep:
     run: [./hook.sh, sleep]
+  big:
+    run: [./hook.sh, big]
 `
 	if err := os.WriteFile(filepath.Join(dir, "module.yaml"), []byte(manifest), 0o644); err != nil {
 		t.Fatal(err)

@@ -112,6 +112,14 @@ var handlers = map[string]handler{
 		r0, err := e.GateMCP(ctx, actor, a0)
 		return []any{r0}, err
 	},
+	"HandsEngine": func(ctx context.Context, e engine.Facade, actor engine.Actor, args []json.RawMessage) ([]any, error) {
+		var a0 string
+		if err := decodeArgs("HandsEngine", args, &a0); err != nil {
+			return nil, err
+		}
+		r0, err := e.HandsEngine(ctx, a0)
+		return []any{r0}, err
+	},
 	"HandsImages": func(ctx context.Context, e engine.Facade, actor engine.Actor, args []json.RawMessage) ([]any, error) {
 		var a0 string
 		if err := decodeArgs("HandsImages", args, &a0); err != nil {
@@ -309,26 +317,6 @@ var handlers = map[string]handler{
 		r0, err := e.StreamInfo(a0)
 		return []any{r0}, err
 	},
-	"StreamLines": func(ctx context.Context, e engine.Facade, actor engine.Actor, args []json.RawMessage) ([]any, error) {
-		var a0 string
-		var a1 uint64
-		var a2 int
-		if err := decodeArgs("StreamLines", args, &a0, &a1, &a2); err != nil {
-			return nil, err
-		}
-		r0, err := e.StreamLines(a0, a1, a2)
-		return []any{r0}, err
-	},
-	"StreamLinesBefore": func(ctx context.Context, e engine.Facade, actor engine.Actor, args []json.RawMessage) ([]any, error) {
-		var a0 string
-		var a1 uint64
-		var a2 int
-		if err := decodeArgs("StreamLinesBefore", args, &a0, &a1, &a2); err != nil {
-			return nil, err
-		}
-		r0, err := e.StreamLinesBefore(a0, a1, a2)
-		return []any{r0}, err
-	},
 	"StreamScan": func(ctx context.Context, e engine.Facade, actor engine.Actor, args []json.RawMessage) ([]any, error) {
 		var a0 string
 		var a1 uint64
@@ -435,6 +423,12 @@ func (c *Client) Deny(_ engine.Actor, a0 uint64, a1 string) (r0 storage.RequestR
 // GateMCP calls engine.Facade.GateMCP in the serving process.
 func (c *Client) GateMCP(ctx context.Context, _ engine.Actor, a0 engine.MCPCall) (r0 engine.MCPGate, err error) {
 	err = c.do(ctx, nil, "GateMCP", []any{a0}, &r0)
+	return
+}
+
+// HandsEngine calls engine.Facade.HandsEngine in the serving process.
+func (c *Client) HandsEngine(ctx context.Context, a0 string) (r0 hands.EngineInfo, err error) {
+	err = c.do(ctx, nil, "HandsEngine", []any{a0}, &r0)
 	return
 }
 
@@ -585,18 +579,6 @@ func (c *Client) SetSecret(_ engine.Actor, a0 string, a1 string, a2 string) (err
 // StreamInfo calls engine.Facade.StreamInfo in the serving process.
 func (c *Client) StreamInfo(a0 string) (r0 storage.StreamMeta, err error) {
 	err = c.do(context.Background(), nil, "StreamInfo", []any{a0}, &r0)
-	return
-}
-
-// StreamLines calls engine.Facade.StreamLines in the serving process.
-func (c *Client) StreamLines(a0 string, a1 uint64, a2 int) (r0 []storage.Line, err error) {
-	err = c.do(context.Background(), nil, "StreamLines", []any{a0, a1, a2}, &r0)
-	return
-}
-
-// StreamLinesBefore calls engine.Facade.StreamLinesBefore in the serving process.
-func (c *Client) StreamLinesBefore(a0 string, a1 uint64, a2 int) (r0 []storage.Line, err error) {
-	err = c.do(context.Background(), nil, "StreamLinesBefore", []any{a0, a1, a2}, &r0)
 	return
 }
 

@@ -555,10 +555,12 @@ var local = map[string]bool{
 }
 
 // special are facade methods called by name but served by hand in
-// dispatch, because they need the connection: a run's questions go back
-// to the client, hands steps are relayed to it. Their Client methods are
+// dispatch, because they need the connection (a run's questions go back
+// to the client, hands steps are relayed to it) or are paged (stream
+// lines, bounded by bytes per reply). Their Client methods are
 // hand-written too.
-var special = map[string]bool{"StartRun": true, "HandsInit": true, "HandsFinish": true}
+var special = map[string]bool{"StartRun": true, "HandsInit": true, "HandsFinish": true,
+	"StreamLines": true, "StreamLinesBefore": true}
 
 // decodeArgs decodes a call's arguments, one JSON value each, into into.
 func decodeArgs(method string, raw []json.RawMessage, into ...any) error {
@@ -603,6 +605,26 @@ func (c *conn) dispatch(ctx context.Context, m message, cl *call) ([]any, error)
 			e.CancelRun(actor, h.ID)
 		}
 		return []any{h.ID}, nil
+	case "StreamLines", "StreamLinesBefore":
+		// Paged by bytes as well as lines (see replyLineBytes); the
+		// client asks again for the rest.
+		var run string
+		var at uint64
+		var max int
+		if err := decodeArgs(m.Method, m.Args, &run, &at, &max); err != nil {
+			return nil, err
+		}
+		var ls []engine.Line
+		var err error
+		if m.Method == "StreamLines" {
+			ls, err = pageForward(func(from uint64, n int) ([]engine.Line, error) { return e.StreamLines(run, from, n) }, at, max)
+		} else {
+			ls, err = pageBackward(func(before uint64, n int) ([]engine.Line, error) { return e.StreamLinesBefore(run, before, n) }, at, max)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return []any{ls}, nil
 	case "HandsInit":
 		var opts hands.InitOptions
 		var progress bool

@@ -99,14 +99,36 @@ type lineWriter struct {
 	err error
 }
 
+// send encodes m straight onto the connection: json.Encoder writes the
+// whole line in one Write, so a message is never torn, and a big one (a
+// page of stream lines, an event of them) is not copied once more into a
+// buffer of its own first. The encoding runs under the lock: one
+// connection's messages go out one at a time anyway.
 func (w *lineWriter) send(m message) error {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(m); err != nil {
-		return err
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return w.err
 	}
-	return w.write(buf.Bytes())
+	tw := &trackedWriter{w: w.w}
+	enc := json.NewEncoder(tw)
+	enc.SetEscapeHTML(false)
+	err := enc.Encode(m)
+	if tw.wrote { // an encoding error writes nothing and spoils nothing
+		w.err = err
+	}
+	return err
+}
+
+// trackedWriter says whether a write was tried.
+type trackedWriter struct {
+	w     io.Writer
+	wrote bool
+}
+
+func (t *trackedWriter) Write(p []byte) (int, error) {
+	t.wrote = true
+	return t.w.Write(p)
 }
 
 // write writes one whole line.

@@ -1,25 +1,20 @@
-// Package hands sets up, checks and finishes a "hands" container: a Docker
-// container where a task's effects happen, owned and recorded under a hands
-// root so it can always be finished or reconciled (docs/operating.md).
+// Package hands sets up, checks and finishes a "hands" container: a
+// container on a Docker Engine or a Podman service (through its
+// Docker-compatible socket) where a task's effects happen, owned and
+// recorded under a hands root so it can always be finished or reconciled
+// (docs/operating.md).
 //
-// Docker is reached over the explicit engine socket only: never
-// DOCKER_HOST, never a default. The engine's identity is the daemon ID
-// plus the socket file's device and inode, recorded at init and checked
-// before every later effect, so a different daemon answering on the same
-// path is never asked to stop anything.
+// The engine is reached over the explicit engine socket only: never
+// DOCKER_HOST, never a default. Its identity (engine.go) is recorded at
+// init and checked before every later effect, so a different engine
+// answering on the same path is never asked to stop anything.
 package hands
 
 import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
-	"syscall"
-	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/api/types/container"
@@ -39,89 +34,6 @@ func OwnerLabel(owner, root string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// Identity is who answers on the socket.
-type Identity struct {
-	DaemonID string
-	Socket   string // "DEV:INODE" of the socket file
-}
-
-// dockerEngine is a Docker client bound to one socket.
-type dockerEngine struct {
-	cli    *client.Client
-	socket string
-	id     Identity
-}
-
-// openEngine checks the socket path, connects, negotiates the API version
-// (Debian 12's docker.io speaks 1.41) and reads the engine's identity.
-func openEngine(ctx context.Context, socket string) (*dockerEngine, error) {
-	switch {
-	case socket == "":
-		return nil, errors.New("no --engine-socket: pass the Docker socket explicitly, e.g. --engine-socket /run/docker.sock (warden never reads DOCKER_HOST)")
-	case !filepath.IsAbs(socket) || filepath.Clean(socket) != socket || hasControl(socket):
-		return nil, fmt.Errorf("engine socket %q must be an absolute, clean path, e.g. /run/docker.sock", socket)
-	case len(socket) > maxSocketPath:
-		return nil, fmt.Errorf("engine socket %q is longer than %d bytes and cannot be dialled: use a shorter path (a symlink-free bind or a shorter --exec-root)", socket, maxSocketPath)
-	}
-	sockID, err := socketIdentity(socket)
-	if err != nil {
-		return nil, err
-	}
-	cli, err := client.New(client.WithHost("unix://" + socket))
-	if err != nil {
-		return nil, fmt.Errorf("engine socket %s: %w", socket, err)
-	}
-	e := &dockerEngine{cli: cli, socket: socket}
-	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	if _, err := cli.Ping(pctx, client.PingOptions{NegotiateAPIVersion: true}); err != nil {
-		cli.Close()
-		return nil, &FixError{Problem: fmt.Sprintf("cannot reach the Docker Engine at %s: %v", socket, err), Fix: "check that dockerd is running there and that you may use its socket", Err: err}
-	}
-	info, err := cli.Info(pctx, client.InfoOptions{})
-	if err != nil {
-		cli.Close()
-		return nil, &FixError{Problem: fmt.Sprintf("the Docker Engine at %s did not say who it is (info): %v", socket, err), Fix: "check dockerd's log", Err: err}
-	}
-	if !daemonIDPattern.MatchString(info.Info.ID) {
-		cli.Close()
-		return nil, fmt.Errorf("the Docker Engine at %s reports a daemon ID warden does not recognise; is it a Docker Engine?", socket)
-	}
-	e.id = Identity{DaemonID: info.Info.ID, Socket: sockID}
-	return e, nil
-}
-
-func (e *dockerEngine) Close() { e.cli.Close() }
-
-// socketIdentity is "DEV:INODE" of the socket file (symlinks followed: the
-// identity is the file dockerd listens on).
-func socketIdentity(socket string) (string, error) {
-	fi, err := os.Stat(socket)
-	if errors.Is(err, fs.ErrNotExist) {
-		return "", &FixError{Problem: "no Docker socket at " + socket, Fix: "start dockerd or pass the right --engine-socket"}
-	}
-	if err != nil {
-		return "", fmt.Errorf("engine socket %s: %v", socket, errText(err))
-	}
-	if fi.Mode()&fs.ModeSocket == 0 {
-		return "", &FixError{Problem: "engine socket " + socket + " is not a socket", Fix: "pass the path dockerd listens on (its --host unix://PATH)"}
-	}
-	st := fi.Sys().(*syscall.Stat_t)
-	return fmt.Sprintf("%d:%d", uint64(st.Dev), st.Ino), nil
-}
-
-// checkIdentity refuses an engine that is not the one the receipt names.
-func (e *dockerEngine) checkIdentity(root string, r SetupReceipt) error {
-	if e.id.DaemonID == r.DaemonID && e.id.Socket == r.SocketIdentity {
-		return nil
-	}
-	return &FixError{
-		Problem: fmt.Sprintf("the Docker Engine at %s is not the one %s was set up with (recorded daemon %s on socket %s; now daemon %s on socket %s): warden will not act through it",
-			e.socket, root, r.DaemonID, r.SocketIdentity, e.id.DaemonID, e.id.Socket),
-		Fix: fmt.Sprintf("if dockerd was only restarted (it re-creates its socket, so the inode changes), inspect the container yourself "+
-			"(`docker -H unix://%s inspect %s`) and stop it by hand; otherwise point --engine-socket at the engine that holds it", e.socket, ShortID(r.ContainerID))}
-}
-
 // observed is what inspection says about a recorded container.
 type observed struct {
 	Missing   bool
@@ -132,7 +44,7 @@ type observed struct {
 }
 
 // inspect looks at a container; a missing one is not an error.
-func (e *dockerEngine) inspect(ctx context.Context, id, owner, root string) (observed, container.InspectResponse, error) {
+func (e *engineClient) inspect(ctx context.Context, id, owner, root string) (observed, container.InspectResponse, error) {
 	res, err := e.cli.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
 	if cerrdefs.IsNotFound(err) {
 		return observed{Missing: true, State: "missing"}, container.InspectResponse{}, nil
@@ -152,7 +64,7 @@ func (e *dockerEngine) inspect(ctx context.Context, id, owner, root string) (obs
 }
 
 // labelled lists containers (running or not) that carry this root's labels.
-func (e *dockerEngine) labelled(ctx context.Context, owner, root string) ([]string, error) {
+func (e *engineClient) labelled(ctx context.Context, owner, root string) ([]string, error) {
 	f := client.Filters{}.Add("label", LabelOwner+"="+OwnerLabel(owner, root))
 	res, err := e.cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
 	if err != nil {
@@ -168,10 +80,26 @@ func (e *dockerEngine) labelled(ctx context.Context, owner, root string) ([]stri
 	return ids, nil
 }
 
+// runningOf returns those of ids that are running now (a container gone
+// since it was listed is not).
+func (e *engineClient) runningOf(ctx context.Context, ids []string, owner, root string) ([]string, error) {
+	var running []string
+	for _, id := range ids {
+		o, _, err := e.inspect(ctx, id, owner, root)
+		if err != nil {
+			return nil, err
+		}
+		if o.Running {
+			running = append(running, id)
+		}
+	}
+	return running, nil
+}
+
 // stopOwned stops a container only after inspection shows our labels, and
 // verifies by inspection that it stopped. stopped reports a container that
 // is not running afterwards.
-func (e *dockerEngine) stopOwned(ctx context.Context, id, owner, root string) (stopped bool, err error) {
+func (e *engineClient) stopOwned(ctx context.Context, id, owner, root string) (stopped bool, err error) {
 	o, _, err := e.inspect(ctx, id, owner, root)
 	if err != nil {
 		return false, err

@@ -30,7 +30,7 @@ type ExecResult struct {
 // Exec runs argv in the root's container as ContainerUser in /workspace,
 // after checking the engine, the owner label and the generation. Each
 // stream is cut at MaxOutput with a note. A cancelled ctx stops waiting;
-// Docker has no way to kill an exec, so the command may run on until the
+// neither engine can kill an exec, so the command may run on until the
 // container stops.
 func Exec(ctx context.Context, root string, argv []string) (ExecResult, error) {
 	if len(argv) == 0 || argv[0] == "" {
@@ -124,7 +124,7 @@ func checkWorkspacePath(p string) error {
 
 // openReady opens the recorded engine and checks that the root is ready
 // and its container is the recorded one, running.
-func openReady(ctx context.Context, root string) (*dockerEngine, SetupReceipt, error) {
+func openReady(ctx context.Context, root string) (*engineClient, SetupReceipt, error) {
 	rec, err := ReadReceipt(root)
 	if err != nil {
 		return nil, rec, err
@@ -136,7 +136,7 @@ func openReady(ctx context.Context, root string) (*dockerEngine, SetupReceipt, e
 	if err != nil {
 		return nil, rec, err
 	}
-	fail := func(err error) (*dockerEngine, SetupReceipt, error) {
+	fail := func(err error) (*engineClient, SetupReceipt, error) {
 		eng.Close()
 		return nil, rec, err
 	}
@@ -154,20 +154,20 @@ func openReady(ctx context.Context, root string) (*dockerEngine, SetupReceipt, e
 }
 
 // exec runs argv and cuts each stream with a note.
-func (e *dockerEngine) exec(ctx context.Context, id string, argv []string, stdin io.Reader) (ExecResult, error) {
+func (e *engineClient) exec(ctx context.Context, id string, argv []string, stdin io.Reader) (ExecResult, error) {
 	res, _, err := e.execRaw(ctx, id, argv, stdin)
 	return res, err
 }
 
-func (e *dockerEngine) execRaw(ctx context.Context, id string, argv []string, stdin io.Reader) (ExecResult, bool, error) {
+func (e *engineClient) execRaw(ctx context.Context, id string, argv []string, stdin io.Reader) (ExecResult, bool, error) {
 	cr, err := e.cli.ExecCreate(ctx, id, client.ExecCreateOptions{User: ContainerUser, WorkingDir: "/workspace", Cmd: argv,
 		AttachStdin: stdin != nil, AttachStdout: true, AttachStderr: true})
 	if err != nil {
-		return ExecResult{}, false, fmt.Errorf("docker exec: %w", err)
+		return ExecResult{}, false, fmt.Errorf("exec: %w", err)
 	}
 	att, err := e.cli.ExecAttach(ctx, cr.ID, client.ExecAttachOptions{})
 	if err != nil {
-		return ExecResult{}, false, fmt.Errorf("docker exec: %w", err)
+		return ExecResult{}, false, fmt.Errorf("exec: %w", err)
 	}
 	defer att.Close()
 	stop := context.AfterFunc(ctx, att.Close)
@@ -180,26 +180,26 @@ func (e *dockerEngine) execRaw(ctx context.Context, id string, argv []string, st
 	}
 	var out, errb capped
 	if _, err := stdcopy.StdCopy(&out, &errb, att.Reader); err != nil && ctx.Err() == nil {
-		return ExecResult{}, false, fmt.Errorf("docker exec output: %w", err)
+		return ExecResult{}, false, fmt.Errorf("exec output: %w", err)
 	}
 	if ctx.Err() != nil {
-		return ExecResult{}, false, fmt.Errorf("docker exec: %w", context.Cause(ctx))
+		return ExecResult{}, false, fmt.Errorf("exec: %w", context.Cause(ctx))
 	}
 	// The stream ends a moment before the exit code is recorded.
 	for i := 0; ; i++ {
 		ins, err := e.cli.ExecInspect(ctx, cr.ID, client.ExecInspectOptions{})
 		if err != nil {
-			return ExecResult{}, false, fmt.Errorf("docker exec: %w", err)
+			return ExecResult{}, false, fmt.Errorf("exec: %w", err)
 		}
 		if !ins.Running {
 			return ExecResult{Exit: ins.ExitCode, Stdout: out.String(), Stderr: errb.String()}, out.dropped > 0, nil
 		}
 		if i == 250 {
-			return ExecResult{}, false, errors.New("docker exec: the command closed its output but did not exit within 5s")
+			return ExecResult{}, false, errors.New("exec: the command closed its output but did not exit within 5s")
 		}
 		select {
 		case <-ctx.Done():
-			return ExecResult{}, false, fmt.Errorf("docker exec: %w", context.Cause(ctx))
+			return ExecResult{}, false, fmt.Errorf("exec: %w", context.Cause(ctx))
 		case <-time.After(20 * time.Millisecond):
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // ErrAlreadyFinished is returned by Finish for a root that was finished.
@@ -60,7 +61,8 @@ func Finish(ctx context.Context, root string, progress func(step, detail string)
 	if err := eng.checkIdentity(root, rec); err != nil {
 		return res, err
 	}
-	say(StepEngine, "daemon "+rec.DaemonID+" on "+rec.EngineSocket+" as recorded")
+	say(StepEngine, engineName(rec.Engine)+" "+rec.DaemonID+" on "+rec.EngineSocket+" as recorded")
+	cli := cliFor(rec.Engine, rec.EngineSocket)
 
 	if rec.ContainerID == "" {
 		// Creation may have happened without its id reaching the receipt.
@@ -68,11 +70,20 @@ func Finish(ctx context.Context, root string, progress func(step, detail string)
 		if err != nil {
 			return res, err
 		}
-		if len(found) > 0 {
-			return res, &FixError{Problem: fmt.Sprintf("reconciliation required: container %s carries this root's owner label but was never recorded, so warden will not stop it", ShortID(found[0])),
-				Fix: fmt.Sprintf("inspect it (`docker -H unix://%s inspect %s`), then `docker stop`/`docker rm` it yourself, and run `warden hands finish --root %s` again", rec.EngineSocket, found[0], root)}
+		running, err := eng.runningOf(ctx, found, rec.Owner, root)
+		if err != nil {
+			return res, err
+		}
+		if len(running) > 0 {
+			return res, &FixError{Problem: fmt.Sprintf("reconciliation required: container %s carries this root's owner label but was never recorded, so warden will not stop it", ShortID(running[0])),
+				Fix: fmt.Sprintf("inspect it (`%s inspect %s`), then `%s stop` it yourself, and run `warden hands finish --root %s` again", cli, running[0], cli, root)}
 		}
 		res.Note = "no container was created"
+		if len(found) > 0 {
+			// Stopped, so nothing to stop; they are the operator's to remove.
+			res.Note = fmt.Sprintf("no container was recorded; stopped container(s) %s carry this root's owner label (remove them with `%s rm ID` when done with them)",
+				strings.Join(shortIDs(found), ", "), cli)
+		}
 	} else {
 		o, _, err := eng.inspect(ctx, rec.ContainerID, rec.Owner, root)
 		if err != nil {
@@ -84,13 +95,17 @@ func Finish(ctx context.Context, root string, progress func(step, detail string)
 			res.Note = "the container was already gone"
 		case !o.LabelOK:
 			return res, &FixError{Problem: fmt.Sprintf("container %s does not carry this root's owner label, so warden will never stop it", ShortID(id)),
-				Fix: fmt.Sprintf("check that %s names the right container, inspect it (`docker -H unix://%s inspect %s`) and deal with it yourself, then init a new root", receiptPath(root), rec.EngineSocket, id)}
+				Fix: fmt.Sprintf("check that %s names the right container, inspect it (`%s inspect %s`) and deal with it yourself, then init a new root", receiptPath(root), cli, id)}
 		case rec.Generation == "" && o.Running:
 			return res, &FixError{Problem: fmt.Sprintf("reconciliation required: container %s is running but init never recorded its generation, so warden cannot tell it is the one it started", ShortID(id)),
-				Fix: fmt.Sprintf("inspect it (`docker -H unix://%s inspect %s`), then `docker stop`/`docker rm` it yourself, and run `warden hands finish --root %s` again", rec.EngineSocket, id, root)}
-		case rec.Generation != "" && o.StartedAt != rec.Generation:
+				Fix: fmt.Sprintf("inspect it (`%s inspect %s`), then `%s stop` it yourself, and run `warden hands finish --root %s` again", cli, id, cli, root)}
+		case rec.Generation != "" && o.StartedAt != rec.Generation && o.Running:
 			return res, &FixError{Problem: fmt.Sprintf("container %s was restarted behind warden's back (started %s, recorded generation %s), so warden will not stop it", ShortID(id), o.StartedAt, rec.Generation),
-				Fix: fmt.Sprintf("inspect it (`docker -H unix://%s inspect %s`), then `docker stop`/`docker rm` it yourself (finish then closes the books) or init a new root", rec.EngineSocket, id)}
+				Fix: fmt.Sprintf("inspect it (`%s inspect %s`), then `%s stop` it yourself and run `warden hands finish --root %s` again to close the books, or init a new root", cli, id, cli, root)}
+		case rec.Generation != "" && o.StartedAt != rec.Generation:
+			// Restarted behind our back, but stopped since: there is
+			// nothing to stop, so nothing to refuse.
+			res.Note = fmt.Sprintf("the container was restarted outside warden (started %s) and is not running now (%s)", o.StartedAt, o.State)
 		case o.Running:
 			say(StepInspected, fmt.Sprintf("container %s is running generation %s with our label", ShortID(id), rec.Generation))
 			stopped, err := eng.stopOwned(ctx, id, rec.Owner, root)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -19,6 +21,7 @@ const testOwner = "local:test"
 // fixture is one not-yet-existing root on a real engine.
 type fixture struct {
 	t    *testing.T
+	eng  string // docker or podman
 	sock string
 	cli  *client.Client
 	base string
@@ -29,12 +32,19 @@ type fixture struct {
 	phases []Phase
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t *testing.T, e handstest.Engine) *fixture {
 	t.Helper()
-	sock := handstest.Docker(t)
-	f := &fixture{t: t, sock: sock, cli: handstest.Client(t, sock), base: handstest.Base(t, sock)}
+	f := &fixture{t: t, eng: e.Name, sock: e.Socket, cli: handstest.Client(t, e.Socket), base: handstest.Base(t, e.Socket)}
 	f.root = filepath.Join(f.base, "root")
 	return f
+}
+
+// wantInodes is what the workspace's inodes are bounded by on f's engine.
+func (f *fixture) wantInodes() string {
+	if f.eng == EnginePodman {
+		return InodesUnboundedPodman
+	}
+	return WorkspaceInodes
 }
 
 func (f *fixture) opts() InitOptions {
@@ -85,8 +95,9 @@ func (f *fixture) foreign(labels map[string]string) string {
 	f.t.Helper()
 	ctx := context.Background()
 	res, err := f.cli.ContainerCreate(ctx, client.ContainerCreateOptions{
-		Config:     &container.Config{Image: handstest.Image, Entrypoint: []string{"sh", "-c", idleLoop}, Labels: labels},
-		HostConfig: &container.HostConfig{NetworkMode: "none"},
+		Config: &container.Config{Image: handstest.Image, Entrypoint: []string{"sh", "-c", idleLoop}, Labels: labels},
+		HostConfig: &container.HostConfig{NetworkMode: "none", Resources: container.Resources{Ulimits: []*container.Ulimit{
+			{Name: "nofile", Soft: FileLimit, Hard: FileLimit}, {Name: "nproc", Soft: FileLimit, Hard: FileLimit}}}},
 	})
 	if err != nil {
 		f.t.Fatal(err)
@@ -119,4 +130,50 @@ func mode(t *testing.T, path string) os.FileMode {
 		t.Fatal(err)
 	}
 	return fi.Mode().Perm()
+}
+
+// capsAllDropped reads the engine's report of --cap-drop ALL: Docker
+// echoes ["ALL"]; Podman lists each capability it dropped, which must be
+// at least its default set (containers.conf) plus the ones Docker grants.
+func (f *fixture) capsAllDropped(drop, add []string) bool {
+	if len(add) != 0 {
+		return false
+	}
+	if f.eng == EngineDocker {
+		return reflect.DeepEqual(drop, []string{"ALL"})
+	}
+	for _, c := range []string{"CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "NET_BIND_SERVICE", "SETFCAP", "SETGID", "SETPCAP", "SETUID", "SYS_CHROOT"} {
+		if !slices.Contains(drop, "CAP_"+c) && !slices.Contains(drop, c) {
+			return false
+		}
+	}
+	return true
+}
+
+// tmpfsAsSet reads the workspace tmpfs: exactly as set on Docker; on
+// Podman the size and mode as set, no inode option, Podman's defaults
+// appended.
+func (f *fixture) tmpfsAsSet(opts string) bool {
+	if f.eng == EngineDocker {
+		return opts == "size=128m,nr_inodes=32768,mode=1777"
+	}
+	have := strings.Split(opts, ",")
+	return slices.Contains(have, "size=128m") && slices.Contains(have, "mode=1777") && !strings.Contains(opts, "nr_inodes")
+}
+
+func (f *fixture) ulimitsAsSet(us []*container.Ulimit) bool {
+	got := map[string][2]int64{}
+	for _, u := range us {
+		got[strings.ToLower(strings.TrimPrefix(u.Name, "RLIMIT_"))] = [2]int64{u.Soft, u.Hard}
+	}
+	return len(got) == 2 && got["nofile"] == [2]int64{4096, 4096} && got["nproc"] == [2]int64{4096, 4096}
+}
+
+// cliPrefix is the engine's own command line on f's socket, as messages
+// name it.
+func (f *fixture) cliPrefix() string {
+	if f.eng == EnginePodman {
+		return "podman --url unix://" + f.sock
+	}
+	return "docker -H unix://" + f.sock
 }

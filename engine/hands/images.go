@@ -25,7 +25,7 @@ type Image struct {
 func CheckSocket(socket string) error {
 	switch {
 	case socket == "":
-		return fmt.Errorf("no engine socket: name the Docker socket explicitly, e.g. /run/docker.sock (warden never reads DOCKER_HOST)")
+		return fmt.Errorf("no engine socket: name the Docker or Podman socket explicitly, e.g. /run/docker.sock or /run/podman/podman.sock (warden never reads DOCKER_HOST)")
 	case !filepath.IsAbs(socket) || filepath.Clean(socket) != socket || hasControl(socket):
 		return fmt.Errorf("engine socket %q must be an absolute, clean path, e.g. /run/docker.sock", socket)
 	case len(socket) > maxSocketPath:
@@ -44,9 +44,14 @@ func LocalImages(ctx context.Context, socket string) ([]Image, error) {
 		return nil, err
 	}
 	defer eng.Close()
+	// The same check init makes before it creates anything: the wizard
+	// lists images only on an engine that can run the container.
+	if _, err := eng.checkInit(); err != nil {
+		return nil, fmt.Errorf("the %s at %s cannot run a hands container: %w", engineName(eng.id.Engine), socket, err)
+	}
 	res, err := eng.cli.ImageList(ctx, client.ImageListOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("list the images of the Docker Engine at %s: %w", socket, err)
+		return nil, fmt.Errorf("list the images of the %s at %s: %w", engineName(eng.id.Engine), socket, err)
 	}
 	var out []Image
 	for _, im := range res.Items {

@@ -27,7 +27,20 @@ const (
 const ContainerUser = "10002:10002"
 
 // WorkspaceTmpfs is the workspace mount: 128 MiB, 32768 inodes.
-const WorkspaceTmpfs = "size=128m,nr_inodes=32768,mode=1777"
+const WorkspaceTmpfs = "size=128m,nr_inodes=" + WorkspaceInodes + ",mode=1777"
+
+// WorkspaceTmpfsSizeOnly is the workspace mount on an engine that refuses
+// nr_inodes (Podman 4.3): 128 MiB, inodes bounded by the size only.
+const WorkspaceTmpfsSizeOnly = "size=128m,mode=1777"
+
+// WorkspaceBytes is the workspace tmpfs's size: 128 MiB.
+const WorkspaceBytes = 128 << 20
+
+// FileLimit bounds open files (RLIMIT_NOFILE) and processes of the
+// container's uid (RLIMIT_NPROC), soft and hard. Set explicitly: Podman
+// otherwise asks for 1048576 of each, which a runtime without
+// CAP_SYS_RESOURCE cannot grant, and Docker would pass on dockerd's own.
+const FileLimit = 4096
 
 // PidsLimit bounds the processes in the container.
 const PidsLimit = 256
@@ -66,7 +79,9 @@ type InitResult struct {
 	Owner        string `json:"owner"`
 	Access       string `json:"access"`
 	EngineSocket string `json:"engineSocket"`
+	Engine       string `json:"engine"` // docker or podman
 	DaemonID     string `json:"daemonId"`
+	Inodes       string `json:"inodes"` // the workspace's inode bound
 	Image        string `json:"image"`
 	ImageName    string `json:"imageName"`
 	ContainerID  string `json:"containerId"`
@@ -114,9 +129,24 @@ func Init(ctx context.Context, opts InitOptions) (InitResult, error) {
 	}
 	defer eng.Close()
 	r.eng = eng
-	r.progress(StepEngine, fmt.Sprintf("daemon %s on %s (API %s)", eng.id.DaemonID, opts.EngineSocket, eng.cli.ClientVersion()))
+	// Before the layout: an engine that cannot create the container must
+	// not cost the operator a root.
+	initBin, err := eng.checkInit()
+	if err != nil {
+		return InitResult{}, &FixError{Problem: fmt.Sprintf("the %s at %s cannot run the container: %v", engineName(eng.id.Engine), opts.EngineSocket, err),
+			Fix: "nothing was created, so run the same init again once that is fixed", Err: err}
+	}
+	detail := fmt.Sprintf("%s %s, daemon %s on %s (API %s), init %s", engineName(eng.id.Engine), eng.id.Version, eng.id.DaemonID, opts.EngineSocket, eng.id.APIVersion, initBin)
+	if eng.id.Storage != "" {
+		detail += ", storage " + eng.id.Storage
+	}
+	r.progress(StepEngine, detail)
 	if err := r.interrupted(); err != nil {
 		return InitResult{}, err
+	}
+	// Before the layout too: a missing image would otherwise burn the root.
+	if _, err := eng.cli.ImageInspect(ctx, opts.Image); cerrdefs.IsNotFound(err) {
+		return InitResult{}, r.missingImage()
 	}
 
 	if err := makeLayout(opts.Root); err != nil {
@@ -130,8 +160,8 @@ func Init(ctx context.Context, opts InitOptions) (InitResult, error) {
 	defer lease.Close()
 	r.progress(StepLease, "holding evidence/")
 
-	r.rec = SetupReceipt{Version: ReceiptVersion, Owner: opts.Owner, EngineSocket: opts.EngineSocket,
-		SocketIdentity: eng.id.Socket, DaemonID: eng.id.DaemonID, Phase: PhasePrepared}
+	r.rec = SetupReceipt{Version: ReceiptVersion, Owner: opts.Owner, Engine: eng.id.Engine, EngineSocket: opts.EngineSocket,
+		SocketIdentity: eng.id.Socket, DaemonID: eng.id.DaemonID, EngineStorage: eng.id.Storage, Phase: PhasePrepared}
 	if err := writeReceipt(r.root, r.rec); err != nil {
 		// Not even the receipt: nothing outside the new root exists.
 		return InitResult{}, &FixError{Problem: fmt.Sprintf("could not write the receipt under %s: %v", opts.Root, err), Fix: "remove " + opts.Root + " and try again", Err: err}
@@ -140,13 +170,13 @@ func Init(ctx context.Context, opts InitOptions) (InitResult, error) {
 		return InitResult{}, r.fail(ctx, err)
 	}
 	return InitResult{Root: opts.Root, Phase: PhaseReady, Owner: opts.Owner, Access: opts.Access, EngineSocket: opts.EngineSocket,
-		DaemonID: r.rec.DaemonID, Image: r.rec.Image, ImageName: opts.Image, ContainerID: r.rec.ContainerID, Generation: r.rec.Generation}, nil
+		Engine: r.rec.Engine, DaemonID: r.rec.DaemonID, Inodes: r.rec.Inodes, Image: r.rec.Image, ImageName: opts.Image, ContainerID: r.rec.ContainerID, Generation: r.rec.Generation}, nil
 }
 
 type initRun struct {
 	opts     InitOptions
 	root     string
-	eng      *dockerEngine
+	eng      *engineClient
 	rec      SetupReceipt
 	creating bool            // phase creating was written: a container may exist
 	ctx      context.Context // Init's: the pause hook and the interruption checks watch it
@@ -209,8 +239,7 @@ func (r *initRun) steps(ctx context.Context) error {
 	}
 	img, err := r.eng.cli.ImageInspect(ctx, r.opts.Image)
 	if cerrdefs.IsNotFound(err) {
-		return &FixError{Problem: fmt.Sprintf("image %q is not on the engine at %s and warden never pulls", r.opts.Image, r.opts.EngineSocket),
-			Fix: fmt.Sprintf("load it first (`docker -H unix://%s pull %s`, or `docker load`), then init a new root", r.opts.EngineSocket, r.opts.Image)}
+		return r.missingImage()
 	}
 	if err != nil {
 		return check(fmt.Errorf("resolve image %q: %w", r.opts.Image, err))
@@ -229,11 +258,11 @@ func (r *initRun) steps(ctx context.Context) error {
 		return err
 	}
 	r.progress(StepCreating, "phase creating written")
-	id, err := r.create(ctx)
+	id, inodes, err := r.create(ctx)
 	if err != nil {
 		return check(err)
 	}
-	r.rec.ContainerID = id
+	r.rec.ContainerID, r.rec.Inodes = id, inodes
 	if err := r.phase(PhaseCreating); err != nil { // record the id before anything else
 		return err
 	}
@@ -242,13 +271,17 @@ func (r *initRun) steps(ctx context.Context) error {
 		return err
 	}
 
-	o, _, err := r.eng.inspect(ctx, id, r.opts.Owner, r.root)
+	o, c0, err := r.eng.inspect(ctx, id, r.opts.Owner, r.root)
 	if err != nil {
 		return check(err)
 	}
 	if o.Missing || !o.LabelOK {
 		return fmt.Errorf("container %s does not carry the owner label warden set (or is gone): refusing to start it", ShortID(id))
 	}
+	if bad := VerifyOptions(r.eng.id.Engine, c0, r.rec.Image, inodes); len(bad) > 0 {
+		return fmt.Errorf("container %s was not created as asked (%s): refusing to start it", ShortID(id), strings.Join(bad, "; "))
+	}
+	r.progress(StepOptions, "inspected: "+OptionsSummary(inodes))
 	r.progress(StepLabel, LabelOwner+" matches")
 	if err := check(nil); err != nil {
 		return err
@@ -304,8 +337,22 @@ func (r *initRun) steps(ctx context.Context) error {
 }
 
 // create makes the container with every option of docs/operating.md, the
-// image pinned by id.
-func (r *initRun) create(ctx context.Context) (string, error) {
+// image pinned by id, and says what bounds the workspace's inodes. On
+// Podman, a refusal of nr_inodes (Podman 4.3: "unknown mount option")
+// creates the container again with the size bound only: nothing was
+// created by the refused call.
+func (r *initRun) create(ctx context.Context) (id, inodes string, err error) {
+	id, err = r.createWith(ctx, WorkspaceTmpfs)
+	inodes = WorkspaceInodes
+	if err != nil && r.eng.id.Engine == EnginePodman && strings.Contains(err.Error(), `unknown mount option "nr_inodes`) {
+		r.progress(StepInodes, "Podman refuses nr_inodes on a tmpfs: the workspace is bounded by its 128 MiB only ("+InodesUnboundedPodman+")")
+		id, err = r.createWith(ctx, WorkspaceTmpfsSizeOnly)
+		inodes = InodesUnboundedPodman
+	}
+	return id, inodes, err
+}
+
+func (r *initRun) createWith(ctx context.Context, tmpfs string) (string, error) {
 	useInit := true
 	pids := int64(PidsLimit)
 	res, err := r.eng.cli.ContainerCreate(ctx, client.ContainerCreateOptions{
@@ -320,10 +367,11 @@ func (r *initRun) create(ctx context.Context) (string, error) {
 			ReadonlyRootfs: true,
 			CapDrop:        []string{"ALL"},
 			SecurityOpt:    []string{"no-new-privileges"},
-			Tmpfs:          map[string]string{"/workspace": WorkspaceTmpfs},
+			Tmpfs:          map[string]string{"/workspace": tmpfs},
 			Init:           &useInit,
-			Resources:      container.Resources{PidsLimit: &pids},
-			RestartPolicy:  container.RestartPolicy{Name: container.RestartPolicyDisabled},
+			Resources: container.Resources{PidsLimit: &pids, Ulimits: []*container.Ulimit{
+				{Name: "nofile", Soft: FileLimit, Hard: FileLimit}, {Name: "nproc", Soft: FileLimit, Hard: FileLimit}}},
+			RestartPolicy: container.RestartPolicy{Name: container.RestartPolicyDisabled},
 		},
 	})
 	if err != nil {
@@ -333,6 +381,13 @@ func (r *initRun) create(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("the engine returned a container id warden does not recognise")
 	}
 	return res.ID, nil
+}
+
+// missingImage says the image is not there, with the engine's own command.
+func (r *initRun) missingImage() error {
+	cli := cliFor(r.eng.id.Engine, r.opts.EngineSocket)
+	return &FixError{Problem: fmt.Sprintf("image %q is not on the engine at %s and warden never pulls", r.opts.Image, r.opts.EngineSocket),
+		Fix: fmt.Sprintf("load it first (`%s pull %s`, or `%s load`), then run the same init again", cli, r.opts.Image, cli)}
 }
 
 // fail is the failure path: stop what is ours, write the evidence, and

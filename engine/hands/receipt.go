@@ -39,8 +39,17 @@ func (p Phase) valid() bool {
 	return false
 }
 
-// ReceiptVersion is the setup.json schema this build writes and reads.
-const ReceiptVersion = 1
+// ReceiptVersion is the setup.json schema this build writes. It also
+// reads version 1 (before Podman): see upgradeV1.
+const ReceiptVersion = 2
+
+// Workspace inode bounds as setup.json records them: Docker bounds the
+// tmpfs's inodes; Podman 4.3 refuses the nr_inodes option, so there the
+// workspace is bounded by size only and the receipt says so.
+const (
+	WorkspaceInodes       = "32768"
+	InodesUnboundedPodman = "unbounded (podman)"
+)
 
 // MaxReceiptSize bounds setup.json; a real one is well under 2 KiB.
 const MaxReceiptSize = 16 << 10
@@ -59,17 +68,23 @@ const (
 type SetupReceipt struct {
 	Version        int    `json:"version"`
 	Owner          string `json:"owner"`
+	Engine         string `json:"engine"` // docker or podman
 	EngineSocket   string `json:"engineSocket"`
 	SocketIdentity string `json:"socketIdentity"` // "DEV:INODE" of the socket file
-	DaemonID       string `json:"daemonId"`
-	Image          string `json:"image"`       // sha256:..., empty before resolution
-	ContainerID    string `json:"containerId"` // empty before creation
-	Generation     string `json:"generation"`  // State.StartedAt, empty before start
+	DaemonID       string `json:"daemonId"`       // Podman: "podman-" + hash of EngineStorage
+	EngineStorage  string `json:"engineStorage"`  // "DRIVER:ROOT"; empty only in receipts of version 1
+	Inodes         string `json:"inodes"`         // the workspace's inode bound; empty before creation
+	Image          string `json:"image"`          // sha256:..., empty before resolution
+	ContainerID    string `json:"containerId"`    // empty before creation
+	Generation     string `json:"generation"`     // State.StartedAt, empty before start
 	Phase          Phase  `json:"phase"`
 }
 
 // receiptKeys is the exact key set of setup.json: every one must be present.
-var receiptKeys = []string{"version", "owner", "engineSocket", "socketIdentity", "daemonId", "image", "containerId", "generation", "phase"}
+var receiptKeys = []string{"version", "owner", "engine", "engineSocket", "socketIdentity", "daemonId", "engineStorage", "inodes", "image", "containerId", "generation", "phase"}
+
+// receiptKeysV1 is version 1's key set: Docker only, inodes always bounded.
+var receiptKeysV1 = []string{"version", "owner", "engineSocket", "socketIdentity", "daemonId", "image", "containerId", "generation", "phase"}
 
 var (
 	containerIDPattern    = regexp.MustCompile(`^[0-9a-f]{64}$`)
@@ -93,6 +108,18 @@ func (r *SetupReceipt) validate() error {
 		return errors.New("socketIdentity does not match DEV:INODE")
 	case !daemonIDPattern.MatchString(r.DaemonID):
 		return errors.New("daemonId does not match the Docker daemon ID format")
+	case r.Engine != EngineDocker && r.Engine != EnginePodman:
+		return errors.New("engine is not docker or podman")
+	case r.EngineStorage != "" && (!storagePattern.MatchString(r.EngineStorage) || len(r.EngineStorage) > 1100 || hasControl(r.EngineStorage)):
+		return errors.New("engineStorage is not DRIVER:/ROOT")
+	case r.Engine == EngineDocker && r.Inodes != "" && r.Inodes != WorkspaceInodes:
+		return errors.New("a docker receipt with unbounded inodes")
+	case r.Engine == EnginePodman && (r.EngineStorage == "" || podmanID(r.EngineStorage) != r.DaemonID):
+		return errors.New("a podman receipt whose engineStorage is missing or does not match its daemonId")
+	case r.Inodes != "" && r.Inodes != WorkspaceInodes && r.Inodes != InodesUnboundedPodman:
+		return errors.New("inodes is not 32768 or \"unbounded (podman)\"")
+	case r.ContainerID != "" && r.Inodes == "":
+		return errors.New("containerId recorded without the workspace's inode bound")
 	case r.Image != "" && !imageIDPattern.MatchString(r.Image):
 		return errors.New("image is not a sha256: image id")
 	case r.ContainerID != "" && !containerIDPattern.MatchString(r.ContainerID):
@@ -229,15 +256,19 @@ func decodeReceipt(data []byte, r *SetupReceipt) string {
 	if len(bytes.TrimSpace(data)) == 0 || bytes.TrimSpace(data)[0] != '{' || json.Unmarshal(data, &keys) != nil {
 		return "is not a single JSON object"
 	}
-	if len(keys) != len(receiptKeys) {
-		for _, k := range receiptKeys {
+	want := receiptKeys
+	if v, ok := keys["version"]; ok && string(bytes.TrimSpace(v)) == "1" {
+		want = receiptKeysV1
+	}
+	if len(keys) != len(want) {
+		for _, k := range want {
 			if _, ok := keys[k]; !ok {
 				return fmt.Sprintf("is missing the key %q", k)
 			}
 		}
 		return "has keys outside the setup schema"
 	}
-	for _, k := range receiptKeys {
+	for _, k := range want {
 		if _, ok := keys[k]; !ok {
 			return "has keys outside the setup schema"
 		}
@@ -251,10 +282,23 @@ func decodeReceipt(data []byte, r *SetupReceipt) string {
 	if _, err := dec.Token(); err != io.EOF {
 		return "has data after the JSON object"
 	}
+	if r.Version == 1 {
+		upgradeV1(r)
+	}
 	if err := r.validate(); err != nil {
 		return "does not validate: " + err.Error()
 	}
 	return ""
+}
+
+// upgradeV1 is the schema step from version 1: every version 1 receipt
+// was written against a Docker Engine, whose workspace tmpfs bounded its
+// inodes. The next write stores it as version 2.
+func upgradeV1(r *SetupReceipt) {
+	r.Version, r.Engine = ReceiptVersion, EngineDocker
+	if r.ContainerID != "" {
+		r.Inodes = WorkspaceInodes
+	}
 }
 
 // writeReceipt validates and writes setup.json atomically at 0600.

@@ -12,9 +12,16 @@ import (
 )
 
 func validReceipt() SetupReceipt {
-	return SetupReceipt{Version: 1, Owner: "local:test", EngineSocket: "/run/docker.sock", SocketIdentity: "64768:1234",
-		DaemonID: "ICFL:TV3P:MQ2O:LHTN:UMKE:6RBL", Image: "sha256:" + strings.Repeat("ab", 32),
+	return SetupReceipt{Version: 2, Owner: "local:test", Engine: EngineDocker, EngineSocket: "/run/docker.sock", SocketIdentity: "64768:1234",
+		DaemonID: "ICFL:TV3P:MQ2O:LHTN:UMKE:6RBL", EngineStorage: "overlay2:/var/lib/docker", Inodes: WorkspaceInodes, Image: "sha256:" + strings.Repeat("ab", 32),
 		ContainerID: strings.Repeat("0f", 32), Generation: "2026-01-02T03:04:05.123456789Z", Phase: PhaseReady}
+}
+
+func validPodmanReceipt() SetupReceipt {
+	r := validReceipt()
+	r.Engine, r.EngineSocket, r.EngineStorage, r.Inodes = EnginePodman, "/run/podman/podman.sock", "vfs:/var/lib/containers/storage", InodesUnboundedPodman
+	r.DaemonID = podmanID(r.EngineStorage)
+	return r
 }
 
 // receiptRoot is a root with an evidence dir and a valid receipt.
@@ -38,9 +45,10 @@ func TestReadReceiptValid(t *testing.T) {
 	}
 	// Every phase with what it promises.
 	for _, r := range []SetupReceipt{
-		{Version: 1, Owner: "o", EngineSocket: "/s", SocketIdentity: "1:2", DaemonID: "d", Phase: PhasePrepared},
-		{Version: 1, Owner: "o", EngineSocket: "/s", SocketIdentity: "1:2", DaemonID: "d", Image: validReceipt().Image, Phase: PhaseCreating},
-		{Version: 1, Owner: "o", EngineSocket: "/s", SocketIdentity: "1:2", DaemonID: "d", Phase: PhaseFailed},
+		{Version: 2, Owner: "o", Engine: EngineDocker, EngineSocket: "/s", SocketIdentity: "1:2", DaemonID: "d", Phase: PhasePrepared},
+		{Version: 2, Owner: "o", Engine: EngineDocker, EngineSocket: "/s", SocketIdentity: "1:2", DaemonID: "d", Image: validReceipt().Image, Phase: PhaseCreating},
+		{Version: 2, Owner: "o", Engine: EngineDocker, EngineSocket: "/s", SocketIdentity: "1:2", DaemonID: "d", Phase: PhaseFailed},
+		validPodmanReceipt(),
 	} {
 		if err := writeReceipt(root, r); err != nil {
 			t.Fatal(err)
@@ -67,6 +75,14 @@ func TestReadReceiptRefuses(t *testing.T) {
 		b, _ := json.Marshal(m)
 		return b
 	}
+	podman := func(k string, v any) []byte {
+		var m map[string]any
+		b, _ := json.Marshal(validPodmanReceipt())
+		json.Unmarshal(b, &m)
+		m[k] = v
+		b, _ = json.Marshal(m)
+		return b
+	}
 	without := func(k string) []byte {
 		m := valid()
 		delete(m, k)
@@ -78,26 +94,36 @@ func TestReadReceiptRefuses(t *testing.T) {
 		data []byte
 		want string
 	}{
-		"oversized":          {append(with("owner", marker), []byte(strings.Repeat(" ", MaxReceiptSize))...), "bytes"},
-		"unknown key":        {with(marker, marker), "keys outside the setup schema"},
-		"missing key":        {without("generation"), `missing the key "generation"`},
-		"bad container id":   {with("containerId", marker), "containerId"},
-		"short container id": {with("containerId", "abc123"), "containerId"},
-		"bad daemon id":      {with("daemonId", marker+" with spaces"), "daemonId"},
-		"bad image":          {with("image", "sha256:"+marker), "image"},
-		"image by name":      {with("image", "busybox:1"), "image"},
-		"bad phase":          {with("phase", marker), "phase"},
-		"version 2":          {with("version", 2), "version"},
-		"wrong type":         {with("version", marker), "schema"},
-		"bad generation":     {with("generation", marker), "generation"},
-		"socket identity":    {with("socketIdentity", marker), "socketIdentity"},
-		"relative socket":    {with("engineSocket", "run/"+marker), "engineSocket"},
-		"control in owner":   {with("owner", marker+"\x1b[2J"), "owner"},
-		"trailing data":      {append(with("owner", marker), []byte(` {"`+marker+`":1}`)...), "not a single JSON object"},
-		"not json":           {[]byte(marker + " is not json"), "not a single JSON object"},
-		"array":              {[]byte(`["` + marker + `"]`), "not a single JSON object"},
-		"ready without id":   {with("containerId", ""), "phase ready"},
-		"duplicate key case": {[]byte(strings.Replace(string(with("owner", marker)), `"owner"`, `"Owner":"x","owner"`, 1)), "schema"},
+		"oversized":           {append(with("owner", marker), []byte(strings.Repeat(" ", MaxReceiptSize))...), "bytes"},
+		"unknown key":         {with(marker, marker), "keys outside the setup schema"},
+		"missing key":         {without("generation"), `missing the key "generation"`},
+		"bad container id":    {with("containerId", marker), "containerId"},
+		"short container id":  {with("containerId", "abc123"), "containerId"},
+		"bad daemon id":       {with("daemonId", marker+" with spaces"), "daemonId"},
+		"bad image":           {with("image", "sha256:"+marker), "image"},
+		"image by name":       {with("image", "busybox:1"), "image"},
+		"bad phase":           {with("phase", marker), "phase"},
+		"version 3":           {with("version", 3), "version"},
+		"version 1 keys of 2": {with("version", 1), "keys outside the setup schema"},
+		"engine":              {with("engine", marker), "engine"},
+		"bad storage":         {with("engineStorage", marker), "engineStorage"},
+		"relative storage":    {with("engineStorage", "vfs:"+marker), "engineStorage"},
+		"docker unbounded":    {with("inodes", InodesUnboundedPodman), "docker receipt"},
+		"bad inodes":          {with("inodes", marker), "inodes"},
+		"podman forged id":    {podman("daemonId", "podman-"+strings.Repeat("0", 40)), "podman receipt"},
+		"podman no storage":   {podman("engineStorage", ""), "podman receipt"},
+		"podman bad inodes":   {podman("inodes", marker), "inodes"},
+		"id without inodes":   {with("inodes", ""), "inode bound"},
+		"wrong type":          {with("version", marker), "schema"},
+		"bad generation":      {with("generation", marker), "generation"},
+		"socket identity":     {with("socketIdentity", marker), "socketIdentity"},
+		"relative socket":     {with("engineSocket", "run/"+marker), "engineSocket"},
+		"control in owner":    {with("owner", marker+"\x1b[2J"), "owner"},
+		"trailing data":       {append(with("owner", marker), []byte(` {"`+marker+`":1}`)...), "not a single JSON object"},
+		"not json":            {[]byte(marker + " is not json"), "not a single JSON object"},
+		"array":               {[]byte(`["` + marker + `"]`), "not a single JSON object"},
+		"ready without id":    {with("containerId", ""), "phase ready"},
+		"duplicate key case":  {[]byte(strings.Replace(string(with("owner", marker)), `"owner"`, `"Owner":"x","owner"`, 1)), "schema"},
 	}
 	for name, c := range contents {
 		t.Run(name, func(t *testing.T) {
@@ -180,6 +206,39 @@ func checkRefused(t *testing.T, err error, want string) {
 	}
 	if strings.Contains(err.Error(), marker) {
 		t.Errorf("error echoes the receipt's content: %q", err)
+	}
+}
+
+// The schema step: a version 1 receipt (before Podman) reads as a Docker
+// receipt of version 2 with the inode bound Docker always had, and the
+// next write stores version 2.
+func TestReadReceiptUpgradesVersion1(t *testing.T) {
+	root, path := receiptRoot(t)
+	v1 := `{"version":1,"owner":"local:test","engineSocket":"/run/docker.sock","socketIdentity":"64768:1234",
+"daemonId":"ICFL:TV3P:MQ2O:LHTN:UMKE:6RBL","image":"sha256:` + strings.Repeat("ab", 32) + `",
+"containerId":"` + strings.Repeat("0f", 32) + `","generation":"2026-01-02T03:04:05.123456789Z","phase":"ready"}`
+	if err := os.WriteFile(path, []byte(v1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	want := validReceipt()
+	want.EngineStorage = "" // version 1 did not record it
+	got, err := ReadReceipt(root)
+	if err != nil || got != want {
+		t.Fatalf("v1 read as %+v, %v; want %+v", got, err, want)
+	}
+	// Before a container: no inode bound yet.
+	v1 = strings.Replace(strings.Replace(strings.Replace(v1, strings.Repeat("0f", 32), "", 1), "2026-01-02T03:04:05.123456789Z", "", 1), `"ready"`, `"failed"`, 1)
+	if err := os.WriteFile(path, []byte(v1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := ReadReceipt(root); err != nil || got.Engine != EngineDocker || got.Inodes != "" || got.Version != 2 {
+		t.Fatalf("v1 without a container: %+v %v", got, err)
+	}
+	if err := writeReceipt(root, got); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(path); !strings.Contains(string(b), `"version": 2`) || !strings.Contains(string(b), `"engine": "docker"`) {
+		t.Fatalf("rewritten as:\n%s", b)
 	}
 }
 

@@ -17,6 +17,9 @@ type StatusReport struct {
 	Generation   string           `json:"generation"`
 	InProgress   bool             `json:"inProgress"` // another process holds the lease
 	Engine       string           `json:"engine"`     // ok, unreachable, different
+	EngineKind   string           `json:"engineKind"` // docker or podman, as recorded
+	Storage      string           `json:"engineStorage,omitempty"`
+	Inodes       string           `json:"inodes"` // the workspace's inode bound, as recorded
 	Container    ContainerStatus  `json:"container"`
 	Unrecorded   []string         `json:"unrecorded,omitempty"` // labelled containers the receipt does not name
 	Failure      *FailureEvidence `json:"failure,omitempty"`
@@ -44,7 +47,8 @@ func Status(ctx context.Context, root string) (StatusReport, error) {
 	if err != nil {
 		return StatusReport{}, err
 	}
-	s := StatusReport{Root: root, Phase: rec.Phase, Owner: rec.Owner, EngineSocket: rec.EngineSocket, Image: rec.Image,
+	s := StatusReport{Root: root, Phase: rec.Phase, Owner: rec.Owner, EngineSocket: rec.EngineSocket, EngineKind: rec.Engine,
+		Storage: rec.EngineStorage, Inodes: rec.Inodes, Image: rec.Image,
 		ContainerID: rec.ContainerID, Generation: rec.Generation, Container: ContainerStatus{State: "unknown"}, Drift: []Drift{}}
 	drift := func(problem, fix string) { s.Drift = append(s.Drift, Drift{problem, fix}) }
 	finish := fmt.Sprintf("run `warden hands finish --root %s` to close the books", root)
@@ -92,10 +96,17 @@ func Status(ctx context.Context, root string) (StatusReport, error) {
 		return s, nil // init or finish is at work: nothing has drifted yet
 	}
 	id := rec.ContainerID
-	inspectIt := fmt.Sprintf("inspect it (`docker -H unix://%s inspect %s`)", rec.EngineSocket, id)
+	cli := cliFor(rec.Engine, rec.EngineSocket)
+	inspectIt := fmt.Sprintf("inspect it (`%s inspect %s`)", cli, id)
 	restarted := func() {
-		drift(fmt.Sprintf("container %s was restarted outside warden (started %s, recorded generation %s)", ShortID(id), o.StartedAt, rec.Generation),
-			inspectIt+", then `docker stop`/`docker rm` it yourself ("+finish+" after that) or init a new root")
+		was := fmt.Sprintf("container %s was restarted outside warden (started %s, recorded generation %s)", ShortID(id), o.StartedAt, rec.Generation)
+		if !o.Running {
+			drift(was+fmt.Sprintf(" and is %s now", o.State), finish)
+			return
+		}
+		// finish refuses to stop it (it is not the container warden
+		// started) and accepts it once stopped: say exactly that.
+		drift(was, inspectIt+", then `"+cli+" stop` it yourself and "+finish+", or init a new root")
 	}
 	foreign := func() {
 		drift(fmt.Sprintf("container %s does not carry this root's owner label: warden will never stop it", ShortID(id)),
@@ -105,8 +116,17 @@ func Status(ctx context.Context, root string) (StatusReport, error) {
 		if len(s.Unrecorded) == 0 {
 			return false
 		}
-		drift(fmt.Sprintf("reconciliation required: container(s) %s carry this root's owner label but were never recorded", strings.Join(shortIDs(s.Unrecorded), ", ")),
-			fmt.Sprintf("inspect them (`docker -H unix://%s inspect ID`), `docker stop`/`docker rm` them yourself, then %s", rec.EngineSocket, finish))
+		running, err := eng.runningOf(ctx, s.Unrecorded, rec.Owner, root)
+		switch {
+		case err != nil:
+			drift(err.Error(), "check the engine, then run status again")
+		case len(running) > 0:
+			drift(fmt.Sprintf("reconciliation required: container(s) %s carry this root's owner label but were never recorded, and %s running", strings.Join(shortIDs(s.Unrecorded), ", "), strings.Join(shortIDs(running), ", ")),
+				fmt.Sprintf("inspect them (`%s inspect ID`), `%s stop` the running ones yourself, then %s", cli, cli, finish))
+		default:
+			drift(fmt.Sprintf("stopped container(s) %s carry this root's owner label but were never recorded", strings.Join(shortIDs(s.Unrecorded), ", ")),
+				fmt.Sprintf("%s (warden stops nothing; `%s rm ID` them when you are done with them)", finish, cli))
+		}
 		return true
 	}
 	switch rec.Phase {
@@ -134,7 +154,7 @@ func Status(ctx context.Context, root string) (StatusReport, error) {
 			foreign()
 		case o.Running && rec.Generation == "":
 			drift(at+fmt.Sprintf("; reconciliation required: container %s is running but its generation was never recorded, so warden will not stop it", ShortID(id)),
-				inspectIt+", `docker stop` it yourself, then "+finish)
+				inspectIt+", `"+cli+" stop` it yourself, then "+finish)
 		case rec.Generation != "" && !s.Container.GenerationMatches:
 			restarted()
 		case o.Running:
@@ -157,13 +177,13 @@ func Status(ctx context.Context, root string) (StatusReport, error) {
 				fmt.Sprintf("run `warden hands finish --root %s` to stop it and close the books", root))
 		case o.Running:
 			drift(fmt.Sprintf("reconciliation required: init failed but container %s is running and its generation was never recorded, so warden will not stop it", ShortID(id)),
-				inspectIt+", `docker stop` it yourself, then "+finish)
+				inspectIt+", `"+cli+" stop` it yourself, then "+finish)
 		default:
 			drift(fmt.Sprintf("init failed; container %s is %s", ShortID(id), o.State), "read "+root+"/"+EvidenceDir+"/"+FailureFile+", then "+finish)
 		}
 	case PhaseFinished:
 		if id != "" && o.Running && o.LabelOK {
-			drift(fmt.Sprintf("phase finished but container %s is running again", ShortID(id)), inspectIt+" and `docker stop` it yourself")
+			drift(fmt.Sprintf("phase finished but container %s is running again", ShortID(id)), inspectIt+" and `"+cli+" stop` it yourself")
 		}
 	}
 	return s, nil

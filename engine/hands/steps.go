@@ -14,6 +14,8 @@ const (
 	StepImage     = "image" // the image is local and pinned by id
 	StepCreating  = string(PhaseCreating)
 	StepCreated   = "created" // detail: the container id
+	StepInodes    = "inodes"  // the engine refused an inode bound: the workspace is bounded by size only
+	StepOptions   = "options" // every create option was verified by inspection
 	StepLabel     = "label"   // the owner label is verified
 	StepStarted   = "started" // detail: the generation
 	StepRunning   = string(PhaseRunning)
@@ -36,7 +38,7 @@ type Stage struct {
 // InitStages are Init's steps, one stage per phase it writes.
 var InitStages = []Stage{
 	{Name: StepPrepared, Steps: []string{StepRoot, StepEngine, StepLayout, StepLease, StepPrepared}},
-	{Name: StepCreating, Steps: []string{StepImage, StepCreating, StepCreated, StepLabel}},
+	{Name: StepCreating, Steps: []string{StepImage, StepCreating, StepInodes, StepCreated, StepOptions, StepLabel}},
 	{Name: StepRunning, Steps: []string{StepStarted, StepRunning}},
 	{Name: StepReady, Steps: []string{StepPolicy, StepReady}},
 }

@@ -403,7 +403,7 @@ func DecideScoped(tx *storage.Tx, id uint64, verdict, actor, reason string, now 
 	req, err := tx.Request(id)
 	if err != nil {
 		if errors.Is(err, storage.ErrNotFound) {
-			return Decided{}, fmt.Errorf("no request %d (see `warden perms list --all`): %w", id, storage.ErrNotFound)
+			return Decided{}, storage.Mark(storage.ErrNotFound, "no request %d (see `warden perms list --all`)", id)
 		}
 		return Decided{}, err
 	}
@@ -412,8 +412,8 @@ func DecideScoped(tx *storage.Tx, id uint64, verdict, actor, reason string, now 
 		if d.Reason != "" {
 			why = ": " + d.Reason
 		}
-		return Decided{Request: req}, fmt.Errorf("request %d was already decided (%s by %s at %s%s): %w", id, d.Verdict, d.By,
-			d.At.Local().Format("2006-01-02 15:04:05"), why, ErrAlreadyDecided)
+		return Decided{Request: req}, storage.Mark(ErrAlreadyDecided, "request %d was already decided (%s by %s at %s%s)", id, d.Verdict, d.By,
+			d.At.Local().Format("2006-01-02 15:04:05"), why)
 	}
 	refuse := func(why string, r *Refusal) (Decided, error) {
 		r.Request = id

@@ -54,6 +54,12 @@ func marshal(f Frame) ([]byte, error) {
 // only for connections that actually send big frames.
 const initialBuf = 4 << 10
 
+// keepBuf is the largest buffer a Reader keeps between lines: one that grew
+// past it for a big frame is let go as soon as that frame is used up, so a
+// connection holds MaxFrame only while a big frame is in flight (64
+// connections that each once sent 1 MiB would otherwise pin 64 MiB).
+const keepBuf = 64 << 10
+
 // Reader reads newline-terminated frames. It never holds more than
 // MaxFrame bytes: a longer line fails with frame_too_large as soon as the
 // limit is passed, without reading the rest of it. That error is final
@@ -86,7 +92,9 @@ func (r *Reader) ReadFrame() (Frame, error) {
 	if err != nil {
 		return nil, err
 	}
-	return Decode(line)
+	f, err := Decode(line)
+	r.shrink()
+	return f, err
 }
 
 // ReadLine returns a copy of the next line without its '\n', with the same
@@ -96,7 +104,19 @@ func (r *Reader) ReadLine() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return bytes.Clone(line[:len(line)-1]), nil
+	l := bytes.Clone(line[:len(line)-1])
+	r.shrink()
+	return l, nil
+}
+
+// shrink lets a big buffer go once nothing is buffered in it (the line
+// just returned was the last one read); the next read starts small again.
+// A buffer still holding the start of the next line is kept: it is that
+// line's.
+func (r *Reader) shrink() {
+	if len(r.buf) > keepBuf && r.start == r.end {
+		r.buf, r.start, r.end, r.scanned = nil, 0, 0, 0
+	}
 }
 
 // readLine returns the next line including '\n', valid until the next call.

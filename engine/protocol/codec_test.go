@@ -87,6 +87,47 @@ func TestReaderBoundedMemory(t *testing.T) {
 	}
 }
 
+// A connection that sent one big frame does not keep a MaxFrame buffer
+// while it is quiet: the buffer goes back to small once the frame is used.
+func TestReaderReleasesBigBuffer(t *testing.T) {
+	big := logOfSize(t, MaxFrame)
+	pr, pw := io.Pipe()
+	go func() {
+		pw.Write(big)
+		pw.Write([]byte(goodLog)) // after the big frame was read on its own
+		pw.Close()
+	}()
+	r := NewReader(pr)
+	for i, read := range []func() error{
+		func() error { _, err := r.ReadFrame(); return err },
+		func() error { _, err := r.ReadLine(); return err },
+	} {
+		if err := read(); err != nil {
+			t.Fatalf("frame %d: %v", i, err)
+		}
+		if len(r.buf) > keepBuf {
+			t.Errorf("after frame %d the reader keeps a %d byte buffer, want at most %d", i, len(r.buf), keepBuf)
+		}
+	}
+	// Big frames back to back, each written whole: each is still read
+	// whole, whatever the buffer did in between.
+	var in bytes.Buffer
+	for range 3 {
+		in.Write(big)
+		in.WriteString(goodLog)
+	}
+	r = NewReader(&in)
+	for i := range 6 {
+		f, err := r.ReadFrame()
+		if err != nil {
+			t.Fatalf("frame %d: %v", i, err)
+		}
+		if l, ok := f.(*Log); !ok || (i%2 == 0) != (len(l.Message) > 1000) {
+			t.Fatalf("frame %d: %T of the wrong size", i, f)
+		}
+	}
+}
+
 func TestReaderBadLineThenGood(t *testing.T) {
 	in := "garbage\n" + `{"type":"log","level":"loud","message":"x"}` + "\n\n" + goodLog
 	r := NewReader(strings.NewReader(in))

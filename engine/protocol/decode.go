@@ -318,13 +318,20 @@ func (d *dec) errorBody(raw []byte, keys ...string) ErrorBody {
 	return e
 }
 
+// badf is a bad_frame error about a frame of type what ("log frame:
+// missing level"); what is "frame" when the type is not known yet, and
+// then the message stands alone ("not JSON"), not "frame frame: not JSON".
 func badf(what, format string, args ...any) *Error {
-	return &Error{Code: CodeBadFrame, Message: what + " frame: " + fmt.Sprintf(format, args...)}
+	msg := fmt.Sprintf(format, args...)
+	if what != "frame" {
+		msg = what + " frame: " + msg
+	}
+	return &Error{Code: CodeBadFrame, Message: msg}
 }
 
 func syntaxError(line []byte) error {
 	if skipWS(line, 0) == len(line) {
-		return badf("frame", "empty")
+		return badf("frame", "empty line")
 	}
 	var v json.RawMessage
 	err := json.Unmarshal(line, &v)

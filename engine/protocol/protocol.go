@@ -33,6 +33,11 @@ const (
 	CodePermissionDenied  = "permission_denied"
 	CodeRunEnded          = "run_ended"
 	CodeResultAlreadySet  = "result_already_set"
+	// CodeStorageFailed: the engine could not read or write its store (a
+	// full disk, say). Nothing of the operation was applied; the hook did
+	// nothing wrong, and the same call may work once the operator has
+	// made room.
+	CodeStorageFailed = "storage_failed"
 )
 
 // Error is a protocol failure with its wire code, so the broker can put it

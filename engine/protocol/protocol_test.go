@@ -249,6 +249,9 @@ func TestDecodeRefuses(t *testing.T) {
 		if !strings.Contains(pe.Message, c.want) {
 			t.Errorf("Decode(%.60q): message %q, want it to contain %q", c.line, pe.Message, c.want)
 		}
+		if stutters(err.Error()) {
+			t.Errorf("Decode(%.60q): %q says a word twice", c.line, err)
+		}
 		if len(pe.Message) > 200 {
 			t.Errorf("Decode(%.60q): message is %d bytes, echoes too much input", c.line, len(pe.Message))
 		}
@@ -338,4 +341,19 @@ func mustEncode(t testing.TB, f Frame) []byte {
 		t.Fatalf("Encode(%#v): %v", f, err)
 	}
 	return b
+}
+
+// stutters reports a word said twice in a row ("frame frame: ...",
+// "bad_frame: bad frame"), the mark of a message built from parts that
+// each named the thing.
+func stutters(msg string) bool {
+	words := strings.FieldsFunc(strings.ToLower(msg), func(r rune) bool {
+		return r == ' ' || r == ':' || r == '_' || r == '(' || r == ')' || r == ','
+	})
+	for i := 1; i < len(words); i++ {
+		if words[i] == words[i-1] {
+			return true
+		}
+	}
+	return false
 }

@@ -18,13 +18,22 @@ func ptyOutput(sess ssh.Session) io.Writer {
 	return sess
 }
 
-// drainPTY waits, at most timeout, until the server has read everything
-// written to the session's PTY, then a moment more for the last read to
-// be written to the channel. A client that is gone reads nothing more:
-// then it returns at once.
+// drainPTY waits, at most timeout, until the server has sent the client
+// everything written to the session's PTY. A client that is gone reads
+// nothing more: then it returns at once.
+//
+// The server copies the PTY to the channel in a goroutine of its own (read
+// the master, write the channel, read again), and closes the channel as
+// soon as the handler returns. An empty master says only that the last
+// read happened, not that its write did: under load that write came after
+// the close, and a console's last frame (the terminal restored, the
+// shutdown line) was lost. So once the master is empty a sentinel, an SGR
+// reset that is harmless wherever it lands or if it is lost, goes through
+// the slave too. When the copier has taken it, it has come back for
+// another read, so every write before it is done.
 func drainPTY(sess ssh.Session, timeout time.Duration) {
 	pty, _, ok := sess.Pty()
-	if !ok || sess.EmulatedPty() || pty.Master == nil {
+	if !ok || sess.EmulatedPty() || pty.Master == nil || pty.Slave == nil {
 		return
 	}
 	// SyscallConn, not Fd: Fd would switch the master, which the server
@@ -33,20 +42,65 @@ func drainPTY(sess ssh.Session, timeout time.Duration) {
 	if err != nil {
 		return
 	}
-	gone := sess.Context().Done()
-	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); {
+	// queued is how many bytes the master holds that the copier has not
+	// read; false once it cannot be told (the PTY is closed).
+	queued := func() (int, bool) {
 		n := 0
-		if cerr := rc.Control(func(fd uintptr) { n, err = unix.IoctlGetInt(int(fd), unix.TIOCINQ) }); cerr != nil || err != nil || n == 0 {
-			break
+		var ierr error
+		if cerr := rc.Control(func(fd uintptr) { n, ierr = unix.IoctlGetInt(int(fd), unix.TIOCINQ) }); cerr != nil || ierr != nil {
+			return 0, false
 		}
+		return n, true
+	}
+	gone := sess.Context().Done()
+	pause := func() bool {
 		select {
 		case <-gone:
-			return
-		case <-time.After(5 * time.Millisecond):
+			return false
+		case <-time.After(time.Millisecond):
+			return true
 		}
 	}
-	select {
-	case <-gone:
-	case <-time.After(20 * time.Millisecond):
+	deadline := time.Now().Add(timeout)
+	for {
+		n, ok := queued()
+		if !ok {
+			return
+		}
+		if n == 0 {
+			break
+		}
+		if time.Now().After(deadline) || !pause() {
+			return
+		}
+	}
+	if _, err := pty.Slave.Write([]byte(drainSentinel)); err != nil {
+		return
+	}
+	// The tty layer moves the sentinel to the master a moment after the
+	// write. Seen there and then gone: taken. Never seen within
+	// sentinelUnseen: the copier took it at once.
+	wrote, seen := time.Now(), false
+	for time.Now().Before(deadline) {
+		n, ok := queued()
+		switch {
+		case !ok:
+			return
+		case n > 0:
+			seen = true
+		case seen || time.Since(wrote) > sentinelUnseen:
+			return
+		}
+		if !pause() {
+			return
+		}
 	}
 }
+
+// drainSentinel is what drainPTY sends last: SGR reset, which changes
+// nothing on a console that has just restored the terminal.
+const drainSentinel = "\x1b[m"
+
+// sentinelUnseen bounds the wait for a sentinel that the copier read
+// before drainPTY could see it in the master.
+const sentinelUnseen = 100 * time.Millisecond

@@ -1,16 +1,20 @@
-// Package handstest gives tests a real Docker Engine and safe hands roots.
-// Only tests import it.
+// Package handstest gives tests real container engines (a Docker Engine
+// and a Podman service) and safe hands roots. Only tests import it.
 //
-// The engine is $WARDEN_TEST_DOCKER when set (scripts/test starts one
-// with scripts/dockerd-test); otherwise the helper runs scripts/dockerd-test
-// itself. Without an engine a test is skipped, except in CI (CI=true),
-// where a missing engine is a failure.
+// Docker is $WARDEN_TEST_DOCKER when set (scripts/test starts one with
+// scripts/dockerd-test); otherwise the helper runs scripts/dockerd-test
+// itself. Podman likewise: $WARDEN_TEST_PODMAN, else scripts/podman-test.
+// Without an engine a test is skipped, except in CI (CI=true), where a
+// missing engine is a failure.
 package handstest
 
 import (
+	"archive/tar"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,29 +33,63 @@ const Image = "warden-test/busybox:1"
 // tests can import this one.
 const labelRoot = "dev.warden.hands.root"
 
-var (
-	once    sync.Once
-	socket  string
-	findErr error
-)
-
-// Docker returns the socket of a running test engine with Image loaded.
-func Docker(t testing.TB) string {
-	t.Helper()
-	once.Do(func() { socket, findErr = find() })
-	if findErr != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("no Docker Engine for the hands tests (CI needs one: scripts/test starts it with scripts/dockerd-test): %v", findErr)
-		}
-		t.Skipf("no Docker Engine for the hands tests (run scripts/dockerd-test, or set WARDEN_TEST_DOCKER): %v", findErr)
-	}
-	return socket
+// Engine is one test engine: its name (docker or podman) and its socket.
+type Engine struct {
+	Name   string
+	Socket string
 }
 
-func find() (string, error) {
-	sock := os.Getenv("WARDEN_TEST_DOCKER")
+type found struct {
+	once   sync.Once
+	socket string
+	err    error
+}
+
+var engines = map[string]*found{"docker": {}, "podman": {}}
+
+// Docker returns the socket of a running test Docker Engine with Image.
+func Docker(t testing.TB) string { return get(t, "docker") }
+
+// Podman returns the socket of a running test Podman service with Image.
+func Podman(t testing.TB) string { return get(t, "podman") }
+
+// Each runs fn as a subtest per engine (docker, podman); an engine that
+// is missing skips its subtest, or fails it in CI.
+func Each(t *testing.T, fn func(t *testing.T, e Engine)) {
+	t.Helper()
+	for _, name := range []string{"docker", "podman"} {
+		t.Run(name, func(t *testing.T) {
+			fn(t, Engine{Name: name, Socket: get(t, name)})
+		})
+	}
+}
+
+func get(t testing.TB, name string) string {
+	t.Helper()
+	f := engines[name]
+	f.once.Do(func() { f.socket, f.err = find(name) })
+	if f.err != nil {
+		script := "scripts/dockerd-test"
+		env := "WARDEN_TEST_DOCKER"
+		if name == "podman" {
+			script, env = "scripts/podman-test", "WARDEN_TEST_PODMAN"
+		}
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("no %s engine for the hands tests (CI needs one: scripts/test starts it with %s): %v", name, script, f.err)
+		}
+		t.Skipf("no %s engine for the hands tests (run %s, or set %s): %v", name, script, env, f.err)
+	}
+	return f.socket
+}
+
+func find(name string) (string, error) {
+	env, scriptName := "WARDEN_TEST_DOCKER", "dockerd-test"
+	if name == "podman" {
+		env, scriptName = "WARDEN_TEST_PODMAN", "podman-test"
+	}
+	sock := os.Getenv(env)
 	if sock == "" {
-		script, err := harness()
+		script, err := harness(scriptName)
 		if err != nil {
 			return "", err
 		}
@@ -78,24 +116,24 @@ func find() (string, error) {
 		return "", fmt.Errorf("engine at %s: %v", sock, err)
 	}
 	if _, err := cli.ImageInspect(ctx, Image); err != nil {
-		return "", fmt.Errorf("engine at %s has no %s (scripts/dockerd-test imports it): %v", sock, Image, err)
+		return "", fmt.Errorf("engine at %s has no %s (scripts/%s imports it): %v", sock, Image, scriptName, err)
 	}
 	return sock, nil
 }
 
-// harness finds scripts/dockerd-test above the package dir.
-func harness() (string, error) {
+// harness finds scripts/NAME above the package dir.
+func harness(name string) (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
 		return "", err
 	}
 	for {
 		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return filepath.Join(dir, "scripts", "dockerd-test"), nil
+			return filepath.Join(dir, "scripts", name), nil
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			return "", errors.New("no go.mod above the test's dir, so no scripts/dockerd-test")
+			return "", errors.New("no go.mod above the test's dir, so no scripts/" + name)
 		}
 		dir = parent
 	}
@@ -178,4 +216,40 @@ func Labelled(t testing.TB, cli *client.Client, root string) []string {
 		ids = append(ids, c.ID)
 	}
 	return ids
+}
+
+// ImportImage imports Image into the engine behind cli from the host's
+// busybox-static (what scripts/dockerd-test does), for engines a test
+// starts itself.
+func ImportImage(t testing.TB, cli *client.Client) {
+	t.Helper()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	bb, err := os.ReadFile("/bin/busybox")
+	if err != nil {
+		t.Fatalf("busybox-static: %v", err)
+	}
+	now := time.Now()
+	tw.WriteHeader(&tar.Header{Name: "./", Typeflag: tar.TypeDir, Mode: 0o755, ModTime: now})
+	tw.WriteHeader(&tar.Header{Name: "bin/", Typeflag: tar.TypeDir, Mode: 0o755, ModTime: now})
+	tw.WriteHeader(&tar.Header{Name: "tmp/", Typeflag: tar.TypeDir, Mode: 0o1777, ModTime: now})
+	tw.WriteHeader(&tar.Header{Name: "bin/busybox", Typeflag: tar.TypeReg, Mode: 0o755, Size: int64(len(bb)), ModTime: now})
+	tw.Write(bb)
+	for _, app := range []string{"sh", "ls", "cat", "echo", "sleep", "id", "touch", "mkdir", "rm", "true", "head", "tail", "wc", "stat", "df", "grep"} {
+		tw.WriteHeader(&tar.Header{Name: "bin/" + app, Typeflag: tar.TypeSymlink, Linkname: "busybox", Mode: 0o777, ModTime: now})
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rc, err := cli.ImageImport(ctx, client.ImageImportSource{Source: &buf, SourceName: "-"}, Image, client.ImageImportOptions{})
+	if err != nil {
+		t.Fatalf("import %s: %v", Image, err)
+	}
+	io.Copy(io.Discard, rc)
+	rc.Close()
+	if _, err := cli.ImageInspect(ctx, Image); err != nil {
+		t.Fatalf("import %s: %v", Image, err)
+	}
 }
