@@ -7,6 +7,8 @@ import (
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
+
+	"warden/engine"
 )
 
 // receiptRows counts the receipt rows of a frame (rows whose seq column
@@ -146,4 +148,59 @@ func TestStampSaysTheDayWhenNotToday(t *testing.T) {
 	if got := runAgo(r, now); got != "2s ago, took 43s" {
 		t.Errorf("a run cancelled 2s ago after 43s says %q", got)
 	}
+}
+
+// TestSlashFiltersModulesAndRequests: / filters the Modules and Requests
+// lists too; esc shows them whole again.
+func TestSlashFiltersModulesAndRequests(t *testing.T) {
+	e := newEngine(t)
+	addModule(t, e, "alpha", map[string]string{"one": "true", "two": "true"}, nil)
+	addModule(t, e, "beta", map[string]string{"three": "true", "four": "true"}, nil)
+	askModule(t, e)
+	c := startConsole(t, e)
+	c.keys("4")
+	c.wait("Modules (3)")
+	c.keys("/", "thr", "enter")
+	c.wait("filter thr (esc clears)")
+	c.keys("esc")
+	c.wait("Modules (3)  ")
+	var hs []interface{ Wait() engine.Outcome }
+	for range 2 {
+		h, err := e.StartRun("local:test", engine.RunRequest{Module: "asker", Hook: "ask", Jail: engine.JailOff})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs = append(hs, h)
+	}
+	defer func() {
+		e.Deny("local:test", 1, "over")
+		e.Deny("local:test", 2, "over")
+		for _, h := range hs {
+			h.Wait()
+		}
+	}()
+	c.wait("2 pending")
+	c.keys("2", "/", "#2", "enter")
+	c.wait("filter #2 (esc clears) · 1 of 2")
+	view := c.final()
+	if !strings.Contains(view, "▸#2 ") || strings.Contains(view, " #1 ") {
+		t.Errorf("filtered requests:\n%s", view)
+	}
+	c.golden(view)
+}
+
+func TestSlashFiltersModules(t *testing.T) {
+	e := newEngine(t)
+	addModule(t, e, "alpha", map[string]string{"one": "true", "two": "true"}, nil)
+	addModule(t, e, "beta", map[string]string{"three": "true", "four": "true"}, nil)
+	c := startConsole(t, e)
+	c.keys("4")
+	c.wait("Modules (2)")
+	c.keys("/", "thr", "enter")
+	c.wait("filter thr (esc clears)")
+	view := c.final()
+	if !strings.Contains(view, "▸   three") || strings.Contains(view, "alpha") || strings.Contains(view, "four") {
+		t.Errorf("filtered modules:\n%s", view)
+	}
+	c.golden(view)
 }
