@@ -413,6 +413,10 @@ func (a *App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if a.sh.status != "" && a.sh.now().Sub(a.sh.statusAt) > 10*time.Second {
 			a.sh.status = ""
 		}
+		if a.tab == tabHands && a.sh.now().Sub(a.hands.liveAt) > liveEvery {
+			// The Hands tab shows live state: re-read it while shown.
+			return a, tea.Batch(tick(), a.hands.refreshLive())
+		}
 		return a, tick()
 	case toastDoneMsg:
 		if msg.id == a.toastID {

@@ -132,7 +132,7 @@ func TestHandsInitWizard(t *testing.T) {
 	c.keys("y")
 	c.wait("Hands init · ready", "✓ ready: container")
 	c.keys("x") // straight on to the finish wizard, this root chosen
-	c.wait("Hands finish · which root", "> "+root+"  (ready, container")
+	c.wait("Hands finish · confirm", "Finish "+root+"?")
 	rep, err := e.HandsStatus(context.Background(), root)
 	if err != nil {
 		t.Fatal(err)
@@ -187,9 +187,7 @@ func TestHandsFinishWizard(t *testing.T) {
 	c := startConsole(t, e)
 	c.keys("5")
 	c.wait("Hands roots (2)")
-	c.keys("down", "x") // b is selected: the wizard starts on it
-	c.wait("Hands finish · which root", "the roots this data dir knows that are not finished")
-	c.keys("up", "enter") // a, after all
+	c.keys("down", "up", "x") // x on a: no asking which root again
 	c.wait("Finish "+roots[0]+"?", "Finish", "Cancel")
 	c.keys("y")
 	c.wait("Hands finish · finished", "✓ finished: container")
@@ -342,9 +340,7 @@ func TestHandsFinishWizardFailedRoot(t *testing.T) {
 	c := startConsole(t, e)
 	c.keys("5")
 	c.wait("failed")
-	c.keys("x")
-	c.wait("Hands finish · which root", "(failed, container none)")
-	c.keys("enter")
+	c.keys("x") // on the failed root: straight to confirming it
 	c.wait("Finish " + root + "?")
 	c.keys("y")
 	c.wait("Hands finish · finished", "– stopped   skipped: no container was created", "✓ finished: no container was created")

@@ -71,8 +71,10 @@ type handsWizard struct {
 	stage wizStage
 	which int // the form shown (formRoot ...)
 	form  *huh.Form
-	k     wizKeys
-	w, h  int
+	// preselected: x was pressed on a root, so finish asks only to confirm.
+	preselected bool
+	k           wizKeys
+	w, h        int
 
 	// What the operator chose.
 	root, socketChoice, socketPath, socket, image, access string
@@ -127,7 +129,8 @@ func newFinishWizard(sh *shared, roots []engine.HandsRecord, selected string, w,
 	z.root = z.finishable[0].Root
 	for _, r := range z.finishable {
 		if r.Root == selected {
-			z.root = r.Root
+			// x on a root: finish that one, without asking which.
+			z.root, z.preselected = r.Root, true
 		}
 	}
 	return z, z.open(formFinish)
@@ -226,7 +229,8 @@ func (z *handsWizard) open(which int) tea.Cmd {
 		groups = append(groups,
 			huh.NewGroup(huh.NewSelect[string]().Key("root").Title("Root").
 				Description("the roots this data dir knows that are not finished").
-				Options(opts...).Value(&z.root)).Title(z.title("which root")),
+				Options(opts...).Value(&z.root)).Title(z.title("which root")).
+				WithHideFunc(func() bool { return z.preselected }),
 			huh.NewGroup(huh.NewConfirm().Key("confirm").
 				TitleFunc(func() string { return "Finish " + safe(z.root) + "?" }, &z.root).
 				Description("stops exactly the recorded container (only if it still carries this root's owner label and is the recorded generation), writes phase finished and revokes every grant of the root's policy").
