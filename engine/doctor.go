@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"warden/engine/caps"
+	"warden/engine/hooks"
 	"warden/engine/jail"
 	"warden/storage"
 )
@@ -46,6 +47,9 @@ type DoctorOptions struct {
 	Attach func(dir string) (f Facade, pid int, err error)
 	// EngineSocket, when set, also checks the container engine there.
 	EngineSocket string
+	// Ceiling is the operator's ceiling of hooks' limits (config.yaml),
+	// shown with the limits check.
+	Ceiling hooks.Resources
 }
 
 // Doctor checks the data dir policy, the store and its schema, the trust
@@ -88,6 +92,7 @@ func Doctor(opts DoctorOptions) Report {
 	if opts.EngineSocket != "" {
 		doctorEngine(opts.EngineSocket, add, problem)
 	}
+	doctorLimits(opts.Ceiling.Or(hooks.DefaultCeiling), add)
 	return rep
 }
 

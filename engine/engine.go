@@ -18,6 +18,7 @@ import (
 
 	"warden/engine/broker"
 	"warden/engine/caps"
+	"warden/engine/hooks"
 	"warden/engine/jail"
 	"warden/storage"
 )
@@ -75,6 +76,9 @@ type Options struct {
 	// BwrapPath is the bubblewrap binary (default /usr/bin/bwrap; never
 	// searched on PATH).
 	BwrapPath string
+	// LimitCeiling is the operator's ceiling of hooks' resource limits
+	// (config.yaml `limits`); zero fields are hooks.DefaultCeiling's.
+	LimitCeiling hooks.Resources
 }
 
 // Engine is an open data dir with everything that runs on it.
@@ -100,6 +104,10 @@ type Engine struct {
 	jailOnce sync.Once
 	jailAdm  *jail.Jail
 	jailErr  error
+	// noLimits: jailed runs get no resource limits (no cgroup, unsized
+	// tmpfs, no RLIMIT_NPROC). Only the benchmark sets it: the baseline
+	// of what the limits cost.
+	noLimits bool
 
 	reqMu     sync.Mutex
 	waiting   map[uint64]*waiter

@@ -29,6 +29,9 @@ type Facade interface {
 	// instead of being answered "no" at once.
 	AttachOperator() (detach func())
 	JailReady() error
+	// LimitsReady says why jailed runs' memory, pids and cpu limits
+	// cannot be enforced here (nil when they can).
+	LimitsReady() error
 
 	Receipts(f ReceiptFilter) ([]Receipt, error)
 	Receipt(seq uint64) (Receipt, error)

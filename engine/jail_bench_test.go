@@ -55,11 +55,20 @@ func reportP50(b *testing.B, ds []time.Duration) {
 	b.ReportMetric(float64(ds[len(ds)/2].Nanoseconds()), "p50-ns")
 }
 
-func benchNoop(b *testing.B, mode string) {
+func benchNoop(b *testing.B, mode string) { benchNoopLimits(b, mode, true) }
+
+func benchNoopLimits(b *testing.B, mode string, limits bool) {
 	if mode == JailBwrap {
 		needJail(b)
 	}
 	e := openTestEngine(b)
+	if !limits {
+		jl, err := e.jail()
+		if err != nil {
+			b.Fatal(err)
+		}
+		e.noLimits, jl.Prlimit = true, ""
+	}
 	if _, err := e.AddModule(testActor, jailBenchModule(b)); err != nil {
 		b.Fatal(err)
 	}
@@ -84,6 +93,57 @@ func benchNoop(b *testing.B, mode string) {
 // receipt.
 func BenchmarkNoopJailed(b *testing.B) { benchNoop(b, JailBwrap) }
 
+// BenchmarkNoopJailedNoLimits: the same jailed run without its resource
+// limits (no cgroup, unsized tmpfs, no prlimit): the baseline of what the
+// limits cost (BenchmarkNoopJailed has them; goal: at most 1.2x).
+//
+//	go test ./engine/ -run '^$' -bench 'NoopJailed' -benchtime 50x
+func BenchmarkNoopJailedNoLimits(b *testing.B) { benchNoopLimits(b, JailBwrap, false) }
+
+// BenchmarkLimitsCost: what the resource limits cost a jailed no-op run,
+// measured against itself: each iteration runs the hook on an engine with
+// limits and on one without, alternately (so that a busy shared host
+// slows both alike), and reports both medians and their ratio.
+//
+//	go test ./engine/ -run '^$' -bench LimitsCost -benchtime 100x
+func BenchmarkLimitsCost(b *testing.B) {
+	needJail(b)
+	mod := jailBenchModule(b)
+	var engines [2]*Engine
+	for i := range engines {
+		engines[i] = openTestEngine(b)
+		if _, err := engines[i].AddModule(testActor, mod); err != nil {
+			b.Fatal(err)
+		}
+	}
+	jl, err := engines[1].jail()
+	if err != nil {
+		b.Fatal(err)
+	}
+	engines[1].noLimits, jl.Prlimit = true, ""
+	var ds [2][]time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for k, e := range engines {
+			t0 := time.Now()
+			o, err := e.RunHook(testActor, RunRequest{Module: "testmod", Hook: "noop", Jail: JailBwrap})
+			ds[k] = append(ds[k], time.Since(t0))
+			if err != nil || !o.OK() {
+				b.Fatalf("run: %v %s %s", err, o.Run.Status, o.Run.Error)
+			}
+		}
+	}
+	b.StopTimer()
+	p50 := func(d []time.Duration) float64 {
+		slices.Sort(d)
+		return float64(d[len(d)/2].Nanoseconds())
+	}
+	on, off := p50(ds[0]), p50(ds[1])
+	b.ReportMetric(on, "limits-p50-ns")
+	b.ReportMetric(off, "nolimits-p50-ns")
+	b.ReportMetric(on/off, "ratio")
+}
+
 // BenchmarkNoopJailOff: the same with the jail off.
 func BenchmarkNoopJailOff(b *testing.B) { benchNoop(b, JailOff) }
 
@@ -98,6 +158,7 @@ func BenchmarkBareBwrap(b *testing.B) {
 		b.Fatal(err)
 	}
 	runDir := b.TempDir()
+	os.WriteFile(filepath.Join(runDir, jail.SocketName), nil, 0o600) // the broker's socket
 	plan, err := jail.BuildPlan(jail.PlanInput{ModuleDir: jailBenchModule(b), RunDir: runDir, Warden: wardenBinary()})
 	if err != nil {
 		b.Fatal(err)

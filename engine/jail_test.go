@@ -664,7 +664,9 @@ func TestJailAbsentRowsInReceipt(t *testing.T) {
 	needJail(t)
 	e := setupRun(t, map[string]string{"noop": hookYAML("noop", "")})
 	// What this host lacks, by the engine's own plan inputs.
-	plan, err := jail.BuildPlan(jail.PlanInput{ModuleDir: t.TempDir(), RunDir: t.TempDir(), Warden: wardenBinary()})
+	runDir := t.TempDir()
+	os.WriteFile(filepath.Join(runDir, jail.SocketName), nil, 0o600) // the broker's socket
+	plan, err := jail.BuildPlan(jail.PlanInput{ModuleDir: t.TempDir(), RunDir: runDir, Warden: wardenBinary()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -709,7 +711,7 @@ func TestJailRequiredMissingNamesPath(t *testing.T) {
 	if !errors.As(err, &me) {
 		t.Fatalf("BuildPlan with a missing run dir: %v, want a *jail.MissingError", err)
 	}
-	if msg := err.Error(); !strings.Contains(msg, runDir) || !strings.Contains(msg, "the run dir with the broker socket") {
+	if msg := err.Error(); !strings.Contains(msg, filepath.Join(runDir, jail.SocketName)) || !strings.Contains(msg, "the broker socket") {
 		t.Errorf("error %q does not name %s and its reason", msg, runDir)
 	}
 }

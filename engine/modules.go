@@ -32,6 +32,9 @@ func (e *Engine) AddModule(actor Actor, path string) (*Module, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := hooks.CheckCeiling(m, e.ceiling()); err != nil {
+		return nil, err
+	}
 	rec := ModuleRecord{ID: m.ID, Path: path, Version: m.Version, Description: m.Description, Added: time.Now().UTC()}
 	_, err = e.store.Update(func(tx *storage.Tx) error {
 		if old, err := tx.Module(m.ID); err == nil && old.Path != path {
@@ -119,3 +122,6 @@ func (e *Engine) loadModule(r ModuleRecord) Module {
 	}
 	return Module{Record: r, Manifest: m}
 }
+
+// ceiling is the operator's ceiling of hooks' resource limits.
+func (e *Engine) ceiling() hooks.Resources { return e.opts.LimitCeiling.Or(hooks.DefaultCeiling) }

@@ -20,6 +20,11 @@ type HookPlan struct {
 	Network bool       `json:"network"`
 	Plan    *jail.Plan `json:"plan"`
 	Problem string     `json:"problem,omitempty"` // set when a run would fail before spawn
+	// Limits are the run's resource limits (module.yaml under the
+	// operator's ceiling); LimitsOff says why memory, pids and cpu would
+	// not be enforced on this host.
+	Limits    hooks.Resources `json:"limits"`
+	LimitsOff string          `json:"limitsOff,omitempty"`
 }
 
 // PlanHook lays out the jail plan of a hook without running it. Path
@@ -48,8 +53,11 @@ func (e *Engine) PlanHook(module, hook string, raw map[string]string) (*HookPlan
 		return nil, err
 	}
 	network := h.Network && e.networkGranted(module)
-	plan, err := jail.BuildPlan(jail.PlanInput{ModuleDir: mod.Manifest.Dir, RunDir: runs, Warden: wardenBinary(), Inputs: pathInputs(h, inputs), Network: network})
-	hp := &HookPlan{Module: module, Hook: hook, Network: network, Plan: plan}
+	plan, err := jail.BuildPlan(jail.PlanInput{ModuleDir: mod.Manifest.Dir, RunDir: runs, Warden: wardenBinary(), Inputs: pathInputs(h, inputs), Network: network, Preview: true})
+	hp := &HookPlan{Module: module, Hook: hook, Network: network, Plan: plan, Limits: h.Effective(e.ceiling())}
+	if err := e.LimitsReady(); err != nil {
+		hp.LimitsOff = err.Error()
+	}
 	var me *jail.MissingError
 	if errors.As(err, &me) {
 		hp.Problem = me.Error()

@@ -137,6 +137,9 @@ type activeRun struct {
 	session  string // the MCP session that asked for the run, if one did
 	// mcpDetails go into the start receipt of a run an MCP client asked for.
 	mcpDetails map[string]any
+	// limits is how the run's resource limits stand, for its receipts:
+	// "" unjailed, "on", or "off" when no cgroup could hold them.
+	limits string
 
 	proc    atomic.Pointer[hooks.Process]
 	ingest  *ingester
@@ -189,6 +192,9 @@ func (e *Engine) StartRun(actor Actor, req RunRequest) (_ *RunHandle, err error)
 	}()
 	sp := e.spawnSpec(r, pf)
 	if err = e.recordStart(actor, r, sp.startDetails); err != nil {
+		if rel, ok := sp.spawner.(interface{ Release() }); ok {
+			rel.Release() // and the run's cgroup, if it has one
+		}
 		return nil, err
 	}
 	return e.launch(r, sp), nil
@@ -252,6 +258,10 @@ func (e *Engine) preflight(actor Actor, req RunRequest) (pf preflighted, err err
 	case JailBwrap:
 		if pf.jl, err = e.jail(); err != nil {
 			return pf, err
+		}
+		// The ceiling may have been lowered since the module was added.
+		if err := hooks.CheckCeiling(m, e.ceiling()); err != nil {
+			return pf, fmt.Errorf("%w\n(the module was added under a higher ceiling; lower its limits or raise config.yaml's, then `warden module add` it again)", err)
 		}
 	default:
 		return pf, fmt.Errorf("unknown jail mode %q (want bwrap or off)", pf.jailMode)
@@ -325,7 +335,7 @@ func (e *Engine) prepare(r *activeRun) (undo func(), err error) {
 	// The token lives as long as the run may, plus the kill grace. It is
 	// recorded with the start receipt, in the same commit: until then it
 	// authorizes nothing, and nothing is spawned before.
-	if r.tok, err = e.auth.Mint(r.rec.Actor, r.rec.ID, "hook", r.rec.ID, r.hook.Timeout+hooks.DefaultKillGrace+time.Second); err != nil {
+	if r.tok, err = e.auth.Mint(r.rec.Actor, r.rec.ID, "hook", r.rec.ID, r.hook.Timeout+r.hook.KillGrace+time.Second); err != nil {
 		return nil, err
 	}
 	r.token = r.tok.Token
@@ -373,7 +383,11 @@ func (e *Engine) spawnSpec(r *activeRun, pf preflighted) spawned {
 		} else if err := jl.HandOver(runDir, socket); err != nil {
 			sp.planErr = err
 		}
-		sp.spawner = jl.Spawner(plan, r.network)
+		js := jl.Spawner(plan, r.network)
+		if sp.planErr == nil {
+			sp.planErr = r.limit(js, sp.startDetails)
+		}
+		sp.spawner = js
 		sp.spawn.Argv = append([]string{path.Join(jail.ModuleTarget, hook.Run[0])}, hook.Run[1:]...)
 		sp.spawn.Dir = jail.ModuleTarget
 		socket, pathFirst = jail.SocketTarget, jail.BinDir
@@ -413,7 +427,7 @@ func (e *Engine) recordStart(actor Actor, r *activeRun, details map[string]any) 
 			return err
 		}
 		_, err = tx.AppendReceipt(storage.Draft{Kind: storage.KindHookStart, Actor: r.rec.Actor, Subject: r.rec.Module + "/" + r.rec.Hook,
-			Summary: fmt.Sprintf("run %s of %s/%s started (jail %s)", r.rec.ID, r.rec.Module, r.rec.Hook, jailName(r.rec.JailMode)),
+			Summary: fmt.Sprintf("run %s of %s/%s started (jail %s%s)", r.rec.ID, r.rec.Module, r.rec.Hook, jailName(r.rec.JailMode), limitsNote(r.limits)),
 			Details: details})
 		return err
 	}); err != nil {
@@ -442,7 +456,7 @@ func (e *Engine) launch(r *activeRun, sp spawned) *RunHandle {
 		go r.finish(h, hooks.Exit{Code: -1, Err: sp.planErr, Reason: sp.planErr.Error()})
 		return h
 	}
-	proc, err := hooks.Start(sp.spawner, sp.spawn, hooks.Limits{Timeout: r.hook.Timeout, IdleTimeout: r.hook.IdleTimeout, KillGrace: hooks.DefaultKillGrace}, r.output)
+	proc, err := hooks.Start(sp.spawner, sp.spawn, hooks.Limits{Timeout: r.hook.Timeout, IdleTimeout: r.hook.IdleTimeout, KillGrace: r.hook.KillGrace}, r.output)
 	if rel, ok := sp.spawner.(interface{ Release() }); ok {
 		rel.Release()
 	}
@@ -497,6 +511,10 @@ func (r *activeRun) cancel(why string) {
 // writes the run's end receipt.
 func (r *activeRun) finish(h *RunHandle, exit hooks.Exit) {
 	e := r.e
+	if hooks.IsResourceLimit(exit.Limit) {
+		// Never silent: the stream says why the hook was stopped.
+		r.streamLine(storage.LevelError, "warden: the run was stopped: "+exit.Reason)
+	}
 	r.ingest.close() // every output line is durable before the verdict
 	r.brk.End()
 	ended := time.Now().UTC()
@@ -548,6 +566,9 @@ func (r *activeRun) finish(h *RunHandle, exit hooks.Exit) {
 	if r.session != "" {
 		details["session"] = r.session
 	}
+	if r.limits != "" {
+		details["limits"] = r.limits
+	}
 	if exit.Signal != "" {
 		details["signal"] = exit.Signal
 	}
@@ -560,7 +581,7 @@ func (r *activeRun) finish(h *RunHandle, exit hooks.Exit) {
 	if rec.Error != "" {
 		details["error"] = rec.Error
 	}
-	summary := fmt.Sprintf("run %s of %s/%s %s in %s (jail %s)", rec.ID, rec.Module, rec.Hook, rec.Status, dur.Round(time.Millisecond), jailName(rec.JailMode))
+	summary := fmt.Sprintf("run %s of %s/%s %s in %s (jail %s%s)", rec.ID, rec.Module, rec.Hook, rec.Status, dur.Round(time.Millisecond), jailName(rec.JailMode), limitsNote(r.limits))
 	if rec.Status == storage.RunFailed {
 		// Why, where every receipt list and the console's Receipts pane
 		// show it (a full disk leaves no stream line to say so).

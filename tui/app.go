@@ -205,8 +205,11 @@ type App struct {
 	toastID  int
 	toastReq uint64 // the request the toast announces
 	jailErr  string
-	tabX     [tabCount][2]int // each tab's cells on the tab bar
-	closed   bool
+	// limitsErr: jailed runs' memory, pids and cpu limits cannot be
+	// enforced on this host; the header says "limits off".
+	limitsErr string
+	tabX      [tabCount][2]int // each tab's cells on the tab bar
+	closed    bool
 	// eventMsgs counts event messages (tests check lines are batched).
 	eventMsgs int
 	// attachedPID is the process serving the engine (0: this one). When
@@ -254,6 +257,8 @@ func New(e engine.Facade, opts Options) *App {
 	if opts.Jail != engine.JailOff {
 		if err := e.JailReady(); err != nil {
 			a.jailErr = err.Error()
+		} else if err := e.LimitsReady(); err != nil {
+			a.limitsErr = err.Error()
 		}
 	}
 	a.streams = newStreamsPane(sh)
@@ -695,6 +700,8 @@ func (a *App) header(w int) string {
 		jail = th.JailOff.Render(" ⚠ JAIL OFF ")
 	case a.jailErr != "":
 		jail = th.JailOff.Render(" ⚠ JAIL UNAVAILABLE ")
+	case a.limitsErr != "":
+		jail += " " + th.JailOff.Render(" ⚠ LIMITS OFF ")
 	}
 	if n := a.streams.unjailedRunning(); n > 0 && a.sh.opts.Jail != engine.JailOff {
 		jail += " " + th.JailOff.Render(fmt.Sprintf(" ⚠ %d UNJAILED ", n))

@@ -27,14 +27,14 @@ binary exists (docker-init, or catatonit for Podman) and the API version.`,
   warden doctor --engine-socket /run/podman/podman.sock --json`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			set, err := loadSettings()
+			if err != nil && bwrap == "" {
+				return err
+			}
 			if bwrap == "" {
-				set, err := loadSettings()
-				if err != nil {
-					return err
-				}
 				bwrap = set.Bwrap
 			}
-			rep := engine.Doctor(engine.DoctorOptions{DataDir: a.dataDir, BwrapPath: bwrap, EngineSocket: engineSocket,
+			rep := engine.Doctor(engine.DoctorOptions{DataDir: a.dataDir, BwrapPath: bwrap, EngineSocket: engineSocket, Ceiling: set.Limits,
 				Attach: func(dir string) (engine.Facade, int, error) {
 					c, err := control.Dial(dir)
 					if err != nil {

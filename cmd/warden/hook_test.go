@@ -173,7 +173,8 @@ func TestHookPlan(t *testing.T) {
 	c := newCLI(t)
 	c.ok("module", "add", example(t, "hello"))
 	r := c.ok("hook", "plan", "hello", "greet")
-	for _, want := range []string{"/module", "/run/warden", "/opt/warden/bin/warden", "required", "tmpfs", "network: none"} {
+	for _, want := range []string{"/module", "/run/warden", "/opt/warden/bin/warden", "required", "tmpfs", "network: none",
+		"limits: memory 512MiB, pids 256, cpu 1, tmp 64MiB, run_dir 16MiB"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("plan lacks %q:\n%s", want, r.stdout)
 		}

@@ -55,6 +55,11 @@ and listed in the run's receipt. Give path inputs with --input to plan them.`,
 						net = "granted by policy module:" + hp.Module
 					}
 					a.printf("\nnetwork: %s\n", net)
+					lim := hp.Limits.String()
+					if hp.LimitsOff != "" {
+						lim += " (" + hp.LimitsOff + ")"
+					}
+					a.printf("limits: %s\n", lim)
 				}
 				if hp.Problem != "" {
 					return fmt.Errorf("%s", hp.Problem)

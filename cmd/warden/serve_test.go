@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"warden/engine"
+	"warden/storage"
 )
 
 // procsWith lists the live processes whose command line contains marker.
@@ -343,5 +344,66 @@ func TestServeRunInputs(t *testing.T) {
 	}
 	if !strings.Contains(strings.Join(text, "\n"), "about to greet serve") {
 		t.Errorf("the run's stream does not greet serve:\n%s", strings.Join(text, "\n"))
+	}
+}
+
+// TestServeSIGTERMGivesJailedHookItsGrace: a jailed hook that traps
+// SIGTERM, takes a second and then writes a file, gets to write it when
+// `warden serve` is stopped with SIGTERM (the engine's shutdown cancels
+// the run with the hook's grace, not by ending the jail around it).
+func TestServeSIGTERMGivesJailedHookItsGrace(t *testing.T) {
+	needBwrap(t)
+	base := privateDir(t, "warden-serve-grace-")
+	bin := filepath.Join(base, "bin", "warden")
+	data := filepath.Join(base, "data")
+	if out, err := exec.Command(goTool(t), "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	mod := filepath.Join(base, "modules", "graceful")
+	out := filepath.Join(base, "out")
+	os.MkdirAll(mod, 0o755)
+	os.MkdirAll(out, 0o777)
+	os.Chmod(out, 0o777) // the jailed hook's uid writes there
+	script := "#!/bin/bash\ntrap 'sleep 1; echo graced > \"$1/graced\"; exit 0' TERM\necho ready\nwhile :; do sleep 0.1; done\n"
+	yaml := "id: graceful\nversion: 1.0.0\nhooks:\n  wait:\n    run: [./wait.sh, \"" + out + "\"]\n    inputs: {out: path:rw}\n    idle_timeout: 10m\n"
+	os.WriteFile(filepath.Join(mod, "wait.sh"), []byte(script), 0o755)
+	os.WriteFile(filepath.Join(mod, "module.yaml"), []byte(yaml), 0o644)
+	if o, err := exec.Command(bin, "--data-dir", data, "module", "add", mod).CombinedOutput(); err != nil {
+		t.Fatalf("module add: %v: %s", err, o)
+	}
+	var stdout, stderr lockedBuffer
+	cmd := exec.Command(bin, "--data-dir", data, "serve", "--run", "graceful/wait", "--input", "out="+out)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() { cmd.Process.Kill() })
+	output := func() string { return "stdout:\n" + stdout.String() + "stderr:\n" + stderr.String() }
+	waitUntil(t, "the run", 20*time.Second, func() bool { return strings.Contains(stderr.String(), "run ") }, output)
+	logs := func() string {
+		var runs []storage.RunRecord
+		o, _ := exec.Command(bin, "--data-dir", data, "hook", "runs", "--json").Output()
+		if json.Unmarshal(o, &runs) != nil || len(runs) == 0 {
+			return string(o)
+		}
+		o, _ = exec.Command(bin, "--data-dir", data, "hook", "logs", runs[0].ID).CombinedOutput()
+		return string(o)
+	}
+	waitUntil(t, "the hook's ready", 20*time.Second, func() bool { return strings.Contains(logs(), "ready") }, func() string { return output() + logs() })
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("serve exited %v\n%s", err, output())
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatalf("serve still running 15s after SIGTERM\n%s", output())
+	}
+	if b, err := os.ReadFile(filepath.Join(out, "graced")); err != nil || string(b) != "graced\n" {
+		t.Errorf("the jailed hook did not get its grace on serve's SIGTERM: %v %q\n%s", err, b, output())
 	}
 }

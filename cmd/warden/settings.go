@@ -13,6 +13,7 @@ import (
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
 
+	"warden/engine/hooks"
 	"warden/themes"
 )
 
@@ -21,6 +22,12 @@ import (
 //
 //	theme: dark              # or light, contrast
 //	bwrap: /usr/bin/bwrap    # the bubblewrap binary (absolute; never PATH)
+//	limits:                  # the ceiling of module.yaml limits (these are the defaults)
+//	  memory: 2GiB
+//	  pids: 1024
+//	  cpu: 2.0
+//	  tmp: 512MiB
+//	  run_dir: 64MiB
 //
 // It is decoded strictly: an unknown key, a duplicated key or a value of
 // the wrong kind is an error naming the file, line and key.
@@ -33,6 +40,9 @@ type settings struct {
 	// Bwrap is the bubblewrap binary hooks are jailed with ("" for the
 	// default /usr/bin/bwrap). It is admitted like the default.
 	Bwrap string
+	// Limits is the operator's ceiling of hooks' resource limits (zero
+	// fields: hooks.DefaultCeiling's).
+	Limits hooks.Resources
 }
 
 // maxSettingsSize bounds config.yaml.
@@ -166,11 +176,51 @@ func parseSettings(file string, data []byte) (s settings, err error) {
 				return s, bad(kl, key, "want an absolute, clean path to bwrap (it is never searched on PATH)")
 			}
 			s.Bwrap = v.Value
+		case "limits":
+			if err := parseCeiling(&s, mv.Value, bad); err != nil {
+				return s, err
+			}
 		default:
-			return s, bad(kl, key, "unknown key (the config file knows: theme, bwrap)")
+			return s, bad(kl, key, "unknown key (the config file knows: theme, bwrap, limits)")
 		}
 	}
 	return s, nil
+}
+
+// parseCeiling decodes `limits:`, spelt as in module.yaml.
+func parseCeiling(s *settings, n ast.Node, bad func(int, string, string, ...any) error) error {
+	var values []*ast.MappingValueNode
+	switch v := n.(type) {
+	case *ast.MappingNode:
+		values = v.Values
+	case *ast.MappingValueNode:
+		values = []*ast.MappingValueNode{v}
+	default:
+		return bad(line(n), "limits", "want a mapping of ceilings (%s), got %s", strings.Join(hooks.ResourceKeys, ", "), n.Type())
+	}
+	seen := map[string]int{}
+	for _, mv := range values {
+		var kn ast.Node = mv.Key
+		if k, ok := kn.(*ast.MappingKeyNode); ok {
+			kn = k.Value
+		}
+		kl := line(kn)
+		ks, ok := kn.(*ast.StringNode)
+		if !ok {
+			return bad(kl, "limits", "keys must be plain strings, got %s", kn.Type())
+		}
+		key := "limits." + ks.Value
+		if first, dup := seen[ks.Value]; dup {
+			return bad(kl, key, "duplicated key (first at line %d)", first)
+		}
+		seen[ks.Value] = kl
+		v, err := hooks.ParseResource(ks.Value, mv.Value)
+		if err != nil {
+			return bad(kl, key, "%v", err)
+		}
+		s.Limits = v.Or(s.Limits)
+	}
+	return nil
 }
 
 func line(n ast.Node) int {

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"warden/engine/hooks"
 )
 
 func TestSettingsPath(t *testing.T) {
@@ -28,7 +30,7 @@ func TestParseSettings(t *testing.T) {
 		{in: "# nothing here\n", theme: ""},
 		{in: "theme: light\n", theme: "light"},
 		{in: "# mine\ntheme: contrast # high\n", theme: "contrast"},
-		{in: "theme: dark\ncolour: red\n", err: f + ":2: colour: unknown key (the config file knows: theme, bwrap)"},
+		{in: "theme: dark\ncolour: red\n", err: f + ":2: colour: unknown key (the config file knows: theme, bwrap, limits)"},
 		{in: "\n\nThemes: dark\n", err: f + ":3: Themes: unknown key"},
 		{in: "theme: neon\n", err: f + ":1: theme: unknown theme \"neon\" (want contrast, dark, light, none)"},
 		{in: "theme: 3\n", err: f + ":1: theme: want a theme name"},
@@ -152,4 +154,57 @@ func TestConfigBwrapReachesDoctorAndRuns(t *testing.T) {
 	if r := c.run("hook", "run", "hello", "greet", "--input", "target=x"); r.code != 1 || !strings.Contains(r.stderr, "/nonexistent/bwrap") || !strings.Contains(r.stderr, "apt-get install bubblewrap") {
 		t.Errorf("run with a configured bwrap: %s", r)
 	}
+}
+
+// The ceiling of hooks' limits is spelt as in module.yaml, checked as
+// strictly, and partial: what it does not name keeps the default.
+func TestSettingsLimits(t *testing.T) {
+	s, err := parseSettings("/c.yaml", []byte("theme: dark\nlimits:\n  memory: 4GiB\n  pids: 2048\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := hooks.DefaultCeiling
+	want.Memory, want.Pids = 4<<30, 2048
+	if got := s.Limits.Or(hooks.DefaultCeiling); got != want {
+		t.Errorf("ceiling = %+v, want %+v", got, want)
+	}
+	for in, msg := range map[string]string{
+		"limits:\n  memory: 4GB\n":            "/c.yaml:2: limits.memory: invalid size",
+		"limits:\n  disk: 4GiB\n":             "/c.yaml:2: limits.disk: unknown key (known: memory, pids, cpu, tmp, run_dir)",
+		"limits:\n  pids: 1\n":                "/c.yaml:2: limits.pids: 1 is below the least a jail can run with (16)",
+		"limits: 4GiB\n":                      "/c.yaml:1: limits: want a mapping of ceilings",
+		"limits:\n  pids: 30\n  pids: 40\n":   "/c.yaml:3: limits.pids: duplicated key (first at line 2)",
+		"theme: dark\nlimits:\n  cpu: many\n": "/c.yaml:3: limits.cpu: expected a number of CPUs",
+	} {
+		if _, err := parseSettings("/c.yaml", []byte(in)); err == nil || !strings.HasPrefix(err.Error(), msg) {
+			t.Errorf("%q: %v\nwant %s...", in, err, msg)
+		}
+	}
+}
+
+// A module asking for more than the operator's ceiling is refused at
+// `module add`, pointing at the manifest's line; within it, it is added.
+func TestModuleAddAboveCeiling(t *testing.T) {
+	c := newCLI(t)
+	dir := filepath.Join(os.Getenv("XDG_CONFIG_HOME"), "warden")
+	os.MkdirAll(dir, 0o700)
+	if err := os.WriteFile(filepath.Join(dir, "config.yaml"), []byte("limits:\n  memory: 1GiB\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mod := filepath.Join(privateDir(t, "warden-ceiling-"), "big")
+	os.Mkdir(mod, 0o755)
+	manifest := "id: big\nversion: 1.0.0\nhooks:\n  h:\n    run: [./h.sh]\n    limits:\n      pids: 300\n      memory: 1536MiB\n"
+	if err := os.WriteFile(filepath.Join(mod, "module.yaml"), []byte(manifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := c.run("module", "add", mod)
+	want := filepath.Join(mod, "module.yaml") + ":8: hooks.h.limits.memory: 1536MiB is above the operator's ceiling of 1GiB (config.yaml limits.memory)"
+	if r.code != 1 || !strings.Contains(r.stderr, want) {
+		t.Fatalf("module add above the ceiling: %s\nwant %s", r, want)
+	}
+	if l := c.ok("module", "list"); strings.Contains(l.stdout, "big") {
+		t.Errorf("a refused module was registered: %s", l.stdout)
+	}
+	os.WriteFile(filepath.Join(dir, "config.yaml"), []byte("limits:\n  memory: 2GiB\n"), 0o600)
+	c.ok("module", "add", mod)
 }

@@ -156,6 +156,12 @@ var handlers = map[string]handler{
 		}
 		return nil, e.JailReady()
 	},
+	"LimitsReady": func(ctx context.Context, e engine.Facade, actor engine.Actor, args []json.RawMessage) ([]any, error) {
+		if err := decodeArgs("LimitsReady", args); err != nil {
+			return nil, err
+		}
+		return nil, e.LimitsReady()
+	},
 	"MCPHands": func(ctx context.Context, e engine.Facade, actor engine.Actor, args []json.RawMessage) ([]any, error) {
 		var a0 engine.MCPCall
 		if err := decodeArgs("MCPHands", args, &a0); err != nil {
@@ -459,6 +465,12 @@ func (c *Client) HoldMCPSession(ctx context.Context, _ engine.Actor, a0 engine.M
 // JailReady calls engine.Facade.JailReady in the serving process.
 func (c *Client) JailReady() (err error) {
 	err = c.do(context.Background(), nil, "JailReady", nil)
+	return
+}
+
+// LimitsReady calls engine.Facade.LimitsReady in the serving process.
+func (c *Client) LimitsReady() (err error) {
+	err = c.do(context.Background(), nil, "LimitsReady", nil)
 	return
 }
 

@@ -42,6 +42,9 @@ const outputCap = 3 * time.Second
 // actually be gone (SIGKILL delivery is asynchronous).
 const groupGoneCap = 2 * time.Second
 
+// limitWatchEvery is how often a Tree's limits are looked at.
+const limitWatchEvery = 100 * time.Millisecond
+
 // DefaultKillGrace is the time between SIGTERM and SIGKILL (docs/architecture.md).
 const DefaultKillGrace = 2 * time.Second
 
@@ -60,6 +63,28 @@ type Spawn struct {
 // command's Stdout, Stderr and process-group settings.
 type Spawner interface {
 	Command(s Spawn) (*exec.Cmd, error)
+}
+
+// Tree is the seam a jail with a process tree of its own fills: a Spawner
+// that also implements it starts the command itself (inside the run's
+// cgroup), has SIGTERM reach the hook's own processes rather than the jail
+// around them (so the hook gets its grace), and is asked which resource
+// limit the run ran into.
+type Tree interface {
+	// Start starts cmd, whose pipes and attributes are set.
+	Start(cmd *exec.Cmd) error
+	// Terminate sends SIGTERM to the hook's processes, leaving the jail's
+	// own standing: the hook stops in its own time, within the grace.
+	Terminate()
+	// Kill sends SIGKILL to every process of the run.
+	Kill()
+	// Exceeded names the resource limit the run ran into (LimitMemory,
+	// LimitPids, LimitTmp or LimitRunDir) with the text for the operator,
+	// or returns "".
+	Exceeded() (limit, reason string)
+	// Close kills what is left of the run and releases the tree. It is
+	// called once, after the exit; an error means something survived.
+	Close() error
 }
 
 // DirectSpawner runs the Spawn as is, with no jail (jail mode "off").
@@ -101,7 +126,21 @@ const (
 	LimitTimeout     = "timeout"
 	LimitIdleTimeout = "idle_timeout"
 	LimitCancelled   = "cancelled"
+	// Resource limits a Tree enforces.
+	LimitMemory = "memory"
+	LimitPids   = "pids"
+	LimitTmp    = "tmp"
+	LimitRunDir = "run_dir"
 )
+
+// IsResourceLimit reports whether limit is one of the resource limits.
+func IsResourceLimit(limit string) bool {
+	switch limit {
+	case LimitMemory, LimitPids, LimitTmp, LimitRunDir:
+		return true
+	}
+	return false
+}
 
 // Exit is how a hook process ended.
 type Exit struct {
@@ -121,6 +160,8 @@ type Exit struct {
 func (e Exit) Describe() string {
 	var s string
 	switch {
+	case IsResourceLimit(e.Limit):
+		s = e.Reason
 	case e.Limit == LimitIdleTimeout:
 		s = fmt.Sprintf("killed after its idle limit of %s with no activity", e.LimitAfter)
 	case e.Limit == LimitTimeout:
@@ -144,7 +185,8 @@ func (e Exit) Describe() string {
 // use.
 type Process struct {
 	cmd   *exec.Cmd
-	pid   int // also the process group id: the child is the group leader
+	tree  Tree // nil without a jail
+	pid   int  // also the process group id: the child is the group leader
 	lim   Limits
 	start time.Time
 
@@ -219,7 +261,12 @@ func Start(sp Spawner, s Spawn, lim Limits, sink func([]OutputLine)) (*Process, 
 	cmd.Stdout = outW
 	cmd.Stderr = errW
 	closeInheritedOnExec()
-	if err := cmd.Start(); err != nil {
+	tree, _ := sp.(Tree)
+	start := cmd.Start
+	if tree != nil {
+		start = func() error { return tree.Start(cmd) }
+	}
+	if err := start(); err != nil {
 		outR.Close()
 		outW.Close()
 		errR.Close()
@@ -233,6 +280,7 @@ func Start(sp Spawner, s Spawn, lim Limits, sink func([]OutputLine)) (*Process, 
 
 	p := &Process{
 		cmd:      cmd,
+		tree:     tree,
 		pid:      cmd.Process.Pid,
 		lim:      lim,
 		start:    time.Now(),
@@ -295,7 +343,13 @@ func (p *Process) cancel(limit string, after time.Duration, reason string) {
 		return
 	}
 	p.limit, p.limitAfter, p.reason = limit, after, reason
-	p.signalGroupLocked(syscall.SIGTERM)
+	if p.tree != nil {
+		// Not the jail's process group: SIGTERM there would end bwrap,
+		// whose pid namespace would take the hook down at once.
+		p.tree.Terminate()
+	} else {
+		p.signalGroupLocked(syscall.SIGTERM)
+	}
 	p.mu.Unlock()
 
 	go func() {
@@ -305,6 +359,9 @@ func (p *Process) cancel(limit string, after time.Duration, reason string) {
 		case <-t.C:
 			p.mu.Lock()
 			p.signalGroupLocked(syscall.SIGKILL)
+			if p.tree != nil && !p.reaped {
+				p.tree.Kill()
+			}
 			p.mu.Unlock()
 		case <-p.exitedCh:
 			// reap kills whatever of the group is left.
@@ -337,6 +394,15 @@ func (p *Process) clock() {
 		defer t.Stop()
 		overall = t.C
 	}
+	// A run's resource limits are watched while it runs: the kernel
+	// stops the hook (an OOM kill, a refused fork, a full tmpfs), and the
+	// run then ends naming the limit rather than going on crippled.
+	var watch <-chan time.Time
+	if p.tree != nil {
+		t := time.NewTicker(limitWatchEvery)
+		defer t.Stop()
+		watch = t.C
+	}
 	var idle *time.Timer
 	var idleC <-chan time.Time
 	if p.lim.IdleTimeout > 0 {
@@ -348,6 +414,11 @@ func (p *Process) clock() {
 		select {
 		case <-p.exitedCh:
 			return
+		case <-watch:
+			if limit, reason := p.tree.Exceeded(); limit != "" {
+				p.cancel(limit, time.Since(p.start), reason)
+				return
+			}
 		case <-overall:
 			p.cancel(LimitTimeout, p.lim.Timeout,
 				fmt.Sprintf("ran longer than its overall timeout of %s", p.lim.Timeout))
@@ -393,6 +464,13 @@ func (p *Process) reap() {
 	// no one left to shut them down in order.
 	p.signalGroupLocked(syscall.SIGKILL)
 	p.reaped = true
+	if p.tree != nil {
+		p.tree.Kill()
+		// An OOM kill can end the run between two looks of the clock.
+		if limit, reason := p.tree.Exceeded(); limit != "" && p.limit == "" {
+			p.limit, p.limitAfter, p.reason = limit, time.Since(p.start), reason
+		}
+	}
 	p.mu.Unlock()
 
 	err := p.cmd.Wait()
@@ -431,6 +509,11 @@ func (p *Process) reap() {
 	t.Stop()
 
 	waitGroupGone(p.pid, groupGoneCap)
+	if p.tree != nil {
+		if err := p.tree.Close(); err != nil && ex.Err == nil {
+			ex.Err = err
+		}
+	}
 
 	p.mu.Lock()
 	ex.Limit, ex.LimitAfter, ex.Reason = p.limit, p.limitAfter, p.reason

@@ -40,6 +40,9 @@ const maxManifestUnits = 16384
 const (
 	DefaultTimeout     = 10 * time.Minute
 	DefaultIdleTimeout = 30 * time.Second
+	// MaxKillGrace bounds kill_grace: a stopping hook holds up a
+	// shutdown of the engine for that long.
+	MaxKillGrace = time.Minute
 )
 
 // Capabilities a hook may list in `requires`.
@@ -89,6 +92,13 @@ type Hook struct {
 	Inputs      map[string]Type // nil when none
 	Outputs     map[string]Type // nil when none
 	Network     bool
+	// KillGrace is the time between SIGTERM and SIGKILL (kill_grace;
+	// DefaultKillGrace when not set).
+	KillGrace time.Duration
+	// Limits are the declared resource limits (zero fields: not declared;
+	// see Effective). LimitLines has the line of each declared one.
+	Limits     Resources
+	LimitLines map[string]int
 }
 
 // HookNames returns the manifest's hook names, sorted.
@@ -578,7 +588,7 @@ func (d *manifestDecoder) nameList(n ast.Node, path, what string, re *regexp.Reg
 }
 
 var manifestTopKeys = []string{"id", "version", "description", "secrets", "config", "hooks"}
-var manifestHookKeys = []string{"run", "timeout", "idle_timeout", "requires", "inputs", "outputs", "network"}
+var manifestHookKeys = []string{"run", "timeout", "idle_timeout", "kill_grace", "requires", "inputs", "outputs", "network", "limits"}
 
 func unknownKeyProblem(known []string) string {
 	return "unknown key (known: " + strings.Join(known, ", ") + ")"
@@ -689,7 +699,7 @@ func (d *manifestDecoder) hook(e yamlEntry) (*Hook, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &Hook{Name: e.key, Timeout: DefaultTimeout, IdleTimeout: DefaultIdleTimeout}
+	h := &Hook{Name: e.key, Timeout: DefaultTimeout, IdleTimeout: DefaultIdleTimeout, KillGrace: DefaultKillGrace}
 	hasRun := false
 	for _, f := range entries {
 		switch f.key {
@@ -704,6 +714,17 @@ func (d *manifestDecoder) hook(e yamlEntry) (*Hook, error) {
 			}
 		case "idle_timeout":
 			if h.IdleTimeout, err = d.duration(f); err != nil {
+				return nil, err
+			}
+		case "kill_grace":
+			if h.KillGrace, err = d.duration(f); err != nil {
+				return nil, err
+			}
+			if h.KillGrace > MaxKillGrace {
+				return nil, d.errf(nodeLine(f.value), f.path, "at most %s (a hook that needs longer to stop should checkpoint as it goes)", MaxKillGrace)
+			}
+		case "limits":
+			if err := d.limits(f, h); err != nil {
 				return nil, err
 			}
 		case "requires":

@@ -52,6 +52,7 @@ func TestParseManifestDesignExample(t *testing.T) {
 				Inputs:      map[string]Type{"target": {Kind: "string"}},
 				Outputs:     map[string]Type{"address": {Kind: "string"}},
 				Network:     false,
+				KillGrace:   DefaultKillGrace,
 			},
 		},
 		Dir:  "/m",
@@ -120,7 +121,7 @@ hooks:
 func TestManifestErrorFormat(t *testing.T) {
 	src := strings.Replace(designExample, "    timeout: 2m", "    timout: 2m", 1)
 	_, err := ParseManifest(mfTestFile, []byte(src))
-	want := "/m/module.yaml:9: hooks.on_install.timout: unknown key (known: run, timeout, idle_timeout, requires, inputs, outputs, network)"
+	want := "/m/module.yaml:9: hooks.on_install.timout: unknown key (known: run, timeout, idle_timeout, kill_grace, requires, inputs, outputs, network, limits)"
 	if err == nil || err.Error() != want {
 		t.Fatalf("err = %v\nwant  %s", err, want)
 	}
@@ -339,6 +340,14 @@ func FuzzParseManifest(f *testing.F) {
 			}
 			if len(h.Run) == 0 || h.Run[0] == "" || filepath.IsAbs(h.Run[0]) {
 				t.Fatalf("hook %q: bad run %q", name, h.Run)
+			}
+			for _, k := range ResourceKeys {
+				if v := h.Limits.Get(k); v != 0 && (v < minResources.Get(k) || v > maxResources.Get(k)) {
+					t.Fatalf("hook %q: accepted %s %v outside [%v, %v]", name, k, v, minResources.Get(k), maxResources.Get(k))
+				}
+			}
+			if h.KillGrace <= 0 || h.KillGrace > MaxKillGrace {
+				t.Fatalf("hook %q: accepted kill_grace %s", name, h.KillGrace)
 			}
 			if c := filepath.Clean(h.Run[0]); c == ".." || strings.HasPrefix(c, "../") {
 				t.Fatalf("hook %q: run escapes: %q", name, h.Run)

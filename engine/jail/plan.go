@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 )
@@ -34,7 +35,10 @@ const (
 	RunTarget    = "/run/warden"
 	BinDir       = "/opt/warden/bin"
 	WardenTarget = BinDir + "/warden"
-	SocketTarget = RunTarget + "/broker.sock"
+	SocketTarget = RunTarget + "/" + SocketName
+	// SocketName is the broker socket's name in the host's run dir
+	// (broker.SocketName).
+	SocketName = "broker.sock"
 )
 
 // Row is one line of a mount plan.
@@ -63,6 +67,9 @@ type PlanInput struct {
 	Warden    string // the warden binary on the host
 	Inputs    []PathInput
 	Network   bool
+	// Preview: a plan shown before any run (warden hook plan), whose
+	// broker socket does not exist yet; its row is not checked.
+	Preview bool
 }
 
 // Plan is a run's mount plan, with the rows whose sources are missing on
@@ -117,7 +124,11 @@ func BuildPlan(in PlanInput) (*Plan, error) {
 	rows = append(rows,
 		Row{Source: in.ModuleDir, Target: ModuleTarget, Mode: ModeRO, Absence: Required, Reason: "the module"},
 		Row{Source: in.Warden, Target: WardenTarget, Mode: ModeRO, Absence: Required, Reason: "the warden helper, first on PATH"},
-		Row{Source: in.RunDir, Target: RunTarget, Mode: ModeRW, Absence: Required, Reason: "the run dir with the broker socket"},
+		// The run dir is a sized tmpfs of its own, with only the broker
+		// socket bound in from the host's run dir: whatever the hook
+		// writes there is bounded and never lands on the data dir's disk.
+		Row{Source: "tmpfs", Target: RunTarget, Mode: ModeTmpfs, Absence: Required, Reason: "the run dir (sized)"},
+		Row{Source: filepath.Join(in.RunDir, SocketName), Target: SocketTarget, Mode: ModeRW, Absence: Required, Reason: "the broker socket"},
 		Row{Source: "tmpfs", Target: "/tmp", Mode: ModeTmpfs, Absence: Required, Reason: "private /tmp"},
 	)
 	for _, p := range in.Inputs {
@@ -131,7 +142,7 @@ func BuildPlan(in PlanInput) (*Plan, error) {
 	plan := &Plan{}
 	var missingRequired []Row
 	for _, r := range rows {
-		if r.Mode == ModeTmpfs {
+		if r.Mode == ModeTmpfs || (in.Preview && r.Target == SocketTarget) {
 			plan.Rows = append(plan.Rows, r)
 			continue
 		}

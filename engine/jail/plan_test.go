@@ -16,7 +16,12 @@ func planInput(t *testing.T) PlanInput {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return PlanInput{ModuleDir: t.TempDir(), RunDir: t.TempDir(), Warden: exe}
+	run := t.TempDir()
+	// The broker's socket (a plain file does for the plan).
+	if err := os.WriteFile(filepath.Join(run, SocketName), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return PlanInput{ModuleDir: t.TempDir(), RunDir: run, Warden: exe}
 }
 
 func rowByTarget(rows []Row, target string) (Row, bool) {
@@ -38,7 +43,8 @@ func TestBuildPlanLayout(t *testing.T) {
 		{Source: "/usr", Target: "/usr", Mode: ModeRO, Absence: Required},
 		{Source: in.ModuleDir, Target: ModuleTarget, Mode: ModeRO, Absence: Required},
 		{Source: in.Warden, Target: WardenTarget, Mode: ModeRO, Absence: Required},
-		{Source: in.RunDir, Target: RunTarget, Mode: ModeRW, Absence: Required},
+		{Source: "tmpfs", Target: RunTarget, Mode: ModeTmpfs, Absence: Required},
+		{Source: filepath.Join(in.RunDir, SocketName), Target: SocketTarget, Mode: ModeRW, Absence: Required},
 		{Source: "tmpfs", Target: "/tmp", Mode: ModeTmpfs, Absence: Required},
 	} {
 		got, ok := rowByTarget(plan.Rows, want.Target)
@@ -56,7 +62,7 @@ func TestBuildPlanLayout(t *testing.T) {
 		if r.Target == "/etc" || r.Target == "/" || strings.HasPrefix(r.Target, "/var") || strings.HasPrefix(r.Target, "/root") || strings.HasPrefix(r.Target, "/home") {
 			t.Errorf("the plan binds %s (%s)", r.Target, r.Reason)
 		}
-		if r.Source != "tmpfs" && r.Symlink == "" && r.Mode == ModeRW && r.Target != RunTarget {
+		if r.Source != "tmpfs" && r.Symlink == "" && r.Mode == ModeRW && r.Target != SocketTarget {
 			t.Errorf("%s is bound read-write", r.Target)
 		}
 	}
@@ -101,7 +107,8 @@ func TestBuildPlanMissingRequired(t *testing.T) {
 		t.Fatalf("BuildPlan = %v, want a *MissingError", err)
 	}
 	msg := err.Error()
-	for _, want := range []string{in.RunDir + " (the run dir with the broker socket)", in.Warden + " (the warden helper"} {
+	sock := filepath.Join(in.RunDir, SocketName)
+	for _, want := range []string{sock + " (the broker socket)", in.Warden + " (the warden helper"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("error %q does not contain %q", msg, want)
 		}
@@ -112,7 +119,7 @@ func TestBuildPlanMissingRequired(t *testing.T) {
 	if plan == nil {
 		t.Fatal("no plan with the error")
 	}
-	for _, p := range []string{in.RunDir, in.Warden} {
+	for _, p := range []string{sock, in.Warden} {
 		if slices.ContainsFunc(plan.Rows, func(r Row) bool { return r.Source == p }) {
 			t.Errorf("missing %s is still among the rows to mount", p)
 		}
@@ -159,5 +166,23 @@ func TestBuildPlanDropsAbsentOptionalRows(t *testing.T) {
 	}
 	if r, ok := rowByTarget(plan.Rows, rw); !ok || r.Mode != ModeRW {
 		t.Errorf("path:rw input row %+v", r)
+	}
+}
+
+// A preview (warden hook plan) lists the socket row before any run has
+// made the socket; a real run's plan needs it.
+func TestBuildPlanPreviewSocket(t *testing.T) {
+	in := planInput(t)
+	in.RunDir = t.TempDir() // no socket
+	if _, err := BuildPlan(in); err == nil {
+		t.Fatal("a run's plan without its broker socket was accepted")
+	}
+	in.Preview = true
+	plan, err := BuildPlan(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, ok := rowByTarget(plan.Rows, SocketTarget); !ok || r.Source != filepath.Join(in.RunDir, SocketName) {
+		t.Errorf("preview socket row %+v", r)
 	}
 }

@@ -29,6 +29,31 @@ type Jail struct {
 	Bwrap    *Bwrap
 	Setpriv  string
 	UID, GID int
+	// Prlimit is util-linux's prlimit, which starts bwrap with the hooks'
+	// RLIMIT_NPROC set ("" when absent: doctor says so). Not used when
+	// OwnNproc.
+	Prlimit string
+	// OwnNproc: warden (as root) holds RLIMIT_NPROC at HookNproc itself,
+	// and every hook inherits it (see New).
+	OwnNproc bool
+
+	bwrapID fileID // tells bwrap's own processes from the hook's
+}
+
+// DefaultPrlimit is where util-linux puts prlimit.
+const DefaultPrlimit = "/usr/bin/prlimit"
+
+// HookNproc is the RLIMIT_NPROC of jailed hooks: a bound on the processes
+// of the hooks' host uid together, below the kernel's pid_max, so that
+// even with no cgroup to hold each run, hooks cannot exhaust the host's
+// pid space. It is the second line of defence behind each run's pids
+// limit.
+func HookNproc() int {
+	n := 8192
+	if max := readInt("/proc/sys/kernel/pid_max"); max > 0 && max/4 < n {
+		n = max / 4
+	}
+	return n
 }
 
 // New admits bwrap (and setpriv, needed when warden runs as root).
@@ -37,7 +62,10 @@ func New(bwrapPath string) (*Jail, error) {
 	if err != nil {
 		return nil, err
 	}
-	j := &Jail{Bwrap: b, Setpriv: DefaultSetpriv, UID: DefaultUID, GID: DefaultGID}
+	j := &Jail{Bwrap: b, Setpriv: DefaultSetpriv, UID: DefaultUID, GID: DefaultGID, bwrapID: idOf(b.Path)}
+	if fi, err := os.Lstat(DefaultPrlimit); err == nil && rootOwnedNotWritable(DefaultPrlimit, fi) == nil {
+		j.Prlimit = DefaultPrlimit
+	}
 	if os.Geteuid() == 0 {
 		fi, err := os.Lstat(j.Setpriv)
 		if err != nil {
@@ -47,7 +75,25 @@ func New(bwrapPath string) (*Jail, error) {
 			return nil, &AdmissionError{Path: j.Setpriv, Problem: err.Error(), Fix: "apt-get install --reinstall util-linux"}
 		}
 	}
+	j.OwnNproc = os.Geteuid() == 0 && holdNproc() == nil
 	return j, nil
+}
+
+// holdNproc lowers this process's own RLIMIT_NPROC (soft and hard) to
+// HookNproc. As root, warden and the root half of the jail are exempt
+// from it (CAP_SYS_RESOURCE); every hook, an unprivileged uid by then,
+// inherits it and cannot raise it. That spares each run an exec of
+// prlimit (a few ms on a busy host). Never raised: only lowered.
+func holdNproc() error {
+	n := uint64(HookNproc())
+	var cur unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NPROC, &cur); err != nil {
+		return err
+	}
+	if cur.Max <= n && cur.Cur <= n {
+		return nil
+	}
+	return unix.Setrlimit(unix.RLIMIT_NPROC, &unix.Rlimit{Cur: min(cur.Cur, n), Max: min(cur.Max, n)})
 }
 
 // Spawner returns the hooks.Spawner for one run's plan. Argv, Dir and Env
@@ -65,14 +111,22 @@ type Spawner struct {
 	plan    *Plan
 	network bool
 	files   []*os.File
+	spawnerState
 }
 
-// Release closes the files handed to bwrap.
+// Release closes the files handed to bwrap; if the command never started,
+// the run's cgroup goes too.
 func (s *Spawner) Release() {
 	for _, f := range s.files {
 		f.Close()
 	}
 	s.files = nil
+	s.mu.Lock()
+	started := s.pid != 0
+	s.mu.Unlock()
+	if !started {
+		s.Close()
+	}
 }
 
 // Fds handed to bwrap: ExtraFiles[i] is fd 3+i in the child.
@@ -147,6 +201,12 @@ func (s *Spawner) Command(sp hooks.Spawn) (*exec.Cmd, error) {
 		argv = []string{s.j.Bwrap.Path, "--args", strconv.Itoa(fdArgs)}
 	}
 	argv = append(append(argv, "--"), sp.Argv...)
+	if s.j.Prlimit != "" && !s.j.OwnNproc {
+		// prlimit sets the limit and execs bwrap: the pid is the same,
+		// and nothing of the run ever runs without the limit.
+		n := strconv.Itoa(HookNproc())
+		argv = append([]string{s.j.Prlimit, "--nproc=" + n + ":" + n, "--"}, argv...)
+	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = []string{"PATH=/usr/bin:/bin"} // bwrap's own; the hook's is set inside
 	cmd.ExtraFiles = []*os.File{seccomp, passwd, group, argsFile}
@@ -179,6 +239,10 @@ func (s *Spawner) mountArgs() []string {
 		case r.Symlink != "":
 			a = append(a, "--symlink", r.Symlink, r.Target)
 		case r.Mode == ModeTmpfs:
+			// Sized: an unsized tmpfs may take half the host's RAM.
+			if size := s.tmpfsSize(r.Target); size > 0 {
+				a = append(a, "--size", strconv.FormatInt(size, 10))
+			}
 			a = append(a, "--perms", "1777", "--tmpfs", r.Target)
 		case r.Mode == ModeRW:
 			a = append(a, "--bind", r.Source, r.Target)
@@ -193,6 +257,17 @@ func (s *Spawner) mountArgs() []string {
 		"--perms", "0644", "--ro-bind-data", strconv.Itoa(fdPasswd), "/etc/passwd",
 		"--perms", "0644", "--ro-bind-data", strconv.Itoa(fdGroup), "/etc/group",
 		"--dev", "/dev")
+}
+
+// tmpfsSize is the size of the jail's tmpfs at target (0: unsized).
+func (s *Spawner) tmpfsSize(target string) int64 {
+	switch target {
+	case "/tmp":
+		return s.res.Tmp
+	case RunTarget:
+		return s.res.RunDir
+	}
+	return 0
 }
 
 // outerArgs: the root layer. Mounts and a pid namespace, nothing else;

@@ -79,6 +79,7 @@ func TestSpawnerArgvShape(t *testing.T) {
 		t.Run("network="+strconv.FormatBool(network), func(t *testing.T) {
 			plan, in := spawnerPlan(t, network)
 			s := testJail().Spawner(plan, network)
+			s.res = hooks.Resources{Tmp: 64 << 20, RunDir: 16 << 20}
 			cmd, err := s.Command(testSpawn())
 			if err != nil {
 				t.Fatal(err)
@@ -167,8 +168,11 @@ func TestSpawnerArgvShape(t *testing.T) {
 				{"--ro-bind", "/usr", "/usr"},
 				{"--ro-bind", in.ModuleDir, ModuleTarget},
 				{"--ro-bind", in.Warden, WardenTarget},
-				{"--bind", in.RunDir, RunTarget},
-				{"--perms", "1777", "--tmpfs", "/tmp"},
+				// /tmp and the run dir are tmpfs of their own, sized; the
+				// run dir holds only the broker socket from the host.
+				{"--size", "67108864", "--perms", "1777", "--tmpfs", "/tmp"},
+				{"--size", "16777216", "--perms", "1777", "--tmpfs", RunTarget},
+				{"--bind", filepath.Join(in.RunDir, SocketName), SocketTarget},
 				// The synthesized passwd and group are readable by the hook.
 				{"--perms", "0644", "--ro-bind-data", strconv.Itoa(fdPasswd), "/etc/passwd"},
 				{"--perms", "0644", "--ro-bind-data", strconv.Itoa(fdGroup), "/etc/group"},
@@ -192,6 +196,27 @@ func TestSpawnerArgvShape(t *testing.T) {
 				t.Errorf("seccomp fd holds %d bytes, not the network=%v filter (%d bytes)", len(got), network, len(prog))
 			}
 		})
+	}
+}
+
+// With prlimit admitted, bwrap is started through it with the hooks'
+// RLIMIT_NPROC (prlimit execs bwrap: same pid, no window without it).
+func TestSpawnerSetsNproc(t *testing.T) {
+	plan, _ := spawnerPlan(t, false)
+	j := testJail()
+	j.Prlimit = DefaultPrlimit
+	s := j.Spawner(plan, false)
+	cmd, err := s.Command(testSpawn())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Release()
+	n := strconv.Itoa(HookNproc())
+	if want := []string{DefaultPrlimit, "--nproc=" + n + ":" + n, "--", DefaultBwrap}; !slices.Equal(cmd.Args[:4], want) {
+		t.Errorf("argv starts %q, want %q", cmd.Args[:4], want)
+	}
+	if max := readInt("/proc/sys/kernel/pid_max"); HookNproc() >= max {
+		t.Errorf("RLIMIT_NPROC %d is not below pid_max %d", HookNproc(), max)
 	}
 }
 

@@ -1,0 +1,240 @@
+package cgroup
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	cgroups "github.com/containerd/cgroups/v3"
+	"golang.org/x/sys/unix"
+)
+
+// Support is what this host offers for run limits.
+type Support struct {
+	// Version is the cgroup version runs' groups are made on: 1 or 2,
+	// or 0 when memory and pids limits cannot be enforced at all.
+	Version int
+	// CPU: the cpu controller is there too (a run's cpu limit is
+	// enforced). Memory and pids are always there when Version is set.
+	CPU bool
+	// Detail says where the groups go, or why there are none, with what
+	// to do about it.
+	Detail string
+	// Missing lists, when Version is 0 or CPU is false, each limit that
+	// cannot be enforced, with why ("cpu: no cpu controller ...").
+	Missing []string
+
+	v2Mount, v2Parent string
+}
+
+var (
+	probeOnce sync.Once
+	probed    Support
+)
+
+// Probe finds, once per process, the cgroup version runs can use. It
+// changes nothing (on v2, moving this process to a leaf of its delegated
+// group happens at the first New).
+func Probe() Support {
+	probeOnce.Do(func() { probed = probe() })
+	return probed
+}
+
+func probe() Support {
+	switch cgroups.Mode() {
+	case cgroups.Unified:
+		return probeV2("/sys/fs/cgroup")
+	case cgroups.Legacy, cgroups.Hybrid:
+		return probeV1()
+	}
+	return Support{Detail: "no cgroup file system is mounted at /sys/fs/cgroup", Missing: []string{
+		"memory: no cgroup file system", "pids: no cgroup file system", "cpu: no cgroup file system"},
+	}
+}
+
+// probeV1 checks that this process's own group in the memory and pids
+// hierarchies (and cpu) can have children.
+func probeV1() Support {
+	own, err := ownV1Paths()
+	if err != nil {
+		return v1Unusable("cannot read /proc/self/cgroup: " + err.Error())
+	}
+	s := Support{Version: 1}
+	var where []string
+	for _, c := range []string{"memory", "pids", "cpu"} {
+		dir, ok := own[c]
+		problem := ""
+		switch {
+		case !ok:
+			problem = "no " + c + " hierarchy is mounted (cgroup v1)"
+		case unix.Access(dir, unix.W_OK) != nil:
+			problem = fmt.Sprintf("%s is not writable by uid %d (run warden as root, or give it a delegated cgroup)", dir, os.Geteuid())
+		}
+		if problem != "" {
+			s.Missing = append(s.Missing, c+": "+problem)
+			if c != "cpu" {
+				s.Version = 0
+			}
+			continue
+		}
+		if c == "cpu" {
+			s.CPU = true
+		}
+		where = append(where, dir)
+	}
+	if s.Version == 0 {
+		s.Detail = "cgroup v1: " + strings.Join(s.Missing, "; ")
+		return s
+	}
+	s.Detail = "cgroup v1: runs' groups under " + strings.Join(where, ", ")
+	return s
+}
+
+func v1Unusable(why string) Support {
+	return Support{Detail: "cgroup v1: " + why, Missing: []string{"memory: " + why, "pids: " + why, "cpu: " + why}}
+}
+
+// ownV1Paths maps each v1 controller to this process's group directory.
+func ownV1Paths() (map[string]string, error) {
+	b, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return nil, err
+	}
+	mounts := v1Mounts()
+	out := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 || parts[1] == "" {
+			continue
+		}
+		for _, c := range strings.Split(parts[1], ",") {
+			if m, ok := mounts[c]; ok {
+				out[c] = filepath.Join(m.dir, relTo(m.root, parts[2]))
+			}
+		}
+	}
+	return out, nil
+}
+
+type v1Mount struct{ dir, root string }
+
+// v1Mounts maps each v1 controller to its mount point (and the mount's
+// root within the hierarchy, not "/" inside a cgroup namespace).
+func v1Mounts() map[string]v1Mount {
+	out := map[string]v1Mount{}
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return out
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		pre, post, ok := strings.Cut(line, " - ")
+		if !ok {
+			continue
+		}
+		pf, qf := strings.Fields(pre), strings.Fields(post)
+		if len(pf) < 5 || len(qf) < 3 || qf[0] != "cgroup" {
+			continue
+		}
+		for _, opt := range strings.Split(qf[2], ",") {
+			switch opt {
+			case "memory", "pids", "cpu", "freezer", "cpuacct":
+				out[opt] = v1Mount{dir: unescapeMount(pf[4]), root: unescapeMount(pf[3])}
+			}
+		}
+	}
+	return out
+}
+
+func relTo(root, p string) string {
+	if r, err := filepath.Rel(root, p); err == nil && !strings.HasPrefix(r, "..") {
+		return r
+	}
+	return p
+}
+
+// unescapeMount undoes mountinfo's octal escapes (\040 for a space).
+func unescapeMount(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			var v byte
+			ok := true
+			for _, c := range []byte(s[i+1 : i+4]) {
+				if c < '0' || c > '7' {
+					ok = false
+					break
+				}
+				v = v*8 + c - '0'
+			}
+			if ok {
+				b.WriteByte(v)
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// probeV2 checks that this process's own group offers the memory and pids
+// controllers to children: already enabled for them, or available and
+// writable (then New moves this process to a leaf and enables them, as a
+// delegated subtree is meant to be used).
+func probeV2(mount string) Support {
+	b, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return v2Unusable("cannot read /proc/self/cgroup: " + err.Error())
+	}
+	own := ""
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if p, ok := strings.CutPrefix(line, "0::"); ok {
+			own = p
+		}
+	}
+	if own == "" {
+		return v2Unusable("this process is in no cgroup v2 group")
+	}
+	dir := filepath.Join(mount, own)
+	s := Support{Version: 2, v2Mount: mount, v2Parent: own}
+	ctl, _ := os.ReadFile(filepath.Join(dir, "cgroup.controllers"))
+	have := strings.Fields(string(ctl))
+	for _, c := range []string{"memory", "pids", "cpu"} {
+		if !contains(have, c) {
+			s.Missing = append(s.Missing, fmt.Sprintf("%s: the %s controller is not delegated to %s (run warden under systemd with Delegate=yes, or as root in the root group)", c, c, dir))
+			if c != "cpu" {
+				s.Version = 0
+			}
+		} else if c == "cpu" {
+			s.CPU = true
+		}
+	}
+	if s.Version != 0 && unix.Access(filepath.Join(dir, "cgroup.subtree_control"), unix.W_OK) != nil {
+		why := fmt.Sprintf("%s is not writable by uid %d (give warden a delegated cgroup: systemd Delegate=yes)", dir, os.Geteuid())
+		return Support{Detail: "cgroup v2: " + why, Missing: []string{"memory: " + why, "pids: " + why, "cpu: " + why}}
+	}
+	if s.Version == 0 {
+		s.Detail = "cgroup v2: " + strings.Join(s.Missing, "; ")
+		return s
+	}
+	s.Detail = "cgroup v2: runs' groups under " + dir
+	return s
+}
+
+func v2Unusable(why string) Support {
+	return Support{Detail: "cgroup v2: " + why, Missing: []string{"memory: " + why, "pids: " + why, "cpu: " + why}}
+}
+
+func contains(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,100 @@
+package engine
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"warden/engine/hooks"
+	"warden/engine/jail"
+	"warden/engine/jail/cgroup"
+)
+
+// Resource limits of jailed runs (module.yaml `limits`, under config.yaml's
+// ceiling). Memory, pids and cpu are held by a cgroup per run; where the
+// host has none to offer, runs go on with "limits off", which the start
+// and end receipts of each such run say, as they say "jail OFF".
+
+// limit sets the run's resource limits on its jail and records them in
+// the start receipt's details.
+func (r *activeRun) limit(js *jail.Spawner, details map[string]any) error {
+	if r.e.noLimits {
+		return nil
+	}
+	res := r.hook.Effective(r.e.ceiling())
+	enf, err := js.Limit(r.rec.ID, res)
+	if err != nil {
+		return err
+	}
+	lim := map[string]any{"memory": res.Format("memory"), "pids": res.Pids, "cpu": res.CPU,
+		"tmp": res.Format("tmp"), "run_dir": res.Format("run_dir"), "nproc": jail.HookNproc()}
+	if enf.Cgroup {
+		r.limits = "on"
+		if !enf.CPU {
+			lim["cpu"] = "off: no cpu controller"
+		}
+	} else {
+		r.limits = "off"
+		lim["off"] = "memory, pids and cpu are not enforced: " + enf.Why
+	}
+	details["limits"] = lim
+	return nil
+}
+
+// limitsNote is the receipts' summary note: only "limits off" is news.
+func limitsNote(limits string) string {
+	if limits == "off" {
+		return ", limits OFF"
+	}
+	return ""
+}
+
+// LimitsReady says why jailed runs' memory, pids and cpu limits cannot be
+// enforced on this host (nil when they can): the console's header shows
+// "limits off" then.
+func (e *Engine) LimitsReady() error {
+	if sup := cgroup.Probe(); sup.Version == 0 {
+		return &LimitsOffError{Detail: sup.Detail}
+	}
+	return nil
+}
+
+// LimitsOffError: no cgroup can hold runs' limits.
+type LimitsOffError struct{ Detail string }
+
+func (e *LimitsOffError) Error() string {
+	return "resource limits off (memory, pids and cpu are not enforced): " + e.Detail
+}
+
+// Ceiling is the operator's ceiling of hooks' resource limits.
+func (e *Engine) Ceiling() hooks.Resources { return e.ceiling() }
+
+// doctorLimits says which of jailed runs' resource limits this host
+// enforces, and which it cannot, with why and what to do. Limits off is a
+// warning: runs still go, and their receipts say "limits OFF".
+func doctorLimits(ceiling hooks.Resources, add func(Check)) {
+	sup := cgroup.Probe()
+	def := hooks.DefaultResources.Min(ceiling)
+	switch {
+	case sup.Version == 0:
+		add(Check{Name: "resource limits", Status: "problem", Warning: true,
+			Detail: "memory, pids and cpu limits of jailed runs cannot be enforced (runs go on with \"limits OFF\" in their receipts): " + strings.Join(sup.Missing, "; "),
+			Fix:    "run warden as root on a host with the memory and pids cgroup controllers: cgroup v1 hierarchies, or a delegated cgroup v2 subtree (systemd: Delegate=yes)"})
+	case !sup.CPU:
+		add(Check{Name: "resource limits", Status: "ok", Detail: fmt.Sprintf("%s; memory and pids enforced (defaults: %s; ceiling: %s)", sup.Detail, def, ceiling)})
+		add(Check{Name: "cpu limit", Status: "problem", Warning: true, Detail: "the cpu limit of jailed runs cannot be enforced: " + strings.Join(sup.Missing, "; "),
+			Fix: "mount the cpu controller (cgroup v1) or delegate it (cgroup v2)"})
+	default:
+		add(Check{Name: "resource limits", Status: "ok", Detail: fmt.Sprintf("%s; memory, pids and cpu enforced (defaults: %s; ceiling: %s)", sup.Detail, def, ceiling)})
+	}
+	add(Check{Name: "jail tmpfs", Status: "ok", Detail: fmt.Sprintf("/tmp and %s of each jailed run are sized tmpfs (defaults tmp %s, run_dir %s)", jail.RunTarget, def.Format("tmp"), def.Format("run_dir"))})
+	if fi, err := os.Lstat(jail.DefaultPrlimit); os.Geteuid() == 0 || (err == nil && fi.Mode().IsRegular()) {
+		how := "inherited from warden, which as root is exempt from it"
+		if os.Geteuid() != 0 {
+			how = "set through " + jail.DefaultPrlimit
+		}
+		add(Check{Name: "hook processes", Status: "ok", Detail: fmt.Sprintf("RLIMIT_NPROC %d for hooks' uid, %s (below pid_max: a second line of defence behind each run's pids limit)", jail.HookNproc(), how)})
+	} else {
+		add(Check{Name: "hook processes", Status: "problem", Warning: true, Detail: jail.DefaultPrlimit + " is missing: hooks' RLIMIT_NPROC is not lowered (each run's pids limit still holds where cgroups do)", Fix: "apt-get install util-linux"})
+	}
+}

@@ -1,0 +1,51 @@
+package tui
+
+import (
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/charmbracelet/x/exp/teatest"
+
+	"warden/engine"
+	"warden/themes"
+)
+
+// limitsOff is the engine on a host with no cgroup to hold runs' limits
+// (this host has one: engine.TestLimitsOffIsSaid runs the engine itself
+// without, in a mount namespace of its own).
+type limitsOff struct{ engine.Facade }
+
+func (limitsOff) LimitsReady() error {
+	return &engine.LimitsOffError{Detail: "cgroup v1: no memory hierarchy is mounted"}
+}
+
+// With the jail on but no cgroup, the header says limits are off, as it
+// says the jail is off; with both there, it says neither.
+func TestHeaderSaysLimitsOff(t *testing.T) {
+	e := newEngine(t)
+	if err := e.JailReady(); err != nil {
+		t.Skip("no jail here: ", err)
+	}
+	for _, tc := range []struct {
+		f    engine.Facade
+		want string
+		not  string
+	}{
+		{limitsOff{e}, "LIMITS OFF", "JAIL OFF"},
+		{e, "jail bwrap", "LIMITS OFF"},
+	} {
+		app := New(tc.f, Options{Theme: themes.NoColor(), Actor: "local:test", Bell: func() {}})
+		h := app.header(120)
+		if !strings.Contains(h, tc.want) || strings.Contains(h, tc.not) {
+			t.Errorf("header %q: want %q, not %q", h, tc.want, tc.not)
+		}
+		tm := teatest.NewTestModel(t, app, teatest.WithInitialTermSize(120, 30))
+		c := &console{t: t, tm: tm, app: app, e: tc.f, bells: new(atomic.Int32)}
+		c.wait(tc.want)
+		tm.Quit()
+	}
+	if err := e.LimitsReady(); err != nil {
+		t.Logf("this host: %v", err)
+	}
+}
