@@ -161,12 +161,11 @@ func handsWizards(t *testing.T, tm *tmuxConsole, sock, handsRoot, engineLabel, i
 		t.Fatalf("after the init wizard the engine has %d containers for %s, want 1", len(ids), handsRoot)
 	}
 	tm.keys(t, "Enter")
-	tm.waitRe(t, `▸ ready\s+`+regexp.QuoteMeta(handsRoot)+`\s+`+strings.ToLower(strings.TrimSpace(engineLabel))+` · sha256:`, 10*time.Second)
+	// The row: live state from the engine, the image by name and digest.
+	tm.waitRe(t, `▸ ready\s+`+regexp.QuoteMeta(handsRoot)+`\s+container running\s+`+strings.ToLower(strings.TrimSpace(engineLabel))+` · `+regexp.QuoteMeta(image[:min(len(image), 12)]), 20*time.Second)
 
-	// The finish wizard, on the selected root.
+	// The finish wizard, on the selected root: no asking which again.
 	tm.keys(t, "x")
-	tm.waitFor(t, "Hands finish · which root", 10*time.Second)
-	tm.pick(t, handsRoot+"  (ready, container", 10*time.Second)
 	tm.waitFor(t, "Finish "+handsRoot+"?", 10*time.Second)
 	tm.keys(t, "y")
 	tm.waitFor(t, "Hands finish · finished", 30*time.Second)
