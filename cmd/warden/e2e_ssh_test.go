@@ -176,6 +176,14 @@ func TestSSHEndToEnd(t *testing.T) {
 	opCon.waitFor(t, "hello/greet · succeeded", 30*time.Second)
 	opCon.waitFor(t, "Hello, ssh!", 10*time.Second)
 
+	// The SSH console follows its terminal's size (window-change
+	// requests): 120x40, then 80x24, each time redrawn to fit, the help
+	// line on the last row.
+	for _, size := range [][2]int{{120, 40}, {80, 24}} {
+		opCon.resize(t, size[0], size[1])
+		opCon.waitSized(t, size[0], size[1], 10*time.Second)
+	}
+
 	// An unknown key is refused at authentication, and the log names it.
 	out, err := runSSH(t, sshArgs(keyC, port, "-T")...)
 	var ee *exec.ExitError

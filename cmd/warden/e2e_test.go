@@ -7,9 +7,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"warden/engine/hands/handstest"
 )
@@ -417,4 +419,32 @@ func shellQuote(words ...string) string {
 		q[i] = "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
 	}
 	return strings.Join(q, " ")
+}
+
+// resize makes the console's tmux window w x h: the program in it (a
+// console, or ssh) gets SIGWINCH.
+func (tm *tmuxConsole) resize(t *testing.T, w, h int) {
+	t.Helper()
+	if out, err := tm.tmux("resize-window", "-t", tm.session, "-x", strconv.Itoa(w), "-y", strconv.Itoa(h)); err != nil {
+		t.Fatalf("tmux resize-window: %v: %s", err, out)
+	}
+}
+
+// waitSized waits until the console has redrawn itself for w x h: the
+// header on the first row, the help line on the last (h), no row wider
+// than w.
+func (tm *tmuxConsole) waitSized(t *testing.T, w, h int, timeout time.Duration) string {
+	t.Helper()
+	return tm.wait(t, fmt.Sprintf("a frame of %dx%d", w, h), func(s string) bool {
+		rows := strings.Split(strings.TrimRight(s, "\n"), "\n")
+		if len(rows) != h || !strings.HasPrefix(rows[0], "warden") || !strings.Contains(rows[h-1], " • ") {
+			return false
+		}
+		for _, r := range rows {
+			if utf8.RuneCountInString(r) > w {
+				return false
+			}
+		}
+		return true
+	}, timeout)
 }

@@ -162,6 +162,9 @@ func (s *Server) consoleProgram(sess ssh.Session) *tea.Program {
 	// and with it the program's end.
 	opts := []tea.ProgramOption{tea.WithAltScreen(), tea.WithMouseCellMotion(), tea.WithoutSignalHandler()}
 	p := tea.NewProgram(m, append(opts, bubbletea.MakeOptions(sess)...)...)
+	if pty, _, ok := sess.Pty(); ok && !sess.EmulatedPty() && pty.Slave != nil {
+		go followPtySize(sess.Context(), pty.Slave, p)
+	}
 	if ss, ok := sess.Context().Value(ctxSession).(*session); ok {
 		s.setProgram(ss, p)
 	}
