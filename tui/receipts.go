@@ -246,7 +246,7 @@ func receiptDetail(r engine.Receipt) string {
 type receiptCols struct{ seq, at, ago, kind, actor, subj, sum int }
 
 func receiptWidths(w int) receiptCols {
-	c := receiptCols{seq: 6, at: 12, kind: 13, actor: 11, subj: 14}
+	c := receiptCols{seq: 6, at: 12, kind: 14, actor: 11, subj: 14}
 	if w >= 120 {
 		c.ago = 9
 	}

@@ -87,11 +87,40 @@ func TestConsoleEndToEnd(t *testing.T) {
 	// Receipts: the run's receipts, then v verifies the chain.
 	tm.keys(t, "3")
 	for _, kind := range []string{"module.add", "hook.start", "request.open", "request.decide", "hook.end", "token.revoke"} {
-		tm.waitRe(t, `\d+ \d\d:\d\d:\d\d `+regexp.QuoteMeta(kind)+` `, 10*time.Second)
+		tm.waitRe(t, `\d+ \d\d:\d\d:\d\d\s+(\S+ ago )?`+regexp.QuoteMeta(kind)+` `, 10*time.Second)
 	}
-	tm.waitRe(t, `hook\.end .*hello/greet\s+run \S+ of hello/greet succeeded`, 10*time.Second)
+	tm.waitRe(t, `hook\.end .*hello/greet\s+run \S+ of hello/greet su`, 10*time.Second)
 	tm.keys(t, "v")
 	tm.waitRe(t, `receipt chain intact, \d+ receipts`, 10*time.Second)
+
+	// Resized 80x24 -> 200x60 with the list scrolled to its end, Receipts
+	// fills the taller window: every body row a receipt (it once left
+	// 38 rows empty).
+	// Enough receipts to fill Receipts at 200x60 (set through the console's engine).
+	for i := range 60 {
+		if out, err := exec.Command(bin, "--data-dir", data, "config", "set", "hello", fmt.Sprintf("k%02d", i), "v").CombinedOutput(); err != nil {
+			t.Fatalf("config set: %v: %s", err, out)
+		}
+	}
+	tm.waitFor(t, "config.set", 10*time.Second)
+	tm.keys(t, "G")
+	tm.resize(t, 80, 24)
+	tm.waitSized(t, 80, 24, 10*time.Second)
+	tm.resize(t, 200, 60)
+	screen := tm.waitSized(t, 200, 60, 10*time.Second)
+	rows := strings.Split(screen, "\n")
+	receiptRow := regexp.MustCompile(`^[▸ ] +\d+ \d\d:\d\d:\d\d `)
+	n := 0
+	for _, r := range rows[4 : 60-2] {
+		if receiptRow.MatchString(r) {
+			n++
+		}
+	}
+	if n != 60-6 {
+		t.Errorf("Receipts at 200x60 shows %d receipt rows, want %d (the body full):\n%s", n, 60-6, screen)
+	}
+	tm.resize(t, 120, 40)
+	tm.waitSized(t, 120, 40, 10*time.Second)
 
 	// Hands: init and finish through the wizards, on Docker.
 	handsWizards(t, tm, sock, handsRoot, "Docker ", handstest.Image)
