@@ -175,7 +175,7 @@ func (a *App) setTheme(name string) tea.Cmd {
 	a.applyThemeStyles()
 	a.streams.log.paints = nil
 	if a.sh.opts.OnTheme != nil {
-		a.sh.opts.OnTheme(th.Name)
+		a.sh.opts.OnTheme(strings.ToLower(name))
 	}
 	a.sh.setStatus("theme "+th.Name, false)
 	return nil

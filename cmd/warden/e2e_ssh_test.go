@@ -109,6 +109,9 @@ func TestSSHEndToEnd(t *testing.T) {
 		}
 		return err == nil
 	}, output)
+	if !regexp.MustCompile(`warden ssh: .* host key SHA256:\S+ \(`).MatchString(logText()) {
+		t.Errorf("the server log does not name the host key's fingerprint:\n%s", logText())
+	}
 	if !regexp.MustCompile(`operators file \S+: line 2: .*\(skipped\)`).MatchString(logText()) {
 		t.Errorf("the server log does not report the malformed line 2:\n%s", logText())
 	}
@@ -183,6 +186,17 @@ func TestSSHEndToEnd(t *testing.T) {
 		opCon.resize(t, size[0], size[1])
 		opCon.waitSized(t, size[0], size[1], 10*time.Second)
 	}
+
+	// :theme picks a theme, remembered for the key (the next session
+	// starts with it).
+	opCon.keys(t, ":")
+	opCon.text(t, "theme light")
+	opCon.keys(t, "Enter")
+	opCon.waitFor(t, "theme light", 10*time.Second)
+	waitUntil(t, "the key's theme to be remembered", 10*time.Second, func() bool {
+		b, _ := os.ReadFile(filepath.Join(data, "ssh_themes.json"))
+		return strings.Contains(string(b), `"ssh:`+fpA+`": "light"`)
+	}, output)
 
 	// An unknown key is refused at authentication, and the log names it.
 	out, err := runSSH(t, sshArgs(keyC, port, "-T")...)

@@ -77,3 +77,13 @@ func HostKey(dataDir string) ([]byte, error) {
 	}
 	return data, nil
 }
+
+// HostKeyFingerprint is the SHA256 fingerprint of a host key PEM, as ssh
+// shows it ("SHA256:…").
+func HostKeyFingerprint(pemKey []byte) (string, error) {
+	signer, err := gossh.ParsePrivateKey(pemKey)
+	if err != nil {
+		return "", err
+	}
+	return gossh.FingerprintSHA256(signer.PublicKey()), nil
+}
