@@ -160,6 +160,21 @@ func TestSSHEndToEnd(t *testing.T) {
 		}
 	}
 
+	// `ssh host VERB` runs a read-only verb with the key's role: B, a
+	// viewer, lists the pending request; a verb that would change
+	// anything is refused with a usage line and exit status 2.
+	perms, err := runSSH(t, append(sshArgs(keyB, port, "-T"), "perms", "list")...)
+	if err != nil || !regexp.MustCompile(`(?m)^#1\s+pending\s+module:hello\s+hello/greet `).MatchString(perms) {
+		t.Errorf("ssh host perms list (viewer): %v:\n%s\n%s", err, perms, output())
+	}
+	if runs, err := runSSH(t, append(sshArgs(keyB, port, "-T"), "hook", "runs")...); err != nil || !strings.Contains(runs, "hello/greet") {
+		t.Errorf("ssh host hook runs: %v:\n%s", err, runs)
+	}
+	refused, err := runSSH(t, append(sshArgs(keyB, port, "-T"), "perms", "approve", "1")...)
+	if !errors.As(err, new(*exec.ExitError)) || err.(*exec.ExitError).ExitCode() != 2 || !strings.Contains(refused, "usage: ssh HOST [perms list") {
+		t.Errorf("ssh host perms approve 1: %v, want exit 2 and the usage line:\n%s", err, refused)
+	}
+
 	// B, a viewer, presses y: the engine refuses it and the console says
 	// so; a while later the request is still pending in both consoles.
 	vwCon.keys(t, "y")

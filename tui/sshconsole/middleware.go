@@ -103,6 +103,9 @@ func (s *Server) limitSessions(next ssh.Handler) ssh.Handler {
 // session).
 func (s *Server) statusWithoutPTY(next ssh.Handler) ssh.Handler {
 	return func(sess ssh.Session) {
+		if s.runVerb(sess) {
+			return // `ssh host VERB`: with or without a PTY
+		}
 		if _, _, ok := sess.Pty(); ok {
 			next(sess)
 			return
