@@ -43,7 +43,13 @@ const (
 
 	KindMCPConnect    = storage.KindMCPConnect
 	KindMCPDisconnect = storage.KindMCPDisconnect
+
+	KindHookEnd        = storage.KindHookEnd
+	KindNetworkConnect = storage.KindNetworkConnect
 )
+
+// ValidRunID reports whether id has the shape of a run id.
+func ValidRunID(id string) bool { return storage.ValidRunID(id) }
 
 // Errors callers may test for.
 var (
@@ -79,6 +85,10 @@ type Options struct {
 	// LimitCeiling is the operator's ceiling of hooks' resource limits
 	// (config.yaml `limits`); zero fields are hooks.DefaultCeiling's.
 	LimitCeiling hooks.Resources
+
+	// egress: test-only proxy settings (egress_run.go); unexported, so
+	// no CLI flag or config file reaches them.
+	egress egressOptions
 }
 
 // Engine is an open data dir with everything that runs on it.
@@ -122,15 +132,22 @@ type Engine struct {
 	life     context.Context
 	shutdown context.CancelFunc
 
-	// streamBytes is the stored stream text across runs, kept up to date
-	// by the ingesters and pruning, so that a run start walks every
-	// stream only when the budget is exceeded (see pruneStreams).
-	streamBytes atomic.Int64
-
 	// mcp are the MCP clients connected now (see HoldMCPSession).
 	mcp mcpSessions
 	// standing counts the operators attached by AttachStandingOperator.
 	standing atomic.Int64
+
+	// pruneKick wakes the stream pruner (see prune.go); pruned is closed
+	// when it has stopped.
+	pruneKick chan struct{}
+	pruned    chan struct{}
+	// pruneMu serializes pruning passes; pruneFailed (under it) is set
+	// once a failed pass has been receipted.
+	pruneMu     sync.Mutex
+	pruneFailed bool
+
+	// newRunID is the store's id generator (a test may force a collision).
+	newRunID func(time.Time) string
 }
 
 // Open opens the data dir and the store, and loads the trust root.
@@ -159,6 +176,7 @@ func Open(opts Options) (*Engine, error) {
 		return nil, err
 	}
 	e.store = st
+	e.newRunID = st.NewRunID
 	if e.auth, err = caps.Open(st, string(LocalActor())); err != nil {
 		st.Close()
 		return nil, err
@@ -174,8 +192,8 @@ func Open(opts Options) (*Engine, error) {
 		st.Close()
 		return nil, err
 	}
-	e.countStreamBytes()
 	e.life, e.shutdown = context.WithCancel(context.Background())
+	e.startPruner()
 	return e, nil
 }
 
@@ -184,15 +202,18 @@ func Open(opts Options) (*Engine, error) {
 // "running" run now is one nobody is running. Its process died with that
 // engine (Pdeathsig, --die-with-parent). Each gets its hook.end and its
 // token revoked, in one commit.
+//
+// It reads only the index of live runs, kept by the transactions that
+// start and end runs, so it costs the same after 100,000 runs as after 10.
 func (e *Engine) reconcileRuns() error {
-	runs, err := e.Runs(0)
-	if err != nil {
+	var runs []RunRecord
+	if err := e.store.View(func(tx *storage.Tx) (err error) {
+		runs, err = tx.LiveRuns()
+		return err
+	}); err != nil {
 		return err
 	}
 	for _, r := range runs {
-		if r.Status != storage.RunRunning {
-			continue
-		}
 		now := time.Now().UTC()
 		r.Status, r.Ended = storage.RunFailed, &now
 		r.Error = fmt.Sprintf("the engine (pid %d) stopped while the run was in progress", r.PID)
@@ -252,6 +273,9 @@ func (e *Engine) Close() error {
 	e.lingering = map[*broker.Broker]*time.Timer{}
 	e.runsMu.Unlock()
 	e.bus.close()
+	if e.pruned != nil {
+		<-e.pruned // a batch in flight commits before the store closes
+	}
 	return e.store.Close()
 }
 
@@ -282,8 +306,16 @@ func (e *Engine) Receipt(seq uint64) (r Receipt, err error) {
 	return r, err
 }
 
-// VerifyReceipts walks the whole chain.
+// VerifyReceipts walks the whole chain, recording a checkpoint every
+// storage.CheckpointEvery receipts.
 func (e *Engine) VerifyReceipts() (Verification, error) { return e.store.VerifyReceipts() }
+
+// VerifyReceiptsSince checks the chain from the newest checkpoint at or
+// before seq (0: the newest of all) to its end; Verification.From says
+// which. Without checkpoints it walks the whole chain.
+func (e *Engine) VerifyReceiptsSince(seq uint64) (Verification, error) {
+	return e.store.VerifyReceiptsSince(seq)
+}
 
 // TrustStatus reports the trust root.
 func (e *Engine) TrustStatus() (TrustStatus, error) { return e.auth.Status() }

@@ -36,6 +36,7 @@ type Facade interface {
 	Receipts(f ReceiptFilter) ([]Receipt, error)
 	Receipt(seq uint64) (Receipt, error)
 	VerifyReceipts() (Verification, error)
+	VerifyReceiptsSince(seq uint64) (Verification, error)
 	TrustStatus() (TrustStatus, error)
 	RotateTrust(actor Actor) (TrustStatus, error)
 
@@ -48,6 +49,8 @@ type Facade interface {
 	StartRun(actor Actor, req RunRequest) (*RunHandle, error)
 	RunHook(actor Actor, req RunRequest) (Outcome, error)
 	CancelRun(actor Actor, id string) error
+	RunsBefore(before string, limit int) ([]RunRecord, error)
+	LiveRuns() ([]RunRecord, error)
 	Runs(limit int) ([]RunRecord, error)
 	Run(id string) (RunRecord, error)
 	StreamLines(run string, from uint64, max int) ([]Line, error)

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"warden/engine/egress"
 	"warden/engine/hookkit"
 	"warden/engine/protocol"
 )
@@ -24,6 +25,11 @@ import (
 func TestMain(m *testing.M) {
 	if len(os.Args) > 2 && os.Args[1] == "hook-scenario" {
 		os.Exit(hookScenario(os.Args[2]))
+	}
+	// Inside the jail this test binary is "warden": the jail starts the
+	// egress bridge as `warden hook egress-bridge ...`.
+	if len(os.Args) > 2 && os.Args[1] == "hook" && os.Args[2] == "egress-bridge" {
+		os.Exit(egress.BridgeMain(os.Args[3:]))
 	}
 	os.Exit(m.Run())
 }
@@ -227,6 +233,10 @@ func hookScenario(name string) int {
 		"escape-tcp", "escape-tiocsti", "escape-ptrace", "escape-mount",
 		"escape-unshare", "escape-keyctl", "escape-env", "escape-linger", "escape-fd":
 		return escapeScenario(name, os.Args[3:])
+
+	// Egress through the run's proxy (egress_test.go).
+	case "egress":
+		return egressScenario(os.Args[3:])
 
 	// Permission requests (perms_test.go).
 	case "perms-call", "perms-flood":

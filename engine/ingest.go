@@ -3,11 +3,9 @@ package engine
 import (
 	"errors"
 	"fmt"
-	"math"
-	"sort"
+	"slices"
 	"sync"
 	"syscall"
-	"time"
 
 	"warden/storage"
 )
@@ -56,7 +54,6 @@ type ingester struct {
 	failErr error  // the first storage failure
 	lost    uint64 // lines not stored since then
 
-	bytes uint64 // the run's stored text bytes as of the last commit (loop only)
 }
 
 // ingestBatch is a producer's lines and the budget they hold.
@@ -193,7 +190,7 @@ func (g *ingester) write(lines []storage.Line) {
 	if failed {
 		return
 	}
-	var meta storage.StreamMeta
+	var total uint64
 	_, err := g.e.store.Update(func(tx *storage.Tx) error {
 		for start := 0; start < len(lines); {
 			end, size := start, 0
@@ -201,16 +198,16 @@ func (g *ingester) write(lines []storage.Line) {
 				size += len(lines[end].Text)
 				end++
 			}
-			got, m, err := tx.AppendLines(g.run, lines[start:end], g.limit)
+			got, _, err := tx.AppendLines(g.run, lines[start:end], g.limit)
 			if err != nil {
 				return err
 			}
-			meta = m
 			if len(got) > 0 && &got[0] != &lines[start] {
 				copy(lines[start:end], got) // numbered elsewhere: bring the numbers back
 			}
 			start = end
 		}
+		total = tx.StreamTotal()
 		return nil
 	})
 	if err != nil {
@@ -225,14 +222,10 @@ func (g *ingester) write(lines []storage.Line) {
 		}
 		return
 	}
-	// The new lines, less what the run's own limit dropped.
-	g.e.streamBytes.Add(int64(meta.Bytes) - int64(g.bytes))
-	g.bytes = meta.Bytes
+	if total > g.e.opts.StreamBudget {
+		g.e.kickPruner()
+	}
 	g.e.bus.publish(Event{Kind: EventLines, Lines: &LinesEvent{Run: g.run, Lines: lines}})
-}
-
-func (e *Engine) noteStreamError(run string, err error) {
-	e.store.AppendReceipt(storage.Draft{Kind: storage.KindStreamError, Actor: "engine", Subject: run, Summary: "stream lines lost: " + err.Error()})
 }
 
 // streamFailure is the run error for a stream storage failure: what the
@@ -247,90 +240,6 @@ func streamFailure(err error, lost uint64) string {
 		why = syscall.EDQUOT.Error()
 	}
 	return fmt.Sprintf("stream storage failed: %s (%d lines lost)", why, lost)
-}
-
-// pruneStreams keeps the stored stream bytes across runs under budget by
-// deleting the streams of the oldest runs first (run ids sort by time).
-// It runs inside a run's start transaction; its failure (say a corrupt
-// stream record) stops pruning but never the run: it is receipted
-// (stream.error) in that same transaction (only an error writing that
-// receipt is returned), so the operator learns why the
-// budget is not kept. It returns the bytes it deleted, for the caller to
-// take off e.streamBytes once the transaction has committed.
-//
-// Finding the oldest streams walks every stream's record, so it is done
-// only when the running total says the budget is exceeded: a walk on
-// every run start grew with the number of runs kept (18 ms at 5,000) and
-// held up every other writer while it ran.
-func (e *Engine) pruneStreams(tx *storage.Tx) (freed int64, err error) {
-	budget := e.opts.StreamBudget
-	if e.streamBytes.Load() <= int64(min(budget, math.MaxInt64)) {
-		return 0, nil
-	}
-	if perr := func() error {
-		sizes, err := tx.StreamSizes()
-		if err != nil {
-			return err
-		}
-		// Oldest first by start time: run ids sort by time only to the
-		// second, and a random suffix orders the runs of one second. A
-		// stream without a run record (zero time) goes first.
-		type stream struct {
-			run     string
-			started time.Time
-		}
-		var total uint64
-		streams := make([]stream, 0, len(sizes))
-		for r, n := range sizes {
-			total += n
-			rec, err := tx.Run(r)
-			if err == nil && rec.Status == storage.RunRunning {
-				continue // never prune a stream still being written
-			}
-			streams = append(streams, stream{run: r, started: rec.Started})
-		}
-		sort.Slice(streams, func(i, j int) bool {
-			if !streams[i].started.Equal(streams[j].started) {
-				return streams[i].started.Before(streams[j].started)
-			}
-			return streams[i].run < streams[j].run
-		})
-		for _, s := range streams {
-			if total <= budget {
-				break
-			}
-			if err := tx.DeleteStream(s.run); err != nil {
-				return err
-			}
-			total -= sizes[s.run]
-			freed += int64(sizes[s.run])
-		}
-		return nil
-	}(); perr != nil {
-		// The run goes on; a receipt that cannot be written fails the
-		// start transaction, which then says why.
-		_, err = tx.AppendReceipt(storage.Draft{Kind: storage.KindStreamError, Actor: "engine", Subject: "streams",
-			Summary: fmt.Sprintf("pruning old streams failed, so the stream budget (%d bytes) is not kept: %v (run `warden doctor`)", budget, perr),
-			Details: map[string]any{"error": perr.Error(), "budget": budget}})
-	}
-	return freed, err
-}
-
-// countStreamBytes sets e.streamBytes from storage (at Open, before any
-// run writes).
-func (e *Engine) countStreamBytes() {
-	var total uint64
-	err := e.store.View(func(tx *storage.Tx) error {
-		sizes, err := tx.StreamSizes()
-		for _, n := range sizes {
-			total += n
-		}
-		return err
-	})
-	if err != nil || total > math.MaxInt64 {
-		total = math.MaxInt64 // unknown: let pruning walk and find out
-	}
-	e.streamBytes.Store(int64(total))
 }
 
 // StreamLines reads a run's stored lines from line from (at most max).
@@ -371,11 +280,27 @@ func (e *Engine) StreamInfo(run string) (m storage.StreamMeta, err error) {
 }
 
 // Runs lists runs newest first.
-func (e *Engine) Runs(limit int) (rs []RunRecord, err error) {
+func (e *Engine) Runs(limit int) (rs []RunRecord, err error) { return e.RunsBefore("", limit) }
+
+// RunsBefore lists the runs older than the run before ("" for the
+// newest), newest first, at most limit (0 for all): the next page of a
+// list that ended at before.
+func (e *Engine) RunsBefore(before string, limit int) (rs []RunRecord, err error) {
 	err = e.store.View(func(tx *storage.Tx) error {
-		rs, err = tx.Runs(limit)
+		rs, err = tx.RunsBefore(before, limit)
 		return err
 	})
+	return rs, err
+}
+
+// LiveRuns lists the runs still running, newest first, read through the
+// index of live runs (however long the history).
+func (e *Engine) LiveRuns() (rs []RunRecord, err error) {
+	err = e.store.View(func(tx *storage.Tx) error {
+		rs, err = tx.LiveRuns()
+		return err
+	})
+	slices.Reverse(rs)
 	return rs, err
 }
 

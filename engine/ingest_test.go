@@ -15,7 +15,7 @@ import (
 // being read), and every line still lands.
 func TestIngestBudgetHoldsProducersBack(t *testing.T) {
 	e := openEngine(t, Options{StreamLimit: 1 << 30})
-	g := e.newIngester(storage.NewRunID(time.Now()))
+	g := e.newIngester(e.store.NewRunID(time.Now()))
 	var peak atomic.Int64
 	watch := func() {
 		g.budgetMu.Lock()

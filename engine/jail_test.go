@@ -35,7 +35,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"warden/engine/jail"
-	"warden/storage"
 )
 
 // needJail skips the test when bubblewrap is missing, but fails it in CI,
@@ -705,7 +704,7 @@ func TestJailAbsentRowsInReceipt(t *testing.T) {
 // the run dir gone, and checks what the run's error would say; StartRun
 // fails the run with exactly that error (planErr) and spawns nothing.
 func TestJailRequiredMissingNamesPath(t *testing.T) {
-	runDir := filepath.Join(t.TempDir(), "runs", storage.NewRunID(time.Now()))
+	runDir := filepath.Join(t.TempDir(), "runs", "20260101T000000-000001")
 	_, err := jail.BuildPlan(jail.PlanInput{ModuleDir: t.TempDir(), RunDir: runDir, Warden: wardenBinary()})
 	var me *jail.MissingError
 	if !errors.As(err, &me) {

@@ -18,7 +18,7 @@ import (
 // call (its content: the tool and its arguments).
 const OpMCPCall = perms.OpMCPCall
 
-// MCP clients (DESIGN section 10): an AI agent's MCP client reaches warden
+// MCP clients (docs/operating.md, "MCP clients"): an AI agent's MCP client reaches warden
 // through `warden mcp serve`, which calls the engine on the client's
 // behalf. The client is an actor, "mcp:<name>", in every receipt, with the
 // serve's session id; its policy (subject "mcp:<name>") holds the rules
@@ -188,6 +188,11 @@ func (e *Engine) awaitMCP(ctx context.Context, req Request, consumer string, ttl
 	}()
 	e.bus.publish(Event{Kind: EventRequest, Request: &req})
 	g := MCPGate{Request: req.ID}
+	var wk wake
+	if got, ok := e.earlyDecision(req.ID, consumer); ok {
+		wk.decision = *got.Decision
+		return e.mcpOutcome(g, wk, req, ttl)
+	}
 	// An MCP client is told at once when no console (local, or an SSH
 	// session) is there to answer: a serve waiting for SSH sessions that
 	// nobody has opened does not count (see AttachStandingOperator).
@@ -198,7 +203,6 @@ func (e *Engine) awaitMCP(ctx context.Context, req Request, consumer string, ttl
 	}
 	wctx, stop := context.WithDeadline(ctx, req.Expires)
 	defer stop()
-	var wk wake
 	select {
 	case wk = <-w.done:
 	case <-wctx.Done():
@@ -218,6 +222,12 @@ func (e *Engine) awaitMCP(ctx context.Context, req Request, consumer string, ttl
 			}
 		}
 	}
+	return e.mcpOutcome(g, wk, req, ttl)
+}
+
+// mcpOutcome is what the decision on req means for the MCP call; true
+// when it was superseded (ask again).
+func (e *Engine) mcpOutcome(g MCPGate, wk wake, req Request, ttl time.Duration) (MCPGate, bool) {
 	d := wk.decision
 	switch {
 	case wk.superseded:

@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"warden/engine/perms"
+	"warden/storage"
 )
 
 // TestGateMCPNeedsAConsole: a standing attachment (`serve --ssh` with no
@@ -52,5 +55,35 @@ func TestShortTTL(t *testing.T) {
 		if got := shortTTL(d); got != want {
 			t.Errorf("%s: %q, want %q", d, got, want)
 		}
+	}
+}
+
+// TestMCPDecisionBeforeTheWaiter: a request decided between being stored
+// and its waiter registering (a console or CLI that saw it at once) woke
+// nobody; the call must take the stored decision, not wait for its
+// expiry or report that no operator is attached.
+func TestMCPDecisionBeforeTheWaiter(t *testing.T) {
+	e := openEngine(t, Options{})
+	call := MCPCall{Client: "Agent X", Session: "s", Tool: "m__h", Arguments: json.RawMessage(`{"a":1}`), TTL: time.Minute}
+	op, err := perms.NewOp(MCPSubject(call.Client), perms.OpMCPCall, map[string]any{"tool": call.Tool, "arguments": call.Arguments})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var req Request
+	if _, err := e.store.Update(func(tx *storage.Tx) (err error) {
+		req, err = perms.Open(tx, perms.Ask{Op: op, Requester: storage.Requester{Module: op.Subject, Hook: call.Tool, Client: op.Subject, Session: call.Session},
+			TTL: time.Minute, Actor: op.Subject}, time.Now())
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	detach := e.AttachOperator()
+	if _, err := e.Approve("local:test", req.ID, ""); err != nil {
+		t.Fatal(err)
+	}
+	detach() // nobody left to answer: only the stored decision can
+	g, again := e.awaitMCP(context.Background(), req, "mcp:s", time.Minute)
+	if again || !g.Allowed || g.Outcome != MCPAllowed || !strings.Contains(g.Via, "by local:test") {
+		t.Fatalf("an early approval: %+v (again %v)", g, again)
 	}
 }

@@ -15,11 +15,18 @@ import (
 // HookPlan is what `warden hook plan` shows: the jail a run of the hook
 // would get on this host, and what is absent here.
 type HookPlan struct {
-	Module  string     `json:"module"`
-	Hook    string     `json:"hook"`
-	Network bool       `json:"network"`
-	Plan    *jail.Plan `json:"plan"`
-	Problem string     `json:"problem,omitempty"` // set when a run would fail before spawn
+	Module  string `json:"module"`
+	Hook    string `json:"hook"`
+	Network bool   `json:"network"`
+	// NetworkMode is "none", "host" (network: true, granted) or "egress"
+	// (a list: the empty namespace and the run's proxy); Destinations is
+	// the hook's list and PolicyNetwork what its module's policy allows.
+	NetworkMode   string     `json:"networkMode"`
+	Destinations  []string   `json:"destinations,omitempty"`
+	PolicyNetwork []string   `json:"policyNetwork,omitempty"`
+	PolicyAll     bool       `json:"policyNetworkAll,omitempty"`
+	Plan          *jail.Plan `json:"plan"`
+	Problem       string     `json:"problem,omitempty"` // set when a run would fail before spawn
 	// Limits are the run's resource limits (module.yaml under the
 	// operator's ceiling); LimitsOff says why memory, pids and cpu would
 	// not be enforced on this host.
@@ -54,9 +61,18 @@ func (e *Engine) PlanHook(module, hook string, raw map[string]string) (*HookPlan
 	}
 	network := h.Network && e.networkGranted(module)
 	plan, err := jail.BuildPlan(jail.PlanInput{ModuleDir: mod.Manifest.Dir, RunDir: runs, Warden: wardenBinary(), Inputs: pathInputs(h, inputs), Network: network, Preview: true})
-	hp := &HookPlan{Module: module, Hook: hook, Network: network, Plan: plan, Limits: h.Effective(e.ceiling())}
+	hp := &HookPlan{Module: module, Hook: hook, Network: network, Plan: plan, NetworkMode: "none", Limits: h.Effective(e.ceiling())}
 	if err := e.LimitsReady(); err != nil {
 		hp.LimitsOff = err.Error()
+	}
+	switch {
+	case network:
+		hp.NetworkMode = "host"
+	case h.Egress:
+		hp.NetworkMode, hp.Destinations = "egress", h.Destinations
+		if p, _, err := e.Policy("module:" + module); err == nil {
+			hp.PolicyNetwork, hp.PolicyAll = p.NetworkAllow, p.Network
+		}
 	}
 	var me *jail.MissingError
 	if errors.As(err, &me) {

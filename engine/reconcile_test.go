@@ -21,7 +21,7 @@ func TestRunFoundDeadAtOpenIsClosedAndItsTokenRevoked(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now().UTC()
-	rec := RunRecord{ID: storage.NewRunID(now), Module: "m", Hook: "h", Actor: string(testActor), Status: storage.RunRunning,
+	rec := RunRecord{ID: e.store.NewRunID(now), Module: "m", Hook: "h", Actor: string(testActor), Status: storage.RunRunning,
 		JailMode: JailBwrap, Started: now, Deadline: now.Add(time.Hour), PID: 999999}
 	tok, err := e.auth.Mint(string(testActor), rec.ID, "hook", rec.ID, time.Hour)
 	if err != nil {
@@ -31,7 +31,7 @@ func TestRunFoundDeadAtOpenIsClosedAndItsTokenRevoked(t *testing.T) {
 		if err := tok.Record(tx); err != nil {
 			return err
 		}
-		return tx.PutRun(rec)
+		return tx.CreateRun(rec)
 	}); err != nil {
 		t.Fatal(err)
 	}

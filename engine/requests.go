@@ -16,6 +16,9 @@ import (
 // Request is a permission request or an operator question.
 type Request = storage.RequestRecord
 
+// Requester is who asked: a hook's run, or an MCP client's tool call.
+type Requester = storage.Requester
+
 // Rule is an exact operation a policy allows (added by approve-always).
 type Rule = storage.Rule
 
@@ -136,6 +139,12 @@ func (e *Engine) await(ctx context.Context, r *activeRun, req Request, prompt, n
 		e.reqMu.Unlock()
 	}()
 	e.bus.publish(Event{Kind: EventRequest, Request: &req})
+	// The request was stored before the waiter registered: a decision
+	// made in between (a CLI that listed it at once) woke nobody. Take it
+	// from the store; an approve-once claim it opened is this call's.
+	if early, ok := e.decidedEarly(r, req); ok {
+		return early, nil
+	}
 	if p := r.proc.Load(); p != nil {
 		resume := p.PauseIdle()
 		defer resume()
@@ -173,6 +182,8 @@ func (e *Engine) await(ctx context.Context, r *activeRun, req Request, prompt, n
 	why := "the run ended before a decision"
 	if expired {
 		why = "expired"
+	} else if c := context.Cause(ctx); c != nil && c != context.Canceled {
+		why = c.Error() // the caller said why it stopped waiting
 	}
 	e.decide(internalActor, req.ID, Deny, why)
 	// Whoever decided (this deny, or a decision that raced it), the
@@ -194,6 +205,35 @@ func (e *Engine) await(ctx context.Context, r *activeRun, req Request, prompt, n
 		return res, errors.New("the run ended while waiting for the operator")
 	}
 	return res, nil
+}
+
+// decidedEarly returns the stored decision of req if it already has one,
+// consuming the retry claim an approve-once left open for it.
+func (e *Engine) decidedEarly(r *activeRun, req Request) (asked, bool) {
+	got, ok := e.earlyDecision(req.ID, r.rec.ID)
+	if !ok {
+		return asked{}, false
+	}
+	return asked{req: got, decision: *got.Decision}, true
+}
+
+// earlyDecision returns request id as stored if it is already decided,
+// consuming for consumer the retry claim an approve-once left open: a
+// waiter registers after its request is stored, so a decision made in
+// between (a console or CLI that saw it at once) woke nobody.
+func (e *Engine) earlyDecision(id uint64, consumer string) (Request, bool) {
+	got, err := e.Request(id)
+	if err != nil || got.Decision == nil {
+		return Request{}, false
+	}
+	if got.Decision.Verdict == ApproveOnce && got.Claim != nil && !got.Claim.Used {
+		op := perms.Op{Subject: got.Subject, Operation: got.Operation, Content: got.Content, Digest: got.Digest}
+		e.store.Update(func(tx *storage.Tx) error {
+			_, _, err := perms.Check(tx, op, consumer, time.Now())
+			return err
+		})
+	}
+	return got, true
 }
 
 // RequestPermission is what a capability calls before an effect: it
@@ -297,9 +337,12 @@ func (e *Engine) DecideRequest(actor Actor, id uint64, verdict, reason string) (
 }
 
 func (e *Engine) decide(actor Actor, id uint64, verdict, reason string) (perms.Decided, error) {
+	// reqMu is held from the waiter lookup to the wake: a waiter that
+	// registers meanwhile then finds the decision in the store
+	// (decidedEarly), so no decision is lost between the two.
 	e.reqMu.Lock()
+	defer e.reqMu.Unlock()
 	w := e.waiting[id]
-	e.reqMu.Unlock()
 	consumer := ""
 	if w != nil {
 		consumer = w.run
@@ -379,6 +422,9 @@ type RequestFilter struct {
 	All bool
 	// Limit caps the list; 0 for no cap.
 	Limit int
+	// Before pages through the decided requests: only those with a lower
+	// id, and no pending ones (they were on the first page).
+	Before uint64
 }
 
 // Requests lists requests: the pending ones first, oldest first (the
@@ -391,25 +437,26 @@ func (e *Engine) Requests(f RequestFilter) ([]Request, error) {
 	var out []Request
 	err := e.store.View(func(tx *storage.Tx) error {
 		out = out[:0]
-		pending, err := tx.UndecidedRequests("")
-		if err != nil {
-			return err
+		if f.Before == 0 {
+			pending, err := tx.UndecidedRequests("")
+			if err != nil {
+				return err
+			}
+			sort.SliceStable(pending, func(i, j int) bool { return pending[i].Created.Before(pending[j].Created) })
+			out = append(out, pending...)
 		}
-		sort.SliceStable(pending, func(i, j int) bool { return pending[i].Created.Before(pending[j].Created) })
-		out = append(out, pending...)
-		if !f.All {
+		if !f.All || (f.Limit > 0 && len(out) >= f.Limit) {
 			return nil
 		}
-		all, err := tx.Requests(0)
-		if err != nil {
-			return err
+		// The decided ones, newest first, by key range: only the page
+		// asked for is read.
+		limit := 0
+		if f.Limit > 0 {
+			limit = f.Limit - len(out)
 		}
-		for _, r := range all {
-			if r.Decision != nil {
-				out = append(out, r)
-			}
-		}
-		return nil
+		decided, err := tx.RequestsBefore(f.Before, limit, func(r *storage.RequestRecord) bool { return r.Decision != nil })
+		out = append(out, decided...)
+		return err
 	})
 	if f.Limit > 0 && len(out) > f.Limit {
 		out = out[:f.Limit]

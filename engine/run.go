@@ -142,6 +142,7 @@ type activeRun struct {
 	limits string
 
 	proc    atomic.Pointer[hooks.Process]
+	egress  *egressRun // egress mode only (egress_run.go)
 	ingest  *ingester
 	brk     *broker.Broker
 	started time.Time
@@ -282,7 +283,7 @@ func (e *Engine) newRun(actor Actor, req RunRequest, pf preflighted) (*activeRun
 		runActor = MCPSubject(req.Client)
 	}
 	now := time.Now().UTC()
-	rec := RunRecord{ID: storage.NewRunID(now), Module: pf.m.ID, Hook: pf.hook.Name, Actor: runActor, Status: storage.RunRunning,
+	rec := RunRecord{ID: e.newRunID(now), Module: pf.m.ID, Hook: pf.hook.Name, Actor: runActor, Status: storage.RunRunning,
 		JailMode: pf.jailMode, Started: now, Deadline: now.Add(pf.hook.Timeout), PID: os.Getpid()}
 	if raw, err := json.Marshal(pf.inputs); err == nil {
 		rec.Inputs = raw
@@ -308,8 +309,14 @@ func (e *Engine) newRun(actor Actor, req RunRequest, pf preflighted) (*activeRun
 // dir (with bin/warden), its token, its stream and its broker. It returns
 // the one undo of all of it, for a later phase that fails.
 func (e *Engine) prepare(r *activeRun) (undo func(), err error) {
-	runDir := filepath.Join(e.DataDir(), "runs", r.rec.ID)
+	// The dir's name is the run's id, unless a leftover dir of that name
+	// made the run take the next id (see makeRunDir).
+	runDir, err := e.makeRunDir(r)
+	if err != nil {
+		return nil, err
+	}
 	undo = func() {
+		r.egress.close() // egress mode: its proxy, started by spawnSpec (nil-safe)
 		if r.brk != nil {
 			r.brk.Close() // the token was not recorded: nothing to revoke
 		}
@@ -317,12 +324,6 @@ func (e *Engine) prepare(r *activeRun) (undo func(), err error) {
 			r.ingest.close()
 		}
 		os.RemoveAll(runDir)
-	}
-	if err := os.MkdirAll(filepath.Dir(runDir), 0o700); err != nil {
-		return nil, err
-	}
-	if err := os.Mkdir(runDir, 0o700); err != nil {
-		return nil, err
 	}
 	defer func() {
 		if err != nil {
@@ -358,7 +359,9 @@ type spawned struct {
 
 // spawnSpec lays out the jail's plan (before the start receipt, which
 // lists what is absent on this host) and the process's argv, dir and
-// environment, in jail terms when jailed.
+// environment, in jail terms when jailed. A jailed hook whose network is
+// a list gets its egress proxy here (r.egress; prepare's undo closes it
+// if the start fails later).
 func (e *Engine) spawnSpec(r *activeRun, pf preflighted) spawned {
 	m, hook, runDir := pf.m, pf.hook, filepath.Dir(r.brk.SocketPath())
 	sp := spawned{
@@ -387,10 +390,16 @@ func (e *Engine) spawnSpec(r *activeRun, pf preflighted) spawned {
 		if sp.planErr == nil {
 			sp.planErr = r.limit(js, sp.startDetails)
 		}
+		if sp.planErr == nil && hook.Egress {
+			sp.planErr = r.egressSetup(js, runDir, sp.startDetails)
+		}
 		sp.spawner = js
 		sp.spawn.Argv = append([]string{path.Join(jail.ModuleTarget, hook.Run[0])}, hook.Run[1:]...)
 		sp.spawn.Dir = jail.ModuleTarget
 		socket, pathFirst = jail.SocketTarget, jail.BinDir
+	} else if hook.Egress {
+		r.streamLater = append(r.streamLater, storage.Line{At: time.Now(), Level: storage.LevelWarn,
+			Text: "jail OFF: this hook's network list is not enforced (it has the host's network)"})
 	}
 	sp.spawn.Env = hooks.BuildEnv(os.Environ(), map[string]string{
 		"WARDEN_SOCKET": socket,
@@ -399,6 +408,9 @@ func (e *Engine) spawnSpec(r *activeRun, pf preflighted) spawned {
 		"WARDEN_MODULE": m.ID,
 		"WARDEN_HOOK":   hook.Name,
 	}, pathFirst)
+	if r.egress != nil {
+		sp.spawn.Env = egressEnv(sp.spawn.Env)
+	}
 	if pf.jl != nil {
 		// The operator's HOME does not exist in the jail; /tmp is the
 		// hook's own (the synthesized passwd agrees).
@@ -411,29 +423,25 @@ func (e *Engine) spawnSpec(r *activeRun, pf preflighted) spawned {
 	return sp
 }
 
-// recordStart commits the token, the run record and the hook.start
-// receipt as one (pruning old streams in the same commit), then
-// publishes the run.
+// recordStart commits the token, the run record (never over a stored
+// run) and the hook.start receipt as one, then publishes the run. Old
+// streams are pruned in the background (prune.go), never here.
 func (e *Engine) recordStart(actor Actor, r *activeRun, details map[string]any) error {
-	var freed int64
+	r.rec.Network = runNetwork(r.network, r.egress != nil)
 	if _, err := e.store.Update(func(tx *storage.Tx) (err error) {
-		if freed, err = e.pruneStreams(tx); err != nil {
-			return err
-		}
 		if err := r.tok.Record(tx); err != nil {
 			return err
 		}
-		if err := tx.PutRun(r.rec); err != nil {
-			return err
+		if err := tx.CreateRun(r.rec); err != nil {
+			return err // never over a stored run (see storage.runIDs)
 		}
 		_, err = tx.AppendReceipt(storage.Draft{Kind: storage.KindHookStart, Actor: r.rec.Actor, Subject: r.rec.Module + "/" + r.rec.Hook,
-			Summary: fmt.Sprintf("run %s of %s/%s started (jail %s%s)", r.rec.ID, r.rec.Module, r.rec.Hook, jailName(r.rec.JailMode), limitsNote(r.limits)),
+			Summary: fmt.Sprintf("run %s of %s/%s started (jail %s%s%s)", r.rec.ID, r.rec.Module, r.rec.Hook, jailName(r.rec.JailMode), limitsNote(r.limits), networkNote(r.network, r.egress != nil)),
 			Details: details})
 		return err
 	}); err != nil {
 		return err
 	}
-	e.streamBytes.Add(-freed)
 	rec := r.rec
 	e.bus.publish(Event{Kind: EventRun, Run: &rec})
 	return nil
@@ -470,6 +478,25 @@ func (e *Engine) launch(r *activeRun, sp spawned) *RunHandle {
 	}
 	go func() { r.finish(h, proc.Wait()) }()
 	return h
+}
+
+// makeRunDir makes the run's private dir. A dir of that name left by a
+// crashed engine (made, but its run never recorded) takes the next id
+// rather than reuse what is there.
+func (e *Engine) makeRunDir(r *activeRun) (string, error) {
+	runs := filepath.Join(e.DataDir(), "runs")
+	if err := os.MkdirAll(runs, 0o700); err != nil {
+		return "", err
+	}
+	for try := 0; ; try++ {
+		dir := filepath.Join(runs, r.rec.ID)
+		err := os.Mkdir(dir, 0o700)
+		if err == nil || !errors.Is(err, os.ErrExist) || try == 3 {
+			return dir, err
+		}
+		r.rec.ID = e.newRunID(time.Now())
+		r.actor = "run:" + r.rec.ID
+	}
 }
 
 // RunHook starts a run and waits for its outcome.
@@ -511,6 +538,7 @@ func (r *activeRun) cancel(why string) {
 // writes the run's end receipt.
 func (r *activeRun) finish(h *RunHandle, exit hooks.Exit) {
 	e := r.e
+	r.egress.close() // every connection is receipted, and said, before the verdict
 	if hooks.IsResourceLimit(exit.Limit) {
 		// Never silent: the stream says why the hook was stopped.
 		r.streamLine(storage.LevelError, "warden: the run was stopped: "+exit.Reason)
@@ -580,6 +608,9 @@ func (r *activeRun) finish(h *RunHandle, exit hooks.Exit) {
 	}
 	if rec.Error != "" {
 		details["error"] = rec.Error
+	}
+	if r.egress != nil {
+		details["destinations"] = r.egress.destinations()
 	}
 	summary := fmt.Sprintf("run %s of %s/%s %s in %s (jail %s%s)", rec.ID, rec.Module, rec.Hook, rec.Status, dur.Round(time.Millisecond), jailName(rec.JailMode), limitsNote(r.limits))
 	if rec.Status == storage.RunFailed {

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net"
 	"os"
 	"path/filepath"
@@ -338,5 +339,40 @@ func TestPreflightRefusals(t *testing.T) {
 	}
 	if runs, _ := e.Runs(0); len(runs) != 0 {
 		t.Errorf("refused preflights recorded %d runs", len(runs))
+	}
+}
+
+// TestRunIDCollisionNeverOverwrites forces the run-id generator to hand
+// out the id of a stored run whose run dir is gone (the case where random
+// suffixes silently overwrote the earlier run's record): the start is
+// refused, and the stored run, its stream and the receipt log are as they
+// were.
+func TestRunIDCollisionNeverOverwrites(t *testing.T) {
+	e := setupScripts(t, Options{},
+		map[string]string{"hi.sh": "#!/bin/sh\necho first run\n"},
+		map[string]string{"hi": "    run: [./hi.sh]\n"})
+	first := runScript(t, e, "hi")
+	if err := os.RemoveAll(filepath.Join(e.DataDir(), "runs", first.Run.ID)); err != nil {
+		t.Fatal(err)
+	}
+	before := len(allReceipts(t, e))
+	gen := e.newRunID
+	e.newRunID = func(time.Time) string { return first.Run.ID }
+	_, err := e.StartRun(testActor, RunRequest{Module: "testmod", Hook: "hi", Jail: JailOff})
+	if !errors.Is(err, storage.ErrRunExists) {
+		t.Fatalf("StartRun with a stored run's id: %v, want storage.ErrRunExists", err)
+	}
+	e.newRunID = gen
+	if got, err := e.Run(first.Run.ID); err != nil || got.Status != storage.RunSucceeded || got.Started != first.Run.Started {
+		t.Errorf("stored run after the collision: %+v %v", got, err)
+	}
+	if lines, _ := e.StreamLines(first.Run.ID, 0, 0); len(lines) != 1 || lines[0].Text != "first run" {
+		t.Errorf("stored stream after the collision: %+v", lines)
+	}
+	if n := len(allReceipts(t, e)); n != before {
+		t.Errorf("the refused start wrote %d receipts", n-before)
+	}
+	if second := runScript(t, e, "hi"); second.Run.ID <= first.Run.ID {
+		t.Errorf("next run id %s does not sort after %s", second.Run.ID, first.Run.ID)
 	}
 }

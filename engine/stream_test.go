@@ -181,16 +181,18 @@ func TestStreamRetentionKeepsNewest(t *testing.T) {
 }
 
 func TestStreamBudgetPrunesOlderRuns(t *testing.T) {
-	e := setupScripts(t, Options{StreamBudget: 4096},
+	e := setupScripts(t, Options{StreamBudget: 10000},
 		map[string]string{"count.sh": "#!/bin/sh\nexec seq 1 2000\n"}, // 6893 bytes of text
 		map[string]string{"count": "    run: [./count.sh]\n"})
 	a := runScript(t, e, "count")
+	e.pruneStreams() // whatever the pruner was woken for is done
 	if m, _ := e.StreamInfo(a.Run.ID); m.Lines != 2000 {
-		t.Fatalf("first run's stream before the second run: %+v", m)
+		t.Fatalf("first run's stream, under budget: %+v", m)
 	}
 	b := runScript(t, e, "count")
+	e.pruneStreams()
 	if m, _ := e.StreamInfo(a.Run.ID); m.Lines != 0 || m.Bytes != 0 {
-		t.Errorf("older run's stream not pruned when the next run started: %+v", m)
+		t.Errorf("older run's stream not pruned once the next run passed the budget: %+v", m)
 	}
 	if lines, _ := e.StreamLines(a.Run.ID, 0, 0); len(lines) != 0 {
 		t.Errorf("older run still has %d lines", len(lines))
@@ -222,14 +224,14 @@ func TestStreamStdoutInfoStderrWarn(t *testing.T) {
 	}
 }
 
-// storedStreamBytes sums every run's stored stream bytes from storage.
-func storedStreamBytes(t *testing.T, e *Engine) int64 {
+// storedStreamBytes sums every run's stored stream bytes by walking them.
+func storedStreamBytes(t *testing.T, e *Engine) uint64 {
 	t.Helper()
-	var total int64
+	var total uint64
 	if err := e.store.View(func(tx *storage.Tx) error {
 		sizes, err := tx.StreamSizes()
 		for _, n := range sizes {
-			total += int64(n)
+			total += n
 		}
 		return err
 	}); err != nil {
@@ -238,8 +240,9 @@ func storedStreamBytes(t *testing.T, e *Engine) int64 {
 	return total
 }
 
-// The running total that spares run starts a walk of every stream must
-// match storage, and pruning must still happen when it says so.
+// The stored running total that spares everyone a walk of every stream
+// must match a walk, through appends, a run's own limit, pruning and a
+// reopen; and pruning must bring the total under the budget, oldest first.
 func TestStreamBudgetRunningTotal(t *testing.T) {
 	const each = 6893 // text bytes of seq 1 2000 (line ends are not stored)
 	dir := newDataDir(t)
@@ -256,49 +259,54 @@ func TestStreamBudgetRunningTotal(t *testing.T) {
 	var ids []string
 	for i := 0; i < 3; i++ {
 		ids = append(ids, runScript(t, e, "count").Run.ID)
-		if got, want := e.streamBytes.Load(), storedStreamBytes(t, e); got != want {
+		e.pruneStreams()
+		if got, want := e.streamTotal(), storedStreamBytes(t, e); got != want {
 			t.Fatalf("after run %d: running total %d, storage %d", i, got, want)
 		}
 	}
-	// Those three starts were under budget: nothing pruned.
-	if m, _ := e.StreamInfo(ids[0]); m.Lines != 2000 {
-		t.Fatalf("first run pruned under budget: %+v", m)
+	// The third run took the total over budget: the oldest stream went
+	// (only: that was enough), the newer two stayed.
+	for i, want := range []uint64{0, 2000, 2000} {
+		if m, _ := e.StreamInfo(ids[i]); m.Lines != want {
+			t.Errorf("run %d after the budget was passed: %+v, want %d lines kept", i, m, want)
+		}
 	}
-	// Now 3*each is stored, over budget: this start prunes the oldest
-	// stream (only: that is enough). The run goes over its own limit, and
-	// the total counts what that dropped.
+	// A run over its own limit: the total counts what that dropped, and
+	// the older streams make way.
+	// The pruner is held off while the big run's stream is looked at: over
+	// the budget on its own, it goes as soon as the run has ended.
+	e.pruneMu.Lock()
 	big := runScript(t, e, "big")
-	if m, _ := e.StreamInfo(ids[0]); m.Lines != 0 {
-		t.Errorf("oldest run not pruned over budget: %+v", m)
-	}
-	if m, _ := e.StreamInfo(ids[1]); m.Lines != 2000 {
-		t.Errorf("second oldest run pruned too: %+v", m)
-	}
-	if m, _ := e.StreamInfo(big.Run.ID); m.Dropped == 0 {
+	m, _ := e.StreamInfo(big.Run.ID)
+	e.pruneMu.Unlock()
+	if m.Dropped == 0 {
 		t.Errorf("the big run was not over its limit: %+v", m)
 	}
-	if got, want := e.streamBytes.Load(), storedStreamBytes(t, e); got != want {
-		t.Fatalf("after a run over its limit: running total %d, storage %d", got, want)
+	e.pruneStreams()
+	if got, want := e.streamTotal(), storedStreamBytes(t, e); got != want || got > 3*each-100 {
+		t.Fatalf("after a run over its limit: running total %d, storage %d, budget %d", got, want, 3*each-100)
 	}
-	// The big run alone is over budget: this start prunes everything older.
+	for _, id := range ids[1:] {
+		if m, _ := e.StreamInfo(id); m.Bytes != 0 {
+			t.Errorf("run %s older than the big run kept its stream: %+v", id, m)
+		}
+	}
 	last := runScript(t, e, "count")
-	if got, want := e.streamBytes.Load(), storedStreamBytes(t, e); got != want || got != each {
-		t.Fatalf("after pruning: running total %d, storage %d, want %d (the last run's)", got, want, each)
+	e.pruneStreams()
+	if got, want := e.streamTotal(), storedStreamBytes(t, e); got != want || got != each {
+		t.Fatalf("after the last run: running total %d, storage %d, want %d (the last run's)", got, want, each)
 	}
 	if m, _ := e.StreamInfo(last.Run.ID); m.Lines != 2000 {
 		t.Errorf("last run: %+v", m)
 	}
-	runScript(t, e, "count") // leave two streams stored
 	e.Close()
 
-	// A reopened engine counts what is stored, and prunes from there.
+	// A reopened engine reads the total (no walk), and prunes at once when
+	// it is over a (now smaller) budget.
 	e2 := openEngine(t, Options{DataDir: dir, StreamBudget: 1})
-	if got, want := e2.streamBytes.Load(), storedStreamBytes(t, e2); got != want || got == 0 {
-		t.Fatalf("after reopening: running total %d, storage %d", got, want)
-	}
-	runScript(t, e2, "count")
-	if got, want := e2.streamBytes.Load(), storedStreamBytes(t, e2); got != want || got != each {
-		t.Errorf("after pruning to a 1-byte budget: running total %d, storage %d, want %d (the new run's)", got, want, each)
+	e2.pruneStreams()
+	if got, want := e2.streamTotal(), storedStreamBytes(t, e2); got != want || got != 0 {
+		t.Fatalf("after reopening with a 1-byte budget: running total %d, storage %d, want 0", got, want)
 	}
 }
 
@@ -331,6 +339,10 @@ func TestStreamBudgetPruneFailureIsReceipted(t *testing.T) {
 	if o := runScript(t, e2, "count"); !o.OK() {
 		t.Fatalf("the run after a failed prune: %+v", o.Run)
 	}
+	// The pruner was woken at open and by the run's output; this pass
+	// returns after any in flight, and fails the same way (still one
+	// receipt: only an engine's first failure is receipted).
+	e2.pruneStreams()
 	rs, err := e2.Receipts(ReceiptFilter{Kind: storage.KindStreamError})
 	if err != nil {
 		t.Fatal(err)

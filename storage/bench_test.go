@@ -3,6 +3,7 @@ package storage
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
@@ -104,4 +105,80 @@ func BenchmarkVerify100k(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkFreelist measures bbolt's freelist choice on a store holding
+// 10k runs' worth of records (a nested stream bucket, a run record and
+// four receipts each): open (and close) time, and appends with fsync, one
+// per commit, with the freelist rebuilt at open (NoFreelistSync, "scan")
+// against written with every commit ("sync").
+func BenchmarkFreelist(b *testing.B) {
+	src := filepath.Join(b.TempDir(), "data")
+	s := openStore(b, src)
+	for done := 0; done < 10_000; done += 500 {
+		if _, err := s.Update(func(tx *Tx) error {
+			for i := done; i < done+500; i++ {
+				id := s.NewRunID(time.Now())
+				r := RunRecord{ID: id, Module: "m", Hook: "h", Actor: "local:b", Status: RunSucceeded, JailMode: "off", Started: time.Now(), Ended: new(time.Time)}
+				*r.Ended = r.Started
+				if err := tx.CreateRun(r); err != nil {
+					return err
+				}
+				if _, _, err := tx.AppendLines(id, []Line{{At: time.Now(), Level: LevelInfo, Text: "a line of output"}}, 0); err != nil {
+					return err
+				}
+				for j := 0; j < 4; j++ {
+					if _, err := tx.AppendReceipt(benchDraft(i)); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	s.Close()
+	defer func() { noFreelistSync = true }()
+	for _, mode := range []struct {
+		name string
+		scan bool
+	}{{"scan", true}, {"sync", false}} {
+		noFreelistSync = mode.scan
+		dir := filepath.Join(b.TempDir(), "data")
+		copyDir(b, src, dir)
+		openStore(b, dir).Close() // the first open under a mode converts
+		b.Run(mode.name+"/open", func(b *testing.B) {
+			for b.Loop() {
+				openStore(b, dir).Close()
+			}
+		})
+		b.Run(mode.name+"/append", func(b *testing.B) {
+			s := openStore(b, dir)
+			defer s.Close()
+			i := 0
+			for b.Loop() {
+				if _, err := s.AppendReceipt(benchDraft(i)); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+			reportRate(b, int64(b.N))
+		})
+	}
+}
+
+func copyDir(b *testing.B, from, to string) {
+	if err := os.MkdirAll(to, 0o700); err != nil {
+		b.Fatal(err)
+	}
+	for _, name := range []string{DBFile, SealKeyFile} {
+		raw, err := os.ReadFile(filepath.Join(from, name))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(to, name), raw, 0o600); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -3,6 +3,7 @@ package storage
 import (
 	"bytes"
 	"errors"
+	"path/filepath"
 	"testing"
 )
 
@@ -46,4 +47,38 @@ func FuzzDecodeToken(f *testing.F) {
 
 func FuzzDecodeSealed(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) { fuzzRecord[sealedRecord](t, data) })
+}
+
+// FuzzVerifyFastPath: verify's allocation-free path never vouches for a
+// receipt the decoding path would refuse, and agrees with it on prev and
+// hash when both accept. Seeds are real receipts, plain and escaped.
+func FuzzVerifyFastPath(f *testing.F) {
+	s, err := Open(Options{Dir: filepath.Join(f.TempDir(), "data"), NoSync: true})
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, d := range []Draft{
+		{Kind: "hook.start", Actor: "local:ann", Subject: "m/h", Summary: "run 20261129T140932-3fa2c1 started", Details: map[string]any{"run": "x", "inputs": []string{"a"}, "n": 1.5}},
+		{Kind: "secret.set", Actor: "run:r", Subject: `quote " and \ back`, Summary: "tab\there <&> \u2028 é"},
+		{Kind: "a", Actor: "b", Details: map[string]any{"nested": map[string]any{"k": []any{nil, true, "s"}}}},
+	} {
+		r, err := s.AppendReceipt(d)
+		if err != nil {
+			f.Fatal(err)
+		}
+		raw, _ := encodeRecord(&r)
+		f.Add(raw, r.Seq)
+	}
+	s.Close()
+	f.Fuzz(func(t *testing.T, raw []byte, seq uint64) {
+		c := newReceiptChecker()
+		var prev, hash [64]byte
+		if !c.fast(raw, seq, &prev, &hash) {
+			return
+		}
+		p, h, ok := c.check(raw, seq)
+		if !ok || p != string(prev[:]) || h != string(hash[:]) {
+			t.Fatalf("fast path accepted what the decoding path refuses (ok=%v):\n%s", ok, raw)
+		}
+	})
 }

@@ -39,6 +39,8 @@ const (
 	KindMCPDisconnect = "mcp.disconnect" // and ended
 	KindMCPGate       = "mcp.gate"       // a tool call let through or refused, and why
 	KindMCPHands      = "mcp.hands"      // a hands tool call's outcome
+
+	KindNetworkConnect = "network.connect" // one egress-proxy connection, at its close (allowed or refused, by what, bytes)
 )
 
 // Kind families, for filters and views.
@@ -49,4 +51,5 @@ const (
 	KindFamilyPolicy  = "policy."
 	KindFamilyRequest = "request."
 	KindFamilyMCP     = "mcp."
+	KindFamilyNetwork = "network."
 )

@@ -208,10 +208,10 @@ func TestOpenRefusesNewerSchema(t *testing.T) {
 		if !errors.As(err, &se) {
 			t.Fatalf("want *SchemaError, got %T: %v", err, err)
 		}
-		if se.Found != 99 || se.Supported != 1 {
+		if se.Found != 99 || se.Supported != SchemaVersion {
 			t.Fatalf("SchemaError = %+v", se)
 		}
-		if msg := se.Error(); !strings.Contains(msg, "99") || !strings.Contains(msg, "1") {
+		if msg := se.Error(); !strings.Contains(msg, "99") || !strings.Contains(msg, strconv.Itoa(SchemaVersion)) {
 			t.Fatalf("message does not name both versions: %q", msg)
 		}
 	}

@@ -33,6 +33,12 @@ type PolicyRecord struct {
 	Rules     []Rule    `json:"rules"`
 	Updated   time.Time `json:"updated"`
 	By        string    `json:"by"`
+
+	// NetworkAllow lists the destinations (api.github.com:443,
+	// *.pythonhosted.org:443, pypi.org, ip:203.0.113.7:443) a hook whose
+	// network is a list may reach through its egress proxy; the engine
+	// checks the grammar, storage only keeps it.
+	NetworkAllow []string `json:"networkAllow,omitempty"`
 }
 
 // Subjects: a module, a hands root, or an MCP client (its clientInfo.name

@@ -16,7 +16,12 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-var bucketReceipts = []byte("receipts")
+var (
+	bucketReceipts = []byte("receipts")
+	// bucketCheckpoints holds, for every checkpointEvery-th seq a full
+	// verify has passed, the hash of that receipt (see VerifyReceipts).
+	bucketCheckpoints = []byte("receipts.checkpoints")
+)
 
 // GenesisPrev is the prev of the first receipt.
 const GenesisPrev = "0000000000000000000000000000000000000000000000000000000000000000"
@@ -202,6 +207,9 @@ func (tx *Tx) AppendReceipt(d Draft) (Receipt, error) {
 	if r.Hash, err = r.ComputeHash(); err != nil {
 		return Receipt{}, err
 	}
+	// Receipts only ever go on the end: pack pages full (bbolt's default
+	// of half-full pages doubled the file and every verify's reads).
+	tx.bucket(bucketReceipts).FillPercent = 1.0
 	if err := putRecord(tx, bucketReceipts, u64key(r.Seq), &r); err != nil {
 		return Receipt{}, err
 	}
@@ -234,6 +242,7 @@ type ReceiptFilter struct {
 	Kind     string    // exact kind, or a prefix ending in "." (e.g. "hook.")
 	Since    time.Time // at or after
 	AfterSeq uint64    // seq strictly greater
+	Before   uint64    // seq strictly less; 0 for no bound (a page above one already shown)
 	Limit    int       // the newest Limit matches; 0 for all
 }
 
@@ -257,7 +266,15 @@ func (tx *Tx) Receipts(f ReceiptFilter) ([]Receipt, error) {
 	c := tx.bucket(bucketReceipts).Cursor()
 	var out []Receipt
 	if f.Limit > 0 {
-		for k, v := c.Last(); k != nil; k, v = c.Prev() {
+		k, v := c.Last()
+		if f.Before > 0 {
+			if k, _ = c.Seek(u64key(f.Before)); k == nil {
+				k, v = c.Last()
+			} else {
+				k, v = c.Prev()
+			}
+		}
+		for ; k != nil; k, v = c.Prev() {
 			if bytesToU64(k) <= f.AfterSeq {
 				break
 			}
@@ -277,7 +294,7 @@ func (tx *Tx) Receipts(f ReceiptFilter) ([]Receipt, error) {
 		}
 		return out, nil
 	}
-	for k, v := c.Seek(u64key(f.AfterSeq + 1)); k != nil; k, v = c.Next() {
+	for k, v := c.Seek(u64key(f.AfterSeq + 1)); k != nil && (f.Before == 0 || bytesToU64(k) < f.Before); k, v = c.Next() {
 		var r Receipt
 		if err := decodeRecord("receipts", seqKeyString(k), v, &r); err != nil {
 			return nil, err
@@ -295,29 +312,103 @@ type Verification struct {
 	Intact    bool
 	BrokenSeq uint64 // first broken seq when not intact
 	Reason    string
+	// From is the checkpoint the walk started after: 0 for a full walk
+	// from the first receipt, else the seq whose hash a full verify
+	// recorded (receipts up to it were taken as checked then).
+	From uint64
 }
+
+// CheckpointEvery is how often (in receipts) a verify records the hash it
+// reached, so later verifies can start there.
+const CheckpointEvery = 10_000
 
 // VerifyReceipts walks the whole chain: every record decodes strictly, its
 // key matches its seq, seqs are contiguous from 1, each prev is the hash
 // before it and each hash recomputes. It stops at the first broken link.
-func (s *Store) VerifyReceipts() (Verification, error) {
+// Every CheckpointEvery-th hash it passes is recorded as a checkpoint; one
+// already recorded that differs means the log was rewritten since, and is
+// reported as the break.
+func (s *Store) VerifyReceipts() (Verification, error) { return s.verify(0, true) }
+
+// VerifyReceiptsSince checks the chain from the newest checkpoint at or
+// before seq (seq 0: the newest checkpoint of all) to the end, starting
+// from the hash recorded there; with no such checkpoint it walks the
+// whole chain. It costs what was appended since the checkpoint, not the
+// log's length, and trusts the checkpoints as much as the store they are
+// in: VerifyReceipts re-checks everything.
+func (s *Store) VerifyReceiptsSince(seq uint64) (Verification, error) {
+	return s.verify(seq, false)
+}
+
+type checkpoint struct {
+	seq  uint64
+	hash string
+}
+
+func (s *Store) verify(since uint64, full bool) (Verification, error) {
 	var v Verification
+	var fresh []checkpoint
 	err := s.View(func(tx *Tx) error {
-		v = verifyChain(tx.bucket(bucketReceipts).Cursor())
+		start, prev := uint64(0), GenesisPrev
+		if !full {
+			start, prev = tx.checkpointAtOrBefore(since)
+		}
+		var marks []checkpoint
+		v, marks = verifyChain(tx.bucket(bucketReceipts).Cursor(), start, prev)
+		cps := tx.bucket(bucketCheckpoints)
+		for _, m := range marks {
+			switch old := cps.Get(u64key(m.seq)); {
+			case old == nil:
+				fresh = append(fresh, m)
+			case string(old) != m.hash:
+				v = Verification{Count: m.seq - start - 1, BrokenSeq: m.seq, From: start,
+					Reason: fmt.Sprintf("the hash at seq %d is not the one a verify recorded for it: the log was rewritten up to here", m.seq)}
+				fresh = nil
+				return nil
+			}
+		}
+		return nil
+	})
+	if err != nil || len(fresh) == 0 {
+		return v, err
+	}
+	_, err = s.Update(func(tx *Tx) error {
+		for _, m := range fresh {
+			if err := tx.bucket(bucketCheckpoints).Put(u64key(m.seq), []byte(m.hash)); err != nil {
+				return err
+			}
+		}
 		return nil
 	})
 	return v, err
 }
 
-// verifyChain checks receipts on every core: a producer walks the cursor
-// in batches, workers check each receipt on its own (decode, canonical
-// bytes, hash), and the caller links the results in seq order (contiguous
-// keys, prev = hash before). The first failure is re-examined on the slow
-// path to say why.
-func verifyChain(c *bolt.Cursor) Verification {
+// checkpointAtOrBefore is the newest checkpoint at or before seq (any,
+// for 0), or the genesis when there is none.
+func (tx *Tx) checkpointAtOrBefore(seq uint64) (uint64, string) {
+	c := tx.bucket(bucketCheckpoints).Cursor()
+	var k, v []byte
+	if seq == 0 {
+		k, v = c.Last()
+	} else if k, v = c.Seek(u64key(seq)); k == nil || bytesToU64(k) > seq {
+		k, v = c.Prev()
+	}
+	if len(k) != 8 || !hexHash.MatchString(string(v)) {
+		return 0, GenesisPrev
+	}
+	return bytesToU64(k), string(v)
+}
+
+// verifyChain checks the receipts after start (whose hash is prev) on
+// every core: a producer walks the cursor in batches, workers check each
+// receipt on its own (decode, canonical bytes, hash), and the caller links
+// the results in seq order (contiguous keys, prev = hash before). The
+// first failure is re-examined on the slow path to say why. It returns
+// the hashes it passed at every CheckpointEvery-th seq.
+func verifyChain(c *bolt.Cursor, start uint64, prevHex string) (Verification, []checkpoint) {
 	const batchSize = 512
 	type result struct {
-		prev, hash string
+		prev, hash [64]byte
 		ok         bool
 	}
 	type batch struct {
@@ -338,8 +429,14 @@ func verifyChain(c *bolt.Cursor) Verification {
 			for b := range jobs {
 				for i, k := range b.keys {
 					if len(k) == 8 {
-						r := &b.res[i]
-						r.prev, r.hash, r.ok = chk.check(b.raws[i], bytesToU64(k))
+						r, seq := &b.res[i], bytesToU64(k)
+						if r.ok = chk.fast(b.raws[i], seq, &r.prev, &r.hash); !r.ok {
+							var p, h string
+							if p, h, r.ok = chk.check(b.raws[i], seq); r.ok {
+								copy(r.prev[:], p)
+								copy(r.hash[:], h)
+							}
+						}
 					}
 				}
 				close(b.done)
@@ -361,7 +458,7 @@ func verifyChain(c *bolt.Cursor) Verification {
 			b = &batch{done: make(chan struct{})}
 			return true
 		}
-		for k, v := c.First(); k != nil; k, v = c.Next() {
+		for k, v := c.Seek(u64key(start + 1)); k != nil; k, v = c.Next() {
 			b.keys, b.raws = append(b.keys, k), append(b.raws, v)
 			if len(b.keys) == batchSize && !send() {
 				return
@@ -372,20 +469,25 @@ func verifyChain(c *bolt.Cursor) Verification {
 		}
 	}()
 
-	prev := GenesisPrev
-	var want uint64 = 1
-	out := Verification{Intact: true}
+	want := start + 1
+	var prev [64]byte
+	copy(prev[:], prevHex)
+	out := Verification{Intact: true, From: start}
+	var marks []checkpoint
 	for b := range ordered {
 		<-b.done
 		for i, k := range b.keys {
 			if len(k) != 8 {
-				out = Verification{BrokenSeq: want, Reason: fmt.Sprintf("stray key %x among the receipts", k)}
+				out = Verification{BrokenSeq: want, From: start, Reason: fmt.Sprintf("stray key %x among the receipts", k)}
 			} else if seq := bytesToU64(k); seq != want {
-				out = Verification{BrokenSeq: want, Reason: fmt.Sprintf("seq %d is missing (next stored is %d)", want, seq)}
+				out = Verification{BrokenSeq: want, From: start, Reason: fmt.Sprintf("seq %d is missing (next stored is %d)", want, seq)}
 			} else if r := b.res[i]; !r.ok || r.prev != prev {
-				out = Verification{BrokenSeq: seq, Reason: explainBroken(b.raws[i], seq, prev)}
+				out = Verification{BrokenSeq: seq, From: start, Reason: explainBroken(b.raws[i], seq, string(prev[:]))}
 			} else {
 				prev = r.hash
+				if seq%CheckpointEvery == 0 {
+					marks = append(marks, checkpoint{seq, string(r.hash[:])})
+				}
 				want++
 				continue
 			}
@@ -396,8 +498,8 @@ func verifyChain(c *bolt.Cursor) Verification {
 		}
 	}
 	wg.Wait() // workers read the transaction's pages: done before it closes
-	out.Count = want - 1
-	return out
+	out.Count = want - 1 - start
+	return out, marks
 }
 
 // receiptChecker is the fast path of verifyChain. A receipt passes when it

@@ -178,12 +178,30 @@ func (tx *Tx) Request(id uint64) (RequestRecord, error) {
 
 // Requests lists requests newest first, at most limit (0 for all).
 func (tx *Tx) Requests(limit int) ([]RequestRecord, error) {
+	return tx.RequestsBefore(0, limit, nil)
+}
+
+// RequestsBefore lists the requests with an id below before (0: from the
+// newest) that keep accepts (nil: all), newest first, at most limit (0
+// for all): a page read by key range.
+func (tx *Tx) RequestsBefore(before uint64, limit int, keep func(*RequestRecord) bool) ([]RequestRecord, error) {
 	var out []RequestRecord
 	c := tx.bucket(bucketRequests).Cursor()
-	for k, v := c.Last(); k != nil; k, v = c.Prev() {
+	k, v := c.Last()
+	if before > 0 {
+		if k, _ = c.Seek(u64key(before)); k == nil {
+			k, v = c.Last()
+		} else {
+			k, v = c.Prev()
+		}
+	}
+	for ; k != nil; k, v = c.Prev() {
 		var r RequestRecord
 		if err := decodeRecord("requests", seqKeyString(k), v, &r); err != nil {
 			return nil, err
+		}
+		if keep != nil && !keep(&r) {
+			continue
 		}
 		out = append(out, r)
 		if limit > 0 && len(out) == limit {

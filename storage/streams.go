@@ -151,7 +151,9 @@ func (tx *Tx) streamBucket(run string, create bool) (*bolt.Bucket, error) {
 		return nil, fmt.Errorf("bad run id %q", run)
 	}
 	if create {
-		return tx.bucket(bucketStreams).CreateBucketIfNotExists([]byte(run))
+		parent := tx.bucket(bucketStreams)
+		parent.FillPercent = timeOrderedFill
+		return parent.CreateBucketIfNotExists([]byte(run))
 	}
 	return tx.bucket(bucketStreams).Bucket([]byte(run)), nil
 }
@@ -171,6 +173,25 @@ func (tx *Tx) StreamMeta(run string) (StreamMeta, error) {
 	return m, err
 }
 
+// keyStreamBytes is the running total of stream text bytes stored across
+// runs (8 bytes, big-endian), kept by AppendLines and DeleteStream in the
+// transactions that change it, so nobody walks the streams to know it.
+var keyStreamBytes = []byte("streams.bytes")
+
+// StreamTotal is the stream text bytes stored across all runs.
+func (tx *Tx) StreamTotal() uint64 {
+	if v := tx.bucket(bucketMeta).Get(keyStreamBytes); len(v) == 8 {
+		return bytesToU64(v)
+	}
+	return 0
+}
+
+func (tx *Tx) addStreamTotal(added, removed uint64) error {
+	n := tx.StreamTotal() + added
+	n -= min(n, removed)
+	return tx.bucket(bucketMeta).Put(keyStreamBytes, u64key(n))
+}
+
 // AppendLines stores lines as one chunk, numbering them, and enforces the
 // run's retention: while the stored text exceeds limit bytes, the oldest
 // chunks are deleted and counted as dropped. It returns the lines as
@@ -185,9 +206,12 @@ func (tx *Tx) AppendLines(run string, lines []Line, limit uint64) ([]Line, Strea
 	if err != nil {
 		return nil, m, err
 	}
+	// Chunks only ever go on the end (and come off the front): pack pages full.
+	b.FillPercent = 1.0
 	if m, err = tx.StreamMeta(run); err != nil {
 		return nil, m, err
 	}
+	before := m.Bytes
 	for i := range lines {
 		if len(lines[i].Text) > MaxLineBytes || !utf8.ValidString(lines[i].Text) {
 			return nil, m, fmt.Errorf("line %d: text must be UTF-8 of at most %d bytes", i, MaxLineBytes)
@@ -229,7 +253,10 @@ func (tx *Tx) AppendLines(run string, lines []Line, limit uint64) ([]Line, Strea
 	if err != nil {
 		return nil, m, err
 	}
-	return lines, m, b.Put(streamMetaKey, raw)
+	if err := b.Put(streamMetaKey, raw); err != nil {
+		return nil, m, err
+	}
+	return lines, m, tx.addStreamTotal(m.Bytes, before)
 }
 
 // ReadLines returns up to max stored lines with N >= from, in order.
@@ -282,13 +309,64 @@ func (tx *Tx) ReadLinesBefore(run string, before uint64, max int) ([]Line, error
 
 // DeleteStream removes a run's stored lines (retention across runs).
 func (tx *Tx) DeleteStream(run string) error {
-	if tx.bucket(bucketStreams).Bucket([]byte(run)) == nil {
-		return nil
-	}
-	return tx.bucket(bucketStreams).DeleteBucket([]byte(run))
+	_, err := tx.deleteStream([]byte(run))
+	return err
 }
 
-// StreamSizes reports each run's stored stream bytes, for retention.
+func (tx *Tx) deleteStream(run []byte) (uint64, error) {
+	b := tx.bucket(bucketStreams).Bucket(run)
+	if b == nil {
+		return 0, nil
+	}
+	var m StreamMeta
+	if raw := b.Get(streamMetaKey); raw != nil {
+		if err := decodeRecord("streams", string(run)+"/m", raw, &m); err != nil {
+			return 0, err
+		}
+	}
+	if err := tx.bucket(bucketStreams).DeleteBucket(run); err != nil {
+		return 0, err
+	}
+	return m.Bytes, tx.addStreamTotal(0, m.Bytes)
+}
+
+// PruneStreams deletes whole streams, oldest first, until the stored
+// total is at most target, deleting at most max streams (a bounded batch:
+// the caller commits and comes back for more). The streams bucket is
+// keyed by run id, and run ids sort by start time, so it is its own index
+// by age: the walk reads no run record, and stops at the first streams it
+// does not need. Streams of live runs are skipped (still being written).
+// It returns the bytes freed and whether the total is now within target.
+func (tx *Tx) PruneStreams(target uint64, max int) (freed uint64, done bool, err error) {
+	total := tx.StreamTotal()
+	if total <= target {
+		return 0, true, nil
+	}
+	var victims [][]byte
+	c := tx.bucket(bucketStreams).Cursor()
+	for k, _ := c.First(); k != nil && len(victims) < max; k, _ = c.Next() {
+		if tx.runLive(string(k)) {
+			continue
+		}
+		victims = append(victims, append([]byte(nil), k...))
+	}
+	for _, run := range victims {
+		if total <= target {
+			return freed, true, nil
+		}
+		n, err := tx.deleteStream(run)
+		if err != nil {
+			return freed, false, err
+		}
+		freed += n
+		total -= min(total, n)
+	}
+	// Done when within target, or when nothing more can go (all live).
+	return freed, total <= target || len(victims) < max, nil
+}
+
+// StreamSizes reports each run's stored stream bytes. It walks every
+// stream: for checks and tests, never on a hot path.
 func (tx *Tx) StreamSizes() (map[string]uint64, error) {
 	out := map[string]uint64{}
 	err := tx.bucket(bucketStreams).ForEachBucket(func(k []byte) error {

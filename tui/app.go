@@ -706,6 +706,9 @@ func (a *App) header(w int) string {
 	if n := a.streams.unjailedRunning(); n > 0 && a.sh.opts.Jail != engine.JailOff {
 		jail += " " + th.JailOff.Render(fmt.Sprintf(" ⚠ %d UNJAILED ", n))
 	}
+	if n := a.streams.hostNetworkRunning(); n > 0 {
+		jail += " " + th.JailOff.Render(fmt.Sprintf(" ⚠ %d ON HOST NETWORK ", n))
+	}
 	running := a.streams.running()
 	pending := a.requests.pending()
 	counts := th.HeaderVal.Render(fmt.Sprintf("%d running", running)) + sep

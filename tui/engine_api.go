@@ -41,6 +41,9 @@ func alwaysRule(e engine.Facade, r engine.Request) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if rule, ok := connectRule(r, p.Revision); ok {
+		return rule, nil
+	}
 	d := r.Digest
 	if len(d) > 12 {
 		d = d[:12] + "…"

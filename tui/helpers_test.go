@@ -16,6 +16,7 @@ import (
 	"github.com/muesli/termenv"
 
 	"warden/engine"
+	"warden/engine/egress"
 	"warden/engine/hookkit"
 	"warden/themes"
 )
@@ -23,6 +24,9 @@ import (
 func TestMain(m *testing.M) {
 	// A hook of the test modules runs this binary as `warden` (the run
 	// dir's link, first on PATH): it speaks the protocol with hookkit.
+	if filepath.Base(os.Args[0]) == "warden" && len(os.Args) > 2 && os.Args[1] == "hook" && os.Args[2] == "egress-bridge" {
+		os.Exit(egress.BridgeMain(os.Args[3:])) // the jail's first program in egress mode
+	}
 	if filepath.Base(os.Args[0]) == "warden" && len(os.Args) > 1 {
 		os.Exit(hookMain(os.Args[1:]))
 	}

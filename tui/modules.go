@@ -363,7 +363,10 @@ func (p *modulesPane) view(w, h int) string {
 				info = append(info, "needs "+strings.Join(hk.Requires, ","))
 			}
 			if hk.Network {
-				info = append(info, "network")
+				info = append(info, "HOST NETWORK")
+			}
+			if hk.Egress {
+				info = append(info, egressInfo(hk.Destinations))
 			}
 			// Every hook is an MCP tool of `warden mcp serve`.
 			info = append(info, "mcp "+r.mod.Record.ID+"__"+r.hook)

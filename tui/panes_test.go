@@ -166,3 +166,66 @@ func TestModulesFollowModuleEvents(t *testing.T) {
 	c.wait("Modules (1)", "latecomer")
 	c.final()
 }
+
+// The receipts pane reads a page at open, not the whole log, and reads
+// the pages above as the cursor goes up, down to the first receipt.
+func TestReceiptsPageByKeyRange(t *testing.T) {
+	e := newEngine(t)
+	for i := 0; i < 2*receiptsLoad+50; i++ {
+		if _, err := e.RotateTrust("local:test"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all, _ := e.Receipts(engine.ReceiptFilter{})
+	d := newDriver(t, e, 120, 30)
+	d.keys("3")
+	p := d.app.receipts
+	if len(p.rs) != receiptsLoad || p.rs[len(p.rs)-1].Seq != all[len(all)-1].Seq {
+		t.Fatalf("at open the pane holds %d receipts ending at %d; want the newest %d of %d", len(p.rs), p.rs[len(p.rs)-1].Seq, receiptsLoad, len(all))
+	}
+	for i := 0; i < 3; i++ {
+		d.keys("g")
+	}
+	if len(p.rs) != len(all) || p.rs[0].Seq != 1 || p.sel != 0 {
+		t.Fatalf("after going to the top three times: %d receipts held from seq %d, cursor %d; want all %d from seq 1", len(p.rs), p.rs[0].Seq, p.sel, len(all))
+	}
+	if v := d.view(); !strings.Contains(v, "trust.") {
+		t.Errorf("the top of the log is not on screen:\n%s", v)
+	}
+}
+
+// A run still running is held (and counted in the header) however many
+// runs started after it, and paging down past the first page reaches
+// every run once, in order.
+func TestRunsPageKeepsLiveRuns(t *testing.T) {
+	e := newEngine(t)
+	addModule(t, e, "m", map[string]string{"slow": "sleep 60", "quick": "true"}, nil)
+	h, err := e.StartRun("local:test", engine.RunRequest{Module: "m", Hook: "slow", Jail: engine.JailOff})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Cancel(); h.Wait() })
+	for i := 0; i < runsPage+10; i++ {
+		runHook(t, e, "m", "quick")
+	}
+	d := newDriver(t, e, 120, 30)
+	p := d.app.streams
+	if len(p.runs) != runsPage+1 || p.runs[len(p.runs)-1].ID != h.ID {
+		t.Fatalf("at open the list holds %d runs ending at %s; want the newest %d and the running %s", len(p.runs), p.runs[len(p.runs)-1].ID, runsPage, h.ID)
+	}
+	if v := d.view(); !strings.Contains(v, "1 running") {
+		t.Errorf("the header does not count the running run:\n%s", v)
+	}
+	for i := 0; i < runsPage+20; i++ {
+		d.keys("j")
+	}
+	all, _ := e.Runs(0)
+	if len(p.runs) != len(all) {
+		t.Fatalf("after paging down the list holds %d runs, want all %d", len(p.runs), len(all))
+	}
+	for i := range all {
+		if p.runs[i].ID != all[i].ID {
+			t.Fatalf("run %d is %s, want %s (newest first, each once)", i, p.runs[i].ID, all[i].ID)
+		}
+	}
+}

@@ -12,10 +12,12 @@ import (
 	"warden/engine"
 )
 
-// The receipts pane holds the newest receipts (at most maxReceipts) of
-// the chosen kind; the whole log stays in storage.
+// The receipts pane holds the newest receipts of the chosen kind, read a
+// page at a time by key range: the first page at open, older pages as the
+// cursor goes above the first one held. New receipts are added as they
+// come, up to maxReceipts; the whole log stays in storage.
 const (
-	receiptsLoad = 1000
+	receiptsLoad = 100
 	maxReceipts  = 2000
 )
 
@@ -44,6 +46,7 @@ type receiptsPane struct {
 	sel    int
 	off    int
 	atEnd  bool // the cursor follows new receipts
+	oldest bool // no receipt of the kind is older than rs[0]
 	filter promptInput
 	h      int
 }
@@ -68,7 +71,7 @@ func (p *receiptsPane) reload() {
 		p.sh.errStatus(err)
 		return
 	}
-	p.rs = rs
+	p.rs, p.oldest = rs, len(rs) < receiptsLoad
 	if p.atEnd || p.sel >= len(p.rs) {
 		p.sel = len(p.rs) - 1
 	}
@@ -97,6 +100,7 @@ func (p *receiptsPane) add(r engine.Receipt) {
 	if len(p.rs) > maxReceipts {
 		drop := len(p.rs) - receiptsLoad
 		p.rs = append([]engine.Receipt(nil), p.rs[drop:]...)
+		p.oldest = false
 		p.sel = max(p.sel-drop, 0)
 		p.off = max(p.off-drop, 0)
 	}
@@ -150,7 +154,13 @@ func (p *receiptsPane) key(msg tea.KeyMsg) tea.Cmd {
 		}
 		return cmd
 	}
-	if sel, ok := navKey(msg, k.KeyMap, p.sel, len(p.rs), max(p.h-3, 1), nil); ok {
+	page := max(p.h-3, 1)
+	if sel, ok := navKey(msg, k.KeyMap, p.sel, len(p.rs), page, nil); ok {
+		// Up past the first receipt held reads the page above (older
+		// shifts the cursor with what it prepends), then moves again.
+		if sel == 0 && key.Matches(msg, k.Up, k.PageUp, k.Top) && (p.sel == 0 || key.Matches(msg, k.Top) || p.sel-page < 0) && p.older() {
+			sel, _ = navKey(msg, k.KeyMap, p.sel, len(p.rs), page, nil)
+		}
 		p.sel, p.atEnd = sel, sel == len(p.rs)-1
 		return nil
 	}
@@ -186,13 +196,16 @@ type verifiedMsg struct {
 	err error
 }
 
-// verify walks the whole receipt chain, off the UI goroutine: a long
-// chain takes a while, and the console must keep drawing meanwhile.
+// verify checks the chain from the newest checkpoint (a full walk the
+// first time), so pressing v costs what was appended since, not the log's
+// length; the status line says where it started. It runs off the UI
+// goroutine: a long walk takes a while, and the console must keep
+// drawing meanwhile.
 func (p *receiptsPane) verify() tea.Cmd {
 	e := p.sh.e
 	p.sh.setStatus("verifying the receipt chain…", false)
 	return func() tea.Msg {
-		v, err := e.VerifyReceipts()
+		v, err := e.VerifyReceiptsSince(0)
 		return verifiedMsg{v: v, err: err}
 	}
 }
@@ -203,6 +216,8 @@ func (p *receiptsPane) verified(m verifiedMsg) {
 	switch {
 	case err != nil:
 		p.sh.errStatus(err)
+	case v.Intact && v.From > 0:
+		p.sh.setStatus(fmt.Sprintf("receipt chain intact, %d receipts since the checkpoint at seq %d (`warden receipts verify --full` re-checks all)", v.Count, v.From), false)
 	case v.Intact:
 		p.sh.setStatus(fmt.Sprintf("receipt chain intact, %d receipts", v.Count), false)
 	default:
@@ -210,9 +225,30 @@ func (p *receiptsPane) verified(m verifiedMsg) {
 	}
 }
 
+// older reads the page above the first receipt held; false when there
+// is none.
+func (p *receiptsPane) older() bool {
+	if p.oldest || len(p.rs) == 0 {
+		return false
+	}
+	rs, err := p.sh.e.Receipts(engine.ReceiptFilter{Kind: p.kind, Limit: receiptsLoad, Before: p.rs[0].Seq})
+	if err != nil {
+		p.sh.errStatus(err)
+		return false
+	}
+	p.oldest = len(rs) < receiptsLoad
+	p.rs = append(rs, p.rs...)
+	p.sel += len(rs)
+	p.off += len(rs)
+	return len(rs) > 0
+}
+
 func (p *receiptsPane) move(d int) {
 	if len(p.rs) == 0 {
 		return
+	}
+	if p.sel+d < 0 {
+		p.older()
 	}
 	p.sel = min(max(p.sel+d, 0), len(p.rs)-1)
 	p.atEnd = p.sel == len(p.rs)-1

@@ -358,6 +358,9 @@ func requesterField(r engine.Request, field func(k, v string) string) string {
 
 // operationLine is a request's operation on one line.
 func operationLine(r engine.Request) string {
+	if dest, ok := connectDest(r); ok {
+		return "CONNECT " + dest
+	}
 	var m map[string]any
 	if json.Unmarshal(r.Content, &m) == nil {
 		if msg, ok := m["message"].(string); ok && len(m) == 1 {
@@ -416,7 +419,11 @@ func (p *requestsPane) view(w, h int) string {
 	}
 	out = append(out, th.Border.Render(strings.Repeat("─", w)))
 	if p.confirming {
-		out = append(out, th.Pending.Render(fmt.Sprintf("Approve request %d always?", p.confirmID)), "This adds one exact rule to the policy:")
+		what := "This adds one exact rule to the policy:"
+		if strings.HasPrefix(p.rule, "add ") {
+			what = "This changes the policy:" // a network name joins the list
+		}
+		out = append(out, th.Pending.Render(fmt.Sprintf("Approve request %d always?", p.confirmID)), what)
 		for _, l := range wrapRows(p.rule, w-4, 0, 8) {
 			out = append(out, "    "+th.Title.Render(l))
 		}
@@ -518,5 +525,5 @@ func (p *requestsPane) detail(r engine.Request) []string {
 	} else {
 		out = append(out, "  "+safe(string(r.Content)))
 	}
-	return out
+	return append(out[:1:1], append(p.connectBanner(r), out[1:]...)...)
 }

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -12,8 +13,13 @@ import (
 	"warden/engine"
 )
 
-// maxRuns bounds the runs list the console holds.
-const maxRuns = 500
+// The runs list reads runsPage runs at a time by key range (the newest at
+// open, older ones as the cursor passes the last held); maxRuns bounds
+// what new runs add on top.
+const (
+	runsPage = 50
+	maxRuns  = 500
+)
 
 type streamsKeys struct {
 	KeyMap
@@ -44,6 +50,7 @@ type streamsPane struct {
 	sh       *shared
 	k        streamsKeys
 	runs     []engine.RunRecord
+	pageEnd  string // the oldest run of the pages read (older live runs are held too)
 	sel      int
 	off      int
 	focusLog bool
@@ -52,6 +59,7 @@ type streamsPane struct {
 	scanGen  int // the search or filter going on in slices (scanOnMsg)
 	w, h     int
 	leftW    int
+	dests    destTracker // destinations reached, per run (network.go)
 }
 
 func newStreamsPane(sh *shared) *streamsPane {
@@ -59,10 +67,26 @@ func newStreamsPane(sh *shared) *streamsPane {
 }
 
 func (p *streamsPane) reload() {
-	runs, err := p.sh.e.Runs(maxRuns)
+	runs, err := p.sh.e.RunsBefore("", max(runsPage, min(len(p.runs), maxRuns)))
 	if err != nil {
 		p.sh.errStatus(err)
 		return
+	}
+	// Runs still running are always held, however far down the history
+	// they started: the header counts them and quitting warns of them.
+	live, err := p.sh.e.LiveRuns()
+	if err != nil {
+		p.sh.errStatus(err)
+		return
+	}
+	p.pageEnd = ""
+	if len(runs) > 0 {
+		p.pageEnd = runs[len(runs)-1].ID
+	}
+	for _, r := range live {
+		if len(runs) == 0 || r.ID < runs[len(runs)-1].ID {
+			runs = append(runs, r) // older than the page: live runs come newest first
+		}
 	}
 	cur := p.selectedID()
 	p.runs = runs
@@ -164,6 +188,10 @@ func (p *streamsPane) runEvent(rec engine.RunRecord) {
 
 // lines takes a batch of durable lines.
 func (p *streamsPane) lines(ev *engine.LinesEvent) {
+	if p.dests == nil {
+		p.dests = destTracker{}
+	}
+	p.dests.take(ev)
 	if ev != nil && ev.Run == p.log.run {
 		p.log.appendLive(ev.Lines)
 	}
@@ -428,9 +456,47 @@ func (p *streamsPane) selectRun(i int) {
 	if len(p.runs) == 0 {
 		return
 	}
+	if i >= len(p.runs) {
+		d := i - p.sel
+		p.olderRuns() // keeps p.sel on its run
+		i = p.sel + d
+	}
 	p.sel = min(max(i, 0), len(p.runs)-1)
 	p.keepSel()
 	p.openSelected()
+}
+
+// olderRuns reads the page of runs after the last page read, merged (by
+// id, which sorts by time) with the older live runs already held.
+func (p *streamsPane) olderRuns() {
+	if p.pageEnd == "" {
+		return
+	}
+	rs, err := p.sh.e.RunsBefore(p.pageEnd, runsPage)
+	if err != nil {
+		p.sh.errStatus(err)
+		return
+	}
+	if len(rs) == 0 {
+		return
+	}
+	p.pageEnd = rs[len(rs)-1].ID
+	held := make(map[string]bool, len(p.runs))
+	for _, r := range p.runs {
+		held[r.ID] = true
+	}
+	for _, r := range rs {
+		if !held[r.ID] {
+			p.runs = append(p.runs, r)
+		}
+	}
+	cur := p.selectedID()
+	sort.SliceStable(p.runs, func(i, j int) bool { return p.runs[i].ID > p.runs[j].ID })
+	for i, r := range p.runs {
+		if r.ID == cur {
+			p.sel = i
+		}
+	}
 }
 
 func (p *streamsPane) keepSel() {
@@ -562,6 +628,12 @@ func (p *streamsPane) logTitle(w int) string {
 	}
 	if v.query != "" {
 		parts = append(parts, th.Match.Render("/"+plain(v.query, 20)))
+	}
+	if p.dests == nil {
+		p.dests = destTracker{}
+	}
+	if d := p.dests.titleFor(p.sh.e, r); d != "" {
+		parts = append(parts, th.Title.Render(d))
 	}
 	parts = append(parts, th.Dim.Render("run "+v.run))
 	if r.ID != "" {

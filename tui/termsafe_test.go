@@ -21,9 +21,6 @@ import (
 // an 8-bit CSI and a right-to-left override.
 const hostileText = "before\x1b[2J\x1b]52;c;cm0gLXJmIH4=\x07\x1b]0;pwned\x07safe\rEVIL\x00nul\u009b31m\u202edone"
 
-// hostileEscaped is hostileText as every pane must draw it.
-const hostileEscaped = "before␛[2J␛]52;c;cm0gLXJmIH4=␇␛]0;pwned␇safe␍EVIL␀nul�31m�done"
-
 // hostileModule registers the module "hostile": its version sets the
 // terminal's title, its description writes the clipboard and clears the
 // screen, and its hook speak (this binary's `warden hostile`) puts

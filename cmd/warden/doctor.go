@@ -14,6 +14,7 @@ import (
 
 func (a *app) doctorCommand() *cobra.Command {
 	var bwrap, operators, engineSocket string
+	var fl fleetJoin
 	c := &cobra.Command{
 		Use:   "doctor",
 		Short: "Check the data dir, store, trust root and bubblewrap; exit 1 on any problem",
@@ -34,6 +35,10 @@ binary exists (docker-init, or catatonit for Podman) and the API version.`,
 			if bwrap == "" {
 				bwrap = set.Bwrap
 			}
+			fl = fl.or(set.Fleet)
+			if err := fl.check(); err != nil {
+				return err
+			}
 			rep := engine.Doctor(engine.DoctorOptions{DataDir: a.dataDir, BwrapPath: bwrap, EngineSocket: engineSocket, Ceiling: set.Limits,
 				Attach: func(dir string) (engine.Facade, int, error) {
 					c, err := control.Dial(dir)
@@ -46,6 +51,9 @@ binary exists (docker-init, or catatonit for Podman) and the API version.`,
 				rep.Checks = append(rep.Checks, operatorsChecks(operators)...)
 			}
 			rep.Checks = append(rep.Checks, mcpClientChecks()...)
+			if fl.url != "" {
+				rep.Checks = append(rep.Checks, fleetCheck(rep.DataDir, fl))
+			}
 			if a.json {
 				a.emitJSON(rep)
 			} else {
@@ -66,6 +74,7 @@ binary exists (docker-init, or catatonit for Podman) and the API version.`,
 	}
 	c.Flags().StringVar(&operators, "operators", "", "also check an SSH operators file (the one `warden serve --operators` reads)")
 	c.Flags().StringVar(&engineSocket, "engine-socket", "", "also check the Docker or Podman engine on this unix socket (which engine, its init binary, its API version)")
+	fl.bind(c)
 	c.Flags().StringVar(&bwrap, "bwrap", "", "bubblewrap binary to check (absolute; default: the config file's bwrap, else /usr/bin/bwrap)")
 	return c
 }

@@ -185,3 +185,42 @@ func TestHookPlan(t *testing.T) {
 		t.Fatalf("plan json: %+v", hp)
 	}
 }
+
+// The egress example: its plan shows the proxy and its list; the policy
+// takes names (and refuses an IP literal, naming the entry), and shows
+// them.
+func TestEgressExamplePlanAndPolicy(t *testing.T) {
+	c := newCLI(t)
+	c.ok("module", "add", example(t, "ghstars"))
+	r := c.ok("hook", "plan", "ghstars", "stars")
+	for _, want := range []string{"network: egress proxy", "the hook declares: api.github.com:443", "allows: nothing yet"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("plan lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	var hp engine.HookPlan
+	c.json(0, &hp, "hook", "plan", "ghstars", "stars")
+	if hp.NetworkMode != "egress" || len(hp.Destinations) != 1 || hp.Destinations[0] != "api.github.com:443" {
+		t.Errorf("plan json: mode %q destinations %v", hp.NetworkMode, hp.Destinations)
+	}
+
+	bad := c.run("perms", "policy", "set", "module:ghstars", "--revision", "0", "--network", "api.github.com:443,203.0.113.7:443")
+	if bad.code != 1 || !strings.Contains(bad.stderr, "entry 1") || !strings.Contains(bad.stderr, "write ip:203.0.113.7:443") {
+		t.Errorf("an IP literal in the list: %s", bad)
+	}
+	c.ok("perms", "policy", "set", "module:ghstars", "--revision", "0", "--network", "API.github.com:443, *.githubusercontent.com:443")
+	r = c.ok("perms", "policy", "show", "module:ghstars")
+	for _, want := range []string{"2 destinations, through the egress proxy", "allow api.github.com:443", "allow *.githubusercontent.com:443"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("policy show lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	r = c.ok("hook", "plan", "ghstars", "stars")
+	if !strings.Contains(r.stdout, "allows: api.github.com:443, *.githubusercontent.com:443") {
+		t.Errorf("plan does not show the policy's names:\n%s", r.stdout)
+	}
+	c.ok("perms", "policy", "set", "module:ghstars", "--revision", "0", "--network", "true")
+	if r = c.ok("perms", "policy", "show", "module:ghstars"); !strings.Contains(r.stdout, "TRUE: the host's whole network") {
+		t.Errorf("network true is not loud:\n%s", r.stdout)
+	}
+}

@@ -37,6 +37,7 @@ func (a *app) hookHelperCommands() []*cobra.Command {
 		a.hookStoreCommand("config", "config", "greeting_word"),
 		a.hookCallCommand(),
 		a.hookResultCommand(),
+		a.hookEgressBridgeCommand(),
 	}
 }
 

@@ -50,11 +50,7 @@ and listed in the run's receipt. Give path inputs with --input to plan them.`,
 							a.printf("  %-10s %s (%s)\n", safe(string(r.Absence)), safe(r.Source), safe(r.Reason))
 						}
 					}
-					net := "none (the jail has its own empty network namespace)"
-					if hp.Network {
-						net = "granted by policy module:" + hp.Module
-					}
-					a.printf("\nnetwork: %s\n", net)
+					a.printNetworkPlan(hp)
 					lim := hp.Limits.String()
 					if hp.LimitsOff != "" {
 						lim += " (" + hp.LimitsOff + ")"

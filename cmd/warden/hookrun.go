@@ -206,13 +206,26 @@ func writeRawLine(w *bufio.Writer, l engine.Line) {
 
 func (a *app) hookRunsCommand() *cobra.Command {
 	var limit int
+	var before string
 	c := &cobra.Command{
 		Use:   "runs",
 		Short: "List hook runs, newest first",
-		Args:  args(cobra.NoArgs),
+		Long: `Lists hook runs, newest first, --limit at a time (read from the store by
+key range, so a long history costs no more than a short one). The next
+page is --before the last RUN shown.`,
+		Example: `  warden hook runs
+  warden hook runs --limit 200 --json
+  warden hook runs --before 20261129T140932-3fa2c1`,
+		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if limit < 0 {
+				return usageError{fmt.Errorf("--limit must be 0 (no limit) or more, got %d", limit)}
+			}
+			if before != "" && !engine.ValidRunID(before) {
+				return usageError{fmt.Errorf("--before %q is not a run id (like 20261129T140932-3fa2c1; see `warden hook runs`)", before)}
+			}
 			return a.withEngine(func(e engine.Facade) error {
-				rs, err := e.Runs(limit)
+				rs, err := e.RunsBefore(before, limit)
 				if err != nil {
 					return err
 				}
@@ -235,11 +248,18 @@ func (a *app) hookRunsCommand() *cobra.Command {
 					}
 					fmt.Fprintf(tw, "%s\t%s\t%s/%s\t%s\t%s\t%s\t%s\n", safe(r.ID), safe(r.Status), safe(r.Module), safe(r.Hook), safe(jailName(r.JailMode)), r.Started.Local().Format("2006-01-02 15:04:05"), dur, oneLine(r.Error, 60))
 				}
-				return tw.Flush()
+				if err := tw.Flush(); err != nil {
+					return err
+				}
+				if limit > 0 && len(rs) == limit {
+					a.printf("older: `warden hook runs --limit %d --before %s`\n", limit, rs[len(rs)-1].ID)
+				}
+				return nil
 			})
 		},
 	}
 	c.Flags().IntVar(&limit, "limit", 50, "at most this many (0 for all)")
+	c.Flags().StringVar(&before, "before", "", "only runs older than this RUN (the next page)")
 	return c
 }
 

@@ -114,6 +114,7 @@ override it with --data-dir or WARDEN_DATA_DIR.`,
 		a.handsCommand(),
 		a.serveCommand(),
 		a.mcpCommand(),
+		a.fleetCommand(),
 	)
 	a.attachConsole(root)
 	return root

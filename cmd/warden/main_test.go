@@ -312,6 +312,24 @@ func TestReceipts(t *testing.T) {
 	if !v.Intact || v.Count != 4 {
 		t.Errorf("verify --json: %+v", v)
 	}
+	// Pages: the newest two, then the page above them.
+	if r := c.ok("receipts", "list", "--limit", "2"); !strings.Contains(r.stdout, "older: `warden receipts list --limit 2 --before 3`") {
+		t.Errorf("receipts list --limit 2 does not say how to page back:\n%s", r.stdout)
+	}
+	var page []engine.Receipt
+	c.json(0, &page, "receipts", "list", "--limit", "2", "--before", "3")
+	if len(page) != 2 || page[0].Seq != 1 || page[1].Seq != 2 {
+		t.Errorf("receipts list --before 3 --limit 2: %+v", page)
+	}
+	if r := c.run("hook", "runs", "--before", "yesterday"); r.code != 2 || !strings.Contains(r.stderr, "not a run id") {
+		t.Errorf("hook runs --before yesterday: %s", r)
+	}
+	if r := c.ok("receipts", "verify", "--full"); strings.TrimSpace(r.stdout) != "intact, 4 receipts" {
+		t.Errorf("verify --full: %q", r.stdout)
+	}
+	if r := c.run("receipts", "verify", "--full", "--since", "3"); r.code != 2 || !strings.Contains(r.stderr, "not both") {
+		t.Errorf("verify --full --since: %s", r)
+	}
 
 	// Flip one byte inside the summary of seq 2 with plain bbolt.
 	db, err := bolt.Open(filepath.Join(c.dir, storage.DBFile), 0o600, &bolt.Options{Timeout: time.Second})

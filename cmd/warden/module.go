@@ -106,7 +106,10 @@ strictly and registers the module under its id.`,
 						a.printf("  outputs      %s\n", typeList(h.Outputs))
 					}
 					if h.Network {
-						a.printf("  network      asked for (policy decides)\n")
+						a.printf("  network      TRUE: the host's whole network, asked for (policy decides)\n")
+					}
+					if h.Egress {
+						a.printf("  network      through the egress proxy, declares %s (policy decides each)\n", destList(h.Destinations))
 					}
 				}
 				return nil

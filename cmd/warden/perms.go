@@ -43,8 +43,11 @@ func (a *app) permsCommand() *cobra.Command {
 					a.printf("%s has no policy yet: everything is denied (set one with `warden perms policy set %s ...`)\n", argv[0], argv[0])
 					return nil
 				}
-				a.printf("subject    %s\nrevision   %d\nworkspace  read=%v write=%v\nexecute    %v\nnetwork    %v\nrules      %d\nupdated    %s by %s\n",
-					safe(p.Subject), p.Revision, p.Workspace.Read, p.Workspace.Write, p.Execute, p.Network, len(p.Rules), p.Updated.Local().Format("2006-01-02 15:04:05"), safe(p.By))
+				a.printf("subject    %s\nrevision   %d\nworkspace  read=%v write=%v\nexecute    %v\nnetwork    %s\nrules      %d\nupdated    %s by %s\n",
+					safe(p.Subject), p.Revision, p.Workspace.Read, p.Workspace.Write, p.Execute, policyNetwork(p), len(p.Rules), p.Updated.Local().Format("2006-01-02 15:04:05"), safe(p.By))
+				for _, d := range p.NetworkAllow {
+					a.printf("  allow %s\n", safe(d))
+				}
 				for _, r := range p.Rules {
 					a.printf("  allow %s %s  %s\n", safe(r.Operation), safe(r.Digest[:12]), safe(r.Summary))
 				}
@@ -62,8 +65,10 @@ func (a *app) permsCommand() *cobra.Command {
 revision you reviewed with ` + "`perms policy show`" + `; if someone changed the policy since,
 nothing is written and you are told both revisions. A subject without a
 policy is at revision 0.`,
-		Example: `  warden perms policy set module:hello --revision 0 --network true`,
-		Args:    args(cobra.ExactArgs(1)),
+		Example: `  warden perms policy set module:hello --revision 0 --network api.github.com:443,pypi.org
+  warden perms policy set module:hello --revision 1 --network false
+  warden perms policy set module:hello --revision 2 --network true   # the host's network: loud`,
+		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			if revision < 0 {
 				return usageError{fmt.Errorf("--revision is required (see `warden perms policy show %s`)", argv[0])}
@@ -77,7 +82,7 @@ policy is at revision 0.`,
 					val  string
 					name string
 					dst  *bool
-				}{{network, "network", &p.Network}, {execute, "execute", &p.Execute}, {read, "read", &p.Workspace.Read}, {write, "write", &p.Workspace.Write}} {
+				}{{execute, "execute", &p.Execute}, {read, "read", &p.Workspace.Read}, {write, "write", &p.Workspace.Write}} {
 					if f.val == "" {
 						continue
 					}
@@ -116,6 +121,11 @@ policy is at revision 0.`,
 						p.Rules = append(p.Rules, r)
 					}
 				}
+				if network != "" {
+					if err := setPolicyNetwork(&p, network); err != nil {
+						return err
+					}
+				}
 				out, err := e.SetPolicy(engine.LocalActor(), p, uint64(revision))
 				if err != nil {
 					return err
@@ -125,7 +135,7 @@ policy is at revision 0.`,
 		},
 	}
 	set.Flags().Int64Var(&revision, "revision", -1, "the revision you reviewed (required)")
-	set.Flags().StringVar(&network, "network", "", "allow network inside the jail (true|false)")
+	set.Flags().StringVar(&network, "network", "", "false, true (the host's whole network), or destinations hooks may reach through the egress proxy:\ncomma-separated api.github.com:443,*.pythonhosted.org:443,pypi.org (443 and 80),ip:203.0.113.7:443")
 	set.Flags().StringVar(&execute, "execute", "", "allow executing in a hands container (true|false)")
 	set.Flags().StringVar(&read, "read", "", "allow reading the hands workspace (true|false)")
 	set.Flags().StringVar(&write, "write", "", "allow writing the hands workspace (true|false)")
@@ -143,15 +153,26 @@ policy is at revision 0.`,
 func (a *app) permsListCommand() *cobra.Command {
 	var all bool
 	var limit int
+	var before uint64
 	c := &cobra.Command{
 		Use:   "list [--all]",
 		Short: "List permission requests: the pending ones first (oldest first), then with --all the decided ones",
+		Long: `Lists the pending permission requests, oldest first; with --all, then the
+decided ones, newest first, --limit at a time. The next page is
+--before the last ID shown (it lists decided requests only).`,
 		Example: `  warden perms list
-  warden perms list --all --json`,
+  warden perms list --all --json
+  warden perms list --all --before 120 --limit 20`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if limit < 0 {
+				return usageError{fmt.Errorf("--limit must be 0 (no limit) or more, got %d", limit)}
+			}
+			if before > 0 {
+				all = true // only decided requests are older than a page
+			}
 			return a.withEngine(func(e engine.Facade) error {
-				rs, err := e.Requests(engine.RequestFilter{All: all, Limit: limit})
+				rs, err := e.Requests(engine.RequestFilter{All: all, Limit: limit, Before: before})
 				if err != nil {
 					return err
 				}
@@ -186,12 +207,16 @@ func (a *app) permsListCommand() *cobra.Command {
 				if rs[0].Decision == nil {
 					a.printf("\ndecide with `warden perms approve|approve-always|deny ID [--reason R]`; details with `warden perms show ID`\n")
 				}
+				if last := rs[len(rs)-1]; all && limit > 0 && len(rs) == limit && last.Decision != nil && last.ID > 1 {
+					a.printf("older: `warden perms list --all --limit %d --before %d`\n", limit, last.ID)
+				}
 				return nil
 			})
 		},
 	}
 	c.Flags().BoolVar(&all, "all", false, "also list decided requests, newest first")
-	c.Flags().IntVar(&limit, "limit", 0, "at most this many (0 for all)")
+	c.Flags().IntVar(&limit, "limit", 50, "at most this many (0 for all)")
+	c.Flags().Uint64Var(&before, "before", 0, "only decided requests with an ID below this (the next page; implies --all)")
 	return c
 }
 

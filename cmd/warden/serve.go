@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"warden/engine"
+	"warden/engine/fleet"
 	"warden/tui/sshconsole"
 )
 
@@ -22,6 +23,7 @@ const sshShutdownTimeout = 5 * time.Second
 
 func (a *app) serveCommand() *cobra.Command {
 	var sshAddr, operators, runHook, runJail string
+	var fl fleetJoin
 	var runInputs []string
 	c := &cobra.Command{
 		Use:   "serve",
@@ -36,11 +38,20 @@ On SIGTERM or SIGINT it shuts down cleanly: running hooks are cancelled
 (each run's receipt says so), run sockets are removed and the data dir is
 released. A second signal during the shutdown kills it at once.`,
 		Example: `  warden serve
-  warden serve --ssh 127.0.0.1:2222 --operators ~/.config/warden/operators`,
+  warden serve --ssh 127.0.0.1:2222 --operators ~/.config/warden/operators
+  warden serve --fleet tls://nats.example:4222 --fleet-creds /etc/warden/fleet.creds --fleet-host web1`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if sshAddr == "" && operators != "" {
 				return usageError{errors.New("--operators needs --ssh ADDR")}
+			}
+			set, err := loadSettings()
+			if err != nil {
+				return err
+			}
+			fl = fl.or(set.Fleet)
+			if err := fl.check(); err != nil {
+				return err
 			}
 			var run *engine.RunRequest
 			if runHook != "" {
@@ -59,7 +70,7 @@ released. A second signal during the shutdown kills it at once.`,
 			} else if len(runInputs) > 0 {
 				return usageError{errors.New("--input needs --run MODULE/HOOK")}
 			}
-			return a.serve(sshAddr, operators, run)
+			return a.serve(sshAddr, operators, run, fl)
 		},
 	}
 	c.Flags().StringVar(&sshAddr, "ssh", "", "serve the console over SSH on ADDR (e.g. 127.0.0.1:2222; default: no SSH)")
@@ -69,6 +80,7 @@ released. A second signal during the shutdown kills it at once.`,
 	// If the hook cannot start, serve fails before it says "serving".
 	c.Flags().StringVar(&runHook, "run", "", "start MODULE/HOOK at startup (as the local operator)")
 	c.Flags().StringArrayVar(&runInputs, "input", nil, "an input of the --run hook as NAME=VALUE (repeatable); typed by the manifest")
+	fl.bind(c)
 	c.Flags().StringVar(&runJail, "jail", engine.JailBwrap, "jail of the --run hook: bwrap (default) or off")
 	c.Flags().MarkHidden("run")
 	c.Flags().MarkHidden("input")
@@ -79,7 +91,7 @@ released. A second signal during the shutdown kills it at once.`,
 // serve runs the engine headless until a signal. With run, it starts that
 // hook first: if it cannot, serve fails (exit 1) before it says
 // "serving", with SSH and the control socket already closed again.
-func (a *app) serve(sshAddr, operators string, run *engine.RunRequest) error {
+func (a *app) serve(sshAddr, operators string, run *engine.RunRequest, fl fleetJoin) error {
 	// Signals are caught before the engine opens, so that a SIGTERM
 	// arriving at any point from here on is a clean shutdown.
 	sigs := make(chan os.Signal, 1)
@@ -93,6 +105,7 @@ func (a *app) serve(sshAddr, operators string, run *engine.RunRequest) error {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var srv *sshconsole.Server
+	var fh *fleet.Host
 	closed := false
 	shutdown := func() error {
 		if closed {
@@ -110,10 +123,22 @@ func (a *app) serve(sshAddr, operators string, run *engine.RunRequest) error {
 			scancel()
 		}
 		cancel()
+		if fh != nil {
+			fh.Close() // the fleet link reads the engine: it stops first
+		}
 		ctl.Close()      // hangs up on attached consoles and CLIs, removes control.sock
 		return e.Close() // cancels and receipts running hooks, removes their dirs, releases the store
 	}
 	defer shutdown()
+
+	if fh, err = a.joinFleet(e, fl); err != nil {
+		return err
+	}
+	if fh != nil {
+		// Fleet operators may answer this host's requests: they wait.
+		detach := e.AttachOperator()
+		defer detach()
+	}
 
 	if sshAddr != "" {
 		// Headless, requests wait for an operator who can answer them. With

@@ -299,8 +299,13 @@ func TestServeRunInputs(t *testing.T) {
 	exited = make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	t.Cleanup(func() { cmd.Process.Kill() })
-	waitUntil(t, "serving", 20*time.Second, func() bool { return strings.Contains(stdout.String(), "serving data dir") }, output)
-	m := regexp.MustCompile(`run (\S+) of hello/greet started \(jail OFF\)`).FindStringSubmatch(stderr.String())
+	// stdout and stderr reach their buffers through two pipes, in no set
+	// order: wait for both lines, though serve writes the run's first.
+	started := regexp.MustCompile(`run (\S+) of hello/greet started \(jail OFF\)`)
+	waitUntil(t, "serving", 20*time.Second, func() bool {
+		return strings.Contains(stdout.String(), "serving data dir") && started.MatchString(stderr.String())
+	}, output)
+	m := started.FindStringSubmatch(stderr.String())
 	if m == nil {
 		t.Fatalf("no run started:\n%s", output())
 	}

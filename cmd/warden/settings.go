@@ -28,6 +28,7 @@ import (
 //	  cpu: 2.0
 //	  tmp: 512MiB
 //	  run_dir: 64MiB
+//	fleet: {url: tls://nats.example:4222, creds: /etc/warden/fleet.creds, host: web1}
 //
 // It is decoded strictly: an unknown key, a duplicated key or a value of
 // the wrong kind is an error naming the file, line and key.
@@ -43,6 +44,9 @@ type settings struct {
 	// Limits is the operator's ceiling of hooks' resource limits (zero
 	// fields: hooks.DefaultCeiling's).
 	Limits hooks.Resources
+	// Fleet is the fleet serve joins and doctor checks
+	// (fleet: {url: ..., creds: ..., host: ...}; flags override).
+	Fleet fleetJoin
 }
 
 // maxSettingsSize bounds config.yaml.
@@ -180,8 +184,19 @@ func parseSettings(file string, data []byte) (s settings, err error) {
 			if err := parseCeiling(&s, mv.Value, bad); err != nil {
 				return s, err
 			}
+		case "fleet":
+			if s.Fleet, err = parseFleetSettings(mv.Value, func(l int, k, format string, args ...any) error {
+				if k != "" {
+					k = "fleet." + k
+				} else {
+					k = "fleet"
+				}
+				return bad(l, k, format, args...)
+			}); err != nil {
+				return s, err
+			}
 		default:
-			return s, bad(kl, key, "unknown key (the config file knows: theme, bwrap, limits)")
+			return s, bad(kl, key, "unknown key (the config file knows: theme, bwrap, limits, fleet)")
 		}
 	}
 	return s, nil

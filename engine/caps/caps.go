@@ -369,40 +369,36 @@ func (a *Authority) revokeWhereTx(tx *storage.Tx, actor, summary string, match f
 }
 
 // Prune deletes token records that expired or were revoked more than
-// keep ago, so the tokens bucket does not grow with every hook run.
+// keep ago, so the tokens bucket does not grow with every hook run. It
+// reads only those, through storage's index by due time, in bounded
+// batches (each its own commit), so no writer waits long behind it.
 func (a *Authority) Prune(keep time.Duration) (int, error) {
+	const batch = 4096
 	cutoff := a.now().Add(-keep)
 	n := 0
-	// Look first: most opens have nothing to prune and should not pay
-	// for a write transaction (an fsync) to find that out.
-	stale := false
-	if err := a.store.View(func(tx *storage.Tx) error {
-		return tx.EachToken(func(r storage.TokenRecord) error {
-			stale = stale || r.Expires.Before(cutoff) || (r.Revoked != nil && r.Revoked.Before(cutoff))
+	for {
+		// Look first: most opens have nothing to prune and should not pay
+		// for a write transaction (an fsync) to find that out.
+		due := false
+		if err := a.store.View(func(tx *storage.Tx) error {
+			due = tx.TokensDue(cutoff)
 			return nil
-		})
-	}); err != nil || !stale {
-		return 0, err
-	}
-	_, err := a.store.Update(func(tx *storage.Tx) error {
-		var old []string
-		if err := tx.EachToken(func(r storage.TokenRecord) error {
-			if r.Expires.Before(cutoff) || (r.Revoked != nil && r.Revoked.Before(cutoff)) {
-				old = append(old, r.ID)
-			}
-			return nil
-		}); err != nil {
+		}); err != nil || !due {
+			return n, err
+		}
+		var got int
+		if _, err := a.store.Update(func(tx *storage.Tx) error {
+			var err error
+			got, err = tx.PruneTokens(cutoff, batch)
 			return err
+		}); err != nil {
+			return n, err
 		}
-		n = len(old)
-		for _, id := range old {
-			if err := tx.DeleteToken(id); err != nil {
-				return err
-			}
+		n += got
+		if got < batch {
+			return n, nil
 		}
-		return nil
-	})
-	return n, err
+	}
 }
 
 // Status reports the trust root and token counts.
@@ -414,9 +410,11 @@ func (a *Authority) Status() (Status, error) {
 		st.Problem = a.broken.Error()
 	}
 	now := a.now()
+	// Counted on storage's index by due time: only the tokens not yet
+	// due (unexpired and unrevoked) are read, however many are kept.
 	err := a.store.View(func(tx *storage.Tx) error {
-		return tx.EachToken(func(r storage.TokenRecord) error {
-			st.Tokens++
+		st.Tokens = tx.TokenCount()
+		return tx.EachTokenDueAfter(now, func(r storage.TokenRecord) error {
 			if r.Revoked == nil && r.Generation == a.trust.Generation && now.Before(r.Expires) {
 				st.Live++
 			}

@@ -162,6 +162,13 @@ var handlers = map[string]handler{
 		}
 		return nil, e.LimitsReady()
 	},
+	"LiveRuns": func(ctx context.Context, e engine.Facade, actor engine.Actor, args []json.RawMessage) ([]any, error) {
+		if err := decodeArgs("LiveRuns", args); err != nil {
+			return nil, err
+		}
+		r0, err := e.LiveRuns()
+		return []any{r0}, err
+	},
 	"MCPHands": func(ctx context.Context, e engine.Facade, actor engine.Actor, args []json.RawMessage) ([]any, error) {
 		var a0 engine.MCPCall
 		if err := decodeArgs("MCPHands", args, &a0); err != nil {
@@ -280,6 +287,15 @@ var handlers = map[string]handler{
 		r0, err := e.Runs(a0)
 		return []any{r0}, err
 	},
+	"RunsBefore": func(ctx context.Context, e engine.Facade, actor engine.Actor, args []json.RawMessage) ([]any, error) {
+		var a0 string
+		var a1 int
+		if err := decodeArgs("RunsBefore", args, &a0, &a1); err != nil {
+			return nil, err
+		}
+		r0, err := e.RunsBefore(a0, a1)
+		return []any{r0}, err
+	},
 	"SecretNames": func(ctx context.Context, e engine.Facade, actor engine.Actor, args []json.RawMessage) ([]any, error) {
 		var a0 string
 		if err := decodeArgs("SecretNames", args, &a0); err != nil {
@@ -362,6 +378,14 @@ var handlers = map[string]handler{
 			return nil, err
 		}
 		r0, err := e.VerifyReceipts()
+		return []any{r0}, err
+	},
+	"VerifyReceiptsSince": func(ctx context.Context, e engine.Facade, actor engine.Actor, args []json.RawMessage) ([]any, error) {
+		var a0 uint64
+		if err := decodeArgs("VerifyReceiptsSince", args, &a0); err != nil {
+			return nil, err
+		}
+		r0, err := e.VerifyReceiptsSince(a0)
 		return []any{r0}, err
 	},
 }
@@ -474,6 +498,12 @@ func (c *Client) LimitsReady() (err error) {
 	return
 }
 
+// LiveRuns calls engine.Facade.LiveRuns in the serving process.
+func (c *Client) LiveRuns() (r0 []storage.RunRecord, err error) {
+	err = c.do(context.Background(), nil, "LiveRuns", nil, &r0)
+	return
+}
+
 // MCPHands calls engine.Facade.MCPHands in the serving process.
 func (c *Client) MCPHands(ctx context.Context, _ engine.Actor, a0 engine.MCPCall) (r0 json.RawMessage, err error) {
 	err = c.do(ctx, nil, "MCPHands", []any{a0}, &r0)
@@ -564,6 +594,12 @@ func (c *Client) Runs(a0 int) (r0 []storage.RunRecord, err error) {
 	return
 }
 
+// RunsBefore calls engine.Facade.RunsBefore in the serving process.
+func (c *Client) RunsBefore(a0 string, a1 int) (r0 []storage.RunRecord, err error) {
+	err = c.do(context.Background(), nil, "RunsBefore", []any{a0, a1}, &r0)
+	return
+}
+
 // SecretNames calls engine.Facade.SecretNames in the serving process.
 func (c *Client) SecretNames(a0 string) (r0 []string, err error) {
 	err = c.do(context.Background(), nil, "SecretNames", []any{a0}, &r0)
@@ -621,5 +657,11 @@ func (c *Client) ValidateHandsSocket(a0 string) (err error) {
 // VerifyReceipts calls engine.Facade.VerifyReceipts in the serving process.
 func (c *Client) VerifyReceipts() (r0 storage.Verification, err error) {
 	err = c.do(context.Background(), nil, "VerifyReceipts", nil, &r0)
+	return
+}
+
+// VerifyReceiptsSince calls engine.Facade.VerifyReceiptsSince in the serving process.
+func (c *Client) VerifyReceiptsSince(a0 uint64) (r0 storage.Verification, err error) {
+	err = c.do(context.Background(), nil, "VerifyReceiptsSince", []any{a0}, &r0)
 	return
 }

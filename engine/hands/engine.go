@@ -84,7 +84,7 @@ func openEngine(ctx context.Context, socket string) (*engineClient, error) {
 	if err != nil {
 		return nil, err
 	}
-	cli, err := client.New(client.WithHost("unix://"+socket), client.WithAPIVersionNegotiation())
+	cli, err := client.New(client.WithHost("unix://" + socket))
 	if err != nil {
 		return nil, fmt.Errorf("engine socket %s: %w", socket, err)
 	}
@@ -170,10 +170,10 @@ func checkInitBinary(kind, dockerInit string) (string, error) {
 	case EnginePodman:
 		fi, err := os.Stat(PodmanInitPath)
 		if err != nil {
-			return "", fmt.Errorf("Podman's init binary %s is missing (%v): every hands container runs with --init, so Podman cannot create it; install it with `apt-get install catatonit` (or your distribution's catatonit package)", PodmanInitPath, errText(err))
+			return "", fmt.Errorf("the init binary Podman needs, %s, is missing (%v): every hands container runs with --init, so Podman cannot create it; install it with `apt-get install catatonit` (or your distribution's catatonit package)", PodmanInitPath, errText(err))
 		}
 		if !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
-			return "", fmt.Errorf("Podman's init binary %s is not an executable file: reinstall catatonit", PodmanInitPath)
+			return "", fmt.Errorf("the init binary Podman needs, %s, is not an executable file: reinstall catatonit", PodmanInitPath)
 		}
 		return "catatonit (" + PodmanInitPath + ")", nil
 	default:

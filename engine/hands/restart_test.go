@@ -41,7 +41,7 @@ func (s *service) start() {
 	}
 	cmd := s.cmd
 	s.t.Cleanup(func() { stopProcess(cmd) })
-	cli, err := client.New(client.WithHost("unix://"+s.sock), client.WithAPIVersionNegotiation())
+	cli, err := client.New(client.WithHost("unix://" + s.sock))
 	if err != nil {
 		s.t.Fatal(err)
 	}

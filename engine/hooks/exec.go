@@ -547,6 +547,7 @@ func waitExitedNoReap(pid int) error {
 // never reap it in a container without a real init.
 func waitGroupGone(pgid int, limit time.Duration) {
 	deadline := time.Now().Add(limit)
+	pause := 500 * time.Microsecond
 	for {
 		if syscall.Kill(-pgid, 0) == syscall.ESRCH || !groupHasLive(pgid) {
 			return
@@ -554,52 +555,11 @@ func waitGroupGone(pgid int, limit time.Duration) {
 		if time.Now().After(deadline) {
 			return
 		}
-		time.Sleep(5 * time.Millisecond)
+		// A killed straggler is usually gone within a millisecond or two:
+		// look again soon, then less often.
+		time.Sleep(pause)
+		pause = min(2*pause, 5*time.Millisecond)
 	}
-}
-
-// groupHasLive reports whether /proc shows a non-zombie process in group
-// pgid.
-func groupHasLive(pgid int) bool {
-	d, err := os.Open("/proc")
-	if err != nil {
-		return false
-	}
-	defer d.Close()
-	names, _ := d.Readdirnames(-1)
-	for _, name := range names {
-		if name[0] < '0' || name[0] > '9' {
-			continue
-		}
-		state, pgrp, ok := procStat(name)
-		if ok && pgrp == pgid && state != 'Z' && state != 'X' {
-			return true
-		}
-	}
-	return false
-}
-
-// procStat reads the state and process group of /proc/<pid>/stat.
-func procStat(pid string) (state byte, pgrp int, ok bool) {
-	b, err := os.ReadFile("/proc/" + pid + "/stat")
-	if err != nil {
-		return 0, 0, false
-	}
-	// "pid (comm) S ppid pgrp ...": comm may hold spaces and parentheses,
-	// so parse from the last ')'.
-	i := strings.LastIndexByte(string(b), ')')
-	if i < 0 {
-		return 0, 0, false
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 3 || len(f[0]) != 1 {
-		return 0, 0, false
-	}
-	g, err := strconv.Atoi(f[2])
-	if err != nil {
-		return 0, 0, false
-	}
-	return f[0][0], g, true
 }
 
 // readStream delivers one stream's lines to sink in batches: lines are

@@ -20,6 +20,8 @@ import (
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
+
+	"warden/engine/egress"
 )
 
 // ManifestFile is the name of the manifest inside a module folder.
@@ -91,7 +93,15 @@ type Hook struct {
 	Requires    []string        // nil when none
 	Inputs      map[string]Type // nil when none
 	Outputs     map[string]Type // nil when none
-	Network     bool
+	// Network true asks for the host's network (the policy decides).
+	Network bool
+	// Egress is set when network is a list of destinations: the jail
+	// keeps its empty network namespace and the hook reaches the world
+	// only through the run's filtering proxy. Destinations is the list as
+	// written, canonical; what the hook may reach is still the policy's
+	// decision (a module author's list is a declaration, never a grant).
+	Egress       bool
+	Destinations []string
 	// KillGrace is the time between SIGTERM and SIGKILL (kill_grace;
 	// DefaultKillGrace when not set).
 	KillGrace time.Duration
@@ -757,11 +767,9 @@ func (d *manifestDecoder) hook(e yamlEntry) (*Hook, error) {
 				return nil, err
 			}
 		case "network":
-			b, ok := f.value.(*ast.BoolNode)
-			if !ok {
-				return nil, d.errf(nodeLine(f.value), f.path, "expected true or false, got %s", describeNode(f.value))
+			if err := d.network(f, h); err != nil {
+				return nil, err
 			}
-			h.Network = b.Value
 		default:
 			return nil, d.errf(f.line, f.path, "%s", unknownKeyProblem(manifestHookKeys))
 		}
@@ -770,6 +778,45 @@ func (d *manifestDecoder) hook(e yamlEntry) (*Hook, error) {
 		return nil, d.errf(e.line, joinKey(e.path, "run"), "missing (required)")
 	}
 	return h, nil
+}
+
+// network reads `network: true|false` or a list of destinations
+// (egress.Parse); a bad entry is refused at its own line.
+func (d *manifestDecoder) network(f yamlEntry, h *Hook) error {
+	if b, ok := f.value.(*ast.BoolNode); ok {
+		h.Network = b.Value
+		return nil
+	}
+	if _, ok := f.value.(*ast.SequenceNode); !ok {
+		return d.errf(nodeLine(f.value), f.path, "expected true, false or a list of destinations (api.github.com:443, *.pythonhosted.org:443, pypi.org, ip:203.0.113.7:443), got %s", describeNode(f.value))
+	}
+	items, err := d.sequence(f.value, f.path, "destinations", false)
+	if err != nil {
+		return err
+	}
+	if len(items) > egress.MaxEntries {
+		return d.errf(nodeLine(f.value), f.path, "%d destinations: at most %d", len(items), egress.MaxEntries)
+	}
+	seen := map[string]int{}
+	h.Egress, h.Destinations = true, []string{}
+	for i, it := range items {
+		ip := indexKey(f.path, i)
+		s, err := d.stringValue(it, ip, false)
+		if err != nil {
+			return err
+		}
+		dest, err := egress.Parse(s)
+		if err != nil {
+			return d.errf(nodeLine(it), ip, "%v", err)
+		}
+		c := dest.String()
+		if first, dup := seen[c]; dup {
+			return d.errf(nodeLine(it), ip, "duplicated destination %s (first at line %d)", shortQuote(c), first)
+		}
+		seen[c] = nodeLine(it)
+		h.Destinations = append(h.Destinations, c)
+	}
+	return nil
 }
 
 func (d *manifestDecoder) run(f yamlEntry) ([]string, error) {

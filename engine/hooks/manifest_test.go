@@ -157,8 +157,13 @@ func TestParseManifestRefusals(t *testing.T) {
 		{"run empty prog", hook("    run: ['']\n"), 5, "hooks.h.run[0]", "must not be empty"},
 		{"run prog number", hook("    run: [1]\n"), 5, "hooks.h.run[0]", "expected a string"},
 		{"run arg map", hook("    run:\n      - x\n      - {a: b}\n"), 7, "hooks.h.run[1]", "expected a string"},
-		{"network maybe", hook("    run: [x]\n    network: maybe\n"), 6, "hooks.h.network", "expected true or false"},
-		{"network yes", hook("    run: [x]\n    network: yes\n"), 6, "hooks.h.network", "expected true or false"},
+		{"network maybe", hook("    run: [x]\n    network: maybe\n"), 6, "hooks.h.network", "expected true, false or a list"},
+		{"network yes", hook("    run: [x]\n    network: yes\n"), 6, "hooks.h.network", "expected true, false or a list"},
+		{"network bare star", hook("    run: [x]\n    network:\n      - pypi.org\n      - '*'\n"), 8, "hooks.h.network[1]", "a bare * would allow every host"},
+		{"network ip literal", hook("    run: [x]\n    network: [203.0.113.7:443]\n"), 6, "hooks.h.network[0]", "write ip:203.0.113.7:443"},
+		{"network cidr", hook("    run: [x]\n    network:\n      - 10.0.0.0/8\n"), 7, "hooks.h.network[0]", "CIDR ranges are refused"},
+		{"network dup", hook("    run: [x]\n    network:\n      - pypi.org:443\n      - PyPI.org:443\n"), 8, "hooks.h.network[1]", "duplicated destination \"pypi.org:443\" (first at line 7)"},
+		{"network number item", hook("    run: [x]\n    network: [443]\n"), 6, "hooks.h.network[0]", "expected a string"},
 		{"bad id", "id: Hello\nversion: 1\nhooks: {h: {run: [x]}}\n", 1, "id", "invalid module id"},
 		{"bad id dash", "id: -x\nversion: 1\nhooks: {h: {run: [x]}}\n", 1, "id", "invalid module id"},
 		{"id too long", "id: " + strings.Repeat("a", 64) + "\nversion: 1\nhooks: {h: {run: [x]}}\n", 1, "id", "invalid module id"},
@@ -369,4 +374,25 @@ func FuzzParseManifest(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A network list switches the hook to the egress proxy and keeps the
+// destinations in their canonical spelling; true stays the host's network.
+func TestParseManifestNetworkList(t *testing.T) {
+	src := mfOKHead + "hooks:\n  fetch:\n    run: [x]\n    network:\n      - API.github.com:443\n      - '*.pythonhosted.org:443'\n      - pypi.org\n      - ip:203.0.113.7:443\n  none:\n    run: [x]\n    network: []\n  host:\n    run: [x]\n    network: true\n"
+	m, err := ParseManifest("module.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := m.Hooks["fetch"]
+	want := []string{"api.github.com:443", "*.pythonhosted.org:443", "pypi.org", "ip:203.0.113.7:443"}
+	if !f.Egress || f.Network || !reflect.DeepEqual(f.Destinations, want) {
+		t.Errorf("fetch: egress=%v network=%v destinations=%q", f.Egress, f.Network, f.Destinations)
+	}
+	if n := m.Hooks["none"]; !n.Egress || len(n.Destinations) != 0 {
+		t.Errorf("an empty list is the proxy with nothing declared: %+v", n)
+	}
+	if h := m.Hooks["host"]; h.Egress || !h.Network {
+		t.Errorf("network: true: %+v", h)
+	}
 }

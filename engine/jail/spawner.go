@@ -110,6 +110,7 @@ type Spawner struct {
 	j       *Jail
 	plan    *Plan
 	network bool
+	egress  bool // see egress.go
 	files   []*os.File
 	spawnerState
 }
@@ -163,7 +164,10 @@ func (s *Spawner) Command(sp hooks.Spawn) (*exec.Cmd, error) {
 	if len(sp.Argv) == 0 {
 		return nil, errors.New("jail: empty argv")
 	}
-	seccomp, err := SeccompFile(s.network)
+	if s.egress {
+		sp.Argv = bridgeArgv(sp.Argv)
+	}
+	seccomp, err := SeccompFile(s.network || s.egress)
 	if err != nil {
 		return nil, fmt.Errorf("jail: seccomp filter: %w", err)
 	}
@@ -248,6 +252,15 @@ func (s *Spawner) mountArgs() []string {
 			a = append(a, "--bind", r.Source, r.Target)
 		default:
 			a = append(a, "--ro-bind", r.Source, r.Target)
+		}
+	}
+	if s.egress {
+		// The run dir is a tmpfs of its own: the proxy's socket is bound
+		// in beside the broker's, from the same host run dir.
+		for _, r := range s.plan.Rows {
+			if r.Target == SocketTarget {
+				a = append(a, "--bind", path.Join(path.Dir(r.Source), EgressSocketName), EgressSocketTarget)
+			}
 		}
 	}
 	// --ro-bind-data makes a 0600 file owned by whoever runs bwrap: as

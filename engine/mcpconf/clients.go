@@ -1,15 +1,15 @@
 // Package mcpconf prepares MCP clients' configuration files: it adds,
 // updates or removes warden's entry in another program's config under
-// DESIGN section 6's rules for files warden does not own. The target must
-// be absolute and canonical, the user's, a regular file with one link
-// opened without following symlinks, at most 1 MiB, not group/world
-// writable, under ancestors that are not group/world writable; it is
-// parsed strictly and edited in place, so every other byte stays as it
-// was; the new file is written to a temp file in the same dir (O_EXCL,
-// 0600), fsynced and renamed over the original only if the original's
-// device, inode, size and mtime have not changed since it was read; the
-// original is kept as <file>.bak. A refusal names the check and the fix,
-// and changes nothing.
+// the rules for files warden does not own (docs/operating.md, "MCP
+// clients"). The target must be absolute and canonical, the user's, a
+// regular file with one link opened without following symlinks, at most
+// 1 MiB, not group/world writable, under ancestors that are not
+// group/world writable; it is parsed strictly and edited in place, so
+// every other byte stays as it was; the new file is written to a temp
+// file in the same dir (O_EXCL, 0600), fsynced and renamed over the
+// original only if the original's device, inode, size and mtime have not
+// changed since it was read; the original is kept as <file>.bak. A
+// refusal names the check and the fix, and changes nothing.
 //
 // It imports no warden package.
 package mcpconf

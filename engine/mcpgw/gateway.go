@@ -51,8 +51,6 @@ type Gateway struct {
 	tools map[string]*tool
 	e     engine.Facade // the engine now (see SetEngine)
 	swap  chan struct{} // closed and replaced by SetEngine
-
-	connected sync.Once
 }
 
 // New makes a gateway; Run serves it.
@@ -73,7 +71,9 @@ func New(opts Options) *Gateway {
 		&mcp.ServerOptions{
 			Instructions: "Tools run warden modules' hooks in a jail on the operator's host. Every call is shown to a warden operator, " +
 				"who approves or denies it unless a rule already allows it; a refused call says why.",
-			HasTools: true,
+			// Tools, and the notice when their list changes (module add
+			// and remove): the SDK says so only when asked.
+			Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
 		})
 	return g
 }

@@ -58,7 +58,7 @@ var (
 // a decision must be made against the policy's current revision).
 func Governed(operation string) bool {
 	switch operation {
-	case OpRead, OpWrite, OpExec, OpNetwork, OpMCPCall:
+	case OpRead, OpWrite, OpExec, OpNetwork, OpMCPCall, OpConnect:
 		return true
 	}
 	return false
@@ -140,6 +140,8 @@ func Evaluate(p storage.PolicyRecord, op Op) (allowed bool, via string) {
 			}
 		}
 		return false, fmt.Sprintf("policy %s revision %d: no rule lets this tool run without asking", op.Subject, p.Revision)
+	case OpConnect:
+		return evaluateConnect(p, op)
 	default:
 		return false, op.Operation + " is not decided by a policy"
 	}
@@ -227,15 +229,20 @@ func SetPolicy(tx *storage.Tx, actor string, p storage.PolicyRecord, expected ui
 	if !storage.ValidSubject(p.Subject) {
 		return p, fmt.Errorf("bad policy subject %q: want module:ID, hands:/ABS/ROOT or mcp:CLIENT", p.Subject)
 	}
+	list, err := CheckNetworkList(p.NetworkAllow)
+	if err != nil {
+		return p, err
+	}
+	p.NetworkAllow = list
 	p.Updated, p.By = now.UTC(), actor
 	out, err := tx.SwapPolicy(p, expected)
 	if err != nil {
 		return out, err
 	}
 	_, err = tx.AppendReceipt(storage.Draft{Kind: storage.KindPolicySet, Actor: actor, Subject: p.Subject,
-		Summary: fmt.Sprintf("policy %s set to revision %d: workspace read=%v write=%v, execute=%v, network=%v, %d rules",
-			p.Subject, out.Revision, p.Workspace.Read, p.Workspace.Write, p.Execute, p.Network, len(out.Rules)),
-		Details: map[string]any{"revision": out.Revision, "expected": expected, "network": p.Network, "execute": p.Execute,
+		Summary: fmt.Sprintf("policy %s set to revision %d: workspace read=%v write=%v, execute=%v, network=%s, %d rules",
+			p.Subject, out.Revision, p.Workspace.Read, p.Workspace.Write, p.Execute, NetworkSummary(p), len(out.Rules)),
+		Details: map[string]any{"revision": out.Revision, "expected": expected, "network": p.Network, "networkAllow": p.NetworkAllow, "execute": p.Execute,
 			"workspace": p.Workspace, "rules": len(out.Rules)}})
 	return out, err
 }
@@ -465,7 +472,13 @@ func DecideScoped(tx *storage.Tx, id uint64, verdict, actor, reason string, now 
 			rule = tr
 		}
 		np := p
-		np.Rules = append(append([]storage.Rule{}, p.Rules...), rule)
+		if req.Operation == OpConnect {
+			if np, rule, err = alwaysConnect(p, req); err != nil {
+				return Decided{}, err
+			}
+		} else {
+			np.Rules = append(append([]storage.Rule{}, p.Rules...), rule)
+		}
 		saved, err := tx.SwapPolicy(withUpdate(np, actor, now), p.Revision)
 		if err != nil {
 			return Decided{}, err

@@ -101,8 +101,11 @@ func v1Hierarchy() ([]cgroup1.Subsystem, error) {
 }
 
 func newV1(name string, lim Limits) (*v1Group, error) {
-	g, err := takeSpare(name)
+	// A spare that cannot be taken (its launcher failed, or the rename
+	// did) is removed; a fresh group serves instead.
+	g, _ := takeSpare(name)
 	if g == nil {
+		var err error
 		if g, err = makeV1(name); err != nil {
 			return nil, err
 		}

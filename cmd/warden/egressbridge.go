@@ -1,0 +1,43 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"warden/engine/egress"
+)
+
+// hookEgressBridgeCommand is `warden hook egress-bridge`: the jail's first
+// program when a hook's network is a list of names. Operators never run
+// it; the jail does, before the hook.
+func (a *app) hookEgressBridgeCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "egress-bridge --socket PATH -- PROGRAM [ARG...]",
+		Short: "Inside the jail: forward 127.0.0.1:3128 and :1080 to the run's egress proxy, then run the hook",
+		Long: `Started by the jail, before the hook, when the hook's network is a list of
+destinations. It listens on 127.0.0.1:3128 (HTTP proxy: CONNECT and
+absolute-form http:// requests) and 127.0.0.1:1080 (SOCKS5, remote names),
+forwards each connection to the run's proxy socket, and then execs the
+hook, which finds HTTP_PROXY, HTTPS_PROXY and ALL_PROXY pointing there. It
+ends with the jail.`,
+		Example: `  # what the jail runs for a hook with network: [api.github.com:443]
+  warden hook egress-bridge --socket /run/warden/egress.sock -- /module/hooks/fetch.sh`,
+		Hidden:             true,
+		DisableFlagParsing: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			for _, a := range args {
+				if a == "--" {
+					break
+				}
+				if a == "--help" || a == "-h" {
+					return cmd.Help()
+				}
+			}
+			// On success BridgeMain execs the hook and never returns; it
+			// has said what went wrong on stderr when it does.
+			if code := egress.BridgeMain(args); code != 0 {
+				return &exitError{code: code}
+			}
+			return nil
+		},
+	}
+}

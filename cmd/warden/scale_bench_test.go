@@ -1,0 +1,520 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	bolt "go.etcd.io/bbolt"
+
+	"warden/engine"
+	"warden/engine/hooks"
+	"warden/engine/jail"
+	"warden/storage"
+	"warden/tui"
+)
+
+// The scale benchmark grows a data dir to 1k, 10k (and, with
+// WARDEN_SCALE_BIG=1, 100k) runs, each with the records a real no-op run
+// leaves (its run record, 20 stream lines, its token record and its
+// receipts: copied from a real run, with fresh ids), and measures, at
+// each size, beside the empty store (the two in turn, every iteration):
+//
+//	open         engine.Open and Close
+//	hook-runs    `warden hook runs` as its own process, nothing holding the store
+//	hook-run     `warden hook run bench noop --jail=off`, likewise
+//	first-frame  open, build the console, draw its first frame, close
+//	run          one no-op run on an open engine (start to outcome)
+//	verify-full  the whole receipt chain
+//	verify-ckpt  from the newest checkpoint
+//
+// and reports each figure's median on both, their ratio (x-empty), db
+// bytes per run and the verbs' peak RSS:
+//
+//	go test -run '^$' -bench 'Scale' -benchtime 20x ./cmd/warden/
+//	WARDEN_SCALE_BIG=1 go test -run '^$' -bench 'Scale' -benchtime 10x -timeout 30m ./cmd/warden/
+func BenchmarkScale(b *testing.B) {
+	sizes := []int{1000, 10_000}
+	if os.Getenv("WARDEN_SCALE_BIG") != "" {
+		sizes = append(sizes, 100_000)
+	}
+	for _, n := range sizes {
+		b.Run("runs="+strconv.Itoa(n), func(b *testing.B) {
+			empty, st := scaleStore(b, 0), scaleStore(b, n)
+			b.Run("open", func(b *testing.B) {
+				paired(b, func(st *scaleData) {
+					e, err := engine.Open(engine.Options{DataDir: st.dir})
+					if err != nil {
+						b.Fatal(err)
+					}
+					e.Close()
+				}, empty, st)
+				reportDBSize(b, st)
+			})
+			b.Run("hook-runs", func(b *testing.B) { benchVerb(b, empty, st, "hook", "runs") })
+			b.Run("hook-run", func(b *testing.B) { benchVerb(b, empty, st, "hook", "run", "bench", "noop", "--jail=off") })
+			b.Run("first-frame", func(b *testing.B) {
+				paired(b, func(st *scaleData) {
+					e, err := engine.Open(engine.Options{DataDir: st.dir})
+					if err != nil {
+						b.Fatal(err)
+					}
+					a := tui.New(e, tui.Options{Actor: "local:bench", Jail: engine.JailOff, Bell: func() {}})
+					a.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
+					if v := a.View(); !strings.Contains(v, "noop") {
+						b.Fatalf("first frame shows no run:\n%s", v)
+					}
+					a.Close()
+					e.Close()
+				}, empty, st)
+			})
+			engines := map[*scaleData]*engine.Engine{}
+			for _, s := range []*scaleData{empty, st} {
+				e, err := engine.Open(engine.Options{DataDir: s.dir})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer e.Close()
+				engines[s] = e
+			}
+			b.Run("run", func(b *testing.B) {
+				paired(b, func(st *scaleData) {
+					o, err := engines[st].RunHook("local:bench", engine.RunRequest{Module: "bench", Hook: "noop", Jail: engine.JailOff})
+					if err != nil || !o.OK() {
+						b.Fatalf("run: %+v %v", o, err)
+					}
+				}, empty, st)
+			})
+			for _, c := range []struct {
+				name   string
+				verify func(*engine.Engine) (engine.Verification, error)
+			}{
+				{"verify-full", (*engine.Engine).VerifyReceipts},
+				{"verify-ckpt", func(e *engine.Engine) (engine.Verification, error) { return e.VerifyReceiptsSince(0) }},
+			} {
+				b.Run(c.name, func(b *testing.B) {
+					var count uint64
+					paired(b, func(s *scaleData) {
+						v, err := c.verify(engines[s])
+						if err != nil || !v.Intact {
+							b.Fatalf("verify: %+v %v", v, err)
+						}
+						if s == st {
+							count = v.Count
+						}
+					}, empty, st)
+					b.ReportMetric(float64(count), "receipts")
+				})
+			}
+		})
+	}
+}
+
+// paired runs op on the empty store and on st in turn, every iteration,
+// so both see the same machine (this one is shared and its load drifts),
+// and reports the medians and their ratio, x-empty.
+func paired(b *testing.B, op func(*scaleData), empty, st *scaleData) {
+	var de, dn []time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		op(empty)
+		t1 := time.Now()
+		op(st)
+		de, dn = append(de, t1.Sub(t0)), append(dn, time.Since(t1))
+	}
+	reportPair(b, de, dn)
+}
+
+func reportPair(b *testing.B, de, dn []time.Duration) {
+	slices.Sort(de)
+	slices.Sort(dn)
+	e, n := de[len(de)/2], dn[len(dn)/2]
+	b.ReportMetric(float64(e.Microseconds())/1000, "empty-p50-ms")
+	b.ReportMetric(float64(n.Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(n)/float64(e), "x-empty")
+}
+
+// BenchmarkBudgetCliff: no-op runs per second on a store holding 10k
+// runs' streams with the stored output over its stream budget (so runs'
+// output keeps waking the pruner) against the same store under it: two
+// copies, run in turn on the same machine. Goal: over/under >= 0.8.
+func BenchmarkBudgetCliff(b *testing.B) {
+	st := scaleStore(b, 10_000)
+	over := &scaleData{dir: st.dir + "-over", runs: st.runs, bin: st.bin}
+	if out, err := exec.Command("cp", "-a", st.dir, over.dir).CombinedOutput(); err != nil {
+		b.Fatalf("copy the store: %v: %s", err, out)
+	}
+	total := st.streamTotal(b)
+	under, err := engine.Open(engine.Options{DataDir: st.dir, StreamBudget: 1 << 40})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer under.Close()
+	// 200 bytes under what is stored: the first run's 51 bytes pass it.
+	overE, err := engine.Open(engine.Options{DataDir: over.dir, StreamBudget: total - 200})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer overE.Close()
+	run := func(e *engine.Engine) time.Duration {
+		t0 := time.Now()
+		o, err := e.RunHook("local:bench", engine.RunRequest{Module: "bench", Hook: "noop", Jail: engine.JailOff})
+		if err != nil || !o.OK() {
+			b.Fatalf("run: %+v %v", o, err)
+		}
+		return time.Since(t0)
+	}
+	var du, do time.Duration
+	for b.Loop() {
+		du += run(under)
+		do += run(overE)
+	}
+	b.ReportMetric(float64(b.N)/du.Seconds(), "under-runs/s")
+	b.ReportMetric(float64(b.N)/do.Seconds(), "over-runs/s")
+	b.ReportMetric(du.Seconds()/do.Seconds(), "over/under")
+}
+
+type scaleData struct {
+	dir  string
+	runs int
+	bin  string // a `warden` that is this test binary
+}
+
+func (s *scaleData) streamTotal(b *testing.B) uint64 {
+	st, err := storage.Open(storage.Options{Dir: s.dir})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	var n uint64
+	st.View(func(tx *storage.Tx) error { n = tx.StreamTotal(); return nil })
+	return n
+}
+
+var (
+	scaleMu     sync.Mutex
+	scaleStores = map[int]*scaleData{}
+	scaleBase   string
+)
+
+// scaleStore is a data dir with the bench module and n generated runs on
+// top of one real run, made once per test process.
+func scaleStore(b *testing.B, n int) *scaleData {
+	b.Helper()
+	scaleMu.Lock()
+	defer scaleMu.Unlock()
+	if s := scaleStores[n]; s != nil {
+		return s
+	}
+	if scaleBase == "" {
+		base, err := os.UserCacheDir()
+		if err != nil {
+			b.Fatal(err)
+		}
+		os.MkdirAll(base, 0o700)
+		if scaleBase, err = os.MkdirTemp(base, "warden-scale-"); err != nil {
+			b.Fatal(err)
+		}
+		os.Chmod(scaleBase, 0o755)
+		// Each top-level benchmark removes it when it is done (unless
+		// WARDEN_SCALE_KEEP is set, to look at the stores afterwards).
+		b.Cleanup(func() {
+			if os.Getenv("WARDEN_SCALE_KEEP") != "" {
+				b.Logf("kept the stores in %s", scaleBase)
+				return
+			}
+			scaleMu.Lock()
+			defer scaleMu.Unlock()
+			os.RemoveAll(scaleBase)
+			scaleBase, scaleStores = "", map[int]*scaleData{}
+		})
+	}
+	mod := filepath.Join(scaleBase, "module")
+	if _, err := os.Stat(mod); err != nil {
+		os.MkdirAll(mod, 0o755)
+		os.WriteFile(filepath.Join(mod, "module.yaml"), []byte("id: bench\nversion: 1.0.0\ndescription: scale\nhooks:\n  noop:\n    run: [./noop.sh]\n"), 0o644)
+		os.WriteFile(filepath.Join(mod, "noop.sh"), []byte("#!/bin/sh\nseq 1 20\n"), 0o755)
+	}
+	dir := filepath.Join(scaleBase, "data-"+strconv.Itoa(n))
+	e, err := engine.Open(engine.Options{DataDir: dir})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := e.AddModule("local:bench", mod); err != nil {
+		b.Fatal(err)
+	}
+	before := len(mustReceipts(b, e))
+	o, err := e.RunHook("local:bench", engine.RunRequest{Module: "bench", Hook: "noop", Jail: engine.JailOff})
+	if err != nil || !o.OK() {
+		b.Fatalf("template run: %+v %v", o, err)
+	}
+	tplReceipts := mustReceipts(b, e)[before:]
+	e.Close()
+	if n > 0 {
+		start := time.Now()
+		growStore(b, dir, n, o.Run, tplReceipts)
+		b.Logf("grew a store to %d runs in %s", n, time.Since(start).Round(time.Millisecond))
+	}
+	bin := filepath.Join(scaleBase, "bin", "warden")
+	if _, err := os.Lstat(bin); err != nil {
+		self, _ := os.Executable()
+		os.MkdirAll(filepath.Dir(bin), 0o755)
+		if err := os.Symlink(self, bin); err != nil {
+			b.Fatal(err)
+		}
+	}
+	s := &scaleData{dir: dir, runs: n, bin: bin}
+	scaleStores[n] = s
+	return s
+}
+
+func mustReceipts(b *testing.B, e *engine.Engine) []engine.Receipt {
+	rs, err := e.Receipts(engine.ReceiptFilter{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return rs
+}
+
+// growStore adds n runs like tpl: each with the template's records under
+// a fresh run id (its receipts re-appended with the id replaced, so the
+// chain stays intact), 20 stream lines and a revoked token record,
+// genBatch runs per commit.
+func growStore(b *testing.B, dir string, n int, tpl engine.RunRecord, receipts []engine.Receipt) {
+	st, err := storage.Open(storage.Options{Dir: dir, NoSync: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	lines := make([]storage.Line, 20)
+	for i := range lines {
+		lines[i] = storage.Line{Level: storage.LevelInfo, Text: strconv.Itoa(i + 1)}
+	}
+	var tok storage.TokenRecord
+	st.View(func(tx *storage.Tx) error {
+		return tx.EachToken(func(r storage.TokenRecord) error {
+			if r.Session == tpl.ID {
+				tok = r
+			}
+			return nil
+		})
+	})
+	if tok.ID == "" {
+		b.Fatal("the template run left no token record")
+	}
+	at := time.Now().Add(-time.Duration(n) * time.Second) // one run a second, ending now
+	for done := 0; done < n; {
+		batch := min(genBatch, n-done)
+		if _, err := st.Update(func(tx *storage.Tx) error {
+			for i := 0; i < batch; i++ {
+				now := at.Add(time.Duration(done+i) * time.Second).UTC()
+				r := tpl
+				r.ID = st.NewRunID(now)
+				ended := now.Add(5 * time.Millisecond)
+				r.Started, r.Deadline, r.Ended = now, now.Add(time.Minute), &ended
+				if err := tx.CreateRun(r); err != nil {
+					return err
+				}
+				for j := range lines {
+					lines[j].At = now
+				}
+				if _, _, err := tx.AppendLines(r.ID, lines, 0); err != nil {
+					return err
+				}
+				t := tok
+				t.ID = fmt.Sprintf("%064x", uint64(done+i+1))
+				t.Session, t.Subject = r.ID, r.ID
+				t.Created, t.Expires, t.Revoked = now, now.Add(time.Minute), &ended
+				if err := tx.PutToken(t); err != nil {
+					return err
+				}
+				for _, rc := range receipts {
+					d := storage.Draft{Kind: rc.Kind, Actor: strings.ReplaceAll(rc.Actor, tpl.ID, r.ID), Subject: strings.ReplaceAll(rc.Subject, tpl.ID, r.ID),
+						Summary: strings.ReplaceAll(rc.Summary, tpl.ID, r.ID)}
+					if len(rc.Details) > 0 {
+						d.Details = rawJSON(bytes.ReplaceAll(rc.Details, []byte(tpl.ID), []byte(r.ID)))
+					}
+					if _, err := tx.AppendReceipt(d); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		}); err != nil {
+			b.Fatal(err)
+		}
+		done += batch
+	}
+}
+
+// genBatch is how many runs the generator writes per commit (real runs
+// commit alone or a few at a time: the fill of the receipts and tokens
+// pages differs by a few percent either way, and a thousand a commit
+// keeps 100k runs to half a minute).
+const genBatch = 1000
+
+// rawJSON marshals as itself.
+type rawJSON []byte
+
+func (r rawJSON) MarshalJSON() ([]byte, error) { return r, nil }
+
+// reportDBSize reports the file's size and the bytes of it in use (the
+// file grows in steps of up to 1 GiB; free pages are reused first), per
+// run. The store must not be open.
+func reportDBSize(b *testing.B, st *scaleData) {
+	path := filepath.Join(st.dir, storage.DBFile)
+	fi, err := os.Stat(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	var used int64
+	db.View(func(tx *bolt.Tx) error {
+		used = tx.Size() - int64(db.Stats().FreePageN*db.Info().PageSize)
+		return nil
+	})
+	b.ReportMetric(float64(fi.Size())/(1<<20), "db-MiB")
+	if st.runs > 0 {
+		b.ReportMetric(float64(fi.Size())/float64(st.runs), "file-B/run")
+		b.ReportMetric(float64(used)/float64(st.runs), "used-B/run")
+	}
+}
+
+// benchVerb runs a warden verb as its own process on the empty store and
+// on st in turn (no holder: it opens the store itself) and reports the
+// medians and peak RSS of both. The RSS is read through GNU time when it
+// is installed: a child forked from this (large) benchmark process would
+// report this process's RSS as its own peak (Linux carries the pre-exec
+// high-water mark over an exec).
+func benchVerb(b *testing.B, empty, st *scaleData, argv ...string) {
+	gnuTime := "/usr/bin/time"
+	if _, err := os.Stat(gnuTime); err != nil {
+		gnuTime = ""
+		b.Log("no /usr/bin/time (apt-get install time): peak RSS not measured")
+	}
+	rss := map[*scaleData]int64{}
+	run := func(s *scaleData) time.Duration {
+		args := append([]string{"--data-dir", s.dir}, argv...)
+		cmd := exec.Command(s.bin, args...)
+		if gnuTime != "" {
+			cmd = exec.Command(gnuTime, append([]string{"-f", "RSS %M", s.bin}, args...)...)
+		}
+		cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0")
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		t0 := time.Now()
+		if err := cmd.Run(); err != nil {
+			b.Fatalf("warden %s: %v\n%s%s", strings.Join(argv, " "), err, out.String(), errb.String())
+		}
+		d := time.Since(t0)
+		if i := strings.LastIndex(errb.String(), "RSS "); i >= 0 {
+			if kib, err := strconv.ParseInt(strings.TrimSpace(errb.String()[i+4:]), 10, 64); err == nil {
+				rss[s] = max(rss[s], kib)
+			}
+		}
+		return d
+	}
+	var de, dn []time.Duration
+	for b.Loop() {
+		de, dn = append(de, run(empty)), append(dn, run(st))
+	}
+	reportPair(b, de, dn)
+	if rss[st] > 0 && rss[empty] > 0 {
+		b.ReportMetric(float64(rss[empty])/1024, "empty-RSS-MiB")
+		b.ReportMetric(float64(rss[st])/1024, "RSS-MiB")
+		b.ReportMetric(float64(rss[st])/float64(rss[empty]), "RSS-x-empty")
+	}
+}
+
+// BenchmarkFourLoops: four `warden hook run bench noop` loops attached to
+// a `warden serve` (each run a CLI process, jailed), against four loops
+// of the bare bwrap command line the spawner builds for that hook (same
+// plan and environment, no engine, no CLI), a round of four of each in
+// turn. Goal: attached/bare >= 0.6 in runs per second.
+func BenchmarkFourLoops(b *testing.B) {
+	if _, err := os.Stat(jail.DefaultBwrap); err != nil {
+		b.Skip("bubblewrap is not installed: apt-get install bubblewrap")
+	}
+	st := scaleStore(b, 0)
+	srv := exec.Command(st.bin, "--data-dir", st.dir, "serve")
+	var out lockedBuffer
+	srv.Stdout, srv.Stderr = &out, &out
+	if err := srv.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer func() { srv.Process.Signal(syscall.SIGTERM); srv.Wait() }()
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(out.String(), "serving data dir"); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			b.Fatalf("serve did not start: %s", out.String())
+		}
+	}
+
+	jl, err := jail.New(jail.DefaultBwrap)
+	if err != nil {
+		b.Fatal(err)
+	}
+	plan, err := jail.BuildPlan(jail.PlanInput{ModuleDir: filepath.Join(filepath.Dir(st.dir), "module"), RunDir: b.TempDir(), Warden: st.bin})
+	if err != nil {
+		b.Fatal(err)
+	}
+	env := hooks.BuildEnv(os.Environ(), map[string]string{"WARDEN_SOCKET": jail.SocketTarget, "WARDEN_TOKEN": "cap_" + strings.Repeat("0", 64),
+		"WARDEN_RUN": "bench", "WARDEN_MODULE": "bench", "WARDEN_HOOK": "noop"}, jail.BinDir)
+	bare := func() error {
+		s := jl.Spawner(plan, false)
+		cmd, err := s.Command(hooks.Spawn{Argv: []string{jail.ModuleTarget + "/noop.sh"}, Dir: jail.ModuleTarget, Env: env})
+		if err != nil {
+			return err
+		}
+		cmd.Stdout = io.Discard
+		err = cmd.Start()
+		s.Release()
+		if err == nil {
+			err = cmd.Wait()
+		}
+		return err
+	}
+	attached := func() error {
+		cmd := exec.Command(st.bin, "--data-dir", st.dir, "hook", "run", "bench", "noop")
+		cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0")
+		if o, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("%v: %s", err, o)
+		}
+		return nil
+	}
+	four := func(run func() error) time.Duration {
+		t0 := time.Now()
+		errs := make(chan error, 4)
+		for i := 0; i < 4; i++ {
+			go func() { errs <- run() }()
+		}
+		for i := 0; i < 4; i++ {
+			if err := <-errs; err != nil {
+				b.Fatal(err)
+			}
+		}
+		return time.Since(t0)
+	}
+	var da, db time.Duration
+	for b.Loop() {
+		da += four(attached)
+		db += four(bare)
+	}
+	b.ReportMetric(float64(4*b.N)/da.Seconds(), "attached-runs/s")
+	b.ReportMetric(float64(4*b.N)/db.Seconds(), "bare-runs/s")
+	b.ReportMetric(db.Seconds()/da.Seconds(), "attached/bare")
+}

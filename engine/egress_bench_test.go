@@ -1,0 +1,127 @@
+package engine
+
+import (
+	"fmt"
+
+	"strconv"
+	"strings"
+	"testing"
+	"warden/engine/perms"
+)
+
+// checkNumbers reads the integers after prefix in a run's CHECK line.
+func checkNumbers(b *testing.B, e *Engine, o Outcome, prefix string) []int64 {
+	b.Helper()
+	c := hasCheck(checks(b, e, o.Run.ID), prefix)
+	if c == "" {
+		b.Fatalf("no %q line: run %s %s\n%s", prefix, o.Run.Status, o.Run.Error, streamText(b, e, o.Run.ID))
+	}
+	var out []int64
+	for _, f := range strings.Fields(strings.TrimPrefix(c, prefix)) {
+		n, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			b.Fatalf("%q: %v", c, err)
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+// BenchmarkEgressDownload: 100 MiB over HTTPS from a jailed hook, through
+// the egress proxy (bridge, Unix socket, engine relay) and, the baseline
+// in the same run, with network: true (the host's network, direct). The
+// metric MB/s is the hook's own download time (jail start excluded).
+func BenchmarkEgressDownload(b *testing.B) {
+	needJail(b)
+	w := newTLSWorld(b)
+	const size = 100 << 20
+	e := egressEngine(b, w, true, map[string]string{
+		"proxy": egressHook("bench-dl", fmt.Sprintf("https://bulk.test:%d/bulk?n=%d", w.port, size), "/module/ca.pem"),
+		"host":  escapeYAML("egress", "bench-dl", fmt.Sprintf("https://127.0.0.1:%d/bulk?n=%d", w.port, size), "/module/ca.pem") + "    network: true\n",
+	})
+	p, _, _ := e.Policy("module:testmod")
+	p.Network, p.NetworkAllow = false, []string{fmt.Sprintf("bulk.test:%d", w.port)}
+	if _, err := e.SetPolicy(testActor, p, p.Revision); err != nil {
+		b.Fatal(err)
+	}
+	for _, mode := range []string{"host", "proxy"} {
+		b.Run(mode, func(b *testing.B) {
+			if mode == "host" {
+				hp, _, _ := e.Policy("module:testmod")
+				hp.Network = true
+				if _, err := e.SetPolicy(testActor, hp, hp.Revision); err != nil {
+					b.Fatal(err)
+				}
+				defer func() {
+					hp, _, _ := e.Policy("module:testmod")
+					hp.Network = false
+					e.SetPolicy(testActor, hp, hp.Revision)
+				}()
+			}
+			b.SetBytes(size)
+			var us int64
+			for i := 0; i < b.N; i++ {
+				o, err := e.RunHook(testActor, RunRequest{Module: "testmod", Hook: mode, Jail: JailBwrap})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if want := map[string]string{"host": "host", "proxy": "egress"}[mode]; o.Run.Network != want {
+					b.Fatalf("run network %q, want %q", o.Run.Network, want)
+				}
+				got := checkNumbers(b, e, o, "dl ")
+				if got[0] != size {
+					b.Fatalf("downloaded %d bytes, want %d", got[0], size)
+				}
+				us += got[1]
+			}
+			b.ReportMetric(float64(size)*float64(b.N)/(float64(us)/1e6)/1e6, "hookMB/s")
+		})
+	}
+}
+
+// BenchmarkEgressConnectSetup: 200 connections one after another from a
+// jailed hook, each opened and proven with one ping/pong: through the
+// proxy to a name on the policy's list, and (the baseline) a direct
+// connect with the host's network. The two runs alternate in every
+// iteration, so a busy machine weighs on both alike. Metrics are
+// microseconds per connection, and the difference.
+func BenchmarkEgressConnectSetup(b *testing.B) {
+	needJail(b)
+	w := newTLSWorld(b)
+	const n = 200
+	port := strconv.Itoa(w.pong)
+	e := egressEngine(b, w, true, map[string]string{
+		"proxy":  egressHook("bench-setup", strconv.Itoa(n), "allowed.test", port, "proxy"),
+		"direct": escapeYAML("egress", "bench-setup", strconv.Itoa(n), "127.0.0.1", port, "direct") + "    network: true\n",
+	})
+	// The host's network for the direct hook by an exact rule (as an
+	// approve-always would add), so the policy's switch stays off and the
+	// proxied hook is decided by its list.
+	hostNet, err := perms.NewOp("module:testmod", perms.OpNetwork, map[string]string{"module": "testmod"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	p, _, _ := e.Policy("module:testmod")
+	p.NetworkAllow = []string{"allowed.test:" + port}
+	p.Rules = []Rule{{Operation: perms.OpNetwork, Digest: hostNet.Digest, Summary: "network"}}
+	if _, err := e.SetPolicy(testActor, p, p.Revision); err != nil {
+		b.Fatal(err)
+	}
+	var us = map[string]int64{}
+	for i := 0; i < b.N; i++ {
+		for _, mode := range []string{"direct", "proxy"} {
+			o, err := e.RunHook(testActor, RunRequest{Module: "testmod", Hook: mode, Jail: JailBwrap})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if want := map[string]string{"direct": "host", "proxy": "egress"}[mode]; o.Run.Network != want {
+				b.Fatalf("run network %q, want %q", o.Run.Network, want)
+			}
+			us[mode] += checkNumbers(b, e, o, "setup ")[1]
+		}
+	}
+	per := func(m string) float64 { return float64(us[m]) / float64(b.N*n) }
+	b.ReportMetric(per("direct"), "µs/conn-direct")
+	b.ReportMetric(per("proxy"), "µs/conn-proxy")
+	b.ReportMetric(per("proxy")-per("direct"), "µs-added")
+}

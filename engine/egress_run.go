@@ -1,0 +1,301 @@
+package engine
+
+// A run in egress mode (its hook's network is a list of names): the
+// engine serves a filtering proxy on <run dir>/egress.sock, reached from
+// inside the jail through `warden hook egress-bridge`. Every connection is
+// decided here, by the module's policy or the operator, and recorded at
+// its close as one network.connect receipt.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"net"
+	"net/netip"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"warden/engine/egress"
+	"warden/engine/jail"
+	"warden/engine/perms"
+	"warden/storage"
+)
+
+// OpConnect is the operation of a network.connect permission request
+// (content {"host","port"}), for views above the engine.
+const OpConnect = perms.OpConnect
+
+// egressOptions are test-only settings of the proxy. They live in an
+// unexported field of Options, so no CLI flag or config file reaches them.
+type egressOptions struct {
+	// testNames resolve to 127.0.0.1 and, exactly these, skip the address
+	// deny list: real TLS servers on loopback stand in for the world.
+	testNames map[string]bool
+	// maxConns and idle override the proxy's defaults.
+	maxConns int
+	idle     time.Duration
+}
+
+// egressRun is one run's proxy and what it has reached.
+type egressRun struct {
+	e     *Engine
+	r     *activeRun
+	proxy *egress.Proxy
+
+	mu   sync.Mutex
+	seen map[string]bool // "host:port allowed|refused": the stream says each once
+	dest []string        // host:port reached, in order
+}
+
+// startEgress opens the run's proxy on the run dir's egress socket.
+func (e *Engine) startEgress(r *activeRun, runDir string) (*egressRun, error) {
+	er := &egressRun{e: e, r: r, seen: map[string]bool{}}
+	opt := e.opts.egress
+	cfg := egress.Config{
+		Socket:      filepath.Join(runDir, jail.EgressSocketName),
+		Decide:      er.decide,
+		Reached:     er.reached,
+		OnClose:     er.closed,
+		MaxConns:    opt.maxConns,
+		IdleTimeout: opt.idle,
+	}
+	names := opt.testNames
+	cfg.Resolve = func(ctx context.Context, host string) ([]netip.Addr, error) {
+		if names[host] {
+			return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
+		}
+		return egressResolve(ctx, host)
+	}
+	if len(names) > 0 {
+		cfg.Exempt = func(host string) bool { return names[host] }
+	}
+	p, err := egress.Listen(cfg)
+	if err != nil {
+		return nil, err
+	}
+	er.proxy = p
+	return er, nil
+}
+
+// egressResolve is the host's resolver (a var: tests point names at
+// addresses of their choosing without the deny-list exemption).
+var egressResolve = func(ctx context.Context, host string) ([]netip.Addr, error) {
+	return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+}
+
+// close ends every connection and waits for their receipts.
+func (er *egressRun) close() {
+	if er != nil {
+		er.proxy.Close()
+	}
+}
+
+// destinations lists the host:port the run reached, in order.
+func (er *egressRun) destinations() []string {
+	er.mu.Lock()
+	defer er.mu.Unlock()
+	return append([]string(nil), er.dest...)
+}
+
+// decide is the policy's answer for one connection: allowed by the
+// module's policy (its network list, network: true, or an exact rule), a
+// retry claim, or else a permission request network.connect host:port,
+// which holds the connection until the operator decides or it expires.
+func (er *egressRun) decide(ctx context.Context, host string, port uint16) egress.Verdict {
+	e, r := er.e, er.r
+	subject := "module:" + r.rec.Module
+	op, err := perms.ConnectOp(subject, host, port)
+	if err != nil {
+		return egress.Verdict{Reason: err.Error()}
+	}
+	dest := perms.Connect{Host: host, Port: port}.Dest()
+	// An operator who names an address (an ip: entry, or approving a
+	// connection to an address) names that very address: the deny list
+	// does not second-guess it. network: true never opens it.
+	literal := egress.IsAddr(host)
+	// The common case, a name the policy lists, is a read-only look: no
+	// write transaction (and no fsync) on a connection's path.
+	if ok, via := er.policyAllows(op); ok {
+		return egress.Verdict{Allow: true, AllowedBy: "rule", Via: via, Exempt: literal && !strings.Contains(via, "network true")}
+	}
+	for attempt := 0; ; attempt++ {
+		allowed, via, req, err := e.checkOrOpen(r, op)
+		var refused *perms.Refusal
+		switch {
+		case errors.As(err, &refused):
+			return egress.Verdict{Reason: refused.Message}
+		case err != nil:
+			return egress.Verdict{Reason: "the engine could not decide: " + err.Error()}
+		case allowed:
+			by := "rule"
+			if strings.Contains(via, "retry claim") {
+				by = "approve-once"
+			}
+			return egress.Verdict{Allow: true, AllowedBy: by, Via: via, Exempt: literal && !strings.Contains(via, "network true")}
+		}
+		r.say(storage.LevelWarn, fmt.Sprintf("request %d: network.connect %s needs a decision (`warden perms show %d`)", req.ID, dest, req.ID))
+		list := dest
+		if p, _, err := e.Policy(subject); err == nil && len(p.NetworkAllow) > 0 {
+			list = strings.Join(append(append([]string{}, p.NetworkAllow...), dest), ",")
+		}
+		res, err := e.await(ctx, r, req,
+			fmt.Sprintf("Allow %s/%s to connect to %s (request %d)?", r.rec.Module, r.rec.Hook, dest, req.ID),
+			fmt.Sprintf("network.connect %s is not allowed by the policy of %s, and no operator is attached (no terminal, no console) to decide request %d, so it is denied (add it to the list with `warden perms policy set %s --network '%s' --revision N`)",
+				dest, subject, req.ID, subject, list))
+		if err != nil {
+			if errors.Is(context.Cause(ctx), egress.ErrHungUp) {
+				return egress.Verdict{Reason: egress.ErrHungUp.Error()}
+			}
+			return egress.Verdict{Reason: "the run ended while waiting for the operator"}
+		}
+		if res.superseded && attempt < 8 {
+			continue // the policy changed (maybe another connection's approve-always): ask again
+		}
+		d := res.decision
+		switch d.Verdict {
+		case ApproveOnce, ApproveAlways:
+			return egress.Verdict{Allow: true, AllowedBy: d.Verdict, Exempt: literal,
+				Via: fmt.Sprintf("%s by %s (request %d)", d.Verdict, d.By, req.ID)}
+		}
+		why := d.Reason
+		switch {
+		case d.By == perms.EngineActor && why == "expired":
+			why = fmt.Sprintf("request %d expired without a decision", req.ID)
+		case d.By == perms.EngineActor && why == "no operator attached":
+			why = fmt.Sprintf("no operator attached to decide request %d; the policy of %s does not list %s", req.ID, subject, dest)
+		case why == "":
+			why = fmt.Sprintf("denied by %s (request %d)", d.By, req.ID)
+		}
+		return egress.Verdict{Reason: why, Via: fmt.Sprintf("deny by %s (request %d)", d.By, req.ID)}
+	}
+}
+
+// policyAllows evaluates op against its subject's policy, read-only.
+func (er *egressRun) policyAllows(op perms.Op) (ok bool, via string) {
+	er.e.store.View(func(tx *storage.Tx) error {
+		p, _, err := perms.Policy(tx, op.Subject)
+		if err == nil {
+			ok, via = perms.Evaluate(p, op)
+		}
+		return err
+	})
+	return ok, via
+}
+
+// reached says in the stream, once per destination, where the run got to.
+func (er *egressRun) reached(rec egress.Record) {
+	dest := egress.JoinHostPort(rec.Host, rec.Port)
+	er.mu.Lock()
+	first := !er.seen[dest+" ok"]
+	er.seen[dest+" ok"] = true
+	if first {
+		er.dest = append(er.dest, dest)
+	}
+	er.mu.Unlock()
+	if first {
+		er.r.streamLine(storage.LevelInfo, fmt.Sprintf("egress: reached %s (%s), allowed by %s: %s", dest, rec.Addr, rec.AllowedBy, rec.Via))
+	}
+}
+
+// closed writes the connection's network.connect receipt (and, once per
+// destination, a stream line for a refusal).
+func (er *egressRun) closed(rec egress.Record) {
+	r := er.r
+	dest := egress.JoinHostPort(rec.Host, rec.Port)
+	details := map[string]any{"run": r.rec.ID, "host": rec.Host, "port": rec.Port, "protocol": rec.Protocol,
+		"allowed": rec.Allowed, "bytesUp": rec.Up, "bytesDown": rec.Down, "durationMs": rec.Duration.Milliseconds()}
+	if rec.Addr != "" {
+		details["address"] = rec.Addr
+	}
+	if rec.AllowedBy != "" {
+		details["allowedBy"] = rec.AllowedBy
+	}
+	if rec.Via != "" {
+		details["via"] = rec.Via
+	}
+	var summary string
+	if rec.Allowed {
+		summary = fmt.Sprintf("%s (%s) allowed by %s: %d bytes up, %d down, %s", dest, rec.Addr, rec.AllowedBy, rec.Up, rec.Down, rec.Duration.Round(time.Millisecond))
+	} else {
+		details["reason"] = rec.Reason
+		summary = fmt.Sprintf("%s refused: %s", dest, rec.Reason)
+		er.mu.Lock()
+		first := !er.seen[dest+" no"]
+		er.seen[dest+" no"] = true
+		er.mu.Unlock()
+		if first {
+			r.streamLine(storage.LevelWarn, "egress: "+summary)
+		}
+	}
+	if _, err := er.e.store.Update(func(tx *storage.Tx) error {
+		_, err := tx.AppendReceipt(storage.Draft{Kind: storage.KindNetworkConnect, Actor: r.actor, Subject: r.rec.Module + "/" + r.rec.Hook,
+			Summary: summary, Details: details})
+		return err
+	}); err != nil {
+		r.streamLine(storage.LevelError, "egress: recording the network.connect receipt failed: "+err.Error())
+	}
+}
+
+// egressSetup starts the run's proxy, hands its socket to the jail's uid
+// and puts the spawner in egress mode; the start receipt says so.
+func (r *activeRun) egressSetup(js *jail.Spawner, runDir string, details map[string]any) error {
+	er, err := r.e.startEgress(r, runDir)
+	if err != nil {
+		return err
+	}
+	r.egress = er
+	if err := r.e.jailAdm.HandOver(runDir, filepath.Join(runDir, jail.EgressSocketName)); err != nil {
+		return err
+	}
+	js.Egress()
+	details["network"] = "egress"
+	details["networkList"] = r.hook.Destinations
+	if p, _, err := r.e.Policy("module:" + r.rec.Module); err == nil {
+		details["networkPolicy"] = perms.NetworkSummary(p)
+	}
+	return nil
+}
+
+// egressEnv points the hook's proxy variables at the bridge, replacing
+// any the operator's environment passed.
+func egressEnv(env []string) []string {
+	add := egress.HookEnv()
+	out := env[:0:0]
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if _, ours := add[k]; !ours {
+			out = append(out, kv)
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(add)) {
+		out = append(out, k+"="+add[k])
+	}
+	return out
+}
+
+// networkNote marks a start receipt's summary: the host's network is
+// loud, the egress proxy is named.
+func networkNote(host, egressMode bool) string {
+	switch {
+	case host:
+		return ", NETWORK: HOST (the host's whole network)"
+	case egressMode:
+		return ", network: egress proxy"
+	}
+	return ""
+}
+
+// runNetwork is a run record's network: "host", "egress" or "".
+func runNetwork(host, egressMode bool) string {
+	switch {
+	case host:
+		return "host"
+	case egressMode:
+		return "egress"
+	}
+	return ""
+}

@@ -1,0 +1,827 @@
+package engine
+
+// Egress by name, with a real jailed hook (this test binary, run as a Go
+// hook in the bubblewrap jail) talking through its bridge and the run's
+// proxy to real TLS servers on 127.0.0.1. The test names (allowed.test,
+// ...) resolve to 127.0.0.1 only through the engine's test-only option,
+// which also exempts exactly them from the address deny list.
+
+import (
+	"bufio"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"warden/storage"
+)
+
+// ---- the hook side ----
+
+func egressClient(ca string) *http.Client {
+	pool := x509.NewCertPool()
+	b, err := os.ReadFile(ca)
+	if err == nil {
+		pool.AppendCertsFromPEM(b)
+	}
+	return &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{
+		Proxy:           http.ProxyFromEnvironment,
+		TLSClientConfig: &tls.Config{RootCAs: pool},
+	}}
+}
+
+// egressScenario: get URL CA | socks HOST PORT CA | direct PORT |
+// udp PORT | many N HOST PORT. Each prints CHECK lines.
+func egressScenario(args []string) int {
+	arg := func(i int) string {
+		if i < len(args) {
+			return args[i]
+		}
+		return ""
+	}
+	switch arg(0) {
+	case "get":
+		resp, err := egressClient(arg(2)).Get(arg(1))
+		if err != nil {
+			say("get error: %v", err)
+			return 0
+		}
+		h := sha256.New()
+		n, _ := io.Copy(h, resp.Body)
+		resp.Body.Close()
+		say("get %d %d %s", resp.StatusCode, n, hex.EncodeToString(h.Sum(nil))[:16])
+	case "env":
+		for _, k := range []string{"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "all_proxy", "no_proxy"} {
+			v, ok := os.LookupEnv(k)
+			say("env %s=%q set=%v", k, v, ok)
+		}
+	case "socks":
+		port, _ := strconv.Atoi(arg(2))
+		c, code, err := socksDial(arg(1), uint16(port))
+		if err != nil {
+			say("socks error: %v (reply %d)", err, code)
+			return 0
+		}
+		pool := x509.NewCertPool()
+		b, _ := os.ReadFile(arg(3))
+		pool.AppendCertsFromPEM(b)
+		tc := tls.Client(c, &tls.Config{RootCAs: pool, ServerName: arg(1)})
+		fmt.Fprintf(tc, "GET / HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", arg(1))
+		resp, err := http.ReadResponse(bufio.NewReader(tc), nil)
+		if err != nil {
+			say("socks error: %v", err)
+			return 0
+		}
+		body, _ := io.ReadAll(resp.Body)
+		say("socks %d %s", resp.StatusCode, body)
+	case "direct":
+		c, err := net.DialTimeout("tcp", "127.0.0.1:"+arg(1), 5*time.Second)
+		if err == nil {
+			c.Close()
+			say("direct ok")
+		} else {
+			say("direct blocked: %s", errnoName(err))
+		}
+	case "udp":
+		c, err := net.Dial("udp", "127.0.0.1:"+arg(1))
+		if err == nil {
+			_, err = c.Write([]byte("udp-canary"))
+			c.Close()
+		}
+		say("udp-loopback sent=%v", err == nil)
+		// A documentation address: there is no route to it in the jail.
+		c, err = net.Dial("udp", "203.0.113.1:9")
+		if err == nil {
+			_, err = c.Write([]byte("udp-canary"))
+			c.Close()
+		}
+		if err != nil {
+			say("udp-world blocked: %s", errnoName(err))
+		} else {
+			say("udp-world ok")
+		}
+	case "bench-dl": // URL CA: download, say bytes and milliseconds
+		start := time.Now()
+		resp, err := egressClient(arg(2)).Get(arg(1))
+		if err != nil {
+			say("dl error: %v", err)
+			return 0
+		}
+		n, _ := io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		say("dl %d %d", n, time.Since(start).Microseconds())
+	case "bench-setup": // N HOST PORT proxy|direct: N connections one after another
+		n, _ := strconv.Atoi(arg(1))
+		target := net.JoinHostPort(arg(2), arg(3))
+		start := time.Now()
+		for i := 0; i < n; i++ {
+			var c net.Conn
+			var status string
+			if arg(4) == "direct" {
+				var err error
+				if c, err = net.Dial("tcp", target); err == nil {
+					io.WriteString(c, "ping\n")
+					line, err := bufio.NewReader(c).ReadString('\n')
+					if err != nil || line != "pong\n" {
+						c.Close()
+						c, status = nil, fmt.Sprint("no pong ", err)
+					}
+				} else {
+					status = err.Error()
+				}
+			} else {
+				c, status = connectTunnel(target)
+			}
+			if c == nil {
+				say("setup error: %s", status)
+				return 0
+			}
+			c.Close()
+		}
+		say("setup %d %d", n, time.Since(start).Microseconds())
+	case "hangup": // HOST PORT: ask, give up after a second
+		pu, _ := url.Parse(os.Getenv("HTTPS_PROXY"))
+		c, err := net.Dial("tcp", pu.Host)
+		if err != nil {
+			say("hangup error: %v", err)
+			return 0
+		}
+		fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\n\r\n", net.JoinHostPort(arg(1), arg(2)))
+		time.Sleep(time.Second)
+		c.Close()
+		time.Sleep(500 * time.Millisecond) // the bridge passes the close on
+		say("hangup done")
+	case "tunnel":
+		_, status := connectTunnel(net.JoinHostPort(arg(1), arg(2)))
+		say("tunnel %s", status)
+	case "many":
+		n, _ := strconv.Atoi(arg(1))
+		target := net.JoinHostPort(arg(2), arg(3))
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		ok, statuses := 0, map[string]int{}
+		conns := make([]net.Conn, 0, n)
+		for i := 0; i < n; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				c, status := connectTunnel(target)
+				mu.Lock()
+				defer mu.Unlock()
+				statuses[status]++
+				if c != nil {
+					ok++
+					conns = append(conns, c)
+				}
+			}()
+		}
+		wg.Wait()
+		say("many open=%d statuses=%v", ok, statuses)
+		// All n are held open: one more is past the limit.
+		_, status := connectTunnel(target)
+		say("many extra %s", status)
+		for _, c := range conns {
+			c.Close()
+		}
+	default:
+		say("unknown egress scenario %q", arg(0))
+		return 2
+	}
+	return 0
+}
+
+// connectTunnel opens a CONNECT tunnel through HTTPS_PROXY and proves it
+// with a TLS-free byte exchange (the server answers a line "pong").
+func connectTunnel(target string) (net.Conn, string) {
+	pu, err := url.Parse(os.Getenv("HTTPS_PROXY"))
+	if err != nil {
+		return nil, "bad proxy: " + err.Error()
+	}
+	c, err := net.DialTimeout("tcp", pu.Host, 10*time.Second)
+	if err != nil {
+		return nil, "dial: " + err.Error()
+	}
+	c.SetDeadline(time.Now().Add(30 * time.Second))
+	fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", target, target)
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect})
+	if err != nil {
+		c.Close()
+		return nil, "read: " + err.Error()
+	}
+	if resp.StatusCode != 200 {
+		c.Close()
+		return nil, resp.Status
+	}
+	io.WriteString(c, "ping\n")
+	line, err := br.ReadString('\n')
+	if err != nil || line != "pong\n" {
+		c.Close()
+		return nil, fmt.Sprintf("no pong (%q, %v)", line, err)
+	}
+	c.SetDeadline(time.Time{})
+	return c, "200"
+}
+
+func socksDial(host string, port uint16) (net.Conn, byte, error) {
+	pu, err := url.Parse(os.Getenv("ALL_PROXY"))
+	if err != nil || pu.Scheme != "socks5h" {
+		return nil, 0, fmt.Errorf("ALL_PROXY=%q", os.Getenv("ALL_PROXY"))
+	}
+	c, err := net.DialTimeout("tcp", pu.Host, 10*time.Second)
+	if err != nil {
+		return nil, 0, err
+	}
+	c.Write([]byte{5, 1, 0})
+	var g [2]byte
+	if _, err := io.ReadFull(c, g[:]); err != nil {
+		return nil, 0, err
+	}
+	req := append([]byte{5, 1, 0, 3, byte(len(host))}, host...)
+	req = binary.BigEndian.AppendUint16(req, port)
+	c.Write(req)
+	var rep [10]byte
+	if _, err := io.ReadFull(c, rep[:]); err != nil {
+		return nil, 0, err
+	}
+	if rep[1] != 0 {
+		c.Close()
+		return nil, rep[1], errors.New("refused")
+	}
+	return c, 0, nil
+}
+
+// ---- the test side ----
+
+// egressNames are the names the test servers answer for.
+var egressNames = []string{"allowed.test", "other.test", "always.test", "denied.test", "expire.test", "socks.test", "bulk.test"}
+
+type tlsWorld struct {
+	caPEM []byte
+	port  int // the HTTPS server
+	plain int // the same handler over plain HTTP
+	pong  int // a plain server answering "ping" with "pong"
+}
+
+// newTLSWorld starts an HTTPS server on 127.0.0.1 whose certificate names
+// every egress test name, signed by a fresh CA; "/" says hello to the
+// Host, "/bulk?n=N" sends N bytes.
+func newTLSWorld(t testing.TB) *tlsWorld {
+	t.Helper()
+	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "warden egress test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour), IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageCertSign}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, _ := x509.ParseCertificate(caDER)
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	leaf := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "allowed.test"}, DNSNames: append([]string{"localhost"}, egressNames...),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, leaf, ca, &key.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert := tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunk := make([]byte, 1<<20)
+	for i := range chunk {
+		chunk[i] = byte(i * 7)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/bulk" {
+			n, _ := strconv.ParseInt(r.URL.Query().Get("n"), 10, 64)
+			w.Header().Set("Content-Length", strconv.FormatInt(n, 10))
+			for n > 0 {
+				k := min(n, int64(len(chunk)))
+				if _, err := w.Write(chunk[:k]); err != nil {
+					return
+				}
+				n -= k
+			}
+			return
+		}
+		fmt.Fprintf(w, "hello %s", strings.Split(r.Host, ":")[0])
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	pln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := &http.Server{Handler: srv.Handler}
+	go plain.Serve(pln)
+	t.Cleanup(func() { plain.Close() })
+
+	pong, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pong.Close() })
+	go func() {
+		for {
+			c, err := pong.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for {
+					if _, err := br.ReadString('\n'); err != nil {
+						return
+					}
+					io.WriteString(c, "pong\n")
+				}
+			}()
+		}
+	}()
+	return &tlsWorld{caPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
+		port: ln.Addr().(*net.TCPAddr).Port, plain: pln.Addr().(*net.TCPAddr).Port, pong: pong.Addr().(*net.TCPAddr).Port}
+}
+
+// egressEngine opens an engine whose proxy resolves the test names (when
+// names) to 127.0.0.1, with a module of egress hooks and the CA at
+// /module/ca.pem.
+func egressEngine(t testing.TB, w *tlsWorld, names bool, hooks map[string]string) *Engine {
+	t.Helper()
+	opts := Options{DataDir: filepath.Join(t.TempDir(), "data")}
+	if names {
+		opts.egress.testNames = map[string]bool{}
+		for _, n := range egressNames {
+			opts.egress.testNames[n] = true
+		}
+	}
+	e, err := Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	dir := testModule(t, hooks)
+	if err := os.WriteFile(filepath.Join(dir, "ca.pem"), w.caPEM, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.AddModule("local:test", dir); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// egressHook is a hook in egress mode running the egress scenario.
+func egressHook(args ...string) string {
+	return escapeYAML("egress", args...) + "    network: [allowed.test:443]\n    timeout: 2m\n"
+}
+
+func setNetwork(t *testing.T, e *Engine, list ...string) Policy {
+	t.Helper()
+	p, _, err := e.Policy("module:testmod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.NetworkAllow = list
+	out, err := e.SetPolicy(testActor, p, p.Revision)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// connectReceipt is a network.connect receipt with its details decoded.
+type connectReceipt struct {
+	Receipt
+	Details map[string]any
+}
+
+// connectReceipts are the run's network.connect receipts.
+func connectReceipts(t *testing.T, e *Engine, run string) []connectReceipt {
+	t.Helper()
+	rs, err := e.Receipts(ReceiptFilter{Kind: "network.connect"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []connectReceipt
+	for _, r := range rs {
+		if r.Actor == "run:"+run {
+			c := connectReceipt{Receipt: r}
+			if err := json.Unmarshal(r.Details, &c.Details); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// decideNext waits for the next pending network.connect request and
+// decides it with fn; it returns the request.
+func decideNext(t *testing.T, e *Engine, fn func(id uint64)) <-chan Request {
+	ch := make(chan Request, 1)
+	go func() {
+		deadline := time.Now().Add(60 * time.Second)
+		for time.Now().Before(deadline) {
+			rs, _ := e.Requests(RequestFilter{})
+			for _, r := range rs {
+				if r.Operation == "network.connect" && r.Decision == nil {
+					fn(r.ID)
+					ch <- r
+					return
+				}
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		close(ch)
+	}()
+	return ch
+}
+
+func runEgress(t *testing.T, e *Engine, hook string) (Outcome, []string) {
+	t.Helper()
+	return escapeRun(t, e, hook, JailBwrap)
+}
+
+func TestEgressAllowedName(t *testing.T) {
+	needJail(t)
+	w := newTLSWorld(t)
+	u := fmt.Sprintf("https://allowed.test:%d/", w.port)
+	e := egressEngine(t, w, true, map[string]string{"get": egressHook("get", u, "/module/ca.pem"), "env": egressHook("env"),
+		"plain": egressHook("get", fmt.Sprintf("http://allowed.test:%d/", w.plain), "/module/ca.pem")})
+	setNetwork(t, e, fmt.Sprintf("allowed.test:%d", w.port), fmt.Sprintf("allowed.test:%d", w.plain))
+
+	o, cs := runEgress(t, e, "get")
+	want := sha256.Sum256([]byte("hello allowed.test"))
+	wantEscape(t, "bwrap", cs, "get", fmt.Sprintf("get 200 18 %s", hex.EncodeToString(want[:])[:16]))
+	rs := connectReceipts(t, e, o.Run.ID)
+	if len(rs) != 1 {
+		t.Fatalf("%d network.connect receipts, want 1", len(rs))
+	}
+	d := rs[0].Details
+	if d["host"] != "allowed.test" || d["port"] != float64(w.port) || d["address"] != fmt.Sprintf("127.0.0.1:%d", w.port) ||
+		d["allowedBy"] != "rule" || d["allowed"] != true || d["bytesUp"].(float64) < 100 || d["bytesDown"].(float64) < 100 || d["protocol"] != "connect" {
+		t.Errorf("receipt details = %v", d)
+	}
+	if _, ok := d["durationMs"]; !ok {
+		t.Error("the receipt has no duration")
+	}
+	text := streamText(t, e, o.Run.ID)
+	if strings.Count(text, "egress: reached allowed.test:") != 1 {
+		t.Errorf("the stream does not show the destination once:\n%s", text)
+	}
+	if start := hookStartDetails(t, e, o.Run.ID); start["network"] != "egress" {
+		t.Errorf("hook.start network = %v", start["network"])
+	}
+	if o.Run.Network != "egress" {
+		t.Errorf("run record network = %q, want egress", o.Run.Network)
+	}
+
+	// An http:// URL goes as an absolute-form request, no CONNECT.
+	o, cs = runEgress(t, e, "plain")
+	wantEscape(t, "bwrap", cs, "get", fmt.Sprintf("get 200 18 %s", hex.EncodeToString(want[:])[:16]))
+	if rs := connectReceipts(t, e, o.Run.ID); len(rs) != 1 || rs[0].Details["protocol"] != "http" || rs[0].Details["allowed"] != true {
+		t.Errorf("plain http receipts: %v", rs)
+	}
+
+	_, cs = runEgress(t, e, "env")
+	for _, want := range []string{`env HTTPS_PROXY="http://127.0.0.1:3128"`, `env https_proxy="http://127.0.0.1:3128"`, `env HTTP_PROXY="http://127.0.0.1:3128"`,
+		`env ALL_PROXY="socks5h://127.0.0.1:1080"`, `env all_proxy="socks5h://127.0.0.1:1080"`, `env NO_PROXY="" set=true`, `env no_proxy="" set=true`} {
+		if hasCheck(cs, want) == "" {
+			t.Errorf("missing %s in %q", want, cs)
+		}
+	}
+}
+
+func TestEgressApproveOnceAsksAgainNextRun(t *testing.T) {
+	needJail(t)
+	w := newTLSWorld(t)
+	u := fmt.Sprintf("https://other.test:%d/", w.port)
+	e := egressEngine(t, w, true, map[string]string{"get": egressHook("get", u, "/module/ca.pem")})
+	defer e.AttachOperator()()
+
+	for i := 0; i < 2; i++ {
+		got := decideNext(t, e, func(id uint64) {
+			if _, err := e.Approve(testActor, id, ""); err != nil {
+				t.Error(err)
+			}
+		})
+		o, cs := runEgress(t, e, "get")
+		req, ok := <-got
+		if !ok {
+			t.Fatalf("run %d: no request opened", i)
+		}
+		if !o.OK() || hasCheck(cs, "get 200") == "" {
+			all, _ := e.Requests(RequestFilter{All: true})
+			for _, r := range all {
+				t.Logf("request %d %s %+v claim %+v", r.ID, r.Content, r.Decision, r.Claim)
+			}
+			t.Logf("stream:\n%s", streamText(t, e, o.Run.ID))
+		}
+		if req.Requester.Run != o.Run.ID || req.Requester.Hook != "get" || !strings.Contains(string(req.Content), `"host":"other.test"`) {
+			t.Errorf("request = %+v %s", req.Requester, req.Content)
+		}
+		wantEscape(t, "bwrap", cs, "get", "get 200 16 ")
+		rs := connectReceipts(t, e, o.Run.ID)
+		if len(rs) != 1 || rs[0].Details["allowedBy"] != "approve-once" {
+			t.Errorf("run %d receipts: %v", i, rs)
+		}
+	}
+	if p, _, _ := e.Policy("module:testmod"); len(p.NetworkAllow) != 0 {
+		t.Errorf("approve-once changed the policy: %v", p.NetworkAllow)
+	}
+}
+
+func TestEgressApproveAlwaysAddsName(t *testing.T) {
+	needJail(t)
+	w := newTLSWorld(t)
+	u := fmt.Sprintf("https://always.test:%d/", w.port)
+	e := egressEngine(t, w, true, map[string]string{"get": egressHook("get", u, "/module/ca.pem")})
+	defer e.AttachOperator()()
+	before := setNetwork(t, e) // a stored policy, with no names
+
+	got := decideNext(t, e, func(id uint64) {
+		if _, _, _, err := e.ApproveAlways(testActor, id, ""); err != nil {
+			t.Error(err)
+		}
+	})
+	o, cs := runEgress(t, e, "get")
+	if _, ok := <-got; !ok {
+		t.Fatal("no request opened")
+	}
+	wantEscape(t, "bwrap", cs, "get", "get 200 17 ")
+	if rs := connectReceipts(t, e, o.Run.ID); len(rs) != 1 || rs[0].Details["allowedBy"] != "approve-always" {
+		t.Errorf("receipts: %v", rs)
+	}
+	p, _, _ := e.Policy("module:testmod")
+	if p.Revision != before.Revision+1 || len(p.NetworkAllow) != 1 || p.NetworkAllow[0] != fmt.Sprintf("always.test:%d", w.port) {
+		t.Errorf("policy after approve-always: revision %d (was %d), list %v", p.Revision, before.Revision, p.NetworkAllow)
+	}
+
+	nreq := func() int {
+		rs, _ := e.Requests(RequestFilter{All: true})
+		return len(rs)
+	}
+	n := nreq()
+	o, cs = runEgress(t, e, "get")
+	wantEscape(t, "bwrap", cs, "get", "get 200 17 ")
+	if nreq() != n {
+		t.Error("the next run asked again")
+	}
+	if rs := connectReceipts(t, e, o.Run.ID); len(rs) != 1 || rs[0].Details["allowedBy"] != "rule" {
+		t.Errorf("next run receipts: %v", rs)
+	}
+}
+
+func TestEgressDenyWithReasonAndExpiry(t *testing.T) {
+	needJail(t)
+	w := newTLSWorld(t)
+	e := egressEngine(t, w, true, map[string]string{
+		"denied": egressHook("get", fmt.Sprintf("https://denied.test:%d/", w.port), "/module/ca.pem"),
+		"expire": egressHook("get", fmt.Sprintf("https://expire.test:%d/", w.port), "/module/ca.pem"),
+	})
+	defer e.AttachOperator()()
+
+	got := decideNext(t, e, func(id uint64) {
+		if _, err := e.Deny(testActor, id, "not from this box"); err != nil {
+			t.Error(err)
+		}
+	})
+	o, cs := runEgress(t, e, "denied")
+	<-got
+	wantEscape(t, "bwrap", cs, "get", "get error:")
+	// Go's client shows the status line without its code.
+	if c := hasCheck(cs, "get "); !strings.Contains(c, "Forbidden: not from this box") {
+		t.Errorf("the hook did not see a 403 carrying the reason: %q", c)
+	}
+	rs := connectReceipts(t, e, o.Run.ID)
+	if len(rs) != 1 || rs[0].Details["allowed"] != false || rs[0].Details["reason"] != "not from this box" {
+		t.Errorf("deny receipts: %v", rs)
+	}
+
+	e.requestTTL = 300 * time.Millisecond // no run in flight: the next run's requests take it
+	o, cs = runEgress(t, e, "expire")
+	if c := hasCheck(cs, "get "); !strings.Contains(c, "Forbidden: request") || !strings.Contains(c, "expired without a decision") {
+		t.Errorf("expired request: hook saw %q", c)
+	}
+	if rs := connectReceipts(t, e, o.Run.ID); len(rs) != 1 || !strings.Contains(fmt.Sprint(rs[0].Details["reason"]), "expired") {
+		t.Errorf("expiry receipts: %v", rs)
+	}
+}
+
+// Names the policy allows, but that resolve into the host: refused by
+// the deny list. Without the test option a name resolving to loopback
+// (localhost, by the host's own resolver) is refused; so is a name
+// resolving to the metadata address.
+func TestEgressDenyListBeatsPolicy(t *testing.T) {
+	needJail(t)
+	w := newTLSWorld(t)
+	e := egressEngine(t, w, false, map[string]string{
+		// Go's client never proxies localhost: a CONNECT by hand.
+		"loop": egressHook("tunnel", "localhost", strconv.Itoa(w.pong)),
+		"meta": egressHook("get", fmt.Sprintf("https://meta.test:%d/", w.port), "/module/ca.pem"),
+		"ip":   egressHook("tunnel", "127.0.0.1", strconv.Itoa(w.pong)),
+	})
+	old := egressResolve
+	egressResolve = func(ctx context.Context, host string) ([]netip.Addr, error) {
+		if host == "meta.test" {
+			return []netip.Addr{netip.MustParseAddr("169.254.169.254")}, nil
+		}
+		return old(ctx, host)
+	}
+	defer func() { egressResolve = old }()
+	setNetwork(t, e, fmt.Sprintf("localhost:%d", w.pong), fmt.Sprintf("meta.test:%d", w.port), fmt.Sprintf("ip:127.0.0.1:%d", w.pong))
+
+	_, cs := runEgress(t, e, "loop")
+	if c := hasCheck(cs, "tunnel "); !strings.Contains(c, "403 Forbidden") || !strings.Contains(c, "is loopback") {
+		t.Errorf("localhost: hook saw %q", c)
+	}
+	_, cs = runEgress(t, e, "meta")
+	if c := hasCheck(cs, "get "); !strings.Contains(c, "Forbidden") || !strings.Contains(c, "169.254.169.254 is link-local") {
+		t.Errorf("metadata: hook saw %q", c)
+	}
+	// The contrast: an explicit ip: entry reaches the very same server.
+	_, cs = runEgress(t, e, "ip")
+	wantEscape(t, "bwrap", cs, "tunnel", "tunnel 200")
+}
+
+// The jail has no route of its own: a direct TCP connect to the host's
+// loopback and a UDP send fail, while the same hook unjailed succeeds.
+func TestEgressNoDirectRoute(t *testing.T) {
+	needJail(t)
+	w := newTLSWorld(t)
+	uc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer uc.Close()
+	uport := strconv.Itoa(uc.LocalAddr().(*net.UDPAddr).Port)
+	e := egressEngine(t, w, true, map[string]string{
+		"direct": egressHook("direct", strconv.Itoa(w.port)),
+		"udp":    egressHook("udp", uport),
+	})
+	received := func() bool {
+		uc.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+		buf := make([]byte, 64)
+		n, _, err := uc.ReadFrom(buf)
+		return err == nil && string(buf[:n]) == "udp-canary"
+	}
+
+	_, cs := runEgress(t, e, "direct")
+	wantEscape(t, "bwrap", cs, "direct", "direct blocked: ECONNREFUSED")
+	_, cs = runEgress(t, e, "udp")
+	wantEscape(t, "bwrap", cs, "udp-world", "udp-world blocked: ENETUNREACH")
+	if received() {
+		t.Error("a UDP datagram from the jailed hook reached the host's loopback")
+	}
+	_, cs = escapeRun(t, e, "direct", JailOff)
+	wantEscape(t, "off", cs, "direct", "direct ok")
+	escapeRun(t, e, "udp", JailOff)
+	if !received() {
+		t.Error("the unjailed contrast: the UDP datagram did not arrive, so the jailed check proves nothing")
+	}
+}
+
+func TestEgressSocks5RemoteName(t *testing.T) {
+	needJail(t)
+	w := newTLSWorld(t)
+	e := egressEngine(t, w, true, map[string]string{
+		"socks":  egressHook("socks", "socks.test", strconv.Itoa(w.port), "/module/ca.pem"),
+		"denied": egressHook("socks", "denied.test", strconv.Itoa(w.port), "/module/ca.pem"),
+	})
+	setNetwork(t, e, fmt.Sprintf("socks.test:%d", w.port))
+	o, cs := runEgress(t, e, "socks")
+	wantEscape(t, "bwrap", cs, "socks", "socks 200 hello socks.test")
+	if rs := connectReceipts(t, e, o.Run.ID); len(rs) != 1 || rs[0].Details["protocol"] != "socks5" || rs[0].Details["host"] != "socks.test" {
+		t.Errorf("receipts: %v", rs)
+	}
+	// No operator attached: denied at once, reply 2 (not allowed by ruleset).
+	_, cs = runEgress(t, e, "denied")
+	wantEscape(t, "bwrap", cs, "socks", "socks error: refused (reply 2)")
+}
+
+func TestEgressConnectionLimit(t *testing.T) {
+	needJail(t)
+	w := newTLSWorld(t)
+	e := egressEngine(t, w, true, map[string]string{"many": egressHook("many", "200", "allowed.test", strconv.Itoa(w.pong))})
+	setNetwork(t, e, fmt.Sprintf("allowed.test:%d", w.pong))
+	o, cs := runEgress(t, e, "many")
+	wantEscape(t, "bwrap", cs, "many", "many open=200 statuses=map[200:200]")
+	if c := hasCheck(cs, "many extra"); !strings.Contains(c, "503") || !strings.Contains(c, "connection limit") {
+		t.Errorf("one past the limit: %q", c)
+	}
+	rs := connectReceipts(t, e, o.Run.ID)
+	allowed := 0
+	for _, r := range rs {
+		if r.Details["allowed"] == true {
+			allowed++
+		}
+	}
+	if len(rs) != 201 || allowed != 200 {
+		t.Errorf("%d receipts, %d allowed; want 201 and 200", len(rs), allowed)
+	}
+}
+
+var _ = syscall.ECONNREFUSED
+var _ = storage.LevelInfo
+
+// pythonGet is a Python hook: urllib honours HTTPS_PROXY by itself.
+const pythonGet = `#!/usr/bin/python3
+import ssl, sys, urllib.request, urllib.error
+ctx = ssl.create_default_context(cafile="/module/ca.pem")
+try:
+    with urllib.request.urlopen(sys.argv[1], context=ctx, timeout=60) as r:
+        print("CHECK py", r.status, r.read().decode())
+except urllib.error.URLError as e:
+    print("CHECK py error:", e.reason)
+`
+
+func needPython(t *testing.T) {
+	t.Helper()
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("/usr/bin/python3 is missing, and CI must run the urllib egress test (apt-get install python3-minimal): %v", err)
+		}
+		t.Skipf("/usr/bin/python3 is missing (apt-get install python3-minimal): %v", err)
+	}
+}
+
+func TestEgressPythonUrllib(t *testing.T) {
+	needJail(t)
+	needPython(t)
+	w := newTLSWorld(t)
+	hook := func(u string) string {
+		return fmt.Sprintf("    run: [./get.py, %q]\n    network: [allowed.test]\n", u)
+	}
+	e := egressEngine(t, w, true, map[string]string{
+		"ok":     hook(fmt.Sprintf("https://allowed.test:%d/", w.port)),
+		"denied": hook(fmt.Sprintf("https://denied.test:%d/", w.port)),
+	})
+	mod, err := e.Module("testmod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(mod.Manifest.Dir, "get.py"), []byte(pythonGet), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	setNetwork(t, e, fmt.Sprintf("allowed.test:%d", w.port))
+	o, cs := runEgress(t, e, "ok")
+	wantEscape(t, "bwrap", cs, "py", "py 200 hello allowed.test")
+	if rs := connectReceipts(t, e, o.Run.ID); len(rs) != 1 || rs[0].Details["allowed"] != true {
+		t.Errorf("receipts: %v", rs)
+	}
+	// No operator attached: the request is denied at once, and urllib
+	// shows the status line with its reason.
+	_, cs = runEgress(t, e, "denied")
+	if c := hasCheck(cs, "py "); !strings.Contains(c, "403 Forbidden: no operator attached to decide request 1; the policy of module:testmod does not list denied.test:") {
+		t.Errorf("denied: urllib saw %q", c)
+	}
+}
+
+// A hook that gives up on a connection waiting for the operator closes
+// its request (the engine denies it, saying so) instead of leaving it
+// pending for the next operator to puzzle over.
+func TestEgressHangupClosesRequest(t *testing.T) {
+	needJail(t)
+	w := newTLSWorld(t)
+	e := egressEngine(t, w, true, map[string]string{"hangup": egressHook("hangup", "other.test", strconv.Itoa(w.pong))})
+	defer e.AttachOperator()()
+	o, cs := runEgress(t, e, "hangup")
+	wantEscape(t, "bwrap", cs, "hangup", "hangup done")
+	rs, err := e.Requests(RequestFilter{All: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 1 || rs[0].Decision == nil || rs[0].Decision.Reason != "the hook closed the connection before a decision" {
+		t.Fatalf("requests: %+v", rs)
+	}
+	if c := connectReceipts(t, e, o.Run.ID); len(c) != 1 || c[0].Details["reason"] != "the hook closed the connection before a decision" {
+		t.Errorf("receipts: %v", c)
+	}
+}

@@ -1,0 +1,24 @@
+package jail
+
+// Egress mode: the hook's network is a list of names. The jail keeps its
+// empty network namespace (bwrap brings loopback up in it), seccomp lets
+// the hook make AF_INET/AF_INET6 sockets (there is no route anywhere but
+// the jail's own loopback, so the namespace is the boundary), and the
+// jail's first program is `warden hook egress-bridge`, which listens on
+// 127.0.0.1:3128 and :1080, forwards to the run's proxy socket, and execs
+// the hook.
+
+// EgressSocketName is the proxy's socket in the run dir;
+// EgressSocketTarget is the same socket seen inside the jail.
+const (
+	EgressSocketName   = "egress.sock"
+	EgressSocketTarget = RunTarget + "/" + EgressSocketName
+)
+
+// Egress switches the spawner to egress mode.
+func (s *Spawner) Egress() { s.egress = true }
+
+// bridgeArgv puts the bridge before the hook's own argv.
+func bridgeArgv(argv []string) []string {
+	return append([]string{WardenTarget, "hook", "egress-bridge", "--socket", EgressSocketTarget, "--"}, argv...)
+}

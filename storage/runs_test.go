@@ -1,0 +1,279 @@
+package storage
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func testRun(id string) RunRecord {
+	now := time.Now().UTC()
+	return RunRecord{ID: id, Module: "m", Hook: "h", Actor: "local:t", Status: RunSucceeded, JailMode: "off",
+		Started: now, Deadline: now.Add(time.Minute), Ended: &now}
+}
+
+// A burst of run starts in one second (the 270 runs/s that collided 1 in
+// 40,000 with random suffixes) gets distinct ids that sort in the order
+// they were handed out, and so does a clock that steps back.
+func TestRunIDsUniqueAndOrdered(t *testing.T) {
+	s := openStore(t, newDir(t))
+	defer s.Close()
+	at := time.Date(2026, 11, 29, 14, 9, 32, 0, time.UTC)
+	prev := ""
+	for i := 0; i < 200_000; i++ {
+		now := at.Add(time.Duration(i%1000) * time.Microsecond) // all within one second
+		if i == 100_000 {
+			at = at.Add(-time.Hour) // the clock steps back an hour
+		}
+		id := s.NewRunID(now)
+		if !ValidRunID(id) {
+			t.Fatalf("id %d: %q is not a valid run id", i, id)
+		}
+		if id <= prev {
+			t.Fatalf("id %d: %q does not sort after %q", i, id, prev)
+		}
+		prev = id
+	}
+	if next := s.NewRunID(at.Add(2 * time.Hour)); next[:15] != "20261129T150932" {
+		t.Errorf("a clock past the last id's second starts that second: %s", next)
+	}
+}
+
+// A reopened store continues after the newest stored id, even one from a
+// clock that was ahead.
+func TestRunIDsContinueAfterStored(t *testing.T) {
+	dir := newDir(t)
+	s := openStore(t, dir)
+	future := "20990101T000000-fffff0"
+	if _, err := s.Update(func(tx *Tx) error { return tx.CreateRun(testRun(future)) }); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s = openStore(t, dir)
+	defer s.Close()
+	for i := 0; i < 40; i++ { // past the suffix's end: the next second
+		if id := s.NewRunID(time.Now()); id <= future {
+			t.Fatalf("new id %s does not sort after the stored %s", id, future)
+		} else {
+			future = id
+		}
+	}
+}
+
+// CreateRun never overwrites: a second run under a stored id is refused
+// and the stored run is untouched.
+func TestCreateRunRefusesStoredID(t *testing.T) {
+	s := openStore(t, newDir(t))
+	defer s.Close()
+	first := testRun("20261129T140932-3fa2c1")
+	first.Hook = "first"
+	if _, err := s.Update(func(tx *Tx) error { return tx.CreateRun(first) }); err != nil {
+		t.Fatal(err)
+	}
+	second := testRun(first.ID)
+	second.Hook = "second"
+	_, err := s.Update(func(tx *Tx) error { return tx.CreateRun(second) })
+	if !errors.Is(err, ErrRunExists) {
+		t.Fatalf("CreateRun over a stored id: %v, want ErrRunExists", err)
+	}
+	s.View(func(tx *Tx) error {
+		got, err := tx.Run(first.ID)
+		if err != nil || got.Hook != "first" {
+			t.Errorf("stored run after the refused create: %+v %v", got, err)
+		}
+		return nil
+	})
+}
+
+// Pruning goes oldest first through the streams' own order (run ids sort
+// by time), skips live runs, stops at the target, and keeps the stored
+// total equal to what the streams hold.
+func TestPruneStreamsOldestFirstSkipsLive(t *testing.T) {
+	s := openStore(t, newDir(t))
+	defer s.Close()
+	now := time.Now()
+	var ids []string
+	for i := 0; i < 5; i++ {
+		ids = append(ids, s.NewRunID(now))
+	}
+	if _, err := s.Update(func(tx *Tx) error {
+		for i, id := range ids {
+			r := testRun(id)
+			if i == 0 {
+				r.Status, r.Ended = RunRunning, nil // the oldest is still running
+			}
+			if err := tx.CreateRun(r); err != nil {
+				return err
+			}
+			if _, _, err := tx.AppendLines(id, []Line{{At: now, Level: LevelInfo, Text: "0123456789"}}, 0); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	total := func() (n uint64, walked uint64) {
+		s.View(func(tx *Tx) error {
+			n = tx.StreamTotal()
+			sizes, _ := tx.StreamSizes()
+			for _, b := range sizes {
+				walked += b
+			}
+			return nil
+		})
+		return
+	}
+	if n, w := total(); n != 50 || w != 50 {
+		t.Fatalf("total %d, walk %d; want 50", n, w)
+	}
+	var freed uint64
+	var done bool
+	if _, err := s.Update(func(tx *Tx) (err error) {
+		freed, done, err = tx.PruneStreams(25, 1) // a batch of one: not done yet
+		return err
+	}); err != nil || freed != 10 || done {
+		t.Fatalf("first batch: freed %d done %v %v", freed, done, err)
+	}
+	if _, err := s.Update(func(tx *Tx) (err error) {
+		freed, done, err = tx.PruneStreams(25, 10)
+		return err
+	}); err != nil || freed != 20 || !done {
+		t.Fatalf("second batch: freed %d done %v %v", freed, done, err)
+	}
+	s.View(func(tx *Tx) error {
+		for i, id := range ids {
+			m, _ := tx.StreamMeta(id)
+			if kept := m.Lines == 1; kept != (i == 0 || i == 4) {
+				t.Errorf("stream %d (%s): kept=%v", i, id, kept)
+			}
+		}
+		return nil
+	})
+	if n, w := total(); n != 20 || w != 20 {
+		t.Errorf("after pruning: total %d, walk %d; want 20", n, w)
+	}
+	// Ending the live run takes it off the index; reconciling reads none.
+	s.Update(func(tx *Tx) error { return tx.PutRun(testRun(ids[0])) })
+	s.View(func(tx *Tx) error {
+		if live, err := tx.LiveRuns(); err != nil || len(live) != 0 {
+			t.Errorf("live runs after the last one ended: %+v %v", live, err)
+		}
+		return nil
+	})
+}
+
+// Tokens come due at expiry or, sooner, at revocation; pruning reads and
+// deletes only those due.
+func TestPruneTokensByDueTime(t *testing.T) {
+	s := openStore(t, newDir(t))
+	defer s.Close()
+	now := time.Now().UTC()
+	tok := func(b byte, expires time.Duration) TokenRecord {
+		return TokenRecord{ID: strings.Repeat(string("0123456789abcdef"[b]), 64), MAC: strings.Repeat("ab", 32), Subject: "m", Scope: "hook",
+			Generation: 1, Created: now.Add(-time.Hour), Expires: now.Add(expires)}
+	}
+	expired, live, revoked := tok(1, -time.Minute), tok(2, time.Hour), tok(3, time.Hour)
+	if _, err := s.Update(func(tx *Tx) error {
+		for _, r := range []TokenRecord{expired, live, revoked} {
+			if err := tx.PutToken(r); err != nil {
+				return err
+			}
+		}
+		at := now.Add(-time.Second)
+		revoked.Revoked = &at
+		return tx.PutToken(revoked) // moves its index entry to the revocation
+	}); err != nil {
+		t.Fatal(err)
+	}
+	s.View(func(tx *Tx) error {
+		var notDue []string
+		tx.EachTokenDueAfter(now, func(r TokenRecord) error { notDue = append(notDue, r.ID); return nil })
+		if tx.TokenCount() != 3 || len(notDue) != 1 || notDue[0] != live.ID {
+			t.Errorf("TokenCount %d, not yet due %v; want 3 and only the live one", tx.TokenCount(), notDue)
+		}
+		return nil
+	})
+	var n int
+	if _, err := s.Update(func(tx *Tx) (err error) {
+		if !tx.TokensDue(now) {
+			t.Error("TokensDue says nothing is due")
+		}
+		n, err = tx.PruneTokens(now, 0)
+		return err
+	}); err != nil || n != 2 {
+		t.Fatalf("PruneTokens = %d, %v; want the expired and the revoked", n, err)
+	}
+	s.View(func(tx *Tx) error {
+		for _, r := range []TokenRecord{expired, revoked} {
+			if _, err := tx.Token(r.ID); !errors.Is(err, ErrNotFound) {
+				t.Errorf("token %s.. not pruned: %v", r.ID[:4], err)
+			}
+		}
+		if _, err := tx.Token(live.ID); err != nil {
+			t.Errorf("live token pruned: %v", err)
+		}
+		if tx.TokensDue(now) {
+			t.Error("TokensDue after pruning")
+		}
+		return nil
+	})
+}
+
+// Pages by key range: each page starts where the last one ended, newest
+// first, and together they are every run exactly once.
+func TestRunsAndReceiptsByPage(t *testing.T) {
+	s := openStore(t, newDir(t))
+	defer s.Close()
+	var ids []string
+	if _, err := s.Update(func(tx *Tx) error {
+		for i := 0; i < 25; i++ {
+			id := s.NewRunID(time.Now())
+			ids = append(ids, id)
+			if err := tx.CreateRun(testRun(id)); err != nil {
+				return err
+			}
+			if _, err := tx.AppendReceipt(Draft{Kind: "test.kind", Actor: "t"}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	s.View(func(tx *Tx) error {
+		var got []string
+		before := ""
+		for page := 0; ; page++ {
+			rs, err := tx.RunsBefore(before, 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rs) == 0 {
+				break
+			}
+			for _, r := range rs {
+				got = append(got, r.ID)
+			}
+			before = rs[len(rs)-1].ID
+		}
+		if len(got) != 25 {
+			t.Fatalf("pages held %d runs, want 25", len(got))
+		}
+		for i, id := range got {
+			if id != ids[24-i] {
+				t.Fatalf("page order: run %d is %s, want %s", i, id, ids[24-i])
+			}
+		}
+		rs, err := tx.Receipts(ReceiptFilter{Before: 11, Limit: 4})
+		if err != nil || len(rs) != 4 || rs[0].Seq != 7 || rs[3].Seq != 10 {
+			t.Errorf("receipts before 11, limit 4: %+v %v", rs, err)
+		}
+		rs, err = tx.Receipts(ReceiptFilter{Before: 3})
+		if err != nil || len(rs) != 2 || rs[1].Seq != 2 {
+			t.Errorf("receipts before 3, no limit: %+v %v", rs, err)
+		}
+		return nil
+	})
+}

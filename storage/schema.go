@@ -1,0 +1,43 @@
+package storage
+
+// migrate brings a store written by schema from up to SchemaVersion, in
+// the open's one write transaction: it all lands, or (on any error)
+// nothing does and the store stays as the older build left it.
+//
+// Schema 2 adds indexes that keep open in time independent of history:
+// runs.live (runs still running), meta streams.bytes (the stream total)
+// and tokens.due (tokens by when they may be pruned). Each is built once
+// here by the walk that open used to do every time.
+func migrate(tx *Tx, from int) error {
+	if from < 2 {
+		if err := tx.bucket(bucketRuns).ForEach(func(k, v []byte) error {
+			var r RunRecord
+			if err := decodeRecord("runs", string(k), v, &r); err != nil {
+				return err
+			}
+			if r.Status != RunRunning {
+				return nil
+			}
+			return tx.bucket(bucketLiveRuns).Put(k, present)
+		}); err != nil {
+			return err
+		}
+		sizes, err := tx.StreamSizes()
+		if err != nil {
+			return err
+		}
+		var total uint64
+		for _, n := range sizes {
+			total += n
+		}
+		if err := tx.addStreamTotal(total, tx.StreamTotal()); err != nil {
+			return err
+		}
+		if err := tx.EachToken(func(r TokenRecord) error {
+			return tx.bucket(bucketTokenAge).Put(tokenDue(&r), present)
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}

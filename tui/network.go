@@ -1,0 +1,141 @@
+package tui
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"warden/engine"
+)
+
+// Network requests and destinations (egress mode): what the Requests pane
+// and the Streams pane show of a hook whose network is a list.
+
+// connectDest is host:port of a network.connect request ("", false for
+// any other request). The host was checked by the engine (a DNS name or
+// an address); it is still escaped (safe) before display.
+func connectDest(r engine.Request) (string, bool) {
+	if r.Operation != engine.OpConnect {
+		return "", false
+	}
+	var c struct {
+		Host string `json:"host"`
+		Port int    `json:"port"`
+	}
+	if json.Unmarshal(r.Content, &c) != nil || c.Host == "" {
+		return "", false
+	}
+	host := safe(OneLine(c.Host))
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	return host + ":" + strconv.Itoa(c.Port), true
+}
+
+// connectBanner is the large line of a network request's detail: where
+// the hook wants to go, before anything else.
+func (p *requestsPane) connectBanner(r engine.Request) []string {
+	dest, ok := connectDest(r)
+	if !ok {
+		return nil
+	}
+	th := p.sh.th
+	return []string{"", "   " + th.Title.Render("CONNECT  "+dest), "   " + th.Dim.Render(fmt.Sprintf("asked by %s/%s through its egress proxy; a: add it to the module's network list", safe(r.Requester.Module), safe(r.Requester.Hook))), ""}
+}
+
+// connectRule is what approve-always of a network request does.
+func connectRule(r engine.Request, revision uint64) (string, bool) {
+	dest, ok := connectDest(r)
+	if !ok {
+		return "", false
+	}
+	return fmt.Sprintf("add %s to the network list of %s, policy revision %d → %d", dest, safe(r.Subject), revision, revision+1), true
+}
+
+// destTracker remembers, per run, the destinations its stream said it
+// reached ("egress: reached HOST:PORT (...)"), in order.
+type destTracker map[string][]string
+
+func (d destTracker) take(ev *engine.LinesEvent) {
+	if ev == nil {
+		return
+	}
+	for _, l := range ev.Lines {
+		rest, ok := strings.CutPrefix(l.Text, "egress: reached ")
+		if !ok {
+			continue
+		}
+		dest, _, _ := strings.Cut(rest, " ")
+		if len(d) > 256 {
+			clear(d) // a console left open for days: forget old runs
+		}
+		d[ev.Run] = append(d[ev.Run], safe(OneLine(dest)))
+	}
+}
+
+// known marks a run whose destinations were looked up in its receipts
+// (an ended run, shown in a console that did not see it live).
+const knownKey = "\x00known:"
+
+// titleFor is title for a run record: an ended egress run this console
+// did not watch gets its destinations from its hook.end receipt, once.
+func (d destTracker) titleFor(e engine.Facade, r engine.RunRecord) string {
+	if r.Network == "egress" && r.Ended != nil && d[r.ID] == nil && d[knownKey+r.ID] == nil {
+		d[knownKey+r.ID] = []string{}
+		rs, err := e.Receipts(engine.ReceiptFilter{Kind: engine.KindHookEnd, Since: r.Started})
+		if err == nil {
+			for _, rc := range rs {
+				var det struct {
+					Run          string   `json:"run"`
+					Destinations []string `json:"destinations"`
+				}
+				if json.Unmarshal(rc.Details, &det) == nil && det.Run == r.ID {
+					for _, s := range det.Destinations {
+						d[r.ID] = append(d[r.ID], safe(OneLine(s)))
+					}
+					break
+				}
+			}
+		}
+	}
+	return d.title(r.ID)
+}
+
+// title is the Streams log title's part for a run's destinations.
+func (d destTracker) title(run string) string {
+	ds := d[run]
+	switch len(ds) {
+	case 0:
+		return ""
+	case 1:
+		return "→ " + ds[0]
+	}
+	return fmt.Sprintf("→ %d hosts: %s", len(ds), strings.Join(ds, ", "))
+}
+
+// hostNetworkRunning counts running hooks that share the host's whole
+// network (network: true, granted): the header shows them loudly.
+func (p *streamsPane) hostNetworkRunning() (n int) {
+	for _, r := range p.runs {
+		if r.Status == engine.RunRunning && r.Network == "host" {
+			n++
+		}
+	}
+	return n
+}
+
+// egressInfo is a hook's network list in the Modules pane.
+func egressInfo(dests []string) string {
+	dests = append([]string(nil), dests...)
+	for i, d := range dests {
+		dests[i] = safe(d) // canonical names (the manifest refuses others), escaped all the same
+	}
+	switch len(dests) {
+	case 0:
+		return "egress (asks for each)"
+	case 1, 2:
+		return "egress " + strings.Join(dests, ",")
+	}
+	return fmt.Sprintf("egress %s +%d", dests[0], len(dests)-1)
+}

@@ -1,0 +1,135 @@
+package tui
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"warden/engine"
+)
+
+// A network request shows its destination first and large-ish (a title
+// line of its own), in the list and in the detail; approve-always says it
+// adds the name to the module's network list.
+func TestRequestsPaneShowsNetworkDestination(t *testing.T) {
+	e := newEngine(t)
+	p := newRequestsPane(testShared(e))
+	content, _ := json.Marshal(map[string]any{"host": "api.github.com", "port": 443})
+	now := time.Now()
+	r := engine.Request{ID: 7, Subject: "module:ghstars", Operation: "network.connect", Content: content, Created: now, Expires: now.Add(time.Hour)}
+	r.Requester.Run, r.Requester.Module, r.Requester.Hook = "r1", "ghstars", "stars"
+	p.upsert(r)
+	view := p.view(100, 30)
+	if !strings.Contains(view, "CONNECT api.github.com:443") {
+		t.Errorf("the list row does not name the destination:\n%s", view)
+	}
+	if !strings.Contains(view, "   CONNECT  api.github.com:443") {
+		t.Errorf("the detail has no destination banner:\n%s", view)
+	}
+	rule, ok := connectRule(r, 3)
+	if !ok || rule != "add api.github.com:443 to the network list of module:ghstars, policy revision 3 → 4" {
+		t.Errorf("approve-always says %q", rule)
+	}
+}
+
+// Streams: the log title lists the destinations a run reached.
+func TestDestTrackerTitle(t *testing.T) {
+	d := destTracker{}
+	d.take(&engine.LinesEvent{Run: "r1", Lines: []engine.Line{{Text: "egress: reached api.github.com:443 (140.82.121.6:443), allowed by rule: x"}, {Text: "plain line"}}})
+	if got := d.title("r1"); got != "→ api.github.com:443" {
+		t.Errorf("one: %q", got)
+	}
+	d.take(&engine.LinesEvent{Run: "r1", Lines: []engine.Line{{Text: "egress: reached pypi.org:443 (151.101.0.223:443), allowed by rule: y"}}})
+	if got := d.title("r1"); got != "→ 2 hosts: api.github.com:443, pypi.org:443" {
+		t.Errorf("two: %q", got)
+	}
+	if d.title("r2") != "" {
+		t.Error("another run shows destinations")
+	}
+}
+
+// A jailed hook in egress mode asks for a name its policy lacks: the
+// console shows the request with the destination, the operator denies it
+// with a reason, and the hook (Python's urllib, through the proxy) sees a
+// 403 carrying that reason.
+func TestRequestsNetworkDenyReachesHook(t *testing.T) {
+	if err := newEngine(t).JailReady(); err != nil {
+		t.Skip("no jail here: ", err)
+	}
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("CI needs /usr/bin/python3 for this test (apt-get install python3-minimal)")
+		}
+		t.Skip("no /usr/bin/python3")
+	}
+	e := newEngine(t)
+	addModule(t, e, "fetcher", map[string]string{"fetch": `exec /usr/bin/python3 -c '
+import urllib.request, urllib.error
+try:
+    urllib.request.urlopen("https://api.example.test/", timeout=60)
+except urllib.error.URLError as e:
+    print("reason:", e.reason)
+'`}, map[string]string{"fetch": "    network: [api.example.test:443]\n"})
+	c := startConsole(t, e)
+	c.keys("2")
+	c.wait("no requests")
+	h, err := e.StartRun("local:test", engine.RunRequest{Module: "fetcher", Hook: "fetch", Jail: engine.JailBwrap})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.wait("CONNECT api.example.test:443", "CONNECT  api.example.test:443")
+	c.keys("n")
+	c.wait("deny: reason")
+	c.keys("not from CI", "enter")
+	c.wait("deny by local:test")
+	o := h.Wait()
+	if out := streamText(t, e, h.ID); !strings.Contains(out, "reason: Tunnel connection failed: 403 Forbidden: not from CI") {
+		t.Errorf("run %s: the hook did not see the reason:\n%s", o.Run.Status, out)
+	}
+}
+
+// Streams: the destinations an egress run reached are in its log title,
+// also for a run that ended before this console opened (from its hook.end
+// receipt). The hook reaches a server on the host's loopback by an
+// explicit ip: entry, the one way past the address deny list.
+func TestStreamsShowsDestinationsReached(t *testing.T) {
+	if err := newEngine(t).JailReady(); err != nil {
+		t.Skip("no jail here: ", err)
+	}
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("CI needs /usr/bin/python3 for this test (apt-get install python3-minimal)")
+		}
+		t.Skip("no /usr/bin/python3")
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "hi") }))
+	defer srv.Close()
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	e := newEngine(t)
+	addModule(t, e, "fetcher", map[string]string{"fetch": `exec /usr/bin/python3 -c '
+import urllib.request
+print("got", urllib.request.urlopen("` + srv.URL + `/", timeout=60).read().decode())
+'`}, map[string]string{"fetch": "    network: [ip:" + addr + "]\n"})
+	p, _, err := e.Policy("module:fetcher")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.NetworkAllow = []string{"ip:" + addr}
+	if _, err := e.SetPolicy("local:test", p, p.Revision); err != nil {
+		t.Fatal(err)
+	}
+	o, err := e.RunHook("local:test", engine.RunRequest{Module: "fetcher", Hook: "fetch", Jail: engine.JailBwrap})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(streamText(t, e, o.Run.ID), "got hi") {
+		t.Fatalf("the hook did not get through:\n%s", streamText(t, e, o.Run.ID))
+	}
+	c := startConsole(t, e)
+	c.wait("fetcher/fetch", "→ "+addr)
+}
