@@ -1,11 +1,17 @@
 package tui
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/moby/moby/client"
+
+	"warden/engine"
+	"warden/engine/hands/handstest"
 )
 
 // TestHandsWizardWithoutAnEngine: with no engine socket anywhere, the
@@ -52,4 +58,34 @@ func TestHandsViewerRefusedAtOnce(t *testing.T) {
 		t.Errorf("a viewer got the wizard:\n%s", view)
 	}
 	c.golden(view)
+}
+
+// TestHandsRowShowsDriftAfterStop: after the container is stopped behind
+// warden's back, r re-reads the engine: the row shows the drift badge, and
+// s shows the drift as text (the CLI's printer), not JSON.
+func TestHandsRowShowsDriftAfterStop(t *testing.T) {
+	sock := handsDocker(t)
+	root := handsBase(t, sock) + "/task1"
+	e := newEngine(t)
+	ctx := context.Background()
+	res, err := e.HandsInit(ctx, "local:test", engine.HandsInitOptions{Root: root, EngineSocket: sock, Image: handstest.Image, Access: engine.HandsAccessFiles})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := startConsole(t, e)
+	c.keys("5")
+	c.wait("container running", handstest.Image+" @")
+	cli := handstest.Client(t, sock)
+	if _, err := cli.ContainerStop(ctx, res.ContainerID, client.ContainerStopOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c.keys("r")
+	c.wait("⚠ DRIFT")
+	c.keys("s")
+	c.wait("drift:", "    fix: ")
+	c.keys("esc")
+	view := maskHands(c.final(), sock)
+	if !strings.Contains(view, "⚠ DRIFT") {
+		t.Errorf("no drift badge:\n%s", view)
+	}
 }
