@@ -15,7 +15,7 @@ func TestCommandLine(t *testing.T) {
 	c.keys(":", "rece", "tab", " kind=module.", "enter")
 	c.wait("newest 1 of kind module.")
 	c.keys(":", "run chatty lines", "enter")
-	c.wait("line 300: disk full")
+	c.wait("line 300: disk full", "chatty/lines · succeeded")
 	c.keys(":", "theme light", "enter")
 	c.wait("theme light")
 	c.keys(":", "approve 42", "enter")
