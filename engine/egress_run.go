@@ -38,6 +38,9 @@ type egressOptions struct {
 	// maxConns and idle override the proxy's defaults.
 	maxConns int
 	idle     time.Duration
+	// failSetup, when set, fails the run's egress setup after its proxy
+	// opened: a fault the real parts cannot be made to show.
+	failSetup error
 }
 
 // egressRun is one run's proxy and what it has reached.
@@ -49,7 +52,22 @@ type egressRun struct {
 	mu   sync.Mutex
 	seen map[string]bool // "host:port allowed|refused": the stream says each once
 	dest []string        // host:port reached, in order
+	// asks counts the permission requests this run opened; past
+	// maxEgressAsks a connection the policy does not allow is refused at
+	// once, with no request and no receipt, and only counted in quiet.
+	asks  int
+	quiet int
 }
+
+// maxEgressAsks bounds the permission requests one run may open for
+// connections its policy does not allow. Each costs three durable
+// receipts (request.open, request.decide, network.connect): a hook
+// trying name after name would otherwise fill the receipt log as fast as
+// the disk takes it.
+const maxEgressAsks = 64
+
+// askLimitReason is the refusal past maxEgressAsks.
+var askLimitReason = fmt.Sprintf("this run has already asked about %d connections its policy does not allow; warden asks no more for it (add the names to the policy, or run it again)", maxEgressAsks)
 
 // startEgress opens the run's proxy on the run dir's egress socket.
 func (e *Engine) startEgress(r *activeRun, runDir string) (*egressRun, error) {
@@ -101,6 +119,13 @@ func (er *egressRun) destinations() []string {
 	return append([]string(nil), er.dest...)
 }
 
+// unrecorded is how many connections were refused past maxEgressAsks.
+func (er *egressRun) unrecorded() int {
+	er.mu.Lock()
+	defer er.mu.Unlock()
+	return er.quiet
+}
+
 // decide is the policy's answer for one connection: allowed by the
 // module's policy (its network list, network: true, or an exact rule), a
 // retry claim, or else a permission request network.connect host:port,
@@ -121,6 +146,15 @@ func (er *egressRun) decide(ctx context.Context, host string, port uint16) egres
 	// write transaction (and no fsync) on a connection's path.
 	if ok, via := er.policyAllows(op); ok {
 		return egress.Verdict{Allow: true, AllowedBy: "rule", Via: via, Exempt: literal && !strings.Contains(via, "network true")}
+	}
+	er.mu.Lock()
+	over := er.asks >= maxEgressAsks
+	if !over {
+		er.asks++
+	}
+	er.mu.Unlock()
+	if over {
+		return egress.Verdict{Reason: askLimitReason}
 	}
 	for attempt := 0; ; attempt++ {
 		allowed, via, req, err := e.checkOrOpen(r, op)
@@ -205,6 +239,18 @@ func (er *egressRun) reached(rec egress.Record) {
 // destination, a stream line for a refusal).
 func (er *egressRun) closed(rec egress.Record) {
 	r := er.r
+	if !rec.Allowed && rec.Reason == askLimitReason {
+		// Past the ask limit: counted, said once, never receipted one by
+		// one (hook.end carries the count).
+		er.mu.Lock()
+		er.quiet++
+		first := er.quiet == 1
+		er.mu.Unlock()
+		if first {
+			r.streamLine(storage.LevelWarn, "egress: "+askLimitReason+"; further refusals are counted in the run's hook.end receipt")
+		}
+		return
+	}
 	dest := egress.JoinHostPort(rec.Host, rec.Port)
 	details := map[string]any{"run": r.rec.ID, "host": rec.Host, "port": rec.Port, "protocol": rec.Protocol,
 		"allowed": rec.Allowed, "bytesUp": rec.Up, "bytesDown": rec.Down, "durationMs": rec.Duration.Milliseconds()}
@@ -248,6 +294,9 @@ func (r *activeRun) egressSetup(js *jail.Spawner, runDir string, details map[str
 		return err
 	}
 	r.egress = er
+	if err := r.e.opts.egress.failSetup; err != nil {
+		return err
+	}
 	if err := r.e.jailAdm.HandOver(runDir, filepath.Join(runDir, jail.EgressSocketName)); err != nil {
 		return err
 	}

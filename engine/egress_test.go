@@ -178,6 +178,18 @@ func egressScenario(args []string) int {
 	case "tunnel":
 		_, status := connectTunnel(net.JoinHostPort(arg(1), arg(2)))
 		say("tunnel %s", status)
+	case "names":
+		// Name after name the policy does not list, one at a time.
+		n, _ := strconv.Atoi(arg(1))
+		refused := 0
+		for i := range n {
+			if c, st := connectTunnel(fmt.Sprintf("n%d.example:443", i)); c != nil {
+				c.Close()
+			} else if strings.HasPrefix(st, "403") {
+				refused++
+			}
+		}
+		say("names refused=%d", refused)
 	case "many":
 		n, _ := strconv.Atoi(arg(1))
 		target := net.JoinHostPort(arg(2), arg(3))
@@ -745,6 +757,69 @@ func TestEgressConnectionLimit(t *testing.T) {
 	}
 	if len(rs) != 201 || allowed != 200 {
 		t.Errorf("%d receipts, %d allowed; want 201 and 200", len(rs), allowed)
+	}
+}
+
+// TestEgressAsksAreBounded: a hook trying name after name its policy
+// does not list opens at most maxEgressAsks requests (each costs three
+// receipts); past that it is refused at once, with no request and no
+// receipt, and the run's hook.end counts those refusals.
+func TestEgressAsksAreBounded(t *testing.T) {
+	needJail(t)
+	w := newTLSWorld(t)
+	n := maxEgressAsks + 36
+	e := egressEngine(t, w, true, map[string]string{"names": egressHook("names", strconv.Itoa(n))})
+	o, cs := runEgress(t, e, "names")
+	wantEscape(t, "bwrap", cs, "names", fmt.Sprintf("names refused=%d", n))
+	if rs := connectReceipts(t, e, o.Run.ID); len(rs) != maxEgressAsks {
+		t.Errorf("%d network.connect receipts for %d refused names; want %d", len(rs), n, maxEgressAsks)
+	}
+	opened, err := e.Receipts(ReceiptFilter{Kind: "request.open"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(opened) != maxEgressAsks {
+		t.Errorf("%d requests opened; want %d", len(opened), maxEgressAsks)
+	}
+	ends, err := e.Receipts(ReceiptFilter{Kind: "hook.end"})
+	if err != nil || len(ends) != 1 {
+		t.Fatalf("hook.end receipts: %v %v", ends, err)
+	}
+	var det struct {
+		Unrecorded int `json:"egressRefusedUnrecorded"`
+	}
+	if err := json.Unmarshal(ends[0].Details, &det); err != nil || det.Unrecorded != n-maxEgressAsks {
+		t.Errorf("hook.end counts %d unrecorded refusals (%v); want %d", det.Unrecorded, err, n-maxEgressAsks)
+	}
+}
+
+// TestEgressSetupFailureReleasesTheCgroup: a run whose egress proxy cannot
+// be handed to the jail fails, and the cgroup its limits made is removed
+// with it (the spawner that never ran is released).
+func TestEgressSetupFailureReleasesTheCgroup(t *testing.T) {
+	needJail(t)
+	w := newTLSWorld(t)
+	e := egressEngine(t, w, true, map[string]string{"env": egressHook("env")})
+	e.opts.egress.failSetup = errors.New("the egress socket could not be handed to the jail (test)")
+	if err := e.LimitsReady(); err != nil {
+		t.Skipf("no cgroups here, so no cgroup to leak: %v", err)
+	}
+	o, err := e.RunHook(testActor, RunRequest{Module: "testmod", Hook: "env", Jail: JailBwrap})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Run.Status != storage.RunFailed || !strings.Contains(o.Run.Error, "could not be handed") {
+		t.Fatalf("run: %s %s", o.Run.Status, o.Run.Error)
+	}
+	var left []string
+	filepath.WalkDir("/sys/fs/cgroup", func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() && strings.Contains(d.Name(), o.Run.ID) {
+			left = append(left, p)
+		}
+		return nil
+	})
+	if len(left) > 0 {
+		t.Errorf("the failed run's cgroup is left behind: %v", left)
 	}
 }
 

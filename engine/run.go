@@ -460,14 +460,21 @@ func (e *Engine) launch(r *activeRun, sp spawned) *RunHandle {
 		r.streamLine(l.Level, l.Text)
 	}
 	r.streamLater = nil
+	// The spawner may hold the run's cgroup (and on v1 a launcher
+	// thread): released once the process started, or at once when it
+	// never will.
+	release := func() {
+		if rel, ok := sp.spawner.(interface{ Release() }); ok {
+			rel.Release()
+		}
+	}
 	if sp.planErr != nil {
+		release()
 		go r.finish(h, hooks.Exit{Code: -1, Err: sp.planErr, Reason: sp.planErr.Error()})
 		return h
 	}
 	proc, err := hooks.Start(sp.spawner, sp.spawn, hooks.Limits{Timeout: r.hook.Timeout, IdleTimeout: r.hook.IdleTimeout, KillGrace: r.hook.KillGrace}, r.output)
-	if rel, ok := sp.spawner.(interface{ Release() }); ok {
-		rel.Release()
-	}
+	release()
 	if err != nil {
 		go r.finish(h, hooks.Exit{Code: -1, Err: err, Reason: "could not start: " + err.Error()})
 		return h
@@ -611,6 +618,9 @@ func (r *activeRun) finish(h *RunHandle, exit hooks.Exit) {
 	}
 	if r.egress != nil {
 		details["destinations"] = r.egress.destinations()
+		if n := r.egress.unrecorded(); n > 0 {
+			details["egressRefusedUnrecorded"] = n
+		}
 	}
 	summary := fmt.Sprintf("run %s of %s/%s %s in %s (jail %s%s)", rec.ID, rec.Module, rec.Hook, rec.Status, dur.Round(time.Millisecond), jailName(rec.JailMode), limitsNote(r.limits))
 	if rec.Status == storage.RunFailed {

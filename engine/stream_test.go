@@ -206,6 +206,23 @@ func TestStreamBudgetPrunesOlderRuns(t *testing.T) {
 	}
 }
 
+// TestStreamBudgetPrunerWakesItself: nobody calls the pruner here; the
+// write that passes the budget wakes it, and the older stream goes.
+func TestStreamBudgetPrunerWakesItself(t *testing.T) {
+	e := setupScripts(t, Options{StreamBudget: 10000},
+		map[string]string{"count.sh": "#!/bin/sh\nexec seq 1 2000\n"},
+		map[string]string{"count": "    run: [./count.sh]\n"})
+	a := runScript(t, e, "count")
+	runScript(t, e, "count")
+	var m storage.StreamMeta
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if m, _ = e.StreamInfo(a.Run.ID); m.Lines == 0 {
+			return
+		}
+	}
+	t.Errorf("the older run's stream is still there 30 s after the budget was passed: %+v", m)
+}
+
 func TestStreamStdoutInfoStderrWarn(t *testing.T) {
 	e := setupScripts(t, Options{},
 		map[string]string{"both.sh": "#!/bin/sh\necho to-stdout\necho to-stderr >&2\n"},

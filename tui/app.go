@@ -566,6 +566,7 @@ func (a *App) handleEvents(evs []engine.Event) tea.Cmd {
 			a.modules.runEvent(*ev.Run)
 		case engine.EventReceipt:
 			a.receipts.add(*ev.Receipt)
+			a.streams.receipt(*ev.Receipt)
 			// Modules and Hands are views over these: a module added or
 			// removed, a hands phase written, by this console or any
 			// other warden on the data dir.

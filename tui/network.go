@@ -3,6 +3,7 @@ package tui
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -53,25 +54,38 @@ func connectRule(r engine.Request, revision uint64) (string, bool) {
 	return fmt.Sprintf("add %s to the network list of %s, policy revision %d → %d", dest, safe(r.Subject), revision, revision+1), true
 }
 
-// destTracker remembers, per run, the destinations its stream said it
-// reached ("egress: reached HOST:PORT (...)"), in order.
+// destTracker remembers, per run, the destinations it reached, in order.
+// It learns them from network.connect receipts, which only the engine
+// writes: never from the run's stream, where a hook's own output could
+// claim any destination it likes.
 type destTracker map[string][]string
 
-func (d destTracker) take(ev *engine.LinesEvent) {
-	if ev == nil {
+// receipt takes an allowed connection's network.connect receipt.
+func (d destTracker) receipt(rc engine.Receipt) {
+	if rc.Kind != engine.KindNetworkConnect {
 		return
 	}
-	for _, l := range ev.Lines {
-		rest, ok := strings.CutPrefix(l.Text, "egress: reached ")
-		if !ok {
-			continue
-		}
-		dest, _, _ := strings.Cut(rest, " ")
-		if len(d) > 256 {
-			clear(d) // a console left open for days: forget old runs
-		}
-		d[ev.Run] = append(d[ev.Run], safe(OneLine(dest)))
+	var det struct {
+		Run     string `json:"run"`
+		Host    string `json:"host"`
+		Port    int    `json:"port"`
+		Allowed bool   `json:"allowed"`
 	}
+	if json.Unmarshal(rc.Details, &det) != nil || !det.Allowed || det.Run == "" || det.Host == "" {
+		return
+	}
+	host := det.Host
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	dest := safe(OneLine(host + ":" + strconv.Itoa(det.Port)))
+	if slices.Contains(d[det.Run], dest) {
+		return
+	}
+	if len(d) > 256 {
+		clear(d) // a console left open for days: forget old runs
+	}
+	d[det.Run] = append(d[det.Run], dest)
 }
 
 // known marks a run whose destinations were looked up in its receipts

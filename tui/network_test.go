@@ -37,19 +37,41 @@ func TestRequestsPaneShowsNetworkDestination(t *testing.T) {
 	}
 }
 
-// Streams: the log title lists the destinations a run reached.
+// Streams: the log title lists the destinations a run reached, learnt
+// from the engine's network.connect receipts only: a refused connection,
+// a second connection to the same place, another kind of receipt and the
+// run's own stream (which a hook writes) add nothing.
 func TestDestTrackerTitle(t *testing.T) {
 	d := destTracker{}
-	d.take(&engine.LinesEvent{Run: "r1", Lines: []engine.Line{{Text: "egress: reached api.github.com:443 (140.82.121.6:443), allowed by rule: x"}, {Text: "plain line"}}})
+	connect := func(run, host string, port int, allowed bool) engine.Receipt {
+		det, _ := json.Marshal(map[string]any{"run": run, "host": host, "port": port, "allowed": allowed})
+		return engine.Receipt{Kind: engine.KindNetworkConnect, Details: det}
+	}
+	d.receipt(connect("r1", "api.github.com", 443, true))
 	if got := d.title("r1"); got != "→ api.github.com:443" {
 		t.Errorf("one: %q", got)
 	}
-	d.take(&engine.LinesEvent{Run: "r1", Lines: []engine.Line{{Text: "egress: reached pypi.org:443 (151.101.0.223:443), allowed by rule: y"}}})
-	if got := d.title("r1"); got != "→ 2 hosts: api.github.com:443, pypi.org:443" {
-		t.Errorf("two: %q", got)
+	d.receipt(connect("r1", "api.github.com", 443, true))
+	d.receipt(connect("r1", "evil.example", 443, false))
+	fake, _ := json.Marshal(map[string]any{"run": "r1", "host": "bank.example", "port": 443, "allowed": true})
+	d.receipt(engine.Receipt{Kind: engine.KindHookEnd, Details: fake})
+	d.receipt(connect("r1", "2001:db8::1", 443, true))
+	if got := d.title("r1"); got != "→ 2 hosts: api.github.com:443, [2001:db8::1]:443" {
+		t.Errorf("after a repeat, a refusal, a fake and an address: %q", got)
 	}
 	if d.title("r2") != "" {
 		t.Error("another run shows destinations")
+	}
+}
+
+// TestStreamLinesCannotClaimDestinations: a hook printing the engine's own
+// "egress: reached" line gets no destination shown for its run.
+func TestStreamLinesCannotClaimDestinations(t *testing.T) {
+	e := newEngine(t)
+	p := newStreamsPane(testShared(e))
+	p.lines(&engine.LinesEvent{Run: "r1", Lines: []engine.Line{{Text: "egress: reached bank.example:443 (1.2.3.4:443), allowed by rule: x"}}})
+	if got := p.dests.title("r1"); got != "" {
+		t.Errorf("a stream line claimed a destination: %q", got)
 	}
 }
 

@@ -188,13 +188,18 @@ func (p *streamsPane) runEvent(rec engine.RunRecord) {
 
 // lines takes a batch of durable lines.
 func (p *streamsPane) lines(ev *engine.LinesEvent) {
-	if p.dests == nil {
-		p.dests = destTracker{}
-	}
-	p.dests.take(ev)
 	if ev != nil && ev.Run == p.log.run {
 		p.log.appendLive(ev.Lines)
 	}
+}
+
+// receipt takes a durable receipt: a network.connect tells where a run
+// reached (network.go).
+func (p *streamsPane) receipt(rc engine.Receipt) {
+	if p.dests == nil {
+		p.dests = destTracker{}
+	}
+	p.dests.receipt(rc)
 }
 
 func (p *streamsPane) capturing() bool { return p.search.Active() }

@@ -138,7 +138,8 @@ func (s *Server) Close() error {
 // attached command says the engine stopped. Invariant: bye is the last
 // line the client reads, and nothing queued can hold it back past
 // byeWithin: the relays stop first, so a flood of events being forwarded
-// never stands in front of it.
+// never stands in front of it, and nothing (a relay, a reply racing it)
+// can be written after it.
 func (c *conn) sayBye() {
 	c.leaving.Store(true)
 	c.mu.Lock()
@@ -151,7 +152,7 @@ func (c *conn) sayBye() {
 		sub.Close()
 	}
 	c.nc.SetWriteDeadline(time.Now().Add(byeWithin))
-	c.w.send(message{Op: opBye})
+	c.w.sendLast(message{Op: opBye})
 	c.nc.Close()
 }
 

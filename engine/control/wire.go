@@ -131,6 +131,21 @@ func (t *trackedWriter) Write(p []byte) (int, error) {
 	return t.w.Write(p)
 }
 
+// errSaidBye is what a send after the goodbye gets: nothing follows it.
+var errSaidBye = errors.New("control: the connection said goodbye")
+
+// sendLast sends m as the last line: every send after it fails, so a
+// relay or a reply racing the goodbye can never land behind it.
+func (w *lineWriter) sendLast(m message) error {
+	err := w.send(m)
+	w.mu.Lock()
+	if w.err == nil {
+		w.err = errSaidBye
+	}
+	w.mu.Unlock()
+	return err
+}
+
 // write writes one whole line.
 func (w *lineWriter) write(line []byte) error {
 	w.mu.Lock()

@@ -32,6 +32,8 @@ var denied = []struct {
 	{netip.MustParsePrefix("fc00::/7"), "unique-local (private; includes fd00:ec2::254, EC2 metadata)"},
 	{netip.MustParsePrefix("ff00::/8"), "multicast"},
 	{netip.MustParsePrefix("64:ff9b::/96"), "NAT64 (may map to any of the above)"},
+	{netip.MustParsePrefix("64:ff9b:1::/48"), "local-use NAT64 (may map to any of the above)"},
+	{netip.MustParsePrefix("2001::/32"), "Teredo (may map to any of the above)"},
 	{netip.MustParsePrefix("2002::/16"), "6to4 (may map to any of the above)"},
 }
 
