@@ -8,6 +8,8 @@ type globalKeys struct {
 	Next, Prev                   key.Binding
 	Help                         key.Binding
 	Quit                         key.Binding
+	Command                      key.Binding
+	Copy, Pager, Back            key.Binding
 }
 
 func newGlobalKeys() globalKeys {
@@ -21,6 +23,12 @@ func newGlobalKeys() globalKeys {
 		Prev: key.NewBinding(key.WithKeys("shift+tab"), key.WithHelp("shift+tab", "prev tab")),
 		Help: key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "all keys")),
 		Quit: key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q", "quit")),
+		// Command opens the command line (k9s's `:`).
+		Command: key.NewBinding(key.WithKeys(":"), key.WithHelp(":", "command")),
+		Copy:    key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "copy id/line/hash")),
+		Pager:   key.NewBinding(key.WithKeys("o"), key.WithHelp("o", "open in $PAGER")),
+		// Back walks the drill-down trail (when there is one).
+		Back: key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "back (after enter drilled down)")),
 	}
 }
 

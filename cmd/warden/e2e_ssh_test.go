@@ -109,6 +109,9 @@ func TestSSHEndToEnd(t *testing.T) {
 		}
 		return err == nil
 	}, output)
+	if !regexp.MustCompile(`warden ssh: .* host key SHA256:\S+ \(`).MatchString(logText()) {
+		t.Errorf("the server log does not name the host key's fingerprint:\n%s", logText())
+	}
 	if !regexp.MustCompile(`operators file \S+: line 2: .*\(skipped\)`).MatchString(logText()) {
 		t.Errorf("the server log does not report the malformed line 2:\n%s", logText())
 	}
@@ -157,6 +160,21 @@ func TestSSHEndToEnd(t *testing.T) {
 		}
 	}
 
+	// `ssh host VERB` runs a read-only verb with the key's role: B, a
+	// viewer, lists the pending request; a verb that would change
+	// anything is refused with a usage line and exit status 2.
+	perms, err := runSSH(t, append(sshArgs(keyB, port, "-T"), "perms", "list")...)
+	if err != nil || !regexp.MustCompile(`(?m)^#1\s+pending\s+module:hello\s+hello/greet `).MatchString(perms) {
+		t.Errorf("ssh host perms list (viewer): %v:\n%s\n%s", err, perms, output())
+	}
+	if runs, err := runSSH(t, append(sshArgs(keyB, port, "-T"), "hook", "runs")...); err != nil || !strings.Contains(runs, "hello/greet") {
+		t.Errorf("ssh host hook runs: %v:\n%s", err, runs)
+	}
+	refused, err := runSSH(t, append(sshArgs(keyB, port, "-T"), "perms", "approve", "1")...)
+	if !errors.As(err, new(*exec.ExitError)) || err.(*exec.ExitError).ExitCode() != 2 || !strings.Contains(refused, "usage: ssh HOST [perms list") {
+		t.Errorf("ssh host perms approve 1: %v, want exit 2 and the usage line:\n%s", err, refused)
+	}
+
 	// B, a viewer, presses y: the engine refuses it and the console says
 	// so; a while later the request is still pending in both consoles.
 	vwCon.keys(t, "y")
@@ -175,6 +193,25 @@ func TestSSHEndToEnd(t *testing.T) {
 	opCon.keys(t, "1")
 	opCon.waitFor(t, "hello/greet · succeeded", 30*time.Second)
 	opCon.waitFor(t, "Hello, ssh!", 10*time.Second)
+
+	// The SSH console follows its terminal's size (window-change
+	// requests): 120x40, then 80x24, each time redrawn to fit, the help
+	// line on the last row.
+	for _, size := range [][2]int{{120, 40}, {80, 24}} {
+		opCon.resize(t, size[0], size[1])
+		opCon.waitSized(t, size[0], size[1], 10*time.Second)
+	}
+
+	// :theme picks a theme, remembered for the key (the next session
+	// starts with it).
+	opCon.keys(t, ":")
+	opCon.text(t, "theme light")
+	opCon.keys(t, "Enter")
+	opCon.waitFor(t, "theme light", 10*time.Second)
+	waitUntil(t, "the key's theme to be remembered", 10*time.Second, func() bool {
+		b, _ := os.ReadFile(filepath.Join(data, "ssh_themes.json"))
+		return strings.Contains(string(b), `"ssh:`+fpA+`": "light"`)
+	}, output)
 
 	// An unknown key is refused at authentication, and the log names it.
 	out, err := runSSH(t, sshArgs(keyC, port, "-T")...)
