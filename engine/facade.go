@@ -56,6 +56,10 @@ type Facade interface {
 	StreamLines(run string, from uint64, max int) ([]Line, error)
 	StreamLinesBefore(run string, before uint64, max int) ([]Line, error)
 	StreamInfo(run string) (storage.StreamMeta, error)
+	// StreamScan looks at a run's lines from line from on (or before it,
+	// backward) and returns those passing f: at most max, after looking
+	// at about scan lines. The console's level filter and search.
+	StreamScan(run string, from uint64, backward bool, f LineFilter, max, scan int) (LineScan, error)
 
 	SetSecret(actor Actor, module, name, value string) error
 	DeleteSecret(actor Actor, module, name string) (existed bool, err error)

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode"
 
 	"warden/engine/hands"
 	"warden/storage"
@@ -26,7 +28,11 @@ func (e *Engine) HandsInit(ctx context.Context, actor Actor, opts hands.InitOpti
 	}
 	opts.Owner = string(actor)
 	root, access := opts.Root, opts.Access
-	opts.OnPhase = func(r hands.SetupReceipt) error { return e.recordHandsPhase(actor, root, access, r) }
+	image := opts.Image
+	if strings.IndexFunc(image, unicode.IsControl) >= 0 || len(image) > 512 {
+		image = "" // recorded by id only; hands.Init refuses such a name anyway
+	}
+	opts.OnPhase = func(r hands.SetupReceipt) error { return e.recordHandsPhase(actor, root, access, image, r) }
 	opts.BeforeReady = func(hands.SetupReceipt) error {
 		files := access == hands.AccessFiles
 		_, err := e.swapHandsPolicy(actor, root, Policy{Subject: handsSubject(root),
@@ -46,7 +52,7 @@ func (e *Engine) HandsFinish(ctx context.Context, actor Actor, root string, prog
 		return hands.FinishResult{}, err
 	}
 	res, err := hands.Finish(ctx, root, progress, func(r hands.SetupReceipt) error {
-		if err := e.recordHandsPhase(actor, root, "", r); err != nil {
+		if err := e.recordHandsPhase(actor, root, "", "", r); err != nil {
 			return err
 		}
 		_, err := e.revokeHands(actor, root, true)
@@ -77,7 +83,7 @@ func (e *Engine) HandsList() (rs []HandsRecord, err error) {
 // recordHandsPhase writes the known-root record and a receipt for one
 // phase in one transaction. access is empty when finishing: the record
 // (or hands.json) says what it was.
-func (e *Engine) recordHandsPhase(actor Actor, root, access string, r hands.SetupReceipt) error {
+func (e *Engine) recordHandsPhase(actor Actor, root, access, imageName string, r hands.SetupReceipt) error {
 	now := time.Now().UTC()
 	_, err := e.store.Update(func(tx *storage.Tx) error {
 		rec, err := tx.Hands(root)
@@ -98,6 +104,9 @@ func (e *Engine) recordHandsPhase(actor Actor, root, access string, r hands.Setu
 		}
 		rec.Owner, rec.EngineSocket, rec.Engine, rec.DaemonID = r.Owner, r.EngineSocket, r.Engine, r.DaemonID
 		rec.Image, rec.ContainerID, rec.Generation, rec.Phase, rec.Updated = r.Image, r.ContainerID, r.Generation, string(r.Phase), now
+		if imageName != "" {
+			rec.ImageName = imageName // the name init was given; finish keeps it
+		}
 		if err := tx.PutHands(rec); err != nil {
 			return err
 		}

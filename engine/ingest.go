@@ -260,6 +260,16 @@ func (e *Engine) StreamLinesBefore(run string, before uint64, max int) (lines []
 	return lines, err
 }
 
+// StreamScan looks at a run's stored lines and returns those passing f
+// (storage's ScanLines: the filter runs on stored bytes).
+func (e *Engine) StreamScan(run string, from uint64, backward bool, f LineFilter, max, scan int) (s LineScan, err error) {
+	err = e.store.View(func(tx *storage.Tx) error {
+		s, err = tx.ScanLines(run, from, backward, f, max, scan)
+		return err
+	})
+	return s, err
+}
+
 // StreamInfo reports a run's stream counts.
 func (e *Engine) StreamInfo(run string) (m storage.StreamMeta, err error) {
 	err = e.store.View(func(tx *storage.Tx) error {

@@ -35,6 +35,13 @@ type RunRecord = storage.RunRecord
 // Line is one stream line.
 type Line = storage.Line
 
+// LineFilter and LineScan are a stream scan's filter and outcome
+// (Facade.StreamScan).
+type (
+	LineFilter = storage.LineFilter
+	LineScan   = storage.LineScan
+)
+
 // RunRequest asks for a hook run.
 type RunRequest struct {
 	Module string

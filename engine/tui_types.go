@@ -35,3 +35,6 @@ func (e *Engine) JailReady() error {
 	_, err := e.jail()
 	return err
 }
+
+// LevelBit is level l's bit in LineFilter.Levels.
+func LevelBit(l Level) uint8 { return storage.LevelBit(l) }

@@ -21,9 +21,12 @@ type HandsRecord struct {
 	EngineSocket string `json:"engineSocket"`
 	// Engine is docker or podman; empty in records written before warden
 	// told engines apart, which were all Docker (Engine() says so).
-	Engine      string    `json:"engine,omitempty"`
-	DaemonID    string    `json:"daemonId"`
-	Image       string    `json:"image"`
+	Engine   string `json:"engine,omitempty"`
+	DaemonID string `json:"daemonId"`
+	Image    string `json:"image"`
+	// ImageName is the image as the operator named it at init
+	// ("busybox:latest"); Image pins it. Empty in older records.
+	ImageName   string    `json:"imageName,omitempty"`
 	ContainerID string    `json:"containerId"`
 	Generation  string    `json:"generation"`
 	Phase       string    `json:"phase"`
@@ -58,6 +61,8 @@ func (r *HandsRecord) validate() error {
 		return errors.New("container id is not 64 hex characters")
 	case len(r.Generation) > 64 || hasControlRune(r.Generation):
 		return errors.New("bad generation")
+	case len(r.ImageName) > 512 || hasControlRune(r.ImageName):
+		return errors.New("bad image name")
 	case !handsPhasePattern.MatchString(r.Phase):
 		return errors.New("bad phase")
 	case r.Created.IsZero() || r.Updated.IsZero():

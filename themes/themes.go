@@ -158,20 +158,26 @@ func dark(r *lipgloss.Renderer) Theme {
 	})
 }
 
-// Light is tuned for light terminals.
+// Light is for light terminals, and chooses its colours itself: it never
+// asks the terminal what its background is (under tmux, or over SSH, the
+// answer is often missing, and a guess of "dark" drew white on a white
+// terminal). Text is the terminal's own foreground; every colour is a
+// middle tone readable on white and on black alike; a colour drawn on a
+// background of its own comes with an explicit foreground.
 func Light() Theme { return light(nil) }
 
 func light(r *lipgloss.Renderer) Theme {
+	c := func(s string) lipgloss.TerminalColor { return lipgloss.Color(s) }
 	return build(r, "light", palette{
-		fg: ac("#000000", "#eeeeee"), dim: ac("#5f5f5f", "#9e9e9e"), subtle: ac("#262626", "#d0d0d0"),
-		accent: ac("#5f00af", "#af87ff"), accentFg: ac("#ffffff", "#000000"),
-		ok: ac("#006b2e", "#87d787"), warn: ac("#875f00", "#ffd787"), bad: ac("#af0000", "#ff8787"),
-		info: ac("#00569e", "#87afff"), debug: ac("#767676", "#767676"),
-		selBg: ac("#e4d7ff", "#3a3050"), selFg: ac("#000000", "#ffffff"),
-		matchBg: ac("#ffff87", "#d7af00"), matchFg: ac("#000000", "#000000"),
-		loudBg: ac("#af0000", "#d70000"), loudFg: ac("#ffffff", "#ffffff"),
-		badgeBg: ac("#af5f00", "#ff8700"), badgeFg: ac("#ffffff", "#000000"),
-		border: ac("#c6c6c6", "#585858"),
+		fg: lipgloss.NoColor{}, dim: c("#808080"), subtle: lipgloss.NoColor{},
+		accent: c("#875fd7"), accentFg: c("#ffffff"),
+		ok: c("#00875f"), warn: c("#af8700"), bad: c("#d70000"),
+		info: c("#0087d7"), debug: c("#808080"),
+		selBg: c("#d7d7ff"), selFg: c("#000000"),
+		matchBg: c("#ffd700"), matchFg: c("#000000"),
+		loudBg: c("#d70000"), loudFg: c("#ffffff"),
+		badgeBg: c("#d75f00"), badgeFg: c("#ffffff"),
+		border: c("#808080"),
 	})
 }
 

@@ -51,6 +51,18 @@ type Options struct {
 	// attached to another warden's engine (the header says so); 0 when
 	// the engine is this process's own.
 	AttachedPID int
+	// MakeTheme builds a theme by name for :theme (default
+	// themes.ByName); an SSH session builds it for its own renderer.
+	MakeTheme func(name string) (themes.Theme, error)
+	// OnTheme, when set, is told the theme the operator chose with
+	// :theme (an SSH session remembers it for the key).
+	OnTheme func(name string)
+	// Copy writes an OSC 52 clipboard sequence to the terminal (default:
+	// stdout); an SSH session writes it to its channel.
+	Copy func(seq string)
+	// NoPager refuses o (an SSH session: a pager would run on the
+	// server).
+	NoPager bool
 	// Takeover, when set, opens the data dir after the serving process
 	// went away: it returns the new engine (and the pid serving it, if
 	// another console got there first). The console closes what it
@@ -80,9 +92,20 @@ type shared struct {
 	statusAt time.Time
 	// ctx ends when the console closes: work it started stops with it.
 	ctx context.Context
-	// messages is the message log: every status message, whole (M).
+	// messages is every status message of the session, in full (the
+	// status line cuts them to its width): :messages shows them.
 	messages []message
 }
+
+// message is one status message, kept for :messages.
+type message struct {
+	at   time.Time
+	text string
+	err  bool
+}
+
+// maxMessages bounds the messages a session keeps.
+const maxMessages = 500
 
 func (s *shared) now() time.Time { return s.opts.Now() }
 
@@ -97,7 +120,16 @@ func (s *shared) context() context.Context {
 // setStatus shows a message in the status line; isErr styles it as one.
 func (s *shared) setStatus(msg string, isErr bool) {
 	s.status, s.statusOK, s.statusAt = msg, !isErr, s.now()
-	s.note(msg, isErr)
+	if msg == "" {
+		return
+	}
+	if n := len(s.messages); n > 0 && s.messages[n-1].text == msg {
+		return // a progress line said again
+	}
+	s.messages = append(s.messages, message{at: s.statusAt, text: msg, err: isErr})
+	if len(s.messages) > maxMessages {
+		s.messages = append([]message(nil), s.messages[len(s.messages)-maxMessages/2:]...)
+	}
 }
 
 // errStatus shows an error on one line; the message log keeps it whole
@@ -180,6 +212,8 @@ type App struct {
 	hands         *handsPane
 
 	keys     globalKeys
+	cmd      cmdline // the : command line
+	trail    []crumb // where enter drilled down from (esc goes back)
 	help     help.Model
 	showHelp bool
 	overlay  *overlay
@@ -224,6 +258,9 @@ func New(e engine.Facade, opts Options) *App {
 	if opts.Bell == nil {
 		opts.Bell = func() { io.WriteString(os.Stdout, "\a") }
 	}
+	if opts.Copy == nil {
+		opts.Copy = func(seq string) { io.WriteString(os.Stdout, seq) }
+	}
 	if opts.Theme.Name == "" {
 		opts.Theme, _ = themes.ByName("")
 	}
@@ -252,13 +289,19 @@ func New(e engine.Facade, opts Options) *App {
 	a.streams.pendingFor = a.requests.oldestPendingFor
 	a.reload()
 	a.help = help.New()
-	th := sh.th
+	a.cmd = newCmdline()
+	a.applyThemeStyles()
+	a.layout()
+	return a
+}
+
+// applyThemeStyles styles the help line with the theme.
+func (a *App) applyThemeStyles() {
+	th := a.sh.th
 	a.help.Styles = help.Styles{
 		Ellipsis: th.HelpSep, ShortKey: th.HelpKey, ShortDesc: th.HelpDesc, ShortSeparator: th.HelpSep,
 		FullKey: th.HelpKey, FullDesc: th.HelpDesc, FullSeparator: th.HelpSep,
 	}
-	a.layout()
-	return a
 }
 
 // reload re-reads everything from storage (start, and after missed events).
@@ -386,9 +429,23 @@ func (a *App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return a, nil
 	case quitNowMsg:
 		return a, a.quit()
+	case drillMsg:
+		a.drillTo(msg)
+		return a, nil
+	case pagerFileMsg:
+		return a, a.pager(msg)
+	case pagerDoneMsg:
+		if msg.err != nil {
+			a.sh.setStatus("the pager failed: "+OneLine(msg.err.Error())+" (set $PAGER to one that works)", true)
+		}
+		return a, nil
 	case tickMsg:
 		if a.sh.status != "" && a.sh.now().Sub(a.sh.statusAt) > 10*time.Second {
 			a.sh.status = ""
+		}
+		if a.tab == tabHands && a.sh.now().Sub(a.hands.liveAt) > liveEvery {
+			// The Hands tab shows live state: re-read it while shown.
+			return a, tea.Batch(tick(), a.hands.refreshLive())
 		}
 		return a, tick()
 	case toastDoneMsg:
@@ -448,9 +505,22 @@ func (a *App) key(msg tea.KeyMsg) tea.Cmd {
 		a.showHelp = false
 		return nil
 	}
+	if a.cmd.in.Active() {
+		return a.cmdlineKey(msg)
+	}
 	p := a.panes[a.tab]
 	if !p.capturing() {
 		switch {
+		case key.Matches(msg, a.keys.Command):
+			return a.openCmdline()
+		case key.Matches(msg, a.keys.Back) && len(a.trail) > 0:
+			a.back()
+			return nil
+		case key.Matches(msg, a.keys.Copy):
+			a.copySelected()
+			return nil
+		case key.Matches(msg, a.keys.Pager):
+			return a.openPager()
 		case key.Matches(msg, a.keys.Quit):
 			return a.askQuit()
 		case key.Matches(msg, a.keys.Help):
@@ -533,8 +603,10 @@ func (a *App) askQuit() tea.Cmd {
 	return nil
 }
 
+// setTab shows tab t. A tab chosen by hand starts a new trail.
 func (a *App) setTab(t int) {
 	a.tab = t
+	a.trail = nil
 	a.layout()
 }
 
@@ -808,6 +880,9 @@ func (a *App) tabBar(w int) string {
 			x++
 		}
 	}
+	if bc := a.breadcrumb(); bc != "" && x+3 < w {
+		b.WriteString("  " + th.Dim.Render(plain(bc, w-x-2)))
+	}
 	return fit(b.String(), w)
 }
 
@@ -815,6 +890,9 @@ func (a *App) statusLine(w int) string {
 	th := a.sh.th
 	if a.confirm != nil {
 		return fit(th.Prompt.Render(plain(a.confirm.prompt(), w)), w)
+	}
+	if a.cmd.in.Active() {
+		return fit(a.cmd.in.View(), w)
 	}
 	if s := a.panes[a.tab].prompt(); s != "" && a.overlay == nil {
 		return fit(s, w)
@@ -847,6 +925,9 @@ func (a *App) currentKeys() keyMap {
 		k := newConfirmKeys(a.confirm.enterIsYes)
 		return keyMap{short: []key.Binding{k.Yes, k.No}}
 	}
+	if a.cmd.in.Active() {
+		return a.cmdlineKeys()
+	}
 	if a.overlay != nil {
 		k := a.overlay.keys
 		return keyMap{short: []key.Binding{k.Close, k.Up, k.Down, k.PageUp, k.PageDown}}
@@ -857,7 +938,7 @@ func (a *App) currentKeys() keyMap {
 func (a *App) helpLine(w int) string {
 	k := a.currentKeys()
 	short := append([]key.Binding(nil), k.short...)
-	if a.confirm == nil && (a.overlay != nil || !a.panes[a.tab].capturing()) {
+	if a.confirm == nil && !a.cmd.in.Active() && (a.overlay != nil || !a.panes[a.tab].capturing()) {
 		short = append(short, a.keys.Help, a.keys.Quit)
 	}
 	return fit(a.help.ShortHelpView(short), w)
@@ -865,7 +946,7 @@ func (a *App) helpLine(w int) string {
 
 func (a *App) fullHelp(w, h int) string {
 	k := a.currentKeys()
-	groups := append(append([][]key.Binding(nil), k.full...), append(a.keys.tabs(), a.keys.Help, a.keys.Messages, a.keys.Quit))
+	groups := append(append([][]key.Binding(nil), k.full...), append(a.keys.tabs(), a.keys.Command, a.keys.Copy, a.keys.Pager, a.keys.Back, a.keys.Help, a.keys.Messages, a.keys.Quit))
 	body := a.help.FullHelpView(groups)
 	title := a.sh.th.Title.Render("Keys: "+tabNames[a.tab]) + a.sh.th.Dim.Render("  (any key closes, q too)")
 	lines := append([]string{title, ""}, strings.Split(body, "\n")...)

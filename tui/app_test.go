@@ -26,14 +26,29 @@ type console struct {
 
 func startConsole(t *testing.T, e engine.Facade) *console {
 	t.Helper()
-	return startConsoleSize(t, e, 100, 30)
+	return startConsoleWith(t, e, nil)
 }
 
 // startConsoleSize is a console under teatest at w x h.
 func startConsoleSize(t *testing.T, e engine.Facade, w, h int) *console {
 	t.Helper()
+	return startConsoleWithSize(t, e, nil, w, h)
+}
+
+// startConsoleWith is startConsole with options of the test's own.
+func startConsoleWith(t *testing.T, e engine.Facade, set func(*Options)) *console {
+	t.Helper()
+	return startConsoleWithSize(t, e, set, 100, 30)
+}
+
+func startConsoleWithSize(t *testing.T, e engine.Facade, set func(*Options), w, h int) *console {
+	t.Helper()
 	bells := new(atomic.Int32)
-	app := New(e, Options{Theme: themes.NoColor(), Actor: "local:test", Jail: engine.JailOff, Bell: func() { bells.Add(1) }})
+	opts := Options{Theme: themes.NoColor(), Actor: "local:test", Jail: engine.JailOff, Bell: func() { bells.Add(1) }}
+	if set != nil {
+		set(&opts)
+	}
+	app := New(e, opts)
 	tm := teatest.NewTestModel(t, app, teatest.WithInitialTermSize(w, h))
 	t.Cleanup(func() { tm.Quit() })
 	return &console{t: t, tm: tm, app: app, e: e, bells: bells}
@@ -115,7 +130,7 @@ func TestStreamsFinishedRun(t *testing.T) {
 	streamModule(t, e)
 	runHook(t, e, "chatty", "lines")
 	c := startConsole(t, e)
-	c.wait("line 300: disk full", "FOLLOW 300 lines")
+	c.wait("line 300: disk full", "END 300 lines")
 	view := c.final()
 	if !strings.Contains(view, "▸300 E line 300: disk full") {
 		t.Errorf("the cursor is not on the last line:\n%s", view)
@@ -179,8 +194,9 @@ func TestStreamsLiveBatched(t *testing.T) {
 	c.wait("line 400: disk full", "chatty/slow · succeeded")
 	h.Wait()
 	view := c.final()
-	if !strings.Contains(view, "▸400 E line 400: disk full") || !strings.Contains(view, "FOLLOW") {
-		t.Errorf("not following the live tail:\n%s", view)
+	if !strings.Contains(view, "▸400 E line 400: disk full") || !strings.Contains(view, "END 400 lines") {
+		// It followed the tail to the end, and says the run is whole.
+		t.Errorf("not at the end of the stream:\n%s", view)
 	}
 	if n := c.app.eventMsgs; n == 0 || n >= 400 {
 		t.Errorf("%d event messages for 400 lines: want them batched", n)

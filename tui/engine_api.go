@@ -56,3 +56,5 @@ func listRequests(e engine.Facade, limit int) ([]engine.Request, error) {
 }
 
 type styleT = lipgloss.Style
+
+type runRecord = engine.RunRecord

@@ -2,7 +2,6 @@ package tui
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -33,11 +32,63 @@ type handsPane struct {
 	w, h  int
 	// jobs are the wizards' engine calls still running (Close waits).
 	jobs []*progressJob
+	// live is each root's state as the engine last reported it (s, r,
+	// the tab shown, every liveEvery while it is); liveAt is when.
+	live   map[string]liveState
+	liveAt time.Time
+	liveOn bool // a live read is under way
+}
+
+// liveState is a root's container state and drift, read from the engine.
+type liveState struct {
+	state string // the container's state ("running", "exited", …)
+	drift int
+	err   string
+}
+
+// liveEvery is how often the Hands tab re-reads live state while shown.
+const liveEvery = 15 * time.Second
+
+// handsLiveMsg is a fresh read of every unfinished root's live state.
+type handsLiveMsg struct{ live map[string]liveState }
+
+// refreshLive asks the engine about every unfinished root, off the UI
+// goroutine (an unreachable engine takes its timeout).
+func (p *handsPane) refreshLive() tea.Cmd {
+	if p.liveOn {
+		return nil
+	}
+	var roots []string
+	for _, r := range p.roots {
+		if r.Phase != string(hands.PhaseFinished) {
+			roots = append(roots, r.Root)
+		}
+	}
+	if len(roots) == 0 {
+		return nil
+	}
+	p.liveOn, p.liveAt = true, p.sh.now()
+	e, ctx := p.sh.e, p.sh.context()
+	return func() tea.Msg {
+		out := map[string]liveState{}
+		for _, root := range roots {
+			c, cancel := context.WithTimeout(ctx, 5*time.Second)
+			rep, err := e.HandsStatus(c, root)
+			cancel()
+			if err != nil {
+				out[root] = liveState{err: OneLine(err.Error())}
+				continue
+			}
+			out[root] = liveState{state: rep.Container.State, drift: len(rep.Drift)}
+		}
+		return handsLiveMsg{out}
+	}
 }
 
 type handsStatusMsg struct {
 	root string
 	text string
+	live liveState
 	err  error
 }
 
@@ -128,12 +179,19 @@ func (p *handsPane) keys() keyMap {
 
 func (p *handsPane) update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
+	case handsLiveMsg:
+		p.live, p.liveOn = msg.live, false
+		return nil
 	case handsStatusMsg:
 		p.busy = ""
 		if msg.err != nil {
 			p.sh.errStatus(msg.err)
 			return nil
 		}
+		if p.live == nil {
+			p.live = map[string]liveState{}
+		}
+		p.live[msg.root] = msg.live
 		return openOverlay(textOverlay(p.sh, "hands status · "+msg.root, msg.text))
 	case handsLoadedMsg:
 		if msg.err != nil {
@@ -141,7 +199,7 @@ func (p *handsPane) update(msg tea.Msg) tea.Cmd {
 			return nil
 		}
 		p.apply(msg.roots, msg.sel)
-		return nil
+		return p.refreshLive()
 	}
 	if p.wiz != nil {
 		return p.wizard(msg)
@@ -150,6 +208,11 @@ func (p *handsPane) update(msg tea.Msg) tea.Cmd {
 	case tea.KeyMsg:
 		switch {
 		case key.Matches(msg, p.k.Init):
+			if p.sh.opts.NoAttach {
+				// A viewer: refused here, not after five steps.
+				p.sh.setStatus("setting up a hands root needs an operator; this console is a viewer (ask an operator, or add your key as operator)", true)
+				return nil
+			}
 			w, cmd := newInitWizard(p.sh, p.w, p.h)
 			p.wiz = w
 			return cmd
@@ -165,10 +228,8 @@ func (p *handsPane) update(msg tea.Msg) tea.Cmd {
 			}
 			p.wiz = w
 			return cmd
-		case key.Matches(msg, p.k.Up):
-			p.sel = max(p.sel-1, 0)
-		case key.Matches(msg, p.k.Down):
-			p.sel = min(p.sel+1, max(len(p.roots)-1, 0))
+		case key.Matches(msg, p.k.Up, p.k.Down, p.k.PageUp, p.k.PageDown, p.k.Top, p.k.Bottom):
+			p.sel, _ = navKey(msg, p.k.KeyMap, p.sel, len(p.roots), max(p.h-3, 1), nil)
 		case key.Matches(msg, p.k.Reload):
 			return p.refresh("")
 		case key.Matches(msg, p.k.Status):
@@ -229,8 +290,7 @@ func (p *handsPane) status(root string) tea.Cmd {
 		if err != nil {
 			return handsStatusMsg{root: root, err: err}
 		}
-		b, _ := json.MarshalIndent(rep, "", "  ")
-		return handsStatusMsg{root: root, text: string(b)}
+		return handsStatusMsg{root: root, text: HandsStatusText(rep), live: liveState{state: rep.Container.State, drift: len(rep.Drift)}}
 	}
 }
 
@@ -262,7 +322,17 @@ func (p *handsPane) view(w, h int) string {
 			st = th.RunRunning
 		}
 		row := fmt.Sprintf("%s %-9s %s", mark, safe(r.Phase), safe(r.Root))
-		tail := fmt.Sprintf("  %s · %s · access %s · updated %s ago", r.EngineName(), r.Image, r.Access, ShortDuration(now.Sub(r.Updated)))
+		tail := fmt.Sprintf("  %s · %s · access %s · updated %s ago", r.EngineName(), imageLabel(r), r.Access, ShortDuration(now.Sub(r.Updated)))
+		if ls, ok := p.live[r.Root]; ok && r.Phase != string(hands.PhaseFinished) {
+			switch {
+			case ls.err != "":
+				tail = "  ⚠ engine: " + ls.err + tail
+			case ls.drift > 0:
+				tail = fmt.Sprintf("  ⚠ DRIFT %d · container %s (s shows it)", ls.drift, ls.state) + tail
+			default:
+				tail = "  container " + ls.state + tail
+			}
+		}
 		if i == p.sel {
 			out = append(out, fit(th.Selected.Render(row)+th.Dim.Render(plain(tail, max(w-textWidth(row), 1))), w))
 		} else {

@@ -71,8 +71,10 @@ type handsWizard struct {
 	stage wizStage
 	which int // the form shown (formRoot ...)
 	form  *huh.Form
-	k     wizKeys
-	w, h  int
+	// preselected: x was pressed on a root, so finish asks only to confirm.
+	preselected bool
+	k           wizKeys
+	w, h        int
 
 	// What the operator chose.
 	root, socketChoice, socketPath, socket, image, access string
@@ -127,7 +129,8 @@ func newFinishWizard(sh *shared, roots []engine.HandsRecord, selected string, w,
 	z.root = z.finishable[0].Root
 	for _, r := range z.finishable {
 		if r.Root == selected {
-			z.root = r.Root
+			// x on a root: finish that one, without asking which.
+			z.root, z.preselected = r.Root, true
 		}
 	}
 	return z, z.open(formFinish)
@@ -172,15 +175,21 @@ func (z *handsWizard) open(which int) tea.Cmd {
 		}
 		opts = append(opts, huh.NewOption("other path…", otherSocket))
 		desc := "the engine the container runs on: warden never picks one for you (nor reads DOCKER_HOST)"
-		if len(z.candidates) == 0 {
-			desc = "no socket at /run/docker.sock, /var/run/docker.sock or $XDG_RUNTIME_DIR/docker.sock: choose other path"
+		pathDesc := "the unix socket dockerd (--host unix://PATH) or podman system service listens on"
+		none := len(z.candidates) == 0
+		if none {
+			// No engine found: no list with nothing real in it, but what
+			// to do, and the path to type once one runs.
+			z.socketChoice = otherSocket
+			pathDesc = noEngineHelp
 		}
 		groups = append(groups,
 			huh.NewGroup(huh.NewSelect[string]().Key("socket").Title("Engine socket").Description(desc).
 				Options(opts...).Value(&z.socketChoice).Validate(nonEmpty("an engine socket"))).
-				Title(z.title("engine socket")),
+				Title(z.title("engine socket")).
+				WithHideFunc(func() bool { return none }),
 			huh.NewGroup(huh.NewInput().Key("socketPath").Title("Engine socket path").
-				Description("the unix socket dockerd (--host unix://PATH) or podman system service listens on").
+				Description(pathDesc).
 				Placeholder("/run/user/1000/docker.sock").CharLimit(256).Value(&z.socketPath).Validate(e.ValidateHandsSocket)).
 				Title(z.title("engine socket")).
 				WithHideFunc(func() bool { return z.socketChoice != otherSocket }),
@@ -226,7 +235,8 @@ func (z *handsWizard) open(which int) tea.Cmd {
 		groups = append(groups,
 			huh.NewGroup(huh.NewSelect[string]().Key("root").Title("Root").
 				Description("the roots this data dir knows that are not finished").
-				Options(opts...).Value(&z.root)).Title(z.title("which root")),
+				Options(opts...).Value(&z.root)).Title(z.title("which root")).
+				WithHideFunc(func() bool { return z.preselected }),
 			huh.NewGroup(huh.NewConfirm().Key("confirm").
 				TitleFunc(func() string { return "Finish " + safe(z.root) + "?" }, &z.root).
 				Description("stops exactly the recorded container (only if it still carries this root's owner label and is the recorded generation), writes phase finished and revokes every grant of the root's policy").
@@ -651,3 +661,9 @@ func nextSteps(kind string, err error) []string {
 	}
 	return out
 }
+
+// noEngineHelp is what the wizard says when no Docker Engine or Podman
+// socket is where engines put theirs.
+const noEngineHelp = "No Docker Engine or Podman socket found (looked at /run/docker.sock, /var/run/docker.sock, $XDG_RUNTIME_DIR/docker.sock, /run/podman/podman.sock, $XDG_RUNTIME_DIR/podman/podman.sock). " +
+	"Start Docker: sudo systemctl start docker (install it: sudo apt-get install docker.io); " +
+	"or rootless Podman: systemctl --user start podman.socket. Then type its socket path here, or esc and press i again."

@@ -9,6 +9,8 @@ type globalKeys struct {
 	Help                         key.Binding
 	Messages                     key.Binding
 	Quit                         key.Binding
+	Command                      key.Binding
+	Copy, Pager, Back            key.Binding
 }
 
 func newGlobalKeys() globalKeys {
@@ -24,6 +26,12 @@ func newGlobalKeys() globalKeys {
 		// M: the message log keeps every status message whole.
 		Messages: key.NewBinding(key.WithKeys("M"), key.WithHelp("M", "messages")),
 		Quit:     key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q", "quit")),
+		// Command opens the command line (k9s's `:`).
+		Command: key.NewBinding(key.WithKeys(":"), key.WithHelp(":", "command")),
+		Copy:    key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "copy id/line/hash")),
+		Pager:   key.NewBinding(key.WithKeys("o"), key.WithHelp("o", "open in $PAGER")),
+		// Back walks the drill-down trail (when there is one).
+		Back: key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "back (after enter drilled down)")),
 	}
 }
 

@@ -1,6 +1,8 @@
 package tui
 
 import (
+	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -13,13 +15,26 @@ import (
 // leaves it. Drawing a frame touches only the visible lines, and a line's
 // width is measured once and cached, so a frame costs the same whether the
 // run printed a thousand lines or a million.
+//
+// Under a level filter the window holds only the lines that pass: storage
+// filters them on its stored bytes (StreamScan), so a sparse filter over a
+// million lines reads a few screens of lines, not a million strings. The
+// window then covers the stream's lines [lo, hi): every passing line in
+// that range is in it.
 const (
 	winMax      = 2000
 	winMaxBytes = 16 << 20
 	winPage     = 500
-	// scanLimit bounds how many lines one key press (n, a move under a
-	// sparse filter) reads from storage before it gives up.
-	scanLimit = 200_000
+)
+
+// scanChunk bounds how many stored lines one read looks at; a key press
+// looks at no more than scanLimit (a sparse filter's page, a move, a
+// search); what is left is looked at in later slices (scanOnMsg), so the
+// console keeps answering keys meanwhile. Variables: tests make them
+// small.
+var (
+	scanChunk = 1 << 19
+	scanLimit = 1 << 20
 )
 
 // Level filters, cycled with l.
@@ -55,6 +70,7 @@ type logView struct {
 
 	run         string
 	first, end  uint64 // storage holds lines [first, end)
+	lo, hi      uint64 // the window covers lines [lo, hi)
 	win         []engine.Line
 	widths      []int32 // display width of win[i], -1 until measured
 	winBytes    int
@@ -100,34 +116,40 @@ func (v *logView) match(l *engine.Line) bool {
 	return ok != v.invert
 }
 
-// winStart and winEnd bound the window: lines [winStart, winEnd).
-func (v *logView) winStart() uint64 {
-	if len(v.win) == 0 {
-		return v.end
+// lineFilter is the level filter as storage applies it.
+func (v *logView) lineFilter() engine.LineFilter {
+	if v.level == levelAll {
+		return engine.LineFilter{}
 	}
-	return v.win[0].N
+	var bits uint8
+	for l := engine.LevelDebug; l <= engine.LevelSuccess; l++ {
+		if v.match(&engine.Line{Level: l}) {
+			bits |= engine.LevelBit(l)
+		}
+	}
+	return engine.LineFilter{Levels: bits}
 }
 
-func (v *logView) winEnd() uint64 {
-	if len(v.win) == 0 {
-		return v.end
-	}
-	return v.win[len(v.win)-1].N + 1
-}
+// filtered reports whether a level filter leaves lines out.
+func (v *logView) filtered() bool { return v.level != levelAll }
+
+// winStart and winEnd bound the lines the window covers: [winStart, winEnd).
+func (v *logView) winStart() uint64 { return v.lo }
+
+func (v *logView) winEnd() uint64 { return v.hi }
 
 // idx is the window index of line n, or -1.
 func (v *logView) idx(n uint64) int {
-	if len(v.win) == 0 || n < v.win[0].N || n >= v.winEnd() {
+	if len(v.win) == 0 || n < v.win[0].N || n > v.win[len(v.win)-1].N {
 		return -1
 	}
-	i := int(n - v.win[0].N) // stored lines are contiguous
+	i := int(n - v.win[0].N) // unfiltered, stored lines are contiguous
 	if i < len(v.win) && v.win[i].N == n {
 		return i
 	}
-	for i = range v.win { // not contiguous after all: search
-		if v.win[i].N == n {
-			return i
-		}
+	i = sort.Search(len(v.win), func(i int) bool { return v.win[i].N >= n })
+	if i < len(v.win) && v.win[i].N == n {
+		return i
 	}
 	return -1
 }
@@ -164,8 +186,8 @@ func (v *logView) refreshMeta() {
 	v.first, v.end = m.First, m.Lines
 }
 
-func (v *logView) setWindow(lines []engine.Line) {
-	v.win = lines
+func (v *logView) setWindow(lines []engine.Line, lo, hi uint64) {
+	v.win, v.lo, v.hi = lines, lo, hi
 	v.widths = make([]int32, len(lines))
 	v.winBytes = 0
 	for i := range lines {
@@ -174,20 +196,18 @@ func (v *logView) setWindow(lines []engine.Line) {
 	}
 }
 
-func (v *logView) read(from uint64, n int) []engine.Line {
-	lines, err := v.sh.e.StreamLines(v.run, from, n)
+// page reads a window's page of passing lines from line from on
+// (forward) or before it (backward), and the range it covers.
+func (v *logView) page(from uint64, backward bool) (lines []engine.Line, lo, hi uint64) {
+	s, err := v.sh.e.StreamScan(v.run, from, backward, v.lineFilter(), winPage, scanChunk)
 	if err != nil {
 		v.err = err.Error()
+		return nil, from, from
 	}
-	return lines
-}
-
-func (v *logView) readBefore(before uint64, n int) []engine.Line {
-	lines, err := v.sh.e.StreamLinesBefore(v.run, before, n)
-	if err != nil {
-		v.err = err.Error()
+	if backward {
+		return s.Lines, min(s.Next, from), from
 	}
-	return lines
+	return s.Lines, from, max(s.Next, from)
 }
 
 // loadTail fills the window with the stream's last page.
@@ -195,7 +215,7 @@ func (v *logView) loadTail() {
 	if v.run == "" {
 		return
 	}
-	v.setWindow(v.readBefore(v.end, winPage))
+	v.setWindow(v.page(v.end, true))
 	if n := len(v.win); n > 0 && v.win[n-1].N+1 > v.end {
 		v.end = v.win[n-1].N + 1
 	}
@@ -208,24 +228,32 @@ func (v *logView) loadAround(n uint64) {
 	if n > from+winPage/2 {
 		from = n - winPage/2
 	}
-	v.setWindow(v.read(from, winPage))
+	if v.filtered() {
+		// Passing lines may be far apart: a page before n+1, then on.
+		back, lo, _ := v.page(n+1, true)
+		v.setWindow(back, lo, n+1)
+		v.fetch(1)
+		return
+	}
+	v.setWindow(v.page(from, false))
 }
 
-// toEnd puts the cursor on the last matching line (follow mode's place).
+// toEnd puts the cursor on the last passing line (follow mode's place).
 func (v *logView) toEnd() {
+	if v.winEnd() < v.end {
+		v.setWindow(v.page(v.end, true))
+	}
+	// A sparse filter: look further back (to scanLimit) for a screen.
+	for scanned := 0; len(v.win) < v.height && v.lo > v.first && scanned < scanLimit; scanned += scanChunk {
+		if !v.fetch(-1) {
+			break
+		}
+	}
 	if len(v.win) == 0 {
 		v.cursor, v.top, v.topRow = v.end, v.end, 0
 		return
 	}
-	if v.winEnd() < v.end {
-		v.setWindow(v.readBefore(v.end, winPage))
-	}
-	last := v.win[len(v.win)-1].N
-	if n, ok := v.step(last+1, -1); ok {
-		v.cursor = n
-	} else {
-		v.cursor = last
-	}
+	v.cursor = v.win[len(v.win)-1].N
 	v.anchorBottom()
 }
 
@@ -241,23 +269,36 @@ func (v *logView) appendLive(lines []engine.Line) {
 	if !atEnd {
 		return // the window is elsewhere; storage has them for later
 	}
-	if lines[0].N > v.winEnd() && len(v.win) > 0 {
+	if lines[0].N > v.winEnd() && (len(v.win) > 0 || v.winEnd() > v.first) {
 		// A gap (missed events): the window no longer meets the tail.
 		if v.follow {
 			v.loadTail()
 		}
 		return
 	}
-	for len(lines) > 0 && len(v.win) > 0 && lines[0].N < v.winEnd() {
+	for len(lines) > 0 && lines[0].N < v.winEnd() {
 		lines = lines[1:] // already held
 	}
+	if len(lines) == 0 {
+		return
+	}
+	v.hi = lines[len(lines)-1].N + 1
 	if len(lines) > winMax { // only the tail of a flood can matter here
 		if !v.follow && len(v.win) > 0 {
-			return // the user reads older lines; the window stays with them
+			// The user reads older lines; the window stays with them
+			// (and no longer reaches the tail).
+			v.hi = v.win[len(v.win)-1].N + 1
+			return
 		}
 		lines = lines[len(lines)-winMax:]
+		if len(v.win) == 0 {
+			v.lo = lines[0].N
+		}
 	}
 	for i := range lines {
+		if !v.match(&lines[i]) {
+			continue
+		}
 		v.win = append(v.win, lines[i])
 		v.widths = append(v.widths, -1)
 		v.winBytes += len(lines[i].Text)
@@ -266,7 +307,7 @@ func (v *logView) appendLive(lines []engine.Line) {
 		v.trim(true)
 		v.toEnd()
 	} else {
-		v.trim(v.cursor >= v.winStart()+uint64(len(v.win)/2))
+		v.trim(v.cursor >= v.winStart()+(v.winEnd()-v.winStart())/2)
 	}
 }
 
@@ -288,6 +329,11 @@ func (v *logView) trim(fromFront bool) {
 			bytes -= len(v.win[hi].Text)
 		}
 	}
+	if fromFront {
+		v.lo = v.win[lo].N
+	} else {
+		v.hi = v.win[hi-1].N + 1
+	}
 	v.win = append([]engine.Line(nil), v.win[lo:hi]...)
 	v.widths = append([]int32(nil), v.widths[lo:hi]...)
 	v.winBytes = bytes
@@ -299,8 +345,8 @@ func (v *logView) fetch(dir int) bool {
 		if v.winEnd() >= v.end {
 			return false
 		}
-		lines := v.read(v.winEnd(), winPage)
-		if len(lines) == 0 {
+		lines, _, hi := v.page(v.winEnd(), false)
+		if hi <= v.winEnd() {
 			return false
 		}
 		for i := range lines {
@@ -308,14 +354,15 @@ func (v *logView) fetch(dir int) bool {
 			v.widths = append(v.widths, -1)
 			v.winBytes += len(lines[i].Text)
 		}
+		v.hi = hi
 		v.trim(true)
 		return true
 	}
 	if v.winStart() <= v.first {
 		return false
 	}
-	lines := v.readBefore(v.winStart(), winPage)
-	if len(lines) == 0 {
+	lines, lo, _ := v.page(v.winStart(), true)
+	if lo >= v.winStart() {
 		return false
 	}
 	ws := make([]int32, len(lines), len(lines)+len(v.win))
@@ -325,98 +372,67 @@ func (v *logView) fetch(dir int) bool {
 	}
 	v.win = append(lines, v.win...)
 	v.widths = append(ws, v.widths...)
+	v.lo = lo
 	v.trim(false)
 	return true
 }
 
-// step finds the nearest matching line strictly after (dir>0) or before
+// step finds the nearest passing line strictly after (dir>0) or before
 // (dir<0) line n, paging from storage as needed; the window then holds it.
 func (v *logView) step(n uint64, dir int) (uint64, bool) {
-	return v.seek(n, dir, v.match)
+	return v.seek(n, dir, func(*engine.Line) bool { return true })
 }
 
-// seek is step with any predicate. It reads at most scanLimit lines.
+// seek is step with a further predicate on the window's lines. It looks
+// at no more than scanLimit stored lines.
 func (v *logView) seek(n uint64, dir int, ok func(*engine.Line) bool) (uint64, bool) {
-	var cand uint64
-	if dir > 0 {
-		cand = n + 1
-	} else {
-		if n == 0 {
-			return 0, false
-		}
-		cand = n - 1
-	}
 	v.scanStop = false
-	for scanned := 0; ; {
-		if scanned >= scanLimit {
-			// Give up for this key press; the caller may go on from
-			// where the scan stopped.
-			v.scanStop, v.scanAt = true, cand
+	if n < v.winStart() || n >= v.winEnd() {
+		v.loadAround(n)
+	}
+	var looked uint64
+	for {
+		if dir > 0 {
+			i := sort.Search(len(v.win), func(i int) bool { return v.win[i].N > n })
+			for ; i < len(v.win); i++ {
+				if ok(&v.win[i]) {
+					return v.win[i].N, true
+				}
+			}
+			n = max(n, v.winEnd()-1) // every line up to winEnd looked at
+		} else {
+			i := sort.Search(len(v.win), func(i int) bool { return v.win[i].N >= n }) - 1
+			for ; i >= 0; i-- {
+				if ok(&v.win[i]) {
+					return v.win[i].N, true
+				}
+			}
+			n = min(n, v.winStart())
+		}
+		if looked >= uint64(scanLimit) {
+			v.scanStop, v.scanAt = true, n
 			return 0, false
 		}
-		if cand < v.first {
-			if dir < 0 {
-				return 0, false
-			}
-			cand = v.first
-		}
-		if cand >= v.end {
-			if dir > 0 {
-				return 0, false
-			}
-			cand = v.end - 1
-		}
-		i := v.idx(cand)
-		if i < 0 {
-			switch {
-			case dir > 0 && len(v.win) > 0 && cand == v.winEnd():
-				if !v.fetch(1) {
-					return 0, false
-				}
-			case dir < 0 && len(v.win) > 0 && cand+1 == v.winStart():
-				if !v.fetch(-1) {
-					return 0, false
-				}
-			case dir > 0:
-				v.setWindow(v.read(cand, winPage))
-			default:
-				v.setWindow(v.readBefore(cand+1, winPage))
-			}
-			if i = v.idx(cand); i < 0 {
-				return 0, false
-			}
+		lo, hi := v.winStart(), v.winEnd()
+		if !v.fetch(dir) {
+			return 0, false
 		}
 		if dir > 0 {
-			for ; i < len(v.win); i++ {
-				scanned++
-				if ok(&v.win[i]) {
-					return v.win[i].N, true
-				}
-			}
-			cand = v.winEnd()
+			looked += v.winEnd() - hi
 		} else {
-			for ; i >= 0; i-- {
-				scanned++
-				if ok(&v.win[i]) {
-					return v.win[i].N, true
-				}
-			}
-			if v.winStart() == 0 {
-				return 0, false
-			}
-			cand = v.winStart() - 1
+			looked += lo - v.winStart()
 		}
 	}
 }
 
 // ensure makes the window hold line n.
 func (v *logView) ensure(n uint64) {
-	if v.idx(n) < 0 && n >= v.first && n < v.end {
+	if v.idx(n) < 0 && n >= v.first && n < v.end && (n < v.winStart() || n >= v.winEnd()) {
 		v.loadAround(n)
 	}
 }
 
-// move moves the cursor by count matching lines.
+// move moves the cursor by count passing lines.
 func (v *logView) move(count int) {
 	if v.run == "" {
 		return
@@ -444,25 +460,16 @@ func (v *logView) move(count int) {
 	v.scrollToCursor()
 }
 
-// atLast reports whether the cursor is on the stream's last matching line
-// (looking only at the window, which then holds the tail).
+// atLast reports whether the cursor is on the stream's last passing line.
 func (v *logView) atLast() bool {
 	if v.winEnd() < v.end {
 		return false
 	}
 	i := v.idx(v.cursor)
-	if i < 0 {
-		return false
-	}
-	for j := i + 1; j < len(v.win); j++ {
-		if v.match(&v.win[j]) {
-			return false
-		}
-	}
-	return true
+	return i >= 0 && i == len(v.win)-1
 }
 
-// goTo puts the cursor on line n (or the nearest matching line).
+// goTo puts the cursor on line n (or the nearest passing line).
 func (v *logView) goTo(n uint64) {
 	if v.run == "" || v.end == 0 {
 		return
@@ -471,7 +478,7 @@ func (v *logView) goTo(n uint64) {
 	v.follow = false
 	v.loadAround(n)
 	v.cursor = n
-	if i := v.idx(n); i >= 0 && !v.match(&v.win[i]) {
+	if v.idx(n) < 0 {
 		if m, ok := v.step(n, 1); ok {
 			v.cursor = m
 		} else if m, ok := v.step(n, -1); ok {
@@ -485,16 +492,16 @@ func (v *logView) goTo(n uint64) {
 // home and bottom.
 func (v *logView) home() {
 	v.follow = false
-	v.setWindow(v.read(v.first, winPage))
+	v.setWindow(v.page(v.first, false))
+	for scanned := 0; len(v.win) == 0 && v.winEnd() < v.end && scanned < scanLimit; scanned += scanChunk {
+		if !v.fetch(1) {
+			break
+		}
+	}
 	if len(v.win) == 0 {
 		return
 	}
 	n := v.win[0].N
-	if !v.match(&v.win[0]) {
-		if m, ok := v.step(n, 1); ok {
-			n = m
-		}
-	}
 	v.cursor, v.top, v.topRow = n, n, 0
 }
 
@@ -512,46 +519,95 @@ func (v *logView) setFollow(on bool) {
 	v.follow = false
 }
 
-// refilter keeps the cursor on a matching line after a filter change.
+// refilter re-reads the window after a filter change (it held the lines
+// of the old filter) and keeps the cursor on the nearest passing line at
+// or before where it was.
 func (v *logView) refilter() {
+	if v.run == "" {
+		return
+	}
 	if v.follow {
-		v.toEnd()
+		v.loadTail()
 		return
 	}
-	v.ensure(v.cursor)
-	if i := v.idx(v.cursor); i >= 0 && v.match(&v.win[i]) {
-		v.scrollToCursor()
-		return
+	at, oldTop := v.cursor, v.top
+	back, lo, _ := v.page(at+1, true)
+	v.setWindow(back, lo, at+1)
+	v.fetch(1)
+	switch {
+	case len(back) > 0:
+		v.cursor = back[len(back)-1].N
+	case len(v.win) > 0:
+		v.cursor = v.win[0].N
+	default:
+		if n, ok := v.step(at, -1); ok {
+			v.cursor = n
+		} else if n, ok := v.step(at, 1); ok {
+			v.cursor = n
+		}
 	}
-	if n, ok := v.step(v.cursor, -1); ok {
-		v.cursor = n
-	} else if n, ok := v.step(v.cursor, 1); ok {
-		v.cursor = n
+	// The view moves the least: the top stays on the nearest passing
+	// line at or above where it was.
+	top := v.cursor
+	if i := sort.Search(len(v.win), func(i int) bool { return v.win[i].N > oldTop }) - 1; i >= 0 && v.win[i].N < top {
+		top = v.win[i].N
 	}
+	v.top, v.topRow = top, 0
 	v.scrollToCursor()
 }
 
-// search moves to the next (dir>0) or previous line holding the query.
+// empty reports whether nothing passes the filter in the part of the
+// stream looked at, and that part is the whole stream.
+func (v *logView) empty() bool {
+	return len(v.win) == 0 && v.winStart() <= v.first && v.winEnd() >= v.end
+}
+
+// searchFilter is the search as storage applies it: the query (matched
+// without regard to case when it is all lower case, as highlight does)
+// within the level filter.
+func (v *logView) searchFilter() engine.LineFilter {
+	f := v.lineFilter()
+	f.Query, f.Fold = v.query, isLower(v.query)
+	return f
+}
+
+// search moves to the next (dir>0) or previous line holding the query,
+// looking at no more than scanLimit lines; scanStop and scanAt then say
+// where a later search goes on.
 func (v *logView) search(dir int) (found bool) {
 	if v.query == "" || v.run == "" {
 		return false
 	}
-	v.ensure(v.cursor)
-	n, ok := v.seek(v.cursor, dir, func(l *engine.Line) bool { return v.match(l) && contains(l.Text, v.query) })
-	if !ok {
-		if v.scanStop {
-			// Searched scanLimit lines: stand where the scan stopped,
-			// so the next n goes on from there.
-			v.goTo(v.scanAt)
-			v.scanStop = true
-			return false
-		}
-		v.ensure(v.cursor)
+	from := v.cursor
+	if dir > 0 {
+		from = v.cursor + 1
+	}
+	if v.scanStop {
+		from = v.scanAt // going on from where the last one stopped
+	}
+	return v.searchFrom(from, dir)
+}
+
+// searchFrom looks for the query from line from on (or before it).
+func (v *logView) searchFrom(from uint64, dir int) bool {
+	v.scanStop = false
+	s, err := v.sh.e.StreamScan(v.run, from, dir < 0, v.searchFilter(), 1, scanLimit)
+	if err != nil {
+		v.err = err.Error()
 		return false
 	}
-	v.cursor = n
-	v.follow = false
-	v.ensure(n)
+	if len(s.Lines) == 0 {
+		if !s.Done {
+			v.scanStop, v.scanAt = true, s.Next
+		}
+		return false
+	}
+	// The view moves the least, as a move does.
+	n := s.Lines[0].N
+	if v.idx(n) < 0 {
+		v.loadAround(n)
+	}
+	v.cursor, v.follow = n, false
 	v.scrollToCursor()
 	return true
 }
@@ -728,8 +784,13 @@ func (v *logView) View() string {
 		emit(pt.dim.s(msg), textWidth(msg))
 	case len(v.win) == 0:
 		msg := "no lines yet"
-		if v.err != "" {
+		switch {
+		case v.err != "":
 			msg = v.err
+		case v.filtered() && v.empty():
+			msg = "nothing at this level (" + v.levelName() + "): l shows the next level, ! inverts"
+		case v.filtered():
+			msg = fmt.Sprintf("nothing at this level in the last %d lines; looking further back…", v.winEnd()-v.winStart())
 		}
 		msg = plain(OneLine(msg), w)
 		emit(pt.dim.s(msg), textWidth(msg))
@@ -794,4 +855,13 @@ func (v *logView) selected() (engine.Line, bool) {
 		return v.win[i], true
 	}
 	return engine.Line{}, false
+}
+
+// levelName is the filter as the title shows it ("!≥warn").
+func (v *logView) levelName() string {
+	f := v.level.String()
+	if v.invert {
+		f = "!" + f
+	}
+	return f
 }

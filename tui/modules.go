@@ -16,6 +16,7 @@ import (
 type modulesKeys struct {
 	KeyMap
 	Run, Add, Reload key.Binding
+	Filter, Clear    key.Binding
 }
 
 func newModulesKeys() modulesKeys {
@@ -24,6 +25,8 @@ func newModulesKeys() modulesKeys {
 		Run:    key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "run hook")),
 		Add:    key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "add module")),
 		Reload: key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "reload")),
+		Filter: key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "filter")),
+		Clear:  key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "clear filter")),
 	}
 }
 
@@ -42,12 +45,18 @@ type modulesPane struct {
 	last map[string]engine.RunRecord // "module/hook" -> newest run
 	sel  int
 	off  int
+	h    int
 	add  promptInput
 	form *inputsForm
+	// filter and query: / shows only the hooks whose module/hook or
+	// description hold the query (smart case).
+	filter promptInput
+	query  string
 }
 
 func newModulesPane(sh *shared) *modulesPane {
-	return &modulesPane{sh: sh, k: newModulesKeys(), add: newPromptInput("add module from folder › ", "path/to/module (relative to the console's folder, ~ for home)", 4096), last: map[string]engine.RunRecord{}}
+	return &modulesPane{sh: sh, k: newModulesKeys(), add: newPromptInput("add module from folder › ", "path/to/module (relative to the console's folder, ~ for home)", 4096), last: map[string]engine.RunRecord{},
+		filter: newPromptInput("filter › ", "module, hook or description", 128)}
 }
 
 func (p *modulesPane) reload(runs []engine.RunRecord) {
@@ -84,20 +93,25 @@ func (p *modulesPane) apply(mods []engine.Module, runs []engine.RunRecord) {
 	p.rows = p.rows[:0]
 	for i := range p.mods {
 		m := &p.mods[i]
+		head := len(p.rows)
 		p.rows = append(p.rows, modRow{mod: m})
 		if m.Manifest != nil {
 			for _, h := range m.Manifest.HookNames() {
-				p.rows = append(p.rows, modRow{mod: m, hook: h})
+				if p.query == "" || contains(m.Record.ID+"/"+h+" "+m.Record.Description, p.query) {
+					p.rows = append(p.rows, modRow{mod: m, hook: h})
+				}
 			}
+		}
+		if p.query != "" && len(p.rows) == head+1 && !contains(m.Record.ID+" "+m.Record.Description, p.query) {
+			p.rows = p.rows[:head] // nothing of it matches
 		}
 	}
 	// runs are newest first: the first seen of each hook is its last run.
 	for i := len(runs) - 1; i >= 0; i-- {
 		p.last[runs[i].Module+"/"+runs[i].Hook] = runs[i]
 	}
-	p.sel = min(p.sel, max(len(p.rows)-1, 0))
-	if p.sel < len(p.rows) && p.rows[p.sel].hook == "" && p.sel+1 < len(p.rows) && p.rows[p.sel+1].hook != "" && p.sel == 0 {
-		p.sel = 1 // start on the first hook
+	if len(p.rows) > 0 {
+		p.sel = landOn(p.sel, 1, len(p.rows), p.isHeader) // start on a hook
 	}
 }
 
@@ -108,19 +122,22 @@ func (p *modulesPane) runEvent(r engine.RunRecord) {
 	}
 }
 
-func (p *modulesPane) capturing() bool { return p.add.Active() || p.form != nil }
+func (p *modulesPane) capturing() bool { return p.add.Active() || p.filter.Active() || p.form != nil }
 
-func (p *modulesPane) prompt() string { return p.add.View() }
+func (p *modulesPane) prompt() string { return p.add.View() + p.filter.View() }
 
 func (p *modulesPane) keys() keyMap {
 	k := p.k
 	if p.add.Active() {
 		return p.add.KeyMap()
 	}
+	if p.filter.Active() {
+		return p.filter.KeyMap()
+	}
 	if p.form != nil {
 		return p.form.keys()
 	}
-	return keyMap{short: []key.Binding{k.Up, k.Down, k.Run, k.Add, k.Reload}, full: [][]key.Binding{{k.Up, k.Down}, {k.Run, k.Add, k.Reload}}}
+	return keyMap{short: []key.Binding{k.Up, k.Down, k.Run, k.Add, k.Reload}, full: [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom}, {k.Run, k.Add, k.Reload, k.Filter, k.Clear}}}
 }
 
 func (p *modulesPane) update(msg tea.Msg) tea.Cmd {
@@ -176,11 +193,22 @@ func (p *modulesPane) key(msg tea.KeyMsg) tea.Cmd {
 		}
 		return cmd
 	}
+	if p.filter.Active() {
+		cmd, outcome, q := p.filter.Update(msg)
+		if outcome == promptSubmitted {
+			p.setQuery(strings.TrimSpace(q))
+		}
+		return cmd
+	}
+	if sel, ok := navKey(msg, k.KeyMap, p.sel, len(p.rows), max(p.h-2, 1), p.isHeader); ok {
+		p.sel = sel
+		return nil
+	}
 	switch {
-	case key.Matches(msg, k.Up):
-		p.move(-1)
-	case key.Matches(msg, k.Down):
-		p.move(1)
+	case key.Matches(msg, k.Filter):
+		return p.filter.Open(p.query)
+	case key.Matches(msg, k.Clear) && p.query != "":
+		p.setQuery("")
 	case key.Matches(msg, k.Reload):
 		return p.refresh(func() { p.sh.setStatus(fmt.Sprintf("%d modules", len(p.mods)), false) })
 	case key.Matches(msg, k.Add):
@@ -239,7 +267,18 @@ func (p *modulesPane) move(d int) {
 	if len(p.rows) == 0 {
 		return
 	}
-	p.sel = min(max(p.sel+d, 0), len(p.rows)-1)
+	dir := 1
+	if d < 0 {
+		dir = -1
+	}
+	p.sel = landOn(p.sel+d, dir, len(p.rows), p.isHeader)
+}
+
+// isHeader reports whether row i is a module's header row, which the
+// cursor passes over (enter does nothing there) unless the module has no
+// hook to land on (it cannot run: the row then says why).
+func (p *modulesPane) isHeader(i int) bool {
+	return p.rows[i].hook == "" && p.rows[i].mod.Manifest != nil && len(p.rows[i].mod.Manifest.Hooks) > 0
 }
 
 func (p *modulesPane) runSelected() tea.Cmd {
@@ -307,17 +346,20 @@ func (p *modulesPane) view(w, h int) string {
 		return p.form.view(w, h)
 	}
 	th := p.sh.th
-	out := []string{fit(th.Title.Render(fmt.Sprintf("Modules (%d)", len(p.mods))), w)}
+	title := fmt.Sprintf("Modules (%d)", len(p.mods))
+	if p.query != "" {
+		title += " · filter " + safe(p.query) + " (esc clears)"
+	}
+	out := []string{fit(th.Title.Render(title), w)}
+	if len(p.mods) > 0 && len(p.rows) == 0 {
+		out = append(out, th.Dim.Render(plain("no match for "+p.query, w)))
+	}
 	if len(p.mods) == 0 {
 		out = append(out, th.Dim.Render(plain("no modules: press a to add one from its folder (or `warden module add PATH`)", w)))
 	}
+	p.h = h
 	rows := max(h-1, 1)
-	if p.sel < p.off {
-		p.off = p.sel
-	}
-	if p.sel >= p.off+rows {
-		p.off = p.sel - rows + 1
-	}
+	p.off = scrollOff(p.off, p.sel, rows, len(p.rows))
 	now := p.sh.now()
 	for i := p.off; i < len(p.rows) && len(out) < h; i++ {
 		r := p.rows[i]
@@ -359,7 +401,7 @@ func (p *modulesPane) view(w, h int) string {
 			last := th.Dim.Render("never run")
 			if lr, ok := p.last[r.mod.Record.ID+"/"+r.hook]; ok {
 				g, st := runGlyph(th, lr.Status)
-				last = st.Render(g+" "+lr.Status) + th.Dim.Render(" "+ShortDuration(now.Sub(lr.Started))+" ago, took "+runDuration(lr, now))
+				last = st.Render(g+" "+lr.Status) + th.Dim.Render(" "+runAgo(lr, now))
 			}
 			name := fmt.Sprintf("%s   %-16s", mark, r.hook)
 			if i == p.sel {
@@ -374,6 +416,12 @@ func (p *modulesPane) view(w, h int) string {
 		out = append(out, "")
 	}
 	return strings.Join(out[:h], "\n")
+}
+
+// setQuery filters the list ("" shows it all), keeping the cursor on a hook.
+func (p *modulesPane) setQuery(q string) {
+	p.query = q
+	p.apply(p.mods, nil)
 }
 
 // resolvePath makes a path the operator typed absolute: ~ is the home

@@ -20,6 +20,8 @@ type overlay struct {
 	off    int
 	height int
 	keys   overlayKeys
+	// toEnd opens the overlay scrolled to its last row (a log).
+	toEnd bool
 }
 
 func newOverlay(sh *shared, title string, layout func(width int) []string) *overlay {
@@ -87,6 +89,9 @@ func (o *overlay) View(w, h int) string {
 		o.width = cw
 	}
 	o.height = ch
+	if o.toEnd {
+		o.off, o.toEnd = len(o.rows), false
+	}
 	o.clamp()
 	th := o.sh.th
 	end := min(o.off+ch, len(o.rows))

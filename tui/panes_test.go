@@ -21,7 +21,7 @@ func TestReceiptsFilterDetailVerify(t *testing.T) {
 	c.wait("kind ›")
 	c.keys("hook", "enter")
 	c.wait("of kind hook.")
-	c.keys("up", "enter") // the hook.start receipt in full
+	c.keys("up", "d") // the hook.start receipt in full
 	c.wait("receipt", "details")
 	c.keys("esc", "v")
 	c.wait("receipt chain intact,")

@@ -23,13 +23,14 @@ const (
 
 type receiptsKeys struct {
 	KeyMap
-	Detail, Filter, Clear, Verify key.Binding
+	Detail, Drill, Filter, Clear, Verify key.Binding
 }
 
 func newReceiptsKeys() receiptsKeys {
 	return receiptsKeys{
 		KeyMap: DefaultKeyMap().withEnds("oldest", "newest"),
-		Detail: key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "detail")),
+		Detail: key.NewBinding(key.WithKeys("d"), key.WithHelp("d", "detail")),
+		Drill:  key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "open run/request")),
 		Filter: key.NewBinding(key.WithKeys("/", "K"), key.WithHelp("/", "filter by kind")),
 		Clear:  key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "clear filter")),
 		Verify: key.NewBinding(key.WithKeys("v"), key.WithHelp("v", "verify chain")),
@@ -117,11 +118,11 @@ func (p *receiptsPane) keys() keyMap {
 	if p.filter.Active() {
 		return p.filter.KeyMap()
 	}
-	short := []key.Binding{k.Up, k.Down, k.Detail, k.Filter, k.Verify}
+	short := []key.Binding{k.Up, k.Down, k.Drill, k.Detail, k.Filter, k.Verify}
 	if p.kind != "" {
 		short = append(short, k.Clear)
 	}
-	return keyMap{short: short, full: [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom}, {k.Detail, k.Filter, k.Clear, k.Verify}}}
+	return keyMap{short: short, full: [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom}, {k.Drill, k.Detail, k.Filter, k.Clear, k.Verify}}}
 }
 
 func (p *receiptsPane) update(msg tea.Msg) tea.Cmd {
@@ -154,19 +155,16 @@ func (p *receiptsPane) key(msg tea.KeyMsg) tea.Cmd {
 		return cmd
 	}
 	page := max(p.h-3, 1)
+	if sel, ok := navKey(msg, k.KeyMap, p.sel, len(p.rs), page, nil); ok {
+		// Up past the first receipt held reads the page above (older
+		// shifts the cursor with what it prepends), then moves again.
+		if sel == 0 && key.Matches(msg, k.Up, k.PageUp, k.Top) && (p.sel == 0 || key.Matches(msg, k.Top) || p.sel-page < 0) && p.older() {
+			sel, _ = navKey(msg, k.KeyMap, p.sel, len(p.rs), page, nil)
+		}
+		p.sel, p.atEnd = sel, sel == len(p.rs)-1
+		return nil
+	}
 	switch {
-	case key.Matches(msg, k.Up):
-		p.move(-1)
-	case key.Matches(msg, k.Down):
-		p.move(1)
-	case key.Matches(msg, k.PageUp):
-		p.move(-page)
-	case key.Matches(msg, k.PageDown):
-		p.move(page)
-	case key.Matches(msg, k.Top):
-		p.move(-len(p.rs))
-	case key.Matches(msg, k.Bottom):
-		p.move(len(p.rs))
 	case key.Matches(msg, k.Filter):
 		return p.filter.Open(p.kind)
 	case key.Matches(msg, k.Clear):
@@ -175,6 +173,12 @@ func (p *receiptsPane) key(msg tea.KeyMsg) tea.Cmd {
 			p.atEnd = true
 			p.reload()
 		}
+	case key.Matches(msg, k.Drill) && p.sel < len(p.rs):
+		r := p.rs[p.sel]
+		if run, req := receiptTarget(r); run != "" || req != 0 {
+			return drill(drillMsg{from: "#" + fmt.Sprint(r.Seq), run: run, request: req})
+		}
+		fallthrough // nothing to open: its detail
 	case key.Matches(msg, k.Detail):
 		if p.sel < len(p.rs) {
 			r := p.rs[p.sel]
@@ -272,6 +276,29 @@ func receiptDetail(r engine.Receipt) string {
 	return b.String()
 }
 
+// receiptCols are the receipts table's column widths at a width: the
+// fixed columns grow with the terminal (up to what their text needs),
+// the summary takes the rest.
+type receiptCols struct{ seq, at, ago, kind, actor, subj, sum int }
+
+func receiptWidths(w int) receiptCols {
+	c := receiptCols{seq: 6, at: 12, kind: 14, actor: 11, subj: 14}
+	if w >= 120 {
+		c.ago = 9
+	}
+	if extra := w - 120; extra > 0 {
+		c.kind += min(extra/4, 8)
+		c.actor += min(extra/3, 30)
+		c.subj += min(extra/3, 24)
+	}
+	used := 2 + c.seq + c.at + c.kind + c.actor + c.subj + 5
+	if c.ago > 0 {
+		used += c.ago + 1
+	}
+	c.sum = max(w-used, 8)
+	return c
+}
+
 func (p *receiptsPane) view(w, h int) string {
 	p.h = h
 	th := p.sh.th
@@ -279,33 +306,27 @@ func (p *receiptsPane) view(w, h int) string {
 	if p.kind != "" {
 		title += " of kind " + p.kind
 	}
-	// Columns: seq, time, kind, actor, subject, summary (the rest).
-	seqW, timeW := 6, 8
-	kindW, actorW, subjW := 14, 14, 18
-	if w < 100 {
-		kindW, actorW, subjW = 13, 11, 14
+	c := receiptWidths(w)
+	cols := func(seq, at, rel, kind, actor, subj, sum string) string {
+		s := fmt.Sprintf("%*s %s ", c.seq, plain(seq, c.seq), fit(plain(at, c.at), c.at))
+		if c.ago > 0 {
+			s += fmt.Sprintf("%*s ", c.ago, plain(rel, c.ago))
+		}
+		return s + fmt.Sprintf("%s %s %s %s", fit(plain(kind, c.kind), c.kind),
+			fit(midCut(actor, c.actor), c.actor), fit(midCut(subj, c.subj), c.subj), plain(sum, c.sum))
 	}
-	sumW := max(w-2-seqW-timeW-kindW-actorW-subjW-5, 8)
-	cols := func(seq, at, kind, actor, subj, sum string) string {
-		return fmt.Sprintf("%*s %s %s %s %s %s", seqW, plain(seq, seqW), fit(plain(at, timeW), timeW), fit(plain(kind, kindW), kindW),
-			fit(plain(actor, actorW), actorW), fit(plain(subj, subjW), subjW), plain(sum, sumW))
-	}
-	out := []string{fit(th.Title.Render(title), w), fit("  "+th.TableHead.Render(cols("seq", "time", "kind", "actor", "subject", "summary")), w)}
+	out := []string{fit(th.Title.Render(title), w), fit("  "+th.TableHead.Render(cols("seq", "time", "", "kind", "actor", "subject", "summary")), w)}
 	rows := max(h-2, 1)
-	if p.sel < p.off {
-		p.off = p.sel
-	}
-	if p.sel >= p.off+rows {
-		p.off = p.sel - rows + 1
-	}
+	p.off = scrollOff(p.off, p.sel, rows, len(p.rs))
 	if len(p.rs) == 0 {
 		out = append(out, th.Dim.Render("  no receipts"+map[bool]string{true: " of kind " + p.kind, false: ""}[p.kind != ""]))
 	}
+	now := p.sh.now()
 	for i := p.off; i < len(p.rs) && len(out) < h; i++ {
 		r := p.rs[i]
-		line := cols(fmt.Sprint(r.Seq), r.At.Local().Format("15:04:05"), r.Kind, p.sh.actorShort(string(r.Actor)), r.Subject, OneLine(r.Summary))
+		line := cols(fmt.Sprint(r.Seq), stamp(r.At, now), ago(r.At, now), r.Kind, p.sh.actorShort(string(r.Actor)), r.Subject, OneLine(r.Summary))
 		if i == p.sel {
-			out = append(out, th.Selected.Render("▸ "+line))
+			out = append(out, th.Selected.Render(fit("▸ "+line, w)))
 		} else {
 			out = append(out, "  "+receiptStyle(th, r.Kind).Render(line))
 		}

@@ -19,7 +19,7 @@ const maxRequests = 500
 
 type requestsKeys struct {
 	KeyMap
-	Detail                   key.Binding
+	Detail, Filter, Clear    key.Binding
 	Approve, Deny, Always    key.Binding
 	Yes, No                  key.Binding
 	NextPending, PrevPending key.Binding
@@ -29,6 +29,8 @@ func newRequestsKeys() requestsKeys {
 	return requestsKeys{
 		KeyMap:      DefaultKeyMap(),
 		Detail:      key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "whole request")),
+		Filter:      key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "filter")),
+		Clear:       key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "clear filter")),
 		Approve:     key.NewBinding(key.WithKeys("y"), key.WithHelp("y", "approve once")),
 		Deny:        key.NewBinding(key.WithKeys("n"), key.WithHelp("n", "deny")),
 		Always:      key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "approve always")),
@@ -46,6 +48,12 @@ type requestsPane struct {
 	reqs []engine.Request
 	sel  int
 	off  int
+	// listRows is how many rows the list showed last (a page).
+	listRows int
+	// filter and query: / shows only the requests whose row holds the
+	// query (smart case); the cursor skips the others.
+	filter promptInput
+	query  string
 	// reason is the deny prompt, open for request denyID.
 	reason promptInput
 	denyID uint64
@@ -60,7 +68,8 @@ type requestsPane struct {
 }
 
 func newRequestsPane(sh *shared) *requestsPane {
-	return &requestsPane{sh: sh, k: newRequestsKeys(), reason: newPromptInput("deny: reason (optional, enter to deny) › ", "", 500)}
+	return &requestsPane{sh: sh, k: newRequestsKeys(), reason: newPromptInput("deny: reason (optional, enter to deny) › ", "", 500),
+		filter: newPromptInput("filter › ", "module, hook, subject or operation", 128)}
 }
 
 func (p *requestsPane) reload() {
@@ -192,10 +201,23 @@ func (p *requestsPane) pending() (n int) {
 	return n
 }
 
-func (p *requestsPane) capturing() bool { return p.reason.Active() || p.confirming }
+func (p *requestsPane) capturing() bool {
+	return p.reason.Active() || p.confirming || p.filter.Active()
+}
+
+// hidden reports whether the filter hides request i.
+func (p *requestsPane) hidden(i int) bool {
+	if p.query == "" {
+		return false
+	}
+	r := p.reqs[i]
+	return !contains(fmt.Sprintf("#%d %s %s/%s %s", r.ID, r.Subject, r.Requester.Module, r.Requester.Hook, operationLine(r)), p.query)
+}
 
 func (p *requestsPane) prompt() string {
 	switch {
+	case p.filter.Active():
+		return p.filter.View()
 	case p.reason.Active():
 		return p.reason.View()
 	case p.confirming && p.confirmTool:
@@ -209,6 +231,8 @@ func (p *requestsPane) prompt() string {
 func (p *requestsPane) keys() keyMap {
 	k := p.k
 	switch {
+	case p.filter.Active():
+		return p.filter.KeyMap()
 	case p.reason.Active():
 		return p.reason.KeyMap()
 	case p.confirming:
@@ -222,7 +246,7 @@ func (p *requestsPane) keys() keyMap {
 	acts := []key.Binding{k.Approve, k.Deny, k.Always}
 	short := append([]key.Binding{k.Up, k.Down, k.NextPending}, acts...)
 	short = append(short, k.Detail)
-	return keyMap{short: short, full: [][]key.Binding{nav, acts}}
+	return keyMap{short: short, full: [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.NextPending, k.PrevPending, k.Detail, k.Filter, k.Clear}, acts}}
 }
 
 func (p *requestsPane) update(msg tea.Msg) tea.Cmd {
@@ -267,11 +291,25 @@ func (p *requestsPane) key(msg tea.KeyMsg) tea.Cmd {
 		}
 		return nil
 	}
+	if p.filter.Active() {
+		cmd, outcome, q := p.filter.Update(msg)
+		if outcome == promptSubmitted {
+			p.query = strings.TrimSpace(q)
+			if len(p.reqs) > 0 {
+				p.sel = landOn(p.sel, 1, len(p.reqs), p.hidden)
+			}
+		}
+		return cmd
+	}
+	if sel, ok := navKey(msg, k.KeyMap, p.sel, len(p.reqs), max(p.listRows-1, 1), p.hidden); ok {
+		p.sel = sel
+		return nil
+	}
 	switch {
-	case key.Matches(msg, k.Up):
-		p.move(-1)
-	case key.Matches(msg, k.Down):
-		p.move(1)
+	case key.Matches(msg, k.Filter):
+		return p.filter.Open(p.query)
+	case key.Matches(msg, k.Clear) && p.query != "":
+		p.query = ""
 	case key.Matches(msg, k.NextPending):
 		p.jumpPending(1)
 	case key.Matches(msg, k.PrevPending):
@@ -422,14 +460,27 @@ func (p *requestsPane) view(w, h int) string {
 		out = append(out, fit(th.Dim.Render("no requests: a hook asking the operator or a denied effect shows up here"), w))
 	}
 	rows := listH - 1
-	if p.sel < p.off {
-		p.off = p.sel
+	p.listRows = rows
+	// The rows the filter leaves, and the cursor's place among them.
+	vis, at := make([]int, 0, len(p.reqs)), 0
+	for i := range p.reqs {
+		if !p.hidden(i) {
+			if i == p.sel {
+				at = len(vis)
+			}
+			vis = append(vis, i)
+		}
 	}
-	if p.sel >= p.off+rows {
-		p.off = p.sel - rows + 1
+	if p.query != "" {
+		out[0] = fit(th.Title.Render(fmt.Sprintf("Requests · filter %s (esc clears) · %d of %d", plain(p.query, 30), len(vis), len(p.reqs))), w)
+		if len(vis) == 0 && len(p.reqs) > 0 {
+			out = append(out, fit(th.Dim.Render("no match for "+plain(p.query, w-13)), w))
+		}
 	}
+	p.off = scrollOff(p.off, at, rows, len(vis))
 	now := p.sh.now()
-	for i := p.off; i < len(p.reqs) && len(out) < listH; i++ {
+	for k := p.off; k < len(vis) && len(out) < listH; k++ {
+		i := vis[k]
 		out = append(out, p.row(p.reqs[i], i == p.sel, now, w))
 	}
 	for len(out) < listH {
@@ -478,7 +529,7 @@ func (p *requestsPane) row(r engine.Request, sel bool, now time.Time, w int) str
 		}
 	} else {
 		state = r.Decision.Verdict
-		when = "by " + p.sh.actorLabel(r.Decision.By) + " " + r.Decision.At.Local().Format("15:04:05")
+		when = "by " + midCut(p.sh.actorShort(r.Decision.By), 24) + " " + stamp(r.Decision.At, now)
 		st = th.Approved
 		if r.Decision.Verdict == engine.Deny {
 			st = th.Denied
@@ -495,7 +546,8 @@ func (p *requestsPane) row(r engine.Request, sel bool, now time.Time, w int) str
 	}
 	restW := max(w-textWidth(head), 1)
 	if sel {
-		return th.Selected.Render(head) + plain(rest, restW)
+		// The highlight spans the whole row, not only its head.
+		return th.Selected.Render(fit(head+plain(rest, restW), w))
 	}
 	return head[:1] + st.Render(head[1:]) + plain(rest, restW)
 }

@@ -60,6 +60,7 @@ type streamsPane struct {
 	focusLog bool
 	log      *logView
 	search   promptInput
+	scanGen  int // the search or filter going on in slices (scanOnMsg)
 	w, h     int
 	leftW    int
 	dests    destTracker // destinations reached, per run (network.go)
@@ -280,6 +281,8 @@ func (p *streamsPane) resize(w, h int) {
 
 func (p *streamsPane) update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
+	case scanOnMsg:
+		return p.scannedOn(msg)
 	case cancelledMsg:
 		if msg.err != nil {
 			p.sh.errStatus(msg.err)
@@ -319,8 +322,16 @@ func (p *streamsPane) typingKey(msg tea.KeyMsg) tea.Cmd {
 	cmd, outcome, query := p.search.Update(msg)
 	if outcome == promptSubmitted {
 		p.log.query = query
-		if p.log.query != "" && !p.log.search(1) && (p.log.scanStop || !p.log.search(-1)) {
-			p.searchMiss()
+		p.log.scanStop = false
+		// Forward from the cursor, then (nothing after it) backward.
+		if p.log.query == "" || p.log.search(1) {
+			return cmd
+		}
+		if p.log.scanStop {
+			return tea.Batch(cmd, p.searchMiss(1))
+		}
+		if !p.log.search(-1) {
+			return tea.Batch(cmd, p.searchMiss(-1))
 		}
 	}
 	return cmd
@@ -328,6 +339,9 @@ func (p *streamsPane) typingKey(msg tea.KeyMsg) tea.Cmd {
 
 func (p *streamsPane) key(msg tea.KeyMsg) tea.Cmd {
 	k, v := p.k, p.log
+	if msg.Type == tea.KeyEsc {
+		p.scanGen++ // stops a search or filter going on in slices
+	}
 	page := max(v.height-1, 1)
 	// Keys that act on the log whichever side has focus.
 	switch {
@@ -341,23 +355,24 @@ func (p *streamsPane) key(msg tea.KeyMsg) tea.Cmd {
 		if key.Matches(msg, k.Prev) {
 			dir = -1
 		}
+		v.scanStop = false
 		if v.query == "" {
 			p.sh.setStatus("no search yet: press / first", true)
 		} else if !v.search(dir) {
-			p.searchMiss()
+			return p.searchMiss(dir)
 		}
 		return nil
 	case key.Matches(msg, k.Level):
 		v.level = (v.level + 1) % 4
 		v.refilter()
-		return nil
+		return p.filterOn()
 	case key.Matches(msg, k.Invert):
 		v.invert = !v.invert
 		if v.level == levelAll {
 			p.sh.setStatus("invert applies to a level filter: press l to choose one", false)
 		}
 		v.refilter()
-		return nil
+		return p.filterOn()
 	case key.Matches(msg, k.Wrap):
 		v.wrap = !v.wrap
 		v.scrollToCursor()
@@ -415,17 +430,79 @@ func (p *streamsPane) key(msg tea.KeyMsg) tea.Cmd {
 			p.focusLog = false
 		}
 	case key.Matches(msg, k.Open):
+		if l, ok := p.log.selected(); ok {
+			if id := lineRequest(l.Text); id != 0 {
+				return drill(drillMsg{from: fmt.Sprintf("line %d", l.N+1), request: id})
+			}
+		}
 		return p.openLine()
 	}
 	return nil
 }
 
-func (p *streamsPane) searchMiss() {
-	if p.log.scanStop {
-		p.sh.setStatus(fmt.Sprintf("no match for %q in the next %d lines: press n (or N) to search on from line %d", p.log.query, scanLimit, p.log.cursor+1), false)
-		return
+// searchMiss reports a search that found nothing. One that stopped at
+// scanLimit goes on by itself, a slice at a time (scanOnMsg), so keys are
+// answered between slices; the status line shows how far it got.
+func (p *streamsPane) searchMiss(dir int) tea.Cmd {
+	v := p.log
+	if v.scanStop {
+		p.scanGen++
+		p.sh.setStatus(fmt.Sprintf("searching for %q… at line %d of %d (esc stops)", v.query, v.scanAt+1, v.end), false)
+		return scanOn(scanOnMsg{gen: p.scanGen, run: v.run, query: v.query, dir: dir})
 	}
-	p.sh.setStatus(fmt.Sprintf("no more matches for %q", p.log.query), true)
+	p.sh.setStatus(fmt.Sprintf("no match for %q", v.query), true)
+	return nil
+}
+
+// scanOnMsg goes on with a search or a filter's first screen that
+// stopped at scanLimit lines.
+type scanOnMsg struct {
+	gen        int
+	run, query string
+	dir        int
+	filter     bool
+}
+
+func scanOn(m scanOnMsg) tea.Cmd { return func() tea.Msg { return m } }
+
+// filterOn goes on looking for a filter's first screen when the first
+// scanLimit lines did not fill it.
+func (p *streamsPane) filterOn() tea.Cmd {
+	v := p.log
+	if !v.filtered() || len(v.win) >= v.height || v.winStart() <= v.first {
+		return nil
+	}
+	p.scanGen++
+	p.sh.setStatus(fmt.Sprintf("filtering %s… looked at %d of %d lines (esc stops)", v.levelName(), v.winEnd()-v.winStart(), v.end-v.first), false)
+	return scanOn(scanOnMsg{gen: p.scanGen, run: v.run, filter: true})
+}
+
+// scannedOn runs one more slice of a search or a filter.
+func (p *streamsPane) scannedOn(m scanOnMsg) tea.Cmd {
+	v := p.log
+	if m.gen != p.scanGen || m.run != v.run {
+		return nil // stopped, or another run is shown
+	}
+	if m.filter {
+		if v.fetch(-1) && len(v.win) > 0 {
+			if v.follow {
+				v.toEnd()
+			}
+		}
+		if cmd := p.filterOn(); cmd != nil {
+			return cmd
+		}
+		p.sh.setStatus("", false)
+		return nil
+	}
+	if m.query != v.query {
+		return nil
+	}
+	if v.search(m.dir) {
+		p.sh.setStatus("", false)
+		return nil
+	}
+	return p.searchMiss(m.dir)
 }
 
 func (p *streamsPane) openLine() tea.Cmd {
@@ -543,13 +620,7 @@ func (p *streamsPane) olderRuns() {
 }
 
 func (p *streamsPane) keepSel() {
-	rows := max(p.h-1, 1)
-	if p.sel < p.off {
-		p.off = p.sel
-	}
-	if p.sel >= p.off+rows {
-		p.off = p.sel - rows + 1
-	}
+	p.off = scrollOff(p.off, p.sel, max(p.h-1, 1), len(p.runs))
 }
 
 func (p *streamsPane) mouse(msg tea.MouseMsg) {
@@ -622,18 +693,24 @@ func (p *streamsPane) runsView(w, h int) string {
 		r := p.runs[i]
 		glyph, st := runGlyph(th, r.Status)
 		dur := runDuration(r, now)
-		name := r.Module + "/" + r.Hook
-		if r.JailMode == engine.JailOff {
-			name += " !jail"
+		if w >= 28 {
+			// When it started: the day too when not today.
+			dur = stamp(r.Started, now) + " " + dur
 		}
-		nameW := max(w-4-len(dur), 1)
+		name := r.Module + "/" + r.Hook
+		jail := ""
+		if r.JailMode == engine.JailOff {
+			jail = " !jail" // never cut: it is the row's warning
+		}
+		nameW := max(w-4-len(dur)-len(jail), 1)
 		mark := " "
 		if i == p.sel {
 			mark = "▸"
 		}
-		row := mark + st.Render(glyph) + " " + fit(plain(name, nameW), nameW) + " " + th.Dim.Render(dur)
+		cell := fit(plain(name, nameW), nameW) + jail
+		row := mark + st.Render(glyph) + " " + cell + " " + th.Dim.Render(dur)
 		if i == p.sel && !p.focusLog {
-			row = th.Selected.Render(mark + glyph + " " + fit(plain(name, nameW), nameW) + " " + dur)
+			row = th.Selected.Render(mark + glyph + " " + cell + " " + dur)
 		} else if i == p.sel {
 			row = th.Selected.Render(mark) + row[len(mark):]
 		}
@@ -659,9 +736,13 @@ func (p *streamsPane) logTitle(w int) string {
 	}
 	_, st := runGlyph(th, r.Status)
 	parts := []string{th.Title.Render(safe(r.Module + "/" + r.Hook)), st.Render(r.Status)}
-	if v.follow {
+	switch {
+	case v.follow && r.Status == engine.RunRunning:
 		parts = append(parts, th.StatusOK.Render(fmt.Sprintf("FOLLOW %d lines", v.end-v.first)))
-	} else {
+	case v.follow:
+		// A finished run has nothing more to follow: say it is whole.
+		parts = append(parts, th.Dim.Render(fmt.Sprintf("END %d lines", v.end-v.first)))
+	default:
 		parts = append(parts, th.Dim.Render(fmt.Sprintf("⏸ %d/%d", v.cursor+1, v.end)))
 	}
 	if v.level != levelAll {
@@ -684,6 +765,12 @@ func (p *streamsPane) logTitle(w int) string {
 		parts = append(parts, th.Title.Render(d))
 	}
 	parts = append(parts, th.Dim.Render("run "+v.run))
+	if r.ID != "" {
+		parts = append(parts, th.Dim.Render("started "+stamp(r.Started, p.sh.now())))
+	}
+	if in := inputsLine(r.Inputs); in != "" {
+		parts = append(parts, th.Dim.Render(plain(in, 60)))
+	}
 	return fit(strings.Join(parts, th.Dim.Render(" · ")), w)
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"warden/engine"
 	"warden/engine/hands"
+	"warden/tui"
 )
 
 func (a *app) handsCommand() *cobra.Command {
@@ -237,54 +238,10 @@ func (a *app) progress() func(step, detail string) {
 	}
 }
 
+// printStatus prints a root's status with the console's printer, so the
+// CLI and the Hands tab read the same.
 func (a *app) printStatus(s hands.StatusReport) {
-	a.printf("root       %s\nphase      %s\n", safe(s.Root), safe(string(s.Phase)))
-	if s.InProgress {
-		a.printf("           (init or finish is running now)\n")
-	}
-	a.printf("engine     %s %s (%s)\n", safe(s.EngineKind), safe(s.Engine), safe(s.EngineSocket))
-	if s.Storage != "" {
-		a.printf("storage    %s\n", safe(s.Storage))
-	}
-	if s.Inodes != "" {
-		a.printf("inodes     %s\n", safe(s.Inodes))
-	}
-	c := s.Container
-	switch {
-	case s.ContainerID == "":
-		a.printf("container  none recorded\n")
-	default:
-		gen := "generation matches"
-		if !c.GenerationMatches {
-			gen = "generation differs (recorded " + orNoneText(s.Generation) + ")"
-		}
-		label := "owner label ok"
-		if !c.LabelOK {
-			label = "owner label MISSING"
-		}
-		a.printf("container  %s %s, started %s; %s; %s\n", safe(s.ContainerID[:12]), safe(c.State), safe(orNoneText(c.StartedAt)), safe(gen), label)
-	}
-	for _, id := range s.Unrecorded {
-		a.printf("unrecorded %s carries this root's label\n", safe(id[:12]))
-	}
-	if s.Failure != nil {
-		a.printf("failure    stopped=%v reconciliationRequired=%v\n", s.Failure.Stopped, s.Failure.ReconciliationRequired)
-	}
-	if len(s.Drift) == 0 {
-		a.printf("drift      none\n")
-		return
-	}
-	a.printf("drift:\n")
-	for _, d := range s.Drift {
-		a.printf("  - %s\n    fix: %s\n", safe(d.Problem), safe(d.Fix))
-	}
-}
-
-func orNoneText(s string) string {
-	if s == "" {
-		return "none"
-	}
-	return s
+	fmt.Fprint(a.stdout, tui.HandsStatusText(s))
 }
 
 func orNone12(id string) string {

@@ -339,6 +339,19 @@ var handlers = map[string]handler{
 		r0, err := e.StreamInfo(a0)
 		return []any{r0}, err
 	},
+	"StreamScan": func(ctx context.Context, e engine.Facade, actor engine.Actor, args []json.RawMessage) ([]any, error) {
+		var a0 string
+		var a1 uint64
+		var a2 bool
+		var a3 storage.LineFilter
+		var a4 int
+		var a5 int
+		if err := decodeArgs("StreamScan", args, &a0, &a1, &a2, &a3, &a4, &a5); err != nil {
+			return nil, err
+		}
+		r0, err := e.StreamScan(a0, a1, a2, a3, a4, a5)
+		return []any{r0}, err
+	},
 	"TrustStatus": func(ctx context.Context, e engine.Facade, actor engine.Actor, args []json.RawMessage) ([]any, error) {
 		if err := decodeArgs("TrustStatus", args); err != nil {
 			return nil, err
@@ -614,6 +627,12 @@ func (c *Client) SetSecret(_ engine.Actor, a0 string, a1 string, a2 string) (err
 // StreamInfo calls engine.Facade.StreamInfo in the serving process.
 func (c *Client) StreamInfo(a0 string) (r0 storage.StreamMeta, err error) {
 	err = c.do(context.Background(), nil, "StreamInfo", []any{a0}, &r0)
+	return
+}
+
+// StreamScan calls engine.Facade.StreamScan in the serving process.
+func (c *Client) StreamScan(a0 string, a1 uint64, a2 bool, a3 storage.LineFilter, a4 int, a5 int) (r0 storage.LineScan, err error) {
+	err = c.do(context.Background(), nil, "StreamScan", []any{a0, a1, a2, a3, a4, a5}, &r0)
 	return
 }
 

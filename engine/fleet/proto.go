@@ -1,5 +1,5 @@
 // Package fleet joins a host's warden to a fleet over NATS JetStream
-// (DESIGN section 10, "Fleet"), and is the operator's side of it.
+// (docs/operating.md, "Many hosts: the fleet"), and is the operator's side of it.
 //
 // The host stays the authority: its store and receipt chain are the
 // truth, and the fleet gets copies. A host publishes, under

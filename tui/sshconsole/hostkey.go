@@ -107,3 +107,13 @@ func createHostKey(dir, path string) error {
 	defer d.Close()
 	return d.Sync()
 }
+
+// HostKeyFingerprint is the SHA256 fingerprint of a host key PEM, as ssh
+// shows it ("SHA256:…").
+func HostKeyFingerprint(pemKey []byte) (string, error) {
+	signer, err := gossh.ParsePrivateKey(pemKey)
+	if err != nil {
+		return "", err
+	}
+	return gossh.FingerprintSHA256(signer.PublicKey()), nil
+}

@@ -103,6 +103,9 @@ func (s *Server) limitSessions(next ssh.Handler) ssh.Handler {
 // session).
 func (s *Server) statusWithoutPTY(next ssh.Handler) ssh.Handler {
 	return func(sess ssh.Session) {
+		if s.runVerb(sess) {
+			return // `ssh host VERB`: with or without a PTY
+		}
 		if _, _, ok := sess.Pty(); ok {
 			next(sess)
 			return
@@ -146,7 +149,8 @@ func (s *Server) consoleProgram(sess ssh.Session) *tea.Program {
 	}
 	// Every style is drawn with the session's own renderer, so colours
 	// follow the client's terminal, not serve's.
-	th, _ := themes.Make("", noColor, bubbletea.MakeRenderer(sess))
+	renderer := bubbletea.MakeRenderer(sess)
+	th, _ := themes.Make(s.themes.get(actor), noColor, renderer)
 	m := tui.New(s.e, tui.Options{
 		Theme:    th,
 		Actor:    actor,
@@ -157,6 +161,17 @@ func (s *Server) consoleProgram(sess ssh.Session) *tea.Program {
 		// The header and every actor show the key's comment from the
 		// operators file next to its short fingerprint.
 		ActorName: s.ops.name,
+		// :theme builds for this session's terminal, and is remembered
+		// for the key.
+		MakeTheme: func(name string) (themes.Theme, error) { return themes.Make(name, noColor, renderer) },
+		OnTheme: func(name string) {
+			if err := s.themes.set(actor, name); err != nil {
+				s.logf("remembering the theme of %s: %v", actor, err)
+			}
+		},
+		// The clipboard is the client's: OSC 52 goes down the session.
+		Copy:    func(seq string) { io.WriteString(ptyOutput(sess), seq) },
+		NoPager: true,
 	})
 	sess.Context().SetValue(ctxConsole, m)
 	s.logf("console for %s (%s) from %s", actor, roleName(role), sess.RemoteAddr())
@@ -167,6 +182,9 @@ func (s *Server) consoleProgram(sess ssh.Session) *tea.Program {
 	// and with it the program's end.
 	opts := []tea.ProgramOption{tea.WithAltScreen(), tea.WithMouseCellMotion(), tea.WithoutSignalHandler()}
 	p := tea.NewProgram(m, append(opts, bubbletea.MakeOptions(sess)...)...)
+	if pty, _, ok := sess.Pty(); ok && !sess.EmulatedPty() && pty.Slave != nil {
+		go followPtySize(sess.Context(), pty.Slave, p)
+	}
 	if ss, ok := sess.Context().Value(ctxSession).(*session); ok {
 		s.setProgram(ss, p)
 	}

@@ -1,8 +1,12 @@
 package sshconsole
 
 import (
+	"context"
 	"io"
+	"os"
 	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/charmbracelet/ssh"
 	"golang.org/x/sys/unix"
@@ -104,3 +108,43 @@ const drainSentinel = "\x1b[m"
 // sentinelUnseen bounds the wait for a sentinel that the copier read
 // before drainPTY could see it in the master.
 const sentinelUnseen = 100 * time.Millisecond
+
+// followPtySize tells the console program when the session's terminal
+// changes size. The SSH library takes a real PTY's window-change requests
+// for itself (it resizes the PTY with them), and a program inside the
+// server gets no SIGWINCH from a PTY that is not its controlling
+// terminal: so the PTY's size is watched, a few times a second, and each
+// change sent as a WindowSizeMsg. It stops with the session.
+func followPtySize(ctx context.Context, slave *os.File, p *tea.Program) {
+	rc, err := slave.SyscallConn()
+	if err != nil {
+		return
+	}
+	size := func() (w, h int, ok bool) {
+		var ws *unix.Winsize
+		var ierr error
+		if cerr := rc.Control(func(fd uintptr) { ws, ierr = unix.IoctlGetWinsize(int(fd), unix.TIOCGWINSZ) }); cerr != nil || ierr != nil {
+			return 0, 0, false
+		}
+		return int(ws.Col), int(ws.Row), ws.Col > 0 && ws.Row > 0
+	}
+	lastW, lastH, _ := size()
+	t := time.NewTicker(ptySizeEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		w, h, ok := size()
+		if !ok || (w == lastW && h == lastH) {
+			continue
+		}
+		lastW, lastH = w, h
+		p.Send(tea.WindowSizeMsg{Width: w, Height: h})
+	}
+}
+
+// ptySizeEvery is how often followPtySize looks at the PTY's size.
+const ptySizeEvery = 150 * time.Millisecond

@@ -17,6 +17,7 @@ import (
 	"log"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -70,6 +71,8 @@ type Server struct {
 	done chan struct{}
 	once sync.Once
 	logf func(format string, a ...any)
+	// themes is each key's :theme choice.
+	themes *keyThemes
 
 	mu       sync.Mutex
 	closing  bool                  // Shutdown or Close began: new sessions are refused
@@ -116,6 +119,7 @@ func Start(ctx context.Context, e *engine.Engine, cfg Config) (*Server, error) {
 		ops:      ops,
 		done:     make(chan struct{}),
 		logf:     logger.Printf,
+		themes:   &keyThemes{path: filepath.Join(e.DataDir(), ThemesFile)},
 		sessions: map[*session]struct{}{},
 		ended:    make(chan struct{}, 1),
 	}
@@ -164,6 +168,10 @@ func Start(ctx context.Context, e *engine.Engine, cfg Config) (*Server, error) {
 		}
 	}()
 	logger.Printf("listening on %s (operators file %s)", s.Addr(), cfg.Operators)
+	if fp, err := HostKeyFingerprint(hostPEM); err == nil {
+		// What a client's first connection asks the operator to accept.
+		logger.Printf("host key %s (%s): check it when ssh asks on a first connection", fp, filepath.Join(e.DataDir(), HostKeyFile))
+	}
 	return s, nil
 }
 
