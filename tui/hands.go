@@ -37,6 +37,10 @@ type handsPane struct {
 	live   map[string]liveState
 	liveAt time.Time
 	liveOn bool // a live read is under way
+	// liveAgain: a read was asked for while one was under way (the
+	// roots changed since it began), so its answer may be stale: another
+	// follows it.
+	liveAgain bool
 }
 
 // liveState is a root's container state and drift, read from the engine.
@@ -56,6 +60,7 @@ type handsLiveMsg struct{ live map[string]liveState }
 // goroutine (an unreachable engine takes its timeout).
 func (p *handsPane) refreshLive() tea.Cmd {
 	if p.liveOn {
+		p.liveAgain = true
 		return nil
 	}
 	var roots []string
@@ -80,6 +85,11 @@ func (p *handsPane) refreshLive() tea.Cmd {
 				continue
 			}
 			out[root] = liveState{state: rep.Container.State, drift: len(rep.Drift)}
+		}
+		if ctx.Err() != nil {
+			// The console is closing: a read it cut short says nothing
+			// about the roots (the engine could not be asked).
+			return nil
 		}
 		return handsLiveMsg{out}
 	}
@@ -181,6 +191,10 @@ func (p *handsPane) update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
 	case handsLiveMsg:
 		p.live, p.liveOn = msg.live, false
+		if p.liveAgain {
+			p.liveAgain = false
+			return p.refreshLive()
+		}
 		return nil
 	case handsStatusMsg:
 		p.busy = ""
