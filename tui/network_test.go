@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	tea "github.com/charmbracelet/bubbletea"
+
 	"warden/engine"
 )
 
@@ -154,4 +156,23 @@ print("got", urllib.request.urlopen("` + srv.URL + `/", timeout=60).read().decod
 	}
 	c := startConsole(t, e)
 	c.wait("fetcher/fetch", "→ "+addr)
+}
+
+// A click in the Requests list while a filter hides some rows picks the
+// request drawn on that row, not the one at that place in the whole list.
+func TestRequestsClickWhileFiltered(t *testing.T) {
+	e := newEngine(t)
+	p := newRequestsPane(testShared(e))
+	now := time.Now()
+	for i, mod := range []string{"alpha", "beta", "gamma"} {
+		r := engine.Request{ID: uint64(i + 1), Subject: "module:" + mod, Operation: "operator.confirm", Created: now, Expires: now.Add(time.Hour)}
+		r.Requester.Run, r.Requester.Module, r.Requester.Hook = "r", mod, "h"
+		p.upsert(r)
+	}
+	p.query = "gamma"
+	p.view(100, 30)
+	p.update(tea.MouseMsg{Button: tea.MouseButtonLeft, Action: tea.MouseActionPress, Y: 1})
+	if r, ok := p.current(); !ok || r.Requester.Module != "gamma" {
+		t.Errorf("the click on the only row shown selected %+v", r)
+	}
 }

@@ -205,6 +205,17 @@ func (p *requestsPane) capturing() bool {
 	return p.reason.Active() || p.confirming || p.filter.Active()
 }
 
+// visible lists the indexes of the requests the filter leaves, in order.
+func (p *requestsPane) visible() []int {
+	vis := make([]int, 0, len(p.reqs))
+	for i := range p.reqs {
+		if !p.hidden(i) {
+			vis = append(vis, i)
+		}
+	}
+	return vis
+}
+
 // hidden reports whether the filter hides request i.
 func (p *requestsPane) hidden(i int) bool {
 	if p.query == "" {
@@ -262,8 +273,11 @@ func (p *requestsPane) update(msg tea.Msg) tea.Cmd {
 	case tea.KeyMsg:
 		return p.key(msg)
 	case tea.MouseMsg:
-		if i := listMouse(msg, 1, 1, p.off, len(p.reqs), p.move); i >= 0 {
-			p.sel = i
+		// Rows on screen are the ones the filter leaves: a click picks
+		// among those, not by the unfiltered index.
+		vis := p.visible()
+		if k := listMouse(msg, 1, 1, p.off, len(vis), p.move); k >= 0 {
+			p.sel = vis[k]
 		}
 	}
 	return nil
