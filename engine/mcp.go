@@ -299,38 +299,13 @@ func (e *Engine) ApproveAlwaysTool(actor Actor, id uint64, reason string) (Reque
 	if err := e.authorize(actor, fmt.Sprintf("approve-always (whole tool) request %d", id)); err != nil {
 		return Request{}, Rule{}, Policy{}, err
 	}
-	e.reqMu.Lock()
-	w := e.waiting[id]
-	e.reqMu.Unlock()
-	consumer := ""
-	if w != nil {
-		consumer = w.run
-	}
-	var d perms.Decided
-	var refused *perms.Refusal
-	_, err := e.store.Update(func(tx *storage.Tx) error {
-		refused = nil
-		var err error
-		d, err = perms.DecideScoped(tx, id, ApproveAlways, string(actor), reason, time.Now(), consumer, true)
-		if errors.As(err, &refused) {
-			return nil
-		}
-		return err
+	// The same path as every other decision (decideWith), so the call
+	// waiting on it is woken, never lost.
+	d, err := e.decideWith(id, func(tx *storage.Tx, consumer string) (perms.Decided, error) {
+		return perms.DecideScoped(tx, id, ApproveAlways, string(actor), reason, time.Now(), consumer, true)
 	})
 	if err != nil {
 		return d.Request, Rule{}, Policy{}, err
-	}
-	if req := d.Request; req.Decision != nil {
-		if w != nil {
-			select {
-			case w.done <- wake{decision: *req.Decision, superseded: refused != nil && refused.Reason == perms.RefusedStale}:
-			default:
-			}
-		}
-		e.bus.publish(Event{Kind: EventRequest, Request: &req})
-	}
-	if refused != nil {
-		return d.Request, Rule{}, Policy{}, refused
 	}
 	var rule Rule
 	var p Policy

@@ -343,9 +343,18 @@ func (e *Engine) DecideRequest(actor Actor, id uint64, verdict, reason string) (
 }
 
 func (e *Engine) decide(actor Actor, id uint64, verdict, reason string) (perms.Decided, error) {
-	// reqMu is held from the waiter lookup to the wake: a waiter that
-	// registers meanwhile then finds the decision in the store
-	// (decidedEarly), so no decision is lost between the two.
+	return e.decideWith(id, func(tx *storage.Tx, consumer string) (perms.Decided, error) {
+		return perms.Decide(tx, id, verdict, string(actor), reason, time.Now(), consumer)
+	})
+}
+
+// decideWith records a decision on request id (decideIn, given the
+// waiting call's consumer), then wakes that call and tells the
+// subscribers. Every decision goes through here. reqMu is held from the
+// waiter lookup to the wake: a waiter that registers meanwhile then finds
+// the decision in the store (earlyDecision), so no decision is lost
+// between the two.
+func (e *Engine) decideWith(id uint64, decideIn func(tx *storage.Tx, consumer string) (perms.Decided, error)) (perms.Decided, error) {
 	e.reqMu.Lock()
 	defer e.reqMu.Unlock()
 	w := e.waiting[id]
@@ -358,7 +367,7 @@ func (e *Engine) decide(actor Actor, id uint64, verdict, reason string) (perms.D
 	_, err := e.store.Update(func(tx *storage.Tx) error {
 		refused = nil
 		var err error
-		d, err = perms.Decide(tx, id, verdict, string(actor), reason, time.Now(), consumer)
+		d, err = decideIn(tx, consumer)
 		if errors.As(err, &refused) {
 			return nil // commit the refusal and the request's closing
 		}
