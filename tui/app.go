@@ -456,6 +456,18 @@ func (a *App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tea.MouseMsg:
 		return a, a.mouse(msg)
 	case tea.KeyMsg:
+		if msg.Type == tea.KeyRunes && len(msg.Runes) > 1 && !msg.Paste {
+			// Keys typed faster than one read (over SSH, or a terminal
+			// that batches) arrive as one message of several runes. Each
+			// is a key of its own: ":theme" opens the command line and
+			// then types "theme" into it, it does not fall through as a
+			// key nothing binds.
+			cmds := make([]tea.Cmd, 0, len(msg.Runes))
+			for _, r := range msg.Runes {
+				cmds = append(cmds, a.key(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{r}, Alt: msg.Alt}))
+			}
+			return a, tea.Batch(cmds...)
+		}
 		return a, a.key(msg)
 	}
 	// Anything else (a pane's own async result) goes to every pane.

@@ -3,6 +3,8 @@ package tui
 import (
 	"strings"
 	"testing"
+
+	tea "github.com/charmbracelet/bubbletea"
 )
 
 // TestCommandLine: `:` reaches a tab, a receipt kind, a hook run, a theme
@@ -31,4 +33,19 @@ func TestCommandLine(t *testing.T) {
 		}
 	}
 	c.golden(view)
+}
+
+// TestKeysInOneRead: keys typed faster than the console reads them (over
+// SSH they often arrive together) each do what they do alone. The
+// terminal reader hands ":theme" over as one message of six runes; the
+// colon must still open the command line and the rest go into it.
+func TestKeysInOneRead(t *testing.T) {
+	e := newEngine(t)
+	c := startConsole(t, e)
+	c.wait("Runs (0)")
+	c.tm.Send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(":theme")})
+	c.keys(" ", "light", "enter")
+	c.wait("theme light")
+	c.tm.Send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("43")})
+	c.wait("Receipts · ")
 }
