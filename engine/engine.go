@@ -120,6 +120,7 @@ type Engine struct {
 	noLimits bool
 
 	reqMu     sync.Mutex
+	tickets   mcpTickets // MCP calls GateMCP let through, not yet made
 	waiting   map[uint64]*waiter
 	operators atomic.Int64
 

@@ -72,9 +72,9 @@ type MCPCall struct {
 	Session   string          `json:"session"` // the serve's session id
 	Tool      string          `json:"tool"`
 	Arguments json.RawMessage `json:"arguments"`
-	// Via is what let the call through (MCPGate.Via), for MCPHands's
-	// receipt.
-	Via string `json:"via,omitempty"`
+	// Ticket is the one GateMCP gave for this call (MCPGate.Ticket), for
+	// MCPHands: what let the call through is taken from it.
+	Ticket string `json:"ticket,omitempty"`
 	// TTL is how long the call waits for a decision (0: DefaultMCPRequestTTL).
 	TTL time.Duration `json:"ttl"`
 }
@@ -87,6 +87,10 @@ type MCPGate struct {
 	Via     string `json:"via,omitempty"`     // what allowed it
 	Request uint64 `json:"request,omitempty"` // the request asked, if any
 	Message string `json:"message,omitempty"` // why not, for the client
+	// Ticket, when allowed, is handed back with the call's effect
+	// (RunRequest.Ticket, MCPCall.Ticket): good for that one call, for a
+	// minute (see mcp_ticket.go).
+	Ticket string `json:"ticket,omitempty"`
 }
 
 // GateMCP decides whether an MCP client's tool call may run: allowed by a
@@ -97,8 +101,8 @@ type MCPGate struct {
 // ("mcp.gate") with the client as actor and its session, and the same
 // distinction as the result: allowed (through a request or a retry
 // claim), denied (by whom, why), expired, no-operator, refused. A call a
-// policy rule allows outright writes nothing here: the caller records
-// Via with the effect (RunRequest.Gate, MCPCall.Via).
+// policy rule allows outright writes nothing here: the effect's own
+// receipt says what let it through, from the ticket.
 func (e *Engine) GateMCP(ctx context.Context, actor Actor, c MCPCall) (MCPGate, error) {
 	if err := e.authorize(actor, "act for MCP client "+MCPSubject(c.Client)); err != nil {
 		return MCPGate{}, err
@@ -133,7 +137,7 @@ func (e *Engine) GateMCP(ctx context.Context, actor Actor, c MCPCall) (MCPGate, 
 		return MCPGate{}, err
 	}
 	if ruled {
-		return MCPGate{Allowed: true, Outcome: MCPAllowed, Via: ruledVia}, nil
+		return e.ticketed(subject, c, MCPGate{Allowed: true, Outcome: MCPAllowed, Via: ruledVia}), nil
 	}
 	var g MCPGate
 	for attempt := 0; ; attempt++ {
@@ -172,7 +176,16 @@ func (e *Engine) GateMCP(ctx context.Context, actor Actor, c MCPCall) (MCPGate, 
 		}
 	}
 	e.receiptMCPGate(c, subject, g)
+	if g.Allowed {
+		g = e.ticketed(subject, c, g)
+	}
 	return g, nil
+}
+
+// ticketed gives an allowed gate its ticket.
+func (e *Engine) ticketed(subject string, c MCPCall, g MCPGate) MCPGate {
+	g.Ticket = e.tickets.issue(mcpTicket{subject: subject, session: c.Session, tool: c.Tool, via: g.Via, expires: time.Now().Add(mcpTicketTTL)})
+	return g
 }
 
 // awaitMCP waits for the decision on req; see GateMCP.

@@ -50,6 +50,10 @@ func (e *Engine) MCPHands(ctx context.Context, actor Actor, c MCPCall) (json.Raw
 		}
 	}
 	subject := MCPSubject(c.Client)
+	via, err := e.tickets.redeem(c.Ticket, subject, c.Session, c.Tool)
+	if err != nil {
+		return nil, err
+	}
 	ttl := c.TTL
 	if ttl <= 0 {
 		ttl = DefaultMCPRequestTTL
@@ -62,7 +66,7 @@ func (e *Engine) MCPHands(ctx context.Context, actor Actor, c MCPCall) (json.Raw
 		actor: subject, session: c.Session, started: time.Now()}
 	fn := e.capabilities["hands"][strings.TrimPrefix(c.Tool, "hands_")]
 	out, perr := fn(ctx, r, args)
-	details := map[string]any{"session": c.Session, "tool": c.Tool, "call": id, "gate": c.Via}
+	details := map[string]any{"session": c.Session, "tool": c.Tool, "call": id, "gate": via}
 	var root string
 	json.Unmarshal(args[0], &root)
 	summary := fmt.Sprintf("%s %s on %s", subject, c.Tool, root)

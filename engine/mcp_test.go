@@ -87,3 +87,87 @@ func TestMCPDecisionBeforeTheWaiter(t *testing.T) {
 		t.Fatalf("an early approval: %+v (again %v)", g, again)
 	}
 }
+
+// TestMCPRunsNeedTheGatesTicket: a run or hands call that claims an MCP
+// client must bring the ticket GateMCP gave for that very call; what let
+// it through is the ticket's, not the relay's word, and a ticket is good
+// once. Without one, nothing runs.
+func TestMCPRunsNeedTheGatesTicket(t *testing.T) {
+	e := setupScripts(t, Options{}, map[string]string{"ok.sh": "#!/bin/sh\nexit 0\n"},
+		map[string]string{"ok": "    run: [./ok.sh]\n", "other": "    run: [./ok.sh]\n"})
+	subject := MCPSubject("Agent")
+	rule, err := MCPToolRule(MCPToolName("testmod", "ok"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _, err := e.Policy(subject)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Rules = append(p.Rules, rule)
+	if _, err := e.SetPolicy(testActor, p, p.Revision); err != nil {
+		t.Fatal(err)
+	}
+	run := func(req RunRequest) (RunRecord, error) {
+		req.Module, req.Jail = "testmod", JailOff
+		if req.Hook == "" {
+			req.Hook = "ok"
+		}
+		h, err := e.StartRun(testActor, req)
+		if err != nil {
+			return RunRecord{}, err
+		}
+		return h.Wait().Run, nil
+	}
+	for name, req := range map[string]RunRequest{
+		"no ticket":      {Client: "Agent", Session: "s1"},
+		"made-up ticket": {Client: "Agent", Session: "s1", Ticket: "0123456789abcdef0123456789abcdef"},
+		"session only":   {Session: "s1"},
+	} {
+		if _, err := run(req); err == nil || !strings.Contains(err.Error(), "needs the ticket GateMCP gave") {
+			t.Errorf("%s: %v, want the run refused for want of a ticket", name, err)
+		}
+	}
+
+	gate := func() MCPGate {
+		g, err := e.GateMCP(context.Background(), testActor, MCPCall{Client: "Agent", Session: "s1", Tool: MCPToolName("testmod", "ok"), TTL: time.Minute})
+		if err != nil || !g.Allowed || g.Ticket == "" {
+			t.Fatalf("gate by the rule: %+v, %v", g, err)
+		}
+		return g
+	}
+	// A ticket is for its client, session and tool only.
+	g := gate()
+	for name, req := range map[string]RunRequest{
+		"another client":  {Client: "Other", Session: "s1", Ticket: g.Ticket},
+		"another session": {Client: "Agent", Session: "s2", Ticket: g.Ticket},
+		"another hook":    {Client: "Agent", Session: "s1", Ticket: g.Ticket, Hook: "other"},
+	} {
+		if _, err := run(req); err == nil {
+			t.Errorf("%s: the ticket was taken", name)
+		}
+	}
+	rec, err := run(RunRequest{Client: "Agent", Session: "s1", Ticket: g.Ticket})
+	if err != nil || rec.Actor != subject || rec.Status != "succeeded" {
+		t.Fatalf("the gated run: %+v, %v", rec, err)
+	}
+	if _, err := run(RunRequest{Client: "Agent", Session: "s1", Ticket: g.Ticket}); err == nil {
+		t.Error("a ticket was good twice")
+	}
+	// The run's receipt says what let it through, from the ticket.
+	rs, err := e.Receipts(ReceiptFilter{Kind: storage.KindHookStart})
+	if err != nil || len(rs) != 1 {
+		t.Fatalf("hook.start receipts: %d, %v", len(rs), err)
+	}
+	var details struct{ Gate, Via string }
+	json.Unmarshal(rs[0].Details, &details)
+	if details.Gate != g.Via || !strings.HasPrefix(g.Via, "policy mcp:agent") || details.Via != string(testActor) {
+		t.Errorf("hook.start details %s: want gate %q and via %s", rs[0].Details, g.Via, testActor)
+	}
+
+	// A hands call without its ticket is refused before anything is done.
+	if _, err := e.MCPHands(context.Background(), testActor, MCPCall{Client: "Agent", Session: "s1", Tool: "hands_read",
+		Arguments: json.RawMessage(`{"root":"x","path":"/etc/hostname"}`)}); err == nil || !strings.Contains(err.Error(), "needs the ticket") {
+		t.Errorf("hands call without a ticket: %v", err)
+	}
+}

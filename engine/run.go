@@ -62,9 +62,10 @@ type RunRequest struct {
 	// session, and who relayed it.
 	Client  string `json:",omitempty"`
 	Session string `json:",omitempty"`
-	// Gate is what let the MCP call through (MCPGate.Via), for the
-	// receipt.
-	Gate string `json:",omitempty"`
+	// Ticket is the one GateMCP gave for the call (MCPGate.Ticket); it
+	// must match Client, Session and the hook's tool. What let the call
+	// through is taken from it for the receipts.
+	Ticket string `json:",omitempty"`
 }
 
 // Outcome is how a run ended.
@@ -224,6 +225,7 @@ type preflighted struct {
 	inputs   map[string]any
 	jailMode string
 	jl       *jail.Jail // nil with the jail off
+	gate     string     // for an MCP client's run: what let it through
 }
 
 // preflight refuses a run that cannot start: the actor's role, the module
@@ -283,7 +285,17 @@ func (e *Engine) preflight(actor Actor, req RunRequest) (pf preflighted, err err
 	default:
 		return pf, fmt.Errorf("unknown jail mode %q (want bwrap or off)", pf.jailMode)
 	}
-	return pf, e.auth.Err()
+	if err := e.auth.Err(); err != nil {
+		return pf, err
+	}
+	if req.Client != "" || req.Session != "" || req.Ticket != "" {
+		// Last, so that a run refused for anything else leaves the
+		// ticket for a retry of the same call.
+		if pf.gate, err = e.tickets.redeem(req.Ticket, MCPSubject(req.Client), req.Session, MCPToolName(m.ID, hook.Name)); err != nil {
+			return pf, err
+		}
+	}
+	return pf, nil
 }
 
 // newRun makes the run's record and, for a jailed hook that declares
@@ -306,7 +318,7 @@ func (e *Engine) newRun(actor Actor, req RunRequest, pf preflighted) (*activeRun
 	}
 	r := &activeRun{e: e, rec: rec, manifest: pf.m, hook: pf.hook, inputs: pf.inputs, confirm: req.Confirm, actor: "run:" + rec.ID, started: time.Now(), session: req.Session}
 	if req.Client != "" {
-		r.mcpDetails = map[string]any{"session": req.Session, "via": string(actor), "gate": req.Gate}
+		r.mcpDetails = map[string]any{"session": req.Session, "via": string(actor), "gate": pf.gate}
 	}
 	if pf.jl != nil && pf.hook.Network {
 		r.network, r.networkDetails = e.networkFor(r)

@@ -276,11 +276,11 @@ func (g *Gateway) handler(name string) mcp.ToolHandler {
 		if !gate.Allowed {
 			return failed(gate.Message), nil
 		}
-		call.Via = gate.Via
+		call.Ticket = gate.Ticket
 		if t.hands {
 			return g.handsCall(ctx, call), nil
 		}
-		h, err := e.StartRun(actor, engine.RunRequest{Module: t.module, Hook: t.hook, Inputs: args, Client: call.Client, Session: g.session, Gate: gate.Via})
+		h, err := e.StartRun(actor, engine.RunRequest{Module: t.module, Hook: t.hook, Inputs: args, Client: call.Client, Session: g.session, Ticket: gate.Ticket})
 		if err != nil {
 			return failed(fmt.Sprintf("%s did not start: %v", name, err)), nil
 		}

@@ -11,11 +11,8 @@ import (
 	"warden/engine/hooks"
 )
 
-// ToolName is the MCP tool of a module's hook: "<module>__<hook>". Module
-// ids ([a-z0-9-]) and hook names ([a-z][a-z0-9_-]) hold only characters
-// MCP tool names allow, and a module id holds no "_", so the name splits
-// back at its first "__".
-func ToolName(module, hook string) string { return module + "__" + hook }
+// ToolName is the MCP tool of a module's hook (engine.MCPToolName).
+func ToolName(module, hook string) string { return engine.MCPToolName(module, hook) }
 
 // SplitToolName is ToolName's inverse.
 func SplitToolName(tool string) (module, hook string, ok bool) {
