@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"regexp"
@@ -21,54 +20,8 @@ import (
 
 	"warden/engine/hookkit"
 	"warden/storage"
+	"warden/storage/storagetest"
 )
-
-// mountTmpfs mounts a tmpfs of size (mount's syntax: "8m") on a fresh dir
-// and unmounts it when the test ends (after whatever was opened on it
-// later has been closed: cleanups run last first).
-func mountTmpfs(t *testing.T, size string) string {
-	t.Helper()
-	needRoot(t)
-	dir := filepath.Join(t.TempDir(), "fs")
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size+",mode=0700", "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Fatalf("mount a tmpfs: %v: %s", err, out)
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
-			t.Errorf("umount %s: %v: %s", dir, err, out)
-			exec.Command("umount", "-l", dir).Run()
-		}
-	})
-	return dir
-}
-
-// fillFile writes path until the filesystem is full; it reports whether
-// it ended on ENOSPC (anything else is an error to report).
-func fillFile(path string) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
-	if err != nil {
-		if storage.IsNoSpace(err) {
-			return nil
-		}
-		return err
-	}
-	defer f.Close()
-	for _, size := range []int{1 << 20, 64 << 10, 4 << 10, 512, 1} {
-		buf := make([]byte, size)
-		for {
-			if _, err := f.Write(buf); err != nil {
-				if !storage.IsNoSpace(err) {
-					return err
-				}
-				break
-			}
-		}
-	}
-	return nil
-}
 
 // diskFullScenario is the hook: it fills the disk its run dir is on,
 // tries a store transaction (the answer goes to ./store-result, on
@@ -82,7 +35,7 @@ func diskFullScenario() int {
 		return 1
 	}
 	defer c.Close()
-	if err := fillFile(filepath.Join(filepath.Dir(os.Getenv("WARDEN_SOCKET")), "filler")); err != nil {
+	if err := storagetest.FillFile(filepath.Join(filepath.Dir(os.Getenv("WARDEN_SOCKET")), "filler")); err != nil {
 		fmt.Println("fill:", err)
 		return 1
 	}
@@ -100,7 +53,7 @@ func diskFullScenario() int {
 }
 
 func TestDiskFullFailsRunWithOneReceipt(t *testing.T) {
-	fs := mountTmpfs(t, "8m")
+	fs := storagetest.MountTmpfs(t, "8m")
 	e := openEngine(t, Options{DataDir: filepath.Join(fs, "data")})
 	mod := testModule(t, map[string]string{"fill": hookYAML("disk-full", "")})
 	if _, err := e.AddModule(testActor, mod); err != nil {
@@ -169,14 +122,14 @@ func TestDiskFullFailsRunWithOneReceipt(t *testing.T) {
 // A store that is full before it is opened still opens (reading must
 // work), without a pid file; the flock still keeps a second opener out.
 func TestOpenOnFullDisk(t *testing.T) {
-	fs := mountTmpfs(t, "4m")
+	fs := storagetest.MountTmpfs(t, "4m")
 	dir := filepath.Join(fs, "data")
 	e, err := Open(Options{DataDir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.Close()
-	if err := fillFile(filepath.Join(fs, "filler")); err != nil {
+	if err := storagetest.FillFile(filepath.Join(fs, "filler")); err != nil {
 		t.Fatal(err)
 	}
 	e = openEngine(t, Options{DataDir: dir})

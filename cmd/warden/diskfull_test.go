@@ -2,69 +2,20 @@ package main
 
 import (
 	"encoding/json"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
 	"warden/engine"
-	"warden/storage"
+	"warden/storage/storagetest"
 )
-
-// mountTmpfs mounts a tmpfs of size on a fresh dir, unmounted when the
-// test ends. It needs root: CI has it; elsewhere the test is skipped.
-func mountTmpfs(t *testing.T, size string) string {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("this test mounts a tmpfs and needs root, which CI has")
-		}
-		t.Skip("this test mounts a tmpfs: run it as root")
-	}
-	dir := filepath.Join(t.TempDir(), "fs")
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size+",mode=0700", "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Fatalf("mount a tmpfs: %v: %s", err, out)
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
-			t.Errorf("umount %s: %v: %s", dir, err, out)
-			exec.Command("umount", "-l", dir).Run()
-		}
-	})
-	return dir
-}
-
-// fillDisk writes path until its filesystem is full.
-func fillDisk(t *testing.T, path string) {
-	t.Helper()
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	for _, size := range []int{1 << 20, 64 << 10, 4 << 10, 512, 1} {
-		buf := make([]byte, size)
-		for {
-			if _, err := f.Write(buf); err != nil {
-				if !storage.IsNoSpace(err) {
-					t.Fatal(err)
-				}
-				break
-			}
-		}
-	}
-}
 
 // TestFullDisk: a chatty run on a small data dir fails, saying so on the
 // CLI with exit 1; then, with the disk filled to the last byte, every
 // read-only verb still works.
 func TestFullDisk(t *testing.T) {
-	fs := mountTmpfs(t, "6m")
+	fs := storagetest.MountTmpfs(t, "6m")
 	c := newCLI(t)
 	c.dir = filepath.Join(fs, "data")
 	c.ok("module", "add", example(t, "flood"))
@@ -75,7 +26,9 @@ func TestFullDisk(t *testing.T) {
 		t.Fatalf("hook run on a full disk: want exit 1 and %q, got %s", want, r)
 	}
 
-	fillDisk(t, filepath.Join(fs, "filler"))
+	if err := storagetest.FillFile(filepath.Join(fs, "filler")); err != nil {
+		t.Fatal(err)
+	}
 	noSpace := func(r result, args ...string) {
 		t.Helper()
 		if strings.Contains(r.stderr, "no space left") {
