@@ -189,9 +189,19 @@ func TestCodecRefusesBadTokens(t *testing.T) {
 		if _, err := tx.Token(strings.Repeat("00", 32)); !errors.Is(err, ErrNotFound) {
 			t.Errorf("Token(absent) = %v", err)
 		}
+		// The revoked one is kept only as its tombstone.
 		n := 0
-		if err := tx.EachToken(func(TokenRecord) error { n++; return nil }); err != nil || n != 2 {
-			t.Errorf("EachToken = %d %v", n, err)
+		if err := tx.EachToken(func(TokenRecord) error { n++; return nil }); err != nil || n != 1 {
+			t.Errorf("EachToken = %d %v; want only the token not revoked", n, err)
+		}
+		if _, err := tx.Token(other); !errors.Is(err, ErrNotFound) {
+			t.Errorf("revoked token's record still stored: %v", err)
+		}
+		if ts, err := tx.TokenTombstone(other); err != nil || ts.Generation != 1 || !ts.Revoked.Equal(time.Unix(1699920000, 0)) {
+			t.Errorf("revoked token's tombstone = %+v %v; want generation 1, revoked on its day", ts, err)
+		}
+		if _, err := tx.TokenTombstone(id); !errors.Is(err, ErrNotFound) {
+			t.Errorf("a token not revoked has a tombstone: %v", err)
 		}
 		return nil
 	})
