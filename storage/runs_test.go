@@ -365,3 +365,61 @@ func TestRunsAndReceiptsByPage(t *testing.T) {
 		return nil
 	})
 }
+
+// Tombstones are pruned a day at a time, oldest first: a batch stops at
+// the day that reaches its limit, and a day still running is kept.
+func TestPruneTombstonesByDay(t *testing.T) {
+	s := openStore(t, newDir(t))
+	defer s.Close()
+	now := time.Now().UTC()
+	var ids []string
+	if _, err := s.Update(func(tx *Tx) error {
+		for i := 0; i < 4; i++ { // revoked 3, 2, 1 and 0 days ago, two a day
+			at := now.Add(-time.Duration(3-i) * day)
+			for j := 0; j < 2; j++ {
+				id := fmt.Sprintf("%02x%062x", 16*i+j, i)
+				ids = append(ids, id)
+				if err := tx.PutToken(TokenRecord{ID: id, MAC: strings.Repeat("ab", 32), Subject: "m", Scope: "hook", Session: "s",
+					Generation: 2, Created: at.Add(-time.Minute), Expires: at.Add(time.Hour), Revoked: &at}); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	kept := func() (n int) {
+		s.View(func(tx *Tx) error {
+			for _, id := range ids {
+				if ts, err := tx.TokenTombstone(id); err == nil && ts.Generation == 2 {
+					n++
+				}
+			}
+			if c := tx.TokenCount(); c != n {
+				t.Errorf("TokenCount %d, but %d tombstones read back", c, n)
+			}
+			return nil
+		})
+		return n
+	}
+	if n := kept(); n != 8 {
+		t.Fatalf("%d tombstones stored, want 8", n)
+	}
+	for _, want := range []struct{ pruned, kept int }{{2, 6}, {2, 4}, {2, 2}, {0, 2}} {
+		var n int
+		s.Update(func(tx *Tx) (err error) { n, err = tx.PruneTokens(now, 1); return err })
+		if n != want.pruned || kept() != want.kept {
+			t.Fatalf("a batch of 1 pruned %d, left %d; want %d and %d", n, kept(), want.pruned, want.kept)
+		}
+	}
+	s.View(func(tx *Tx) error {
+		if _, err := tx.TokenTombstone(ids[7]); err != nil {
+			t.Errorf("today's tombstone pruned: %v", err)
+		}
+		if _, err := tx.TokenTombstone(ids[0]); !errors.Is(err, ErrNotFound) {
+			t.Errorf("the oldest tombstone kept: %v", err)
+		}
+		return nil
+	})
+}

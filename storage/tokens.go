@@ -202,9 +202,11 @@ func (tx *Tx) DeleteToken(id string) error {
 
 // PruneTokens deletes what is kept of the tokens that expired or were
 // revoked before cutoff: records through the index by due time, at most
-// limit of them (0 for all), and tombstones a whole day at a time (those
+// limit of them (0 for all), then tombstones a whole day at a time (those
 // of days that ended by cutoff: a tombstone is kept up to a day longer
-// than asked). It returns how many records and tombstones it deleted.
+// than asked), days until limit is reached (at least one day). It returns
+// how many records and tombstones it deleted: a caller pruning in batches
+// goes on while that is limit or more.
 func (tx *Tx) PruneTokens(cutoff time.Time, limit int) (int, error) {
 	end := u64key(uint64(max(cutoff.UnixNano(), 0)))
 	idx := tx.bucket(bucketTokenAge)
@@ -236,8 +238,8 @@ func (tx *Tx) PruneTokens(cutoff time.Time, limit int) (int, error) {
 	if limit > 0 && n == limit {
 		return n, nil
 	}
-	days, err := tx.pruneTombstones(cutoff)
-	return n + days, err
+	gone, err := tx.pruneTombstones(cutoff, limit-n)
+	return n + gone, err
 }
 
 // TokensDue reports whether anything kept of a token expired or was

@@ -101,9 +101,11 @@ func (tx *Tx) tombstonesDue(cutoff time.Time) bool {
 	return d != nil && len(d) == 8 && binary.BigEndian.Uint64(d) < dayOf(cutoff)
 }
 
-// pruneTombstones deletes the day buckets that ended by cutoff and
+// pruneTombstones deletes the day buckets that ended by cutoff, oldest
+// first, until they held limit tombstones (limit <= 0: all of them; at
+// least one day is deleted, so a batch always makes progress), and
 // returns how many tombstones they held.
-func (tx *Tx) pruneTombstones(cutoff time.Time) (int, error) {
+func (tx *Tx) pruneTombstones(cutoff time.Time, limit int) (int, error) {
 	parent := tx.bucket(bucketTokenRevoked)
 	end := u64key(dayOf(cutoff))
 	var days [][]byte
@@ -112,7 +114,10 @@ func (tx *Tx) pruneTombstones(cutoff time.Time) (int, error) {
 		days = append(days, append([]byte(nil), d...))
 	}
 	n := 0
-	for _, d := range days {
+	for i, d := range days {
+		if i > 0 && limit > 0 && n >= limit {
+			break
+		}
 		if b := parent.Bucket(d); b != nil {
 			n += b.Stats().KeyN
 		}
