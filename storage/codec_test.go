@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 // badVariants derives broken encodings from a valid canonical record:
@@ -220,6 +222,23 @@ func TestCodecRefusesBadTokens(t *testing.T) {
 				wantCorrupt(t, err, "tokens", id)
 				err = tx.EachToken(func(TokenRecord) error { return nil })
 				wantCorrupt(t, err, "tokens", id)
+				return nil
+			})
+		})
+	}
+	// A damaged tombstone is corrupt, never read as some generation.
+	day := u64key(dayOf(rev))
+	for name, bad := range map[string][]byte{"truncated": {0x80}, "generation 0": {0}, "trailing": {1, 1}} {
+		t.Run("tombstone "+name, func(t *testing.T) {
+			rawBolt(t, dir, func(tx *bolt.Tx) error {
+				k, _ := tombstoneKey(other)
+				return tx.Bucket(bucketTokenRevoked).Bucket(day).Put(k, bad)
+			})
+			s := openStore(t, dir)
+			defer s.Close()
+			s.View(func(tx *Tx) error {
+				_, err := tx.TokenTombstone(other)
+				wantCorrupt(t, err, "tokens.revoked", other)
 				return nil
 			})
 		})
