@@ -42,7 +42,8 @@ import (
 //	verify-ckpt  from the newest checkpoint
 //
 // and reports each figure's median on both, their ratio (x-empty), db
-// bytes per run and the verbs' peak RSS:
+// bytes per run (and logs where they go, bucket by bucket) and the verbs'
+// peak RSS:
 //
 //	go test -run '^$' -bench 'Scale' -benchtime 20x ./cmd/warden/
 //	WARDEN_SCALE_BIG=1 go test -run '^$' -bench 'Scale' -benchtime 10x -timeout 30m ./cmd/warden/
