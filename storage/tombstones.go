@@ -98,7 +98,7 @@ func (tx *Tx) TokenTombstone(id string) (Tombstone, error) {
 // tombstonesDue reports whether a day of tombstones ended by cutoff.
 func (tx *Tx) tombstonesDue(cutoff time.Time) bool {
 	d, _ := tx.bucket(bucketTokenRevoked).Cursor().First()
-	return d != nil && len(d) == 8 && binary.BigEndian.Uint64(d) < dayOf(cutoff)
+	return len(d) == 8 && binary.BigEndian.Uint64(d) < dayOf(cutoff)
 }
 
 // pruneTombstones deletes the day buckets that ended by cutoff, oldest
