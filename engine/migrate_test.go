@@ -1,12 +1,14 @@
 package engine
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"warden/engine/caps"
 	"warden/storage"
 )
 
@@ -77,11 +79,106 @@ func TestOpenMigratesSchema1Store(t *testing.T) {
 	})
 	e.Close()
 
-	// The schema step happened once: the store now says schema 2 and a
-	// build that knew only schema 1 would refuse it, as this one refuses
+	// The schema steps happened once: the store now says the current
+	// schema and a build that knew only schema 1 would refuse it, as this one refuses
 	// a newer one (storage's TestOpenRefusesNewerSchema).
 	e2 := openEngine(t, Options{DataDir: dir})
 	if rs, _ := e2.Runs(0); len(rs) != 5 {
 		t.Errorf("runs after reopening: %d", len(rs))
+	}
+}
+
+// TestOpenMigratesSchema2Store opens a data dir written by the schema-2
+// code. The schema step keeps each revoked token as a tombstone (its
+// whole record goes) and indexes the rest by session; every token is then
+// classified as it was (REVOKED, EXPIRED, VALID); and the engine revokes
+// the token of the run its engine never finished, found through the new
+// index, and only that one.
+func TestOpenMigratesSchema2Store(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(storeFixtureV2, "tokens.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fx storeFixtureV2Tokens
+	if err := json.Unmarshal(raw, &fx); err != nil {
+		t.Fatal(err)
+	}
+	dir := openFixture(t, storeFixtureV2)
+
+	// The schema step alone (storage and the trust root; no engine, so
+	// nothing is reconciled or pruned yet).
+	st, err := storage.Open(storage.Options{Dir: dir})
+	if err != nil {
+		t.Fatalf("opening the schema-2 store: %v", err)
+	}
+	auth, err := caps.Open(st, "local:test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, token, subject, session string
+		want                          caps.Class
+	}{
+		{"revoked", fx.Revoked, "testmod", "s-revoked", caps.Revoked},
+		{"expired", fx.Expired, "testmod", "s-expired", caps.Expired},
+		{"other", fx.Other, "testmod", "s-other", caps.Valid},
+		{"left running", fx.LeftRunning, fx.LeftRunID, fx.LeftRunID, caps.Valid},
+	} {
+		if got := auth.Classify(c.token, c.subject, "hook", c.session); got != c.want {
+			t.Errorf("%s token after the schema step: %s, want %s", c.name, got, c.want)
+		}
+	}
+	st.View(func(tx *storage.Tx) error {
+		for _, id := range fx.RunTokenIDs {
+			if _, err := tx.Token(id); !errors.Is(err, storage.ErrNotFound) {
+				t.Errorf("finished run's revoked token %.8s still stored whole: %v", id, err)
+			}
+			if ts, err := tx.TokenTombstone(id); err != nil || ts.Generation != 1 {
+				t.Errorf("finished run's revoked token %.8s has no tombstone: %+v %v", id, ts, err)
+			}
+		}
+		if got, err := tx.TokensOfSession(fx.LeftRunID); err != nil || len(got) != 1 || got[0].Subject != fx.LeftRunID {
+			t.Errorf("the left run's session index: %+v %v", got, err)
+		}
+		// Three records (other, expired, left running) and four tombstones
+		// (the three runs' and the revoked one): nothing lost, none twice.
+		if n := tx.TokenCount(); n != 7 {
+			t.Errorf("tokens kept after the schema step: %d, want 7", n)
+		}
+		return nil
+	})
+	st.Close()
+
+	e := openEngine(t, Options{DataDir: dir})
+	if got := e.auth.Classify(fx.LeftRunning, fx.LeftRunID, "hook", fx.LeftRunID); got != caps.Revoked {
+		t.Errorf("the token of the run left running: %s, want REVOKED (the engine closed the run)", got)
+	}
+	if got := e.auth.Classify(fx.Other, "testmod", "hook", "s-other"); got != caps.Valid {
+		t.Errorf("another session's token: %s, want VALID", got)
+	}
+	rs, err := e.Receipts(ReceiptFilter{Kind: storage.KindTokenRevoke})
+	if err != nil || len(rs) == 0 || rs[len(rs)-1].Actor != "engine" || !strings.Contains(rs[len(rs)-1].Summary, fx.LeftRunID) {
+		t.Errorf("no token.revoke by engine for the run left running: %+v %v", rs, err)
+	}
+	runs, err := e.Runs(0)
+	if err != nil || len(runs) != 4 {
+		t.Fatalf("runs after migrating: %d, %v; want the fixture's 4", len(runs), err)
+	}
+	for _, r := range runs {
+		if r.ID == fx.LeftRunID {
+			if r.Status != storage.RunFailed {
+				t.Errorf("the run left running was not reconciled: %+v", r)
+			}
+		} else if lines, err := e.StreamLines(r.ID, 0, 0); err != nil || len(lines) != 20 {
+			t.Errorf("stream of run %s after migrating: %d lines, %v", r.ID, len(lines), err)
+		}
+	}
+	if v, err := e.VerifyReceipts(); err != nil || !v.Intact || v.Count < 10 {
+		t.Errorf("receipts after migrating: %+v %v", v, err)
+	}
+	e.Close()
+	e2 := openEngine(t, Options{DataDir: dir})
+	if got := e2.auth.Classify(fx.LeftRunning, fx.LeftRunID, "hook", fx.LeftRunID); got != caps.Revoked {
+		t.Errorf("after reopening, the left run's token: %s", got)
 	}
 }

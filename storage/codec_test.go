@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 // badVariants derives broken encodings from a valid canonical record:
@@ -189,9 +191,19 @@ func TestCodecRefusesBadTokens(t *testing.T) {
 		if _, err := tx.Token(strings.Repeat("00", 32)); !errors.Is(err, ErrNotFound) {
 			t.Errorf("Token(absent) = %v", err)
 		}
+		// The revoked one is kept only as its tombstone.
 		n := 0
-		if err := tx.EachToken(func(TokenRecord) error { n++; return nil }); err != nil || n != 2 {
-			t.Errorf("EachToken = %d %v", n, err)
+		if err := tx.EachToken(func(TokenRecord) error { n++; return nil }); err != nil || n != 1 {
+			t.Errorf("EachToken = %d %v; want only the token not revoked", n, err)
+		}
+		if _, err := tx.Token(other); !errors.Is(err, ErrNotFound) {
+			t.Errorf("revoked token's record still stored: %v", err)
+		}
+		if ts, err := tx.TokenTombstone(other); err != nil || ts.Generation != 1 || !ts.Revoked.Equal(time.Unix(1699920000, 0)) {
+			t.Errorf("revoked token's tombstone = %+v %v; want generation 1, revoked on its day", ts, err)
+		}
+		if _, err := tx.TokenTombstone(id); !errors.Is(err, ErrNotFound) {
+			t.Errorf("a token not revoked has a tombstone: %v", err)
 		}
 		return nil
 	})
@@ -210,6 +222,23 @@ func TestCodecRefusesBadTokens(t *testing.T) {
 				wantCorrupt(t, err, "tokens", id)
 				err = tx.EachToken(func(TokenRecord) error { return nil })
 				wantCorrupt(t, err, "tokens", id)
+				return nil
+			})
+		})
+	}
+	// A damaged tombstone is corrupt, never read as some generation.
+	day := u64key(dayOf(rev))
+	for name, bad := range map[string][]byte{"truncated": {0x80}, "generation 0": {0}, "trailing": {1, 1}} {
+		t.Run("tombstone "+name, func(t *testing.T) {
+			rawBolt(t, dir, func(tx *bolt.Tx) error {
+				k, _ := tombstoneKey(other)
+				return tx.Bucket(bucketTokenRevoked).Bucket(day).Put(k, bad)
+			})
+			s := openStore(t, dir)
+			defer s.Close()
+			s.View(func(tx *Tx) error {
+				_, err := tx.TokenTombstone(other)
+				wantCorrupt(t, err, "tokens.revoked", other)
 				return nil
 			})
 		})

@@ -2,6 +2,8 @@ package storage
 
 import (
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -165,14 +167,15 @@ func TestPruneStreamsOldestFirstSkipsLive(t *testing.T) {
 }
 
 // Tokens come due at expiry or, sooner, at revocation; pruning reads and
-// deletes only those due.
+// deletes only those due. A revoked token is kept as a tombstone, pruned
+// with its whole day once that day has ended before the cutoff.
 func TestPruneTokensByDueTime(t *testing.T) {
 	s := openStore(t, newDir(t))
 	defer s.Close()
 	now := time.Now().UTC()
 	tok := func(b byte, expires time.Duration) TokenRecord {
 		return TokenRecord{ID: strings.Repeat(string("0123456789abcdef"[b]), 64), MAC: strings.Repeat("ab", 32), Subject: "m", Scope: "hook",
-			Generation: 1, Created: now.Add(-time.Hour), Expires: now.Add(expires)}
+			Session: "s" + string("0123456789abcdef"[b]), Generation: 1, Created: now.Add(-time.Hour), Expires: now.Add(expires)}
 	}
 	expired, live, revoked := tok(1, -time.Minute), tok(2, time.Hour), tok(3, time.Hour)
 	if _, err := s.Update(func(tx *Tx) error {
@@ -183,7 +186,7 @@ func TestPruneTokensByDueTime(t *testing.T) {
 		}
 		at := now.Add(-time.Second)
 		revoked.Revoked = &at
-		return tx.PutToken(revoked) // moves its index entry to the revocation
+		return tx.PutToken(revoked) // leaves only its tombstone
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -193,23 +196,35 @@ func TestPruneTokensByDueTime(t *testing.T) {
 		if tx.TokenCount() != 3 || len(notDue) != 1 || notDue[0] != live.ID {
 			t.Errorf("TokenCount %d, not yet due %v; want 3 and only the live one", tx.TokenCount(), notDue)
 		}
+		if got, err := tx.TokensOfSession(revoked.Session); err != nil || len(got) != 0 {
+			t.Errorf("the revoked token is still in the session index: %+v %v", got, err)
+		}
 		return nil
 	})
-	var n int
-	if _, err := s.Update(func(tx *Tx) (err error) {
-		if !tx.TokensDue(now) {
-			t.Error("TokensDue says nothing is due")
-		}
-		n, err = tx.PruneTokens(now, 0)
-		return err
-	}); err != nil || n != 2 {
-		t.Fatalf("PruneTokens = %d, %v; want the expired and the revoked", n, err)
-	}
-	s.View(func(tx *Tx) error {
-		for _, r := range []TokenRecord{expired, revoked} {
-			if _, err := tx.Token(r.ID); !errors.Is(err, ErrNotFound) {
-				t.Errorf("token %s.. not pruned: %v", r.ID[:4], err)
+	prune := func(cutoff time.Time, want int) {
+		t.Helper()
+		var n int
+		if _, err := s.Update(func(tx *Tx) (err error) {
+			if !tx.TokensDue(cutoff) {
+				t.Errorf("TokensDue(%s) says nothing is due", cutoff)
 			}
+			n, err = tx.PruneTokens(cutoff, 0)
+			return err
+		}); err != nil || n != want {
+			t.Fatalf("PruneTokens(%s) = %d, %v; want %d", cutoff, n, err, want)
+		}
+	}
+	// The expired record goes; today's tombstone stays until its day ends.
+	prune(now, 1)
+	s.View(func(tx *Tx) error {
+		if _, err := tx.Token(expired.ID); !errors.Is(err, ErrNotFound) {
+			t.Errorf("expired token not pruned: %v", err)
+		}
+		if got, _ := tx.TokensOfSession(expired.Session); len(got) != 0 {
+			t.Errorf("pruned token still in the session index: %+v", got)
+		}
+		if _, err := tx.TokenTombstone(revoked.ID); err != nil {
+			t.Errorf("today's tombstone pruned before its day ended: %v", err)
 		}
 		if _, err := tx.Token(live.ID); err != nil {
 			t.Errorf("live token pruned: %v", err)
@@ -219,6 +234,79 @@ func TestPruneTokensByDueTime(t *testing.T) {
 		}
 		return nil
 	})
+	// A day on, the tombstone's day has ended (and the live token expired).
+	prune(now.Add(day), 2)
+	s.View(func(tx *Tx) error {
+		if _, err := tx.TokenTombstone(revoked.ID); !errors.Is(err, ErrNotFound) {
+			t.Errorf("tombstone of a day that ended is kept: %v", err)
+		}
+		if tx.TokenCount() != 0 {
+			t.Errorf("TokenCount %d after pruning everything", tx.TokenCount())
+		}
+		return nil
+	})
+}
+
+// The index by session finds exactly a session's stored tokens: not
+// another session whose name starts with it (even with a NUL), not one
+// revoked, and it follows a token whose record is re-stored.
+func TestTokensOfSession(t *testing.T) {
+	s := openStore(t, newDir(t))
+	defer s.Close()
+	now := time.Now().UTC()
+	n := 0
+	tok := func(session string) TokenRecord {
+		n++
+		return TokenRecord{ID: fmt.Sprintf("%064x", n), MAC: strings.Repeat("ab", 32), Subject: "m", Scope: "hook",
+			Session: session, Generation: 1, Created: now, Expires: now.Add(time.Hour)}
+	}
+	a1, a2, ab, anul, other, none := tok("a"), tok("a"), tok("ab"), tok("a\x00b"), tok("b"), tok("")
+	gone := tok("a")
+	if _, err := s.Update(func(tx *Tx) error {
+		for _, r := range []TokenRecord{a1, a2, ab, anul, other, none, gone} {
+			if err := tx.PutToken(r); err != nil {
+				return err
+			}
+		}
+		gone.Revoked = &now
+		return tx.PutToken(gone)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ids := func(session string) []string {
+		var out []string
+		s.View(func(tx *Tx) error {
+			rs, err := tx.TokensOfSession(session)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range rs {
+				out = append(out, r.ID)
+			}
+			return nil
+		})
+		slices.Sort(out)
+		return out
+	}
+	for _, c := range []struct {
+		session string
+		want    []TokenRecord
+	}{{"a", []TokenRecord{a1, a2}}, {"ab", []TokenRecord{ab}}, {"a\x00b", []TokenRecord{anul}}, {"b", []TokenRecord{other}}, {"c", nil}} {
+		var want []string
+		for _, r := range c.want {
+			want = append(want, r.ID)
+		}
+		if got := ids(c.session); !slices.Equal(got, want) {
+			t.Errorf("TokensOfSession(%q) = %v, want %v", c.session, got, want)
+		}
+	}
+	// Deleting a record drops its entry.
+	if _, err := s.Update(func(tx *Tx) error { return tx.DeleteToken(a2.ID) }); err != nil {
+		t.Fatal(err)
+	}
+	if got := ids("a"); !slices.Equal(got, []string{a1.ID}) {
+		t.Errorf("after deleting one: %v", got)
+	}
 }
 
 // Pages by key range: each page starts where the last one ended, newest
@@ -273,6 +361,64 @@ func TestRunsAndReceiptsByPage(t *testing.T) {
 		rs, err = tx.Receipts(ReceiptFilter{Before: 3})
 		if err != nil || len(rs) != 2 || rs[1].Seq != 2 {
 			t.Errorf("receipts before 3, no limit: %+v %v", rs, err)
+		}
+		return nil
+	})
+}
+
+// Tombstones are pruned a day at a time, oldest first: a batch stops at
+// the day that reaches its limit, and a day still running is kept.
+func TestPruneTombstonesByDay(t *testing.T) {
+	s := openStore(t, newDir(t))
+	defer s.Close()
+	now := time.Now().UTC()
+	var ids []string
+	if _, err := s.Update(func(tx *Tx) error {
+		for i := 0; i < 4; i++ { // revoked 3, 2, 1 and 0 days ago, two a day
+			at := now.Add(-time.Duration(3-i) * day)
+			for j := 0; j < 2; j++ {
+				id := fmt.Sprintf("%02x%062x", 16*i+j, i)
+				ids = append(ids, id)
+				if err := tx.PutToken(TokenRecord{ID: id, MAC: strings.Repeat("ab", 32), Subject: "m", Scope: "hook", Session: "s",
+					Generation: 2, Created: at.Add(-time.Minute), Expires: at.Add(time.Hour), Revoked: &at}); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	kept := func() (n int) {
+		s.View(func(tx *Tx) error {
+			for _, id := range ids {
+				if ts, err := tx.TokenTombstone(id); err == nil && ts.Generation == 2 {
+					n++
+				}
+			}
+			if c := tx.TokenCount(); c != n {
+				t.Errorf("TokenCount %d, but %d tombstones read back", c, n)
+			}
+			return nil
+		})
+		return n
+	}
+	if n := kept(); n != 8 {
+		t.Fatalf("%d tombstones stored, want 8", n)
+	}
+	for _, want := range []struct{ pruned, kept int }{{2, 6}, {2, 4}, {2, 2}, {0, 2}} {
+		var n int
+		s.Update(func(tx *Tx) (err error) { n, err = tx.PruneTokens(now, 1); return err })
+		if n != want.pruned || kept() != want.kept {
+			t.Fatalf("a batch of 1 pruned %d, left %d; want %d and %d", n, kept(), want.pruned, want.kept)
+		}
+	}
+	s.View(func(tx *Tx) error {
+		if _, err := tx.TokenTombstone(ids[7]); err != nil {
+			t.Errorf("today's tombstone pruned: %v", err)
+		}
+		if _, err := tx.TokenTombstone(ids[0]); !errors.Is(err, ErrNotFound) {
+			t.Errorf("the oldest tombstone kept: %v", err)
 		}
 		return nil
 	})

@@ -8,6 +8,12 @@ package storage
 // runs.live (runs still running), meta streams.bytes (the stream total)
 // and tokens.due (tokens by when they may be pruned). Each is built once
 // here by the walk that open used to do every time.
+//
+// Schema 3 keeps a revoked token as a tombstone (tokens.revoked, by day;
+// see tombstones.go) instead of its whole record, and indexes the records
+// left by session (tokens.session). Revoked records become tombstones
+// (their tokens.due entries go with them); the rest get their session
+// entries.
 func migrate(tx *Tx, from int) error {
 	if from < 2 {
 		if err := tx.bucket(bucketRuns).ForEach(func(k, v []byte) error {
@@ -37,6 +43,37 @@ func migrate(tx *Tx, from int) error {
 			return tx.bucket(bucketTokenAge).Put(tokenDue(&r), present)
 		}); err != nil {
 			return err
+		}
+	}
+	if from < 3 {
+		// Collect first: bbolt forbids writes during a bucket walk.
+		var all []TokenRecord
+		if err := tx.EachToken(func(r TokenRecord) error {
+			all = append(all, r)
+			return nil
+		}); err != nil {
+			return err
+		}
+		// What PutToken would do for each, without decoding every record
+		// a second time (a store of 100k runs holds 100k revoked ones).
+		for _, r := range all {
+			if r.Revoked == nil {
+				if r.Session != "" {
+					if err := tx.bucket(bucketTokenSession).Put(tokenSessionKey(r.Session, r.ID), present); err != nil {
+						return err
+					}
+				}
+				continue
+			}
+			if err := tx.bucket(bucketTokenAge).Delete(tokenDue(&r)); err != nil {
+				return err
+			}
+			if err := tx.bucket(bucketTokens).Delete([]byte(r.ID)); err != nil {
+				return err
+			}
+			if err := tx.putTombstone(r.ID, Tombstone{Generation: r.Generation, Revoked: *r.Revoked}); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

@@ -31,7 +31,7 @@ import (
 
 // SchemaVersion is the schema this build writes and the newest it reads.
 // Older schemas are migrated at open (see migrate).
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 // File names inside the data dir.
 const (
@@ -266,7 +266,7 @@ func (r *schemaRecord) validate() error {
 
 // allBuckets are created at open so readers never meet a missing bucket.
 var allBuckets = [][]byte{bucketMeta, bucketReceipts, bucketSecrets, bucketConfig, bucketTokens, bucketModules, bucketRuns, bucketStreams, bucketPolicies, bucketRequests, bucketHands,
-	bucketLiveRuns, bucketTokenAge, bucketCheckpoints}
+	bucketLiveRuns, bucketTokenAge, bucketCheckpoints, bucketTokenSession, bucketTokenRevoked}
 
 func (s *Store) initSchema() error {
 	// Most opens find the schema current and every bucket there: they

@@ -99,48 +99,114 @@ func tokenDue(r *TokenRecord) []byte {
 	return append(u64key(uint64(max(due.UnixNano(), 0))), r.ID...)
 }
 
-// PutToken stores a token record under its id, and its entry in the index
-// by due time (moved if revoking made it due sooner).
+// bucketTokenSession indexes the stored token records by session: the key
+// is the session, NUL, then the token's id (64 hex, a fixed length, so a
+// key splits unambiguously even if a session held a NUL). Revoking a
+// session (a run found dead at open) reads only its own tokens.
+var bucketTokenSession = []byte("tokens.session")
+
+func tokenSessionKey(session, id string) []byte {
+	return []byte(session + "\x00" + id)
+}
+
+// PutToken stores what is kept of a token. A token not revoked is stored
+// whole under its id, with its entries in the index by due time and the
+// index by session. A revoked token can never be valid again, so only its
+// tombstone is kept (see Tombstone): its record and index entries go.
+// Re-storing a record first drops the entries of the stored one.
 func (tx *Tx) PutToken(r TokenRecord) error {
 	if !hexHash.MatchString(r.ID) {
 		return fmt.Errorf("bad token id")
 	}
-	idx := tx.bucket(bucketTokenAge)
-	idx.FillPercent = timeOrderedFill
+	if err := r.validate(); err != nil {
+		return fmt.Errorf("refusing to store invalid record: %w", err)
+	}
+	due, sess := tx.bucket(bucketTokenAge), tx.bucket(bucketTokenSession)
+	due.FillPercent, sess.FillPercent = timeOrderedFill, timeOrderedFill
 	if raw := tx.bucket(bucketTokens).Get([]byte(r.ID)); raw != nil {
 		var old TokenRecord
 		if err := decodeRecord("tokens", r.ID, raw, &old); err != nil {
 			return err
 		}
-		if err := idx.Delete(tokenDue(&old)); err != nil {
+		if err := tx.dropTokenEntries(&old); err != nil {
 			return err
 		}
+	}
+	if r.Revoked != nil {
+		if err := tx.bucket(bucketTokens).Delete([]byte(r.ID)); err != nil {
+			return err
+		}
+		return tx.putTombstone(r.ID, Tombstone{Generation: r.Generation, Revoked: *r.Revoked})
 	}
 	if err := putRecord(tx, bucketTokens, []byte(r.ID), &r); err != nil {
 		return err
 	}
-	return idx.Put(tokenDue(&r), present)
+	if r.Session != "" {
+		if err := sess.Put(tokenSessionKey(r.Session, r.ID), present); err != nil {
+			return err
+		}
+	}
+	return due.Put(tokenDue(&r), present)
 }
 
-// DeleteToken removes a token record and its index entry. A record too
-// corrupt to name its entry is removed all the same; its entry goes when
-// PruneTokens reaches it.
+// dropTokenEntries removes a stored record's index entries.
+func (tx *Tx) dropTokenEntries(r *TokenRecord) error {
+	if err := tx.bucket(bucketTokenAge).Delete(tokenDue(r)); err != nil {
+		return err
+	}
+	if r.Session == "" {
+		return nil
+	}
+	return tx.bucket(bucketTokenSession).Delete(tokenSessionKey(r.Session, r.ID))
+}
+
+// TokensOfSession returns the stored (not revoked) token records of a
+// session, read through the index by session: it costs the same however
+// many tokens other sessions left.
+func (tx *Tx) TokensOfSession(session string) ([]TokenRecord, error) {
+	prefix := []byte(session + "\x00")
+	var out []TokenRecord
+	c := tx.bucket(bucketTokenSession).Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		if len(k) != len(prefix)+64 {
+			continue // another session's key that starts with this one and a NUL
+		}
+		r, err := tx.Token(string(k[len(prefix):]))
+		if errors.Is(err, ErrNotFound) {
+			continue // a stale entry of a record deleted while corrupt
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// DeleteToken removes a token record and its index entries. A record too
+// corrupt to name its entries is removed all the same; its due entry goes
+// when PruneTokens reaches it, and a stale session entry is skipped by
+// TokensOfSession.
 func (tx *Tx) DeleteToken(id string) error {
 	r, err := tx.Token(id)
 	if errors.Is(err, ErrNotFound) {
 		return nil
 	}
 	if err == nil {
-		if err := tx.bucket(bucketTokenAge).Delete(tokenDue(&r)); err != nil {
+		if err := tx.dropTokenEntries(&r); err != nil {
 			return err
 		}
 	}
 	return tx.bucket(bucketTokens).Delete([]byte(id))
 }
 
-// PruneTokens deletes the tokens that expired or were revoked before
-// cutoff, at most limit of them (0 for all), reading only those through
-// the index by due time. It returns how many it deleted.
+// PruneTokens deletes what is kept of the tokens that expired or were
+// revoked before cutoff: records through the index by due time, at most
+// limit of them (0 for all), then tombstones a whole day at a time (those
+// of days that ended by cutoff: a tombstone is kept up to a day longer
+// than asked), days until limit is reached (at least one day). It returns
+// how many records and tombstones it deleted: a caller pruning in batches
+// goes on while that is limit or more.
 func (tx *Tx) PruneTokens(cutoff time.Time, limit int) (int, error) {
 	end := u64key(uint64(max(cutoff.UnixNano(), 0)))
 	idx := tx.bucket(bucketTokenAge)
@@ -154,6 +220,12 @@ func (tx *Tx) PruneTokens(cutoff time.Time, limit int) (int, error) {
 	}
 	for _, k := range due {
 		if len(k) == 8+64 {
+			r, err := tx.Token(string(k[8:]))
+			if err == nil && r.Session != "" {
+				if err := tx.bucket(bucketTokenSession).Delete(tokenSessionKey(r.Session, r.ID)); err != nil {
+					return 0, err
+				}
+			}
 			if err := tx.bucket(bucketTokens).Delete(k[8:]); err != nil {
 				return 0, err
 			}
@@ -162,25 +234,33 @@ func (tx *Tx) PruneTokens(cutoff time.Time, limit int) (int, error) {
 			return 0, err
 		}
 	}
-	return len(due), nil
+	n := len(due)
+	if limit > 0 && n == limit {
+		return n, nil
+	}
+	gone, err := tx.pruneTombstones(cutoff, limit-n)
+	return n + gone, err
 }
 
-// TokensDue reports whether any token expired or was revoked before
-// cutoff: one index read.
+// TokensDue reports whether anything kept of a token expired or was
+// revoked before cutoff: two index reads.
 func (tx *Tx) TokensDue(cutoff time.Time) bool {
 	k, _ := tx.bucket(bucketTokenAge).Cursor().First()
-	return k != nil && bytes.Compare(k[:min(len(k), 8)], u64key(uint64(max(cutoff.UnixNano(), 0)))) < 0
+	if k != nil && bytes.Compare(k[:min(len(k), 8)], u64key(uint64(max(cutoff.UnixNano(), 0)))) < 0 {
+		return true
+	}
+	return tx.tombstonesDue(cutoff)
 }
 
-// TokenCount is how many token records are stored, counted on the index
-// by due time (keys only: no record is decoded).
+// TokenCount is how many tokens are kept: records, counted on the index
+// by due time (keys only: no record is decoded), and tombstones.
 func (tx *Tx) TokenCount() int {
 	n := 0
 	c := tx.bucket(bucketTokenAge).Cursor()
 	for k, _ := c.First(); k != nil; k, _ = c.Next() {
 		n++
 	}
-	return n
+	return n + tx.tombstoneCount()
 }
 
 // EachTokenDueAfter calls fn for every token neither expired nor revoked
@@ -205,7 +285,8 @@ func (tx *Tx) EachTokenDueAfter(t time.Time, fn func(TokenRecord) error) error {
 	return nil
 }
 
-// EachToken calls fn for every token record; a corrupt record stops the
+// EachToken calls fn for every stored token record (tokens not revoked:
+// a revoked one leaves only its tombstone); a corrupt record stops the
 // walk with its error.
 func (tx *Tx) EachToken(fn func(TokenRecord) error) error {
 	return tx.bucket(bucketTokens).ForEach(func(k, v []byte) error {

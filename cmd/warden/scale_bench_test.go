@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
@@ -40,7 +42,8 @@ import (
 //	verify-ckpt  from the newest checkpoint
 //
 // and reports each figure's median on both, their ratio (x-empty), db
-// bytes per run and the verbs' peak RSS:
+// bytes per run (and logs where they go, bucket by bucket) and the verbs'
+// peak RSS:
 //
 //	go test -run '^$' -bench 'Scale' -benchtime 20x ./cmd/warden/
 //	WARDEN_SCALE_BIG=1 go test -run '^$' -bench 'Scale' -benchtime 10x -timeout 30m ./cmd/warden/
@@ -289,7 +292,7 @@ func mustReceipts(b *testing.B, e *engine.Engine) []engine.Receipt {
 
 // growStore adds n runs like tpl: each with the template's records under
 // a fresh run id (its receipts re-appended with the id replaced, so the
-// chain stays intact), 20 stream lines and a revoked token record,
+// chain stays intact), 20 stream lines and a revoked token,
 // genBatch runs per commit.
 func growStore(b *testing.B, dir string, n int, tpl engine.RunRecord, receipts []engine.Receipt) {
 	st, err := storage.Open(storage.Options{Dir: dir, NoSync: true})
@@ -301,18 +304,17 @@ func growStore(b *testing.B, dir string, n int, tpl engine.RunRecord, receipts [
 	for i := range lines {
 		lines[i] = storage.Line{Level: storage.LevelInfo, Text: strconv.Itoa(i + 1)}
 	}
-	var tok storage.TokenRecord
-	st.View(func(tx *storage.Tx) error {
-		return tx.EachToken(func(r storage.TokenRecord) error {
-			if r.Session == tpl.ID {
-				tok = r
-			}
-			return nil
-		})
-	})
-	if tok.ID == "" {
-		b.Fatal("the template run left no token record")
+	// The template run's token was revoked when it ended, so only its
+	// tombstone is kept; each generated run gets a token like it (issued
+	// for the run's session, revoked at its end) under a random-looking id
+	// (a real id is SHA-256 of a random token, so ids land anywhere in
+	// the key space).
+	var trust storage.TrustRecord
+	st.View(func(tx *storage.Tx) (err error) { trust, _, err = tx.Trust(); return err })
+	if trust.Generation == 0 {
+		b.Fatal("the template store has no trust root")
 	}
+	tok := storage.TokenRecord{MAC: strings.Repeat("ab", 32), Scope: "hook", Generation: trust.Generation}
 	at := time.Now().Add(-time.Duration(n) * time.Second) // one run a second, ending now
 	for done := 0; done < n; {
 		batch := min(genBatch, n-done)
@@ -333,7 +335,8 @@ func growStore(b *testing.B, dir string, n int, tpl engine.RunRecord, receipts [
 					return err
 				}
 				t := tok
-				t.ID = fmt.Sprintf("%064x", uint64(done+i+1))
+				id := sha256.Sum256([]byte(r.ID))
+				t.ID = hex.EncodeToString(id[:])
 				t.Session, t.Subject = r.ID, r.ID
 				t.Created, t.Expires, t.Revoked = now, now.Add(time.Minute), &ended
 				if err := tx.PutToken(t); err != nil {
@@ -384,10 +387,25 @@ func reportDBSize(b *testing.B, st *scaleData) {
 	}
 	defer db.Close()
 	var used int64
+	var buckets []string
 	db.View(func(tx *bolt.Tx) error {
 		used = tx.Size() - int64(db.Stats().FreePageN*db.Info().PageSize)
-		return nil
+		// Where the bytes go: each top-level bucket's pages (nested
+		// buckets' included) per run, and how full its leaf pages are.
+		ps := db.Info().PageSize
+		return tx.ForEach(func(name []byte, bk *bolt.Bucket) error {
+			s := bk.Stats()
+			pages := s.BranchPageN + s.BranchOverflowN + s.LeafPageN + s.LeafOverflowN
+			if pages > 0 && st.runs > 0 {
+				buckets = append(buckets, fmt.Sprintf("%s %.0f B/run (%d keys, leaf pages %.0f%% full)", name,
+					float64(pages*ps)/float64(st.runs), s.KeyN, 100*float64(s.LeafInuse)/float64((s.LeafPageN+s.LeafOverflowN)*ps)))
+			}
+			return nil
+		})
 	})
+	if len(buckets) > 0 {
+		b.Logf("%d runs: %s", st.runs, strings.Join(buckets, "; "))
+	}
 	b.ReportMetric(float64(fi.Size())/(1<<20), "db-MiB")
 	if st.runs > 0 {
 		b.ReportMetric(float64(fi.Size())/float64(st.runs), "file-B/run")

@@ -307,6 +307,63 @@ func TestRevokeSession(t *testing.T) {
 	}
 }
 
+// RevokeSessionTx (how the engine revokes a dead run's token at open)
+// finds the session's tokens through storage's index by session: exactly
+// that session's live tokens are revoked (an expired one too, as before),
+// and none of another session, however alike its name, nor a
+// session-less one. The classes hold across a reopen (read back from the
+// tombstones on disk).
+func TestRevokeSessionTxRevokesOnlyItsSession(t *testing.T) {
+	e := newEnv(t)
+	var others []string
+	for _, sess := range []string{"run-10", "run-", "run-1\x00x", "run-2", "xrun-1"} {
+		others = append(others, e.issue("mod", "hook", sess, time.Hour))
+	}
+	loose := e.issue("mod", "hook", "", time.Hour)
+	mine := []string{e.issue("run-1", "hook", "run-1", time.Hour), e.issue("run-1", "store", "run-1", time.Hour)}
+	gone := e.issue("run-1", "hook", "run-1", time.Hour)
+	if err := e.auth.Revoke(actor, gone); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	e.auth.now = func() time.Time { return now.Add(-2 * time.Hour) }
+	expired := e.issue("run-1", "hook", "run-1", time.Hour)
+	e.auth.now = time.Now
+	before := len(e.receipts("token.revoke"))
+
+	if _, err := e.store.Update(func(tx *storage.Tx) error {
+		return e.auth.RevokeSessionTx(tx, "engine", "run-1", "revoked session run-1 (the run was found dead)")
+	}); err != nil {
+		t.Fatal(err)
+	}
+	check := func() {
+		t.Helper()
+		e.wantClass(mine[0], "run-1", "hook", "run-1", Revoked)
+		e.wantClass(mine[1], "run-1", "store", "run-1", Revoked)
+		e.wantClass(gone, "run-1", "hook", "run-1", Revoked)
+		e.wantClass(expired, "run-1", "hook", "run-1", Revoked)
+		for i, sess := range []string{"run-10", "run-", "run-1\x00x", "run-2", "xrun-1"} {
+			e.wantClass(others[i], "mod", "hook", sess, Valid)
+		}
+		e.wantClass(loose, "mod", "hook", "", Valid)
+	}
+	check()
+	rs := e.receipts("token.revoke")
+	if len(rs) != before+1 {
+		t.Fatalf("%d token.revoke receipts written, want 1", len(rs)-before)
+	}
+	var d struct{ Count int }
+	if err := json.Unmarshal(rs[len(rs)-1].Details, &d); err != nil || d.Count != 3 {
+		t.Errorf("revoke receipt details %s: want count 3 (the two live and the expired; %v)", rs[len(rs)-1].Details, err)
+	}
+	e.reopen()
+	check()
+	st, err := e.auth.Status()
+	if err != nil || st.Tokens != 10 || st.Live != 6 {
+		t.Errorf("status %+v %v; want 10 tokens kept, 6 live", st, err)
+	}
+}
+
 func TestRotate(t *testing.T) {
 	e := newEnv(t)
 	secretPath := filepath.Join(e.dir, HostSecretFile)
