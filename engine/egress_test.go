@@ -135,12 +135,15 @@ func egressScenario(args []string) int {
 		resp.Body.Close()
 		say("dl %d %d", n, time.Since(start).Microseconds())
 	case "bench-setup": // N HOST PORT proxy|direct: N connections one after another
+		// Each connection is timed from the dial to its proof (the first
+		// pong through it); the line lists every sample in microseconds.
 		n, _ := strconv.Atoi(arg(1))
 		target := net.JoinHostPort(arg(2), arg(3))
-		start := time.Now()
+		samples := make([]string, 0, n)
 		for i := 0; i < n; i++ {
 			var c net.Conn
 			var status string
+			start := time.Now()
 			if arg(4) == "direct" {
 				var err error
 				if c, err = net.Dial("tcp", target); err == nil {
@@ -156,13 +159,15 @@ func egressScenario(args []string) int {
 			} else {
 				c, status = connectTunnel(target)
 			}
+			took := time.Since(start)
 			if c == nil {
 				say("setup error: %s", status)
 				return 0
 			}
 			c.Close()
+			samples = append(samples, strconv.FormatInt(took.Microseconds(), 10))
 		}
-		say("setup %d %d", n, time.Since(start).Microseconds())
+		say("setup %d %s", n, strings.Join(samples, " "))
 	case "hangup": // HOST PORT: ask, give up after a second
 		pu, _ := url.Parse(os.Getenv("HTTPS_PROXY"))
 		c, err := net.Dial("tcp", pu.Host)
