@@ -1,8 +1,10 @@
 package engine
 
 // A run in egress mode (its hook's network is a list of names): the
-// engine serves a filtering proxy on <run dir>/egress.sock, reached from
-// inside the jail through `warden hook egress-bridge`. Every connection is
+// engine serves a filtering proxy on <run dir>/egress.sock; inside the
+// jail, `warden hook egress-bridge` hands it the listeners on
+// 127.0.0.1:3128 and :1080, so the engine accepts the hook's connections
+// itself. Every connection is
 // decided here, by the module's policy or the operator, and recorded at
 // its close as one network.connect receipt.
 

@@ -2,6 +2,7 @@ package egress
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -94,8 +95,10 @@ type Proxy struct {
 	wg     sync.WaitGroup
 	open   atomic.Int64
 
-	mu    sync.Mutex
-	conns map[net.Conn]struct{}
+	mu      sync.Mutex
+	conns   map[net.Conn]struct{}
+	adopted bool           // the bridge's listeners were handed over
+	lns     []net.Listener // those listeners (see handoff.go)
 }
 
 // Listen starts the proxy on cfg.Socket (0600).
@@ -128,7 +131,7 @@ func Listen(cfg Config) (*Proxy, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &Proxy{cfg: cfg, ln: ln, ctx: ctx, cancel: cancel, conns: map[net.Conn]struct{}{}}
 	p.wg.Add(1)
-	go p.serve()
+	go p.serve(ln)
 	return p, nil
 }
 
@@ -138,6 +141,9 @@ func (p *Proxy) Close() {
 	p.cancel()
 	p.ln.Close()
 	p.mu.Lock()
+	for _, ln := range p.lns {
+		ln.Close()
+	}
 	for c := range p.conns {
 		c.Close()
 	}
@@ -145,10 +151,12 @@ func (p *Proxy) Close() {
 	p.wg.Wait()
 }
 
-func (p *Proxy) serve() {
+// serve accepts on the proxy socket, or on a listener the bridge handed
+// over; a connection from either takes the same path.
+func (p *Proxy) serve(ln net.Listener) {
 	defer p.wg.Done()
 	for {
-		c, err := p.ln.Accept()
+		c, err := ln.Accept()
 		if err != nil {
 			if p.ctx.Err() != nil {
 				return
@@ -203,11 +211,39 @@ type refusal struct {
 func (p *Proxy) handle(c net.Conn, overLimit bool) {
 	defer c.Close()
 	rec := Record{Start: time.Now()}
+	c.SetReadDeadline(time.Now().Add(headerTimeout))
+	// On the proxy socket the first message may be the bridge's handoff
+	// (descriptors travel only with it); its bytes are otherwise the
+	// start of a request.
+	var src io.Reader = c
+	if uc, ok := c.(*net.UnixConn); ok {
+		first, fds, err := firstMessage(uc)
+		switch {
+		case len(fds) > 0 || (len(first) > 0 && first[0] == handoffByte):
+			if err == nil && len(first) == 1 {
+				err = p.adopt(fds)
+			} else {
+				closeFDs(fds)
+				if err == nil {
+					err = errors.New("a handoff is one byte with the listeners")
+				}
+			}
+			answer := "ok\n"
+			if err != nil {
+				answer = err.Error() + "\n"
+			}
+			c.SetWriteDeadline(time.Now().Add(5 * time.Second))
+			io.WriteString(c, answer)
+			return
+		case err != nil:
+			return
+		}
+		src = io.MultiReader(bytes.NewReader(first), c)
+	}
 	// The header is read through a limit (a hostile hook cannot make the
 	// engine buffer an endless line); the limit is lifted for the relay.
-	lr := &io.LimitedReader{R: c, N: maxHeaderBytes}
+	lr := &io.LimitedReader{R: src, N: maxHeaderBytes}
 	br := bufio.NewReaderSize(lr, 16<<10)
-	c.SetReadDeadline(time.Now().Add(headerTimeout))
 	req, ref := readRequest(br, c)
 	lr.N = math.MaxInt64
 	if req != nil {
