@@ -763,6 +763,17 @@ func TestEgressConnectionLimit(t *testing.T) {
 	if len(rs) != 201 || allowed != 200 {
 		t.Errorf("%d receipts, %d allowed; want 201 and 200", len(rs), allowed)
 	}
+	// The receipts share commits (see receiptDelay), and the run's end
+	// flushes them: every one comes before the run's hook.end.
+	ends, err := e.Receipts(ReceiptFilter{Kind: "hook.end"})
+	if err != nil || len(ends) != 1 {
+		t.Fatalf("hook.end receipts: %v %v", ends, err)
+	}
+	for _, r := range rs {
+		if r.Seq > ends[0].Seq {
+			t.Fatalf("network.connect receipt %d comes after hook.end %d", r.Seq, ends[0].Seq)
+		}
+	}
 }
 
 // TestEgressAsksAreBounded: a hook trying name after name its policy

@@ -59,6 +59,11 @@ type Config struct {
 	Socket string
 	// Decide is asked once per connection that names a valid host.
 	Decide func(ctx context.Context, host string, port uint16) Verdict
+	// Check, when set, is asked before Decide and must never wait: a
+	// quick yes (the policy lists the name) is the verdict, and Decide is
+	// not asked. Anything else (decided false) goes to Decide, with the
+	// client watched for a hang-up while it may wait on the operator.
+	Check func(host string, port uint16) (v Verdict, decided bool)
 	// Resolve turns a name into addresses; nil means the host's resolver.
 	Resolve func(ctx context.Context, host string) ([]netip.Addr, error)
 	// Exempt, when set, names hosts that skip the deny list (tests only:
@@ -277,9 +282,16 @@ func (p *Proxy) handle(c net.Conn, overLimit bool) {
 	// meanwhile abandons it (its request is closed, not left pending).
 	ctx, cancel := context.WithCancelCause(p.ctx)
 	defer cancel(nil)
-	stopWatch := watchHangup(c, br, cancel)
-	v := p.cfg.Decide(ctx, req.host, req.port)
-	stopWatch()
+	var v Verdict
+	decided := false
+	if p.cfg.Check != nil {
+		v, decided = p.cfg.Check(req.host, req.port)
+	}
+	if !decided {
+		stopWatch := watchHangup(c, br, cancel)
+		v = p.cfg.Decide(ctx, req.host, req.port)
+		stopWatch()
+	}
 	rec.Via, rec.AllowedBy = v.Via, v.AllowedBy
 	if !v.Allow {
 		rec.Reason = v.Reason
