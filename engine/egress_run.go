@@ -13,7 +13,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net"
 	"net/netip"
 	"path/filepath"
 	"slices"
@@ -100,11 +99,15 @@ func (e *Engine) startEgress(r *activeRun, runDir string) (*egressRun, error) {
 		IdleTimeout: opt.idle,
 	}
 	names := opt.testNames
+	// The run's own name cache: each answer lives for its DNS TTL.
+	cache := egress.NewCache(func(ctx context.Context, host string) ([]netip.Addr, time.Duration, error) {
+		return egressResolve(ctx, host)
+	})
 	cfg.Resolve = func(ctx context.Context, host string) ([]netip.Addr, error) {
 		if names[host] {
 			return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
 		}
-		return egressResolve(ctx, host)
+		return cache.Resolve(ctx, host)
 	}
 	if len(names) > 0 {
 		cfg.Exempt = func(host string) bool { return names[host] }
@@ -118,11 +121,10 @@ func (e *Engine) startEgress(r *activeRun, runDir string) (*egressRun, error) {
 	return er, nil
 }
 
-// egressResolve is the host's resolver (a var: tests point names at
-// addresses of their choosing without the deny-list exemption).
-var egressResolve = func(ctx context.Context, host string) ([]netip.Addr, error) {
-	return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
-}
+// egressResolve is the host's resolver, with the TTL of its answer (a
+// var: tests point names at addresses of their choosing without the
+// deny-list exemption).
+var egressResolve egress.LookupFunc = egress.LookupTTL
 
 // close ends every connection and waits until their receipts are
 // committed: every network.connect receipt of the run comes before its

@@ -666,9 +666,9 @@ func TestEgressDenyListBeatsPolicy(t *testing.T) {
 		"ip":   egressHook("tunnel", "127.0.0.1", strconv.Itoa(w.pong)),
 	})
 	old := egressResolve
-	egressResolve = func(ctx context.Context, host string) ([]netip.Addr, error) {
+	egressResolve = func(ctx context.Context, host string) ([]netip.Addr, time.Duration, error) {
 		if host == "meta.test" {
-			return []netip.Addr{netip.MustParseAddr("169.254.169.254")}, nil
+			return []netip.Addr{netip.MustParseAddr("169.254.169.254")}, time.Minute, nil
 		}
 		return old(ctx, host)
 	}
