@@ -300,13 +300,13 @@ func (er *egressRun) decide(ctx context.Context, host string, port uint16) egres
 	}
 }
 
-// check is decide's quick path, for the common case: a name the policy
-// allows by its switch or its list, answered by a read-only look with
-// nothing to wait on (so the proxy need not watch the client for a
-// hang-up). The policy is read afresh for every connection (a name just
-// removed is refused at once); only the parse of its list is kept, while
-// the list stays the same. Anything else is left to decide, which
-// evaluates the whole policy.
+// check is decide's quick path, for the common case: a connection the
+// policy allows (its switch, its list, or an exact rule), answered by a
+// read-only look with nothing to wait on, so the proxy need not watch
+// the client for a hang-up. The policy is read afresh for every
+// connection (a name just removed is refused at once); only the parse of
+// its list is kept while the list stays the same. Anything else is left
+// to decide (retry claims, the operator).
 func (er *egressRun) check(host string, port uint16) (egress.Verdict, bool) {
 	subject := "module:" + er.r.rec.Module
 	var p storage.PolicyRecord
@@ -322,7 +322,14 @@ func (er *egressRun) check(host string, port uint16) (egress.Verdict, bool) {
 	}
 	ok, via := perms.ListAllows(p, subject, l, host, port)
 	if !ok {
-		return egress.Verdict{}, false
+		// Rarely, an exact rule: the whole evaluation, same policy read.
+		op, err := perms.ConnectOp(subject, host, port)
+		if err != nil {
+			return egress.Verdict{}, false
+		}
+		if ok, via = perms.Evaluate(p, op); !ok {
+			return egress.Verdict{}, false
+		}
 	}
 	return egress.Verdict{Allow: true, AllowedBy: "rule", Via: via, Exempt: egress.IsAddr(host) && !p.Network}, true
 }
@@ -340,18 +347,6 @@ func (er *egressRun) parsedList(src []string) (egress.List, error) {
 	}
 	er.list, er.listSrc, er.listParsed = l, slices.Clone(src), true
 	return l, nil
-}
-
-// policyAllows evaluates op against its subject's policy, read-only.
-func (er *egressRun) policyAllows(op perms.Op) (ok bool, via string) {
-	er.e.store.View(func(tx *storage.Tx) error {
-		p, _, err := perms.Policy(tx, op.Subject)
-		if err == nil {
-			ok, via = perms.Evaluate(p, op)
-		}
-		return err
-	})
-	return ok, via
 }
 
 // reached says in the stream, once per destination, where the run got to.

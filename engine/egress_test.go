@@ -37,6 +37,7 @@ import (
 	"testing"
 	"time"
 
+	"warden/engine/perms"
 	"warden/storage"
 )
 
@@ -914,5 +915,43 @@ func TestEgressHangupClosesRequest(t *testing.T) {
 	}
 	if c := connectReceipts(t, e, o.Run.ID); len(c) != 1 || c[0].Details["reason"] != "the hook closed the connection before a decision" {
 		t.Errorf("receipts: %v", c)
+	}
+}
+
+// The quick path of a connection's decision reads the policy afresh each
+// time: a name removed from the list is refused at the next connection
+// (the list's parse is kept, never the policy), and an exact rule still
+// allows, read-only, as the whole evaluation would.
+func TestEgressQuickCheckFollowsThePolicy(t *testing.T) {
+	e := openEngine(t, Options{})
+	er := &egressRun{e: e, r: &activeRun{rec: storage.RunRecord{Module: "testmod"}}}
+	p := setNetwork(t, e, "api.example.org:443", "*.pkg.example:443")
+	if v, ok := er.check("api.example.org", 443); !ok || !v.Allow || v.AllowedBy != "rule" || !strings.Contains(v.Via, "api.example.org:443") {
+		t.Fatalf("a listed name: %+v %v", v, ok)
+	}
+	if v, ok := er.check("cdn.pkg.example", 443); !ok || !v.Allow {
+		t.Fatalf("a name under a listed wildcard: %+v %v", v, ok)
+	}
+	if _, ok := er.check("api.example.org", 80); ok {
+		t.Fatal("another port of a listed name was allowed")
+	}
+	p.NetworkAllow = []string{"*.pkg.example:443"}
+	if _, err := e.SetPolicy(testActor, p, p.Revision); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := er.check("api.example.org", 443); ok {
+		t.Fatalf("a name removed from the list still allowed: %+v", v)
+	}
+	op, err := perms.ConnectOp("module:testmod", "ip.example.net", 8443)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _, _ = e.Policy("module:testmod")
+	p.Rules = append(p.Rules, Rule{Operation: op.Operation, Digest: op.Digest, Summary: "network ip.example.net:8443"})
+	if _, err := e.SetPolicy(testActor, p, p.Revision); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := er.check("ip.example.net", 8443); !ok || !v.Allow || !strings.Contains(v.Via, "rule network.connect") {
+		t.Fatalf("an exact rule: %+v %v", v, ok)
 	}
 }
