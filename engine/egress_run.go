@@ -1,8 +1,10 @@
 package engine
 
 // A run in egress mode (its hook's network is a list of names): the
-// engine serves a filtering proxy on <run dir>/egress.sock, reached from
-// inside the jail through `warden hook egress-bridge`. Every connection is
+// engine serves a filtering proxy on <run dir>/egress.sock; inside the
+// jail, `warden hook egress-bridge` hands it the listeners on
+// 127.0.0.1:3128 and :1080, so the engine accepts the hook's connections
+// itself. Every connection is
 // decided here, by the module's policy or the operator, and recorded at
 // its close as one network.connect receipt.
 
@@ -11,7 +13,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net"
 	"net/netip"
 	"path/filepath"
 	"slices"
@@ -57,6 +58,20 @@ type egressRun struct {
 	// once, with no request and no receipt, and only counted in quiet.
 	asks  int
 	quiet int
+
+	// Receipts of closed connections waiting for their shared commit
+	// (see writeReceipts).
+	rmu     sync.Mutex
+	pending []storage.Draft
+	rkick   chan struct{} // cap 1: something is pending
+	rstop   chan struct{} // closed by close: flush and stop
+	rdone   chan struct{} // closed when the writer has flushed and stopped
+
+	// The policy's network list as last parsed (see parsedList).
+	listMu     sync.Mutex
+	listParsed bool
+	listSrc    []string
+	list       egress.List
 }
 
 // maxEgressAsks bounds the permission requests one run may open for
@@ -71,22 +86,28 @@ var askLimitReason = fmt.Sprintf("this run has already asked about %d connection
 
 // startEgress opens the run's proxy on the run dir's egress socket.
 func (e *Engine) startEgress(r *activeRun, runDir string) (*egressRun, error) {
-	er := &egressRun{e: e, r: r, seen: map[string]bool{}}
+	er := &egressRun{e: e, r: r, seen: map[string]bool{},
+		rkick: make(chan struct{}, 1), rstop: make(chan struct{}), rdone: make(chan struct{})}
 	opt := e.opts.egress
 	cfg := egress.Config{
 		Socket:      filepath.Join(runDir, jail.EgressSocketName),
 		Decide:      er.decide,
+		Check:       er.check,
 		Reached:     er.reached,
 		OnClose:     er.closed,
 		MaxConns:    opt.maxConns,
 		IdleTimeout: opt.idle,
 	}
 	names := opt.testNames
+	// The run's own name cache: each answer lives for its DNS TTL.
+	cache := egress.NewCache(func(ctx context.Context, host string) ([]netip.Addr, time.Duration, error) {
+		return egressResolve(ctx, host)
+	})
 	cfg.Resolve = func(ctx context.Context, host string) ([]netip.Addr, error) {
 		if names[host] {
 			return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
 		}
-		return egressResolve(ctx, host)
+		return cache.Resolve(ctx, host)
 	}
 	if len(names) > 0 {
 		cfg.Exempt = func(host string) bool { return names[host] }
@@ -96,19 +117,89 @@ func (e *Engine) startEgress(r *activeRun, runDir string) (*egressRun, error) {
 		return nil, err
 	}
 	er.proxy = p
+	go er.writeReceipts()
 	return er, nil
 }
 
-// egressResolve is the host's resolver (a var: tests point names at
-// addresses of their choosing without the deny-list exemption).
-var egressResolve = func(ctx context.Context, host string) ([]netip.Addr, error) {
-	return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
-}
+// egressResolve is the host's resolver, with the TTL of its answer (a
+// var: tests point names at addresses of their choosing without the
+// deny-list exemption).
+var egressResolve egress.LookupFunc = egress.LookupTTL
 
-// close ends every connection and waits for their receipts.
+// close ends every connection and waits until their receipts are
+// committed: every network.connect receipt of the run comes before its
+// hook.end.
 func (er *egressRun) close() {
 	if er != nil {
-		er.proxy.Close()
+		er.proxy.Close() // every connection has handed its receipt to the queue
+		close(er.rstop)
+		<-er.rdone
+	}
+}
+
+// receiptDelay is how long a closed connection's receipt may wait for
+// others to share its commit. Each commit is an fsync, which on a small
+// machine costs as much CPU as the connection itself: a hook opening
+// connection after connection would otherwise pay one per connection,
+// taken from the very cores its next connection needs. No client waits
+// for a receipt (it is written at the connection's close); the run's end
+// flushes the queue before hook.end, so a run that ends has them all. An
+// engine that dies outright loses at most the receipts of connections
+// closed in the last receiptDelay (and, as before, those still open).
+const receiptDelay = 10 * time.Millisecond
+
+// queueReceipt hands a closed connection's receipt to the writer.
+func (er *egressRun) queueReceipt(d storage.Draft) {
+	er.rmu.Lock()
+	er.pending = append(er.pending, d)
+	er.rmu.Unlock()
+	select {
+	case er.rkick <- struct{}{}:
+	default:
+	}
+}
+
+// writeReceipts commits the queued receipts, those arriving within
+// receiptDelay of each other in one transaction, in the order the
+// connections closed; on stop it flushes what is left.
+func (er *egressRun) writeReceipts() {
+	defer close(er.rdone)
+	for {
+		select {
+		case <-er.rkick:
+		case <-er.rstop:
+			er.flushReceipts()
+			return
+		}
+		t := time.NewTimer(receiptDelay)
+		select {
+		case <-t.C:
+		case <-er.rstop:
+			t.Stop()
+			er.flushReceipts()
+			return
+		}
+		er.flushReceipts()
+	}
+}
+
+func (er *egressRun) flushReceipts() {
+	er.rmu.Lock()
+	batch := er.pending
+	er.pending = nil
+	er.rmu.Unlock()
+	if len(batch) == 0 {
+		return
+	}
+	if _, err := er.e.store.Update(func(tx *storage.Tx) error {
+		for _, d := range batch {
+			if _, err := tx.AppendReceipt(d); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		er.r.streamLine(storage.LevelError, fmt.Sprintf("egress: recording %d network.connect receipts failed: %v", len(batch), err))
 	}
 }
 
@@ -143,9 +234,10 @@ func (er *egressRun) decide(ctx context.Context, host string, port uint16) egres
 	// does not second-guess it. network: true never opens it.
 	literal := egress.IsAddr(host)
 	// The common case, a name the policy lists, is a read-only look: no
-	// write transaction (and no fsync) on a connection's path.
-	if ok, via := er.policyAllows(op); ok {
-		return egress.Verdict{Allow: true, AllowedBy: "rule", Via: via, Exempt: literal && !strings.Contains(via, "network true")}
+	// write transaction (and no fsync) on a connection's path. (The proxy
+	// asks check first; the policy may have changed since.)
+	if v, ok := er.check(host, port); ok {
+		return v
 	}
 	er.mu.Lock()
 	over := er.asks >= maxEgressAsks
@@ -208,16 +300,53 @@ func (er *egressRun) decide(ctx context.Context, host string, port uint16) egres
 	}
 }
 
-// policyAllows evaluates op against its subject's policy, read-only.
-func (er *egressRun) policyAllows(op perms.Op) (ok bool, via string) {
-	er.e.store.View(func(tx *storage.Tx) error {
-		p, _, err := perms.Policy(tx, op.Subject)
-		if err == nil {
-			ok, via = perms.Evaluate(p, op)
-		}
+// check is decide's quick path, for the common case: a connection the
+// policy allows (its switch, its list, or an exact rule), answered by a
+// read-only look with nothing to wait on, so the proxy need not watch
+// the client for a hang-up. The policy is read afresh for every
+// connection (a name just removed is refused at once); only the parse of
+// its list is kept while the list stays the same. Anything else is left
+// to decide (retry claims, the operator).
+func (er *egressRun) check(host string, port uint16) (egress.Verdict, bool) {
+	subject := "module:" + er.r.rec.Module
+	var p storage.PolicyRecord
+	if err := er.e.store.View(func(tx *storage.Tx) (err error) {
+		p, _, err = perms.Policy(tx, subject)
 		return err
-	})
-	return ok, via
+	}); err != nil {
+		return egress.Verdict{}, false
+	}
+	l, err := er.parsedList(p.NetworkAllow)
+	if err != nil {
+		return egress.Verdict{}, false
+	}
+	ok, via := perms.ListAllows(p, subject, l, host, port)
+	if !ok {
+		// Rarely, an exact rule: the whole evaluation, same policy read.
+		op, err := perms.ConnectOp(subject, host, port)
+		if err != nil {
+			return egress.Verdict{}, false
+		}
+		if ok, via = perms.Evaluate(p, op); !ok {
+			return egress.Verdict{}, false
+		}
+	}
+	return egress.Verdict{Allow: true, AllowedBy: "rule", Via: via, Exempt: egress.IsAddr(host) && !p.Network}, true
+}
+
+// parsedList is egress.ParseList(src), remembered while src stays the same.
+func (er *egressRun) parsedList(src []string) (egress.List, error) {
+	er.listMu.Lock()
+	defer er.listMu.Unlock()
+	if er.listParsed && slices.Equal(src, er.listSrc) {
+		return er.list, nil
+	}
+	l, err := egress.ParseList(src)
+	if err != nil {
+		return nil, err
+	}
+	er.list, er.listSrc, er.listParsed = l, slices.Clone(src), true
+	return l, nil
 }
 
 // reached says in the stream, once per destination, where the run got to.
@@ -235,7 +364,7 @@ func (er *egressRun) reached(rec egress.Record) {
 	}
 }
 
-// closed writes the connection's network.connect receipt (and, once per
+// closed queues the connection's network.connect receipt (and, once per
 // destination, a stream line for a refusal).
 func (er *egressRun) closed(rec egress.Record) {
 	r := er.r
@@ -277,13 +406,8 @@ func (er *egressRun) closed(rec egress.Record) {
 			r.streamLine(storage.LevelWarn, "egress: "+summary)
 		}
 	}
-	if _, err := er.e.store.Update(func(tx *storage.Tx) error {
-		_, err := tx.AppendReceipt(storage.Draft{Kind: storage.KindNetworkConnect, Actor: r.actor, Subject: r.rec.Module + "/" + r.rec.Hook,
-			Summary: summary, Details: details})
-		return err
-	}); err != nil {
-		r.streamLine(storage.LevelError, "egress: recording the network.connect receipt failed: "+err.Error())
-	}
+	er.queueReceipt(storage.Draft{Kind: storage.KindNetworkConnect, Actor: r.actor, Subject: r.rec.Module + "/" + r.rec.Hook,
+		Summary: summary, Details: details})
 }
 
 // egressSetup starts the run's proxy, hands its socket to the jail's uid

@@ -37,6 +37,7 @@ import (
 	"testing"
 	"time"
 
+	"warden/engine/perms"
 	"warden/storage"
 )
 
@@ -135,12 +136,15 @@ func egressScenario(args []string) int {
 		resp.Body.Close()
 		say("dl %d %d", n, time.Since(start).Microseconds())
 	case "bench-setup": // N HOST PORT proxy|direct: N connections one after another
+		// Each connection is timed from the dial to its proof (the first
+		// pong through it); the line lists every sample in microseconds.
 		n, _ := strconv.Atoi(arg(1))
 		target := net.JoinHostPort(arg(2), arg(3))
-		start := time.Now()
+		samples := make([]string, 0, n)
 		for i := 0; i < n; i++ {
 			var c net.Conn
 			var status string
+			start := time.Now()
 			if arg(4) == "direct" {
 				var err error
 				if c, err = net.Dial("tcp", target); err == nil {
@@ -156,13 +160,15 @@ func egressScenario(args []string) int {
 			} else {
 				c, status = connectTunnel(target)
 			}
+			took := time.Since(start)
 			if c == nil {
 				say("setup error: %s", status)
 				return 0
 			}
 			c.Close()
+			samples = append(samples, strconv.FormatInt(took.Microseconds(), 10))
 		}
-		say("setup %d %d", n, time.Since(start).Microseconds())
+		say("setup %d %s", n, strings.Join(samples, " "))
 	case "hangup": // HOST PORT: ask, give up after a second
 		pu, _ := url.Parse(os.Getenv("HTTPS_PROXY"))
 		c, err := net.Dial("tcp", pu.Host)
@@ -661,9 +667,9 @@ func TestEgressDenyListBeatsPolicy(t *testing.T) {
 		"ip":   egressHook("tunnel", "127.0.0.1", strconv.Itoa(w.pong)),
 	})
 	old := egressResolve
-	egressResolve = func(ctx context.Context, host string) ([]netip.Addr, error) {
+	egressResolve = func(ctx context.Context, host string) ([]netip.Addr, time.Duration, error) {
 		if host == "meta.test" {
-			return []netip.Addr{netip.MustParseAddr("169.254.169.254")}, nil
+			return []netip.Addr{netip.MustParseAddr("169.254.169.254")}, time.Minute, nil
 		}
 		return old(ctx, host)
 	}
@@ -757,6 +763,17 @@ func TestEgressConnectionLimit(t *testing.T) {
 	}
 	if len(rs) != 201 || allowed != 200 {
 		t.Errorf("%d receipts, %d allowed; want 201 and 200", len(rs), allowed)
+	}
+	// The receipts share commits (see receiptDelay), and the run's end
+	// flushes them: every one comes before the run's hook.end.
+	ends, err := e.Receipts(ReceiptFilter{Kind: "hook.end"})
+	if err != nil || len(ends) != 1 {
+		t.Fatalf("hook.end receipts: %v %v", ends, err)
+	}
+	for _, r := range rs {
+		if r.Seq > ends[0].Seq {
+			t.Fatalf("network.connect receipt %d comes after hook.end %d", r.Seq, ends[0].Seq)
+		}
 	}
 }
 
@@ -898,5 +915,43 @@ func TestEgressHangupClosesRequest(t *testing.T) {
 	}
 	if c := connectReceipts(t, e, o.Run.ID); len(c) != 1 || c[0].Details["reason"] != "the hook closed the connection before a decision" {
 		t.Errorf("receipts: %v", c)
+	}
+}
+
+// The quick path of a connection's decision reads the policy afresh each
+// time: a name removed from the list is refused at the next connection
+// (the list's parse is kept, never the policy), and an exact rule still
+// allows, read-only, as the whole evaluation would.
+func TestEgressQuickCheckFollowsThePolicy(t *testing.T) {
+	e := openEngine(t, Options{})
+	er := &egressRun{e: e, r: &activeRun{rec: storage.RunRecord{Module: "testmod"}}}
+	p := setNetwork(t, e, "api.example.org:443", "*.pkg.example:443")
+	if v, ok := er.check("api.example.org", 443); !ok || !v.Allow || v.AllowedBy != "rule" || !strings.Contains(v.Via, "api.example.org:443") {
+		t.Fatalf("a listed name: %+v %v", v, ok)
+	}
+	if v, ok := er.check("cdn.pkg.example", 443); !ok || !v.Allow {
+		t.Fatalf("a name under a listed wildcard: %+v %v", v, ok)
+	}
+	if _, ok := er.check("api.example.org", 80); ok {
+		t.Fatal("another port of a listed name was allowed")
+	}
+	p.NetworkAllow = []string{"*.pkg.example:443"}
+	if _, err := e.SetPolicy(testActor, p, p.Revision); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := er.check("api.example.org", 443); ok {
+		t.Fatalf("a name removed from the list still allowed: %+v", v)
+	}
+	op, err := perms.ConnectOp("module:testmod", "ip.example.net", 8443)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _, _ = e.Policy("module:testmod")
+	p.Rules = append(p.Rules, Rule{Operation: op.Operation, Digest: op.Digest, Summary: "network ip.example.net:8443"})
+	if _, err := e.SetPolicy(testActor, p, p.Revision); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := er.check("ip.example.net", 8443); !ok || !v.Allow || !strings.Contains(v.Via, "rule network.connect") {
+		t.Fatalf("an exact rule: %+v %v", v, ok)
 	}
 }

@@ -12,13 +12,14 @@ import (
 func (a *app) hookEgressBridgeCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "egress-bridge --socket PATH -- PROGRAM [ARG...]",
-		Short: "Inside the jail: forward 127.0.0.1:3128 and :1080 to the run's egress proxy, then run the hook",
+		Short: "Inside the jail: hand 127.0.0.1:3128 and :1080 to the run's egress proxy, then run the hook",
 		Long: `Started by the jail, before the hook, when the hook's network is a list of
-destinations. It listens on 127.0.0.1:3128 (HTTP proxy: CONNECT and
-absolute-form http:// requests) and 127.0.0.1:1080 (SOCKS5, remote names),
-forwards each connection to the run's proxy socket, and then execs the
-hook, which finds HTTP_PROXY, HTTPS_PROXY and ALL_PROXY pointing there. It
-ends with the jail.`,
+destinations. It opens listeners on 127.0.0.1:3128 (HTTP proxy: CONNECT and
+absolute-form http:// requests) and 127.0.0.1:1080 (SOCKS5, remote names)
+in the jail's own network, hands them to the run's proxy over its socket,
+and then execs the hook, which finds HTTP_PROXY, HTTPS_PROXY and ALL_PROXY
+pointing there. The engine accepts the hook's connections on them until
+the run ends; no bridge process stays in the jail.`,
 		Example: `  # what the jail runs for a hook with network: [api.github.com:443]
   warden hook egress-bridge --socket /run/warden/egress.sock -- /module/hooks/fetch.sh`,
 		Hidden:             true,

@@ -2,6 +2,7 @@ package egress
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -58,6 +59,11 @@ type Config struct {
 	Socket string
 	// Decide is asked once per connection that names a valid host.
 	Decide func(ctx context.Context, host string, port uint16) Verdict
+	// Check, when set, is asked before Decide and must never wait: a
+	// quick yes (the policy lists the name) is the verdict, and Decide is
+	// not asked. Anything else (decided false) goes to Decide, with the
+	// client watched for a hang-up while it may wait on the operator.
+	Check func(host string, port uint16) (v Verdict, decided bool)
 	// Resolve turns a name into addresses; nil means the host's resolver.
 	Resolve func(ctx context.Context, host string) ([]netip.Addr, error)
 	// Exempt, when set, names hosts that skip the deny list (tests only:
@@ -94,8 +100,10 @@ type Proxy struct {
 	wg     sync.WaitGroup
 	open   atomic.Int64
 
-	mu    sync.Mutex
-	conns map[net.Conn]struct{}
+	mu      sync.Mutex
+	conns   map[net.Conn]struct{}
+	adopted bool           // the bridge's listeners were handed over
+	lns     []net.Listener // those listeners (see handoff.go)
 }
 
 // Listen starts the proxy on cfg.Socket (0600).
@@ -128,7 +136,7 @@ func Listen(cfg Config) (*Proxy, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &Proxy{cfg: cfg, ln: ln, ctx: ctx, cancel: cancel, conns: map[net.Conn]struct{}{}}
 	p.wg.Add(1)
-	go p.serve()
+	go p.serve(ln)
 	return p, nil
 }
 
@@ -138,6 +146,9 @@ func (p *Proxy) Close() {
 	p.cancel()
 	p.ln.Close()
 	p.mu.Lock()
+	for _, ln := range p.lns {
+		ln.Close()
+	}
 	for c := range p.conns {
 		c.Close()
 	}
@@ -145,10 +156,12 @@ func (p *Proxy) Close() {
 	p.wg.Wait()
 }
 
-func (p *Proxy) serve() {
+// serve accepts on the proxy socket, or on a listener the bridge handed
+// over; a connection from either takes the same path.
+func (p *Proxy) serve(ln net.Listener) {
 	defer p.wg.Done()
 	for {
-		c, err := p.ln.Accept()
+		c, err := ln.Accept()
 		if err != nil {
 			if p.ctx.Err() != nil {
 				return
@@ -203,11 +216,39 @@ type refusal struct {
 func (p *Proxy) handle(c net.Conn, overLimit bool) {
 	defer c.Close()
 	rec := Record{Start: time.Now()}
+	c.SetReadDeadline(time.Now().Add(headerTimeout))
+	// On the proxy socket the first message may be the bridge's handoff
+	// (descriptors travel only with it); its bytes are otherwise the
+	// start of a request.
+	var src io.Reader = c
+	if uc, ok := c.(*net.UnixConn); ok {
+		first, fds, err := firstMessage(uc)
+		switch {
+		case len(fds) > 0 || (len(first) > 0 && first[0] == handoffByte):
+			if err == nil && len(first) == 1 {
+				err = p.adopt(fds)
+			} else {
+				closeFDs(fds)
+				if err == nil {
+					err = errors.New("a handoff is one byte with the listeners")
+				}
+			}
+			answer := "ok\n"
+			if err != nil {
+				answer = err.Error() + "\n"
+			}
+			c.SetWriteDeadline(time.Now().Add(5 * time.Second))
+			io.WriteString(c, answer)
+			return
+		case err != nil:
+			return
+		}
+		src = io.MultiReader(bytes.NewReader(first), c)
+	}
 	// The header is read through a limit (a hostile hook cannot make the
 	// engine buffer an endless line); the limit is lifted for the relay.
-	lr := &io.LimitedReader{R: c, N: maxHeaderBytes}
+	lr := &io.LimitedReader{R: src, N: maxHeaderBytes}
 	br := bufio.NewReaderSize(lr, 16<<10)
-	c.SetReadDeadline(time.Now().Add(headerTimeout))
 	req, ref := readRequest(br, c)
 	lr.N = math.MaxInt64
 	if req != nil {
@@ -241,9 +282,16 @@ func (p *Proxy) handle(c net.Conn, overLimit bool) {
 	// meanwhile abandons it (its request is closed, not left pending).
 	ctx, cancel := context.WithCancelCause(p.ctx)
 	defer cancel(nil)
-	stopWatch := watchHangup(c, br, cancel)
-	v := p.cfg.Decide(ctx, req.host, req.port)
-	stopWatch()
+	var v Verdict
+	decided := false
+	if p.cfg.Check != nil {
+		v, decided = p.cfg.Check(req.host, req.port)
+	}
+	if !decided {
+		stopWatch := watchHangup(c, br, cancel)
+		v = p.cfg.Decide(ctx, req.host, req.port)
+		stopWatch()
+	}
 	rec.Via, rec.AllowedBy = v.Via, v.AllowedBy
 	if !v.Allow {
 		rec.Reason = v.Reason

@@ -4,9 +4,9 @@ package jail
 // empty network namespace (bwrap brings loopback up in it), seccomp lets
 // the hook make AF_INET/AF_INET6 sockets (there is no route anywhere but
 // the jail's own loopback, so the namespace is the boundary), and the
-// jail's first program is `warden hook egress-bridge`, which listens on
-// 127.0.0.1:3128 and :1080, forwards to the run's proxy socket, and execs
-// the hook.
+// jail's first program is `warden hook egress-bridge`, which opens
+// listeners on 127.0.0.1:3128 and :1080, hands them to the run's proxy
+// over its socket, and execs the hook.
 
 // EgressSocketName is the proxy's socket in the run dir;
 // EgressSocketTarget is the same socket seen inside the jail.

@@ -56,8 +56,8 @@ func evaluateConnect(p storage.PolicyRecord, op Op) (bool, string) {
 	if err := json.Unmarshal(op.Content, &c); err == nil {
 		l, err := egress.ParseList(p.NetworkAllow)
 		if err == nil {
-			if d, ok := l.Match(c.Host, c.Port); ok {
-				return true, fmt.Sprintf("policy %s revision %d: %s", op.Subject, p.Revision, d.String())
+			if ok, via := ListAllows(p, op.Subject, l, c.Host, c.Port); ok {
+				return true, via
 			}
 		}
 	}
@@ -67,6 +67,24 @@ func evaluateConnect(p storage.PolicyRecord, op Op) (bool, string) {
 		}
 	}
 	return false, fmt.Sprintf("policy %s revision %d: no network entry matches", op.Subject, p.Revision)
+}
+
+// ListAllows is the part of Evaluate for a connection to host:port that
+// needs no operation digest: the policy's network switch, or its list l
+// (the caller's parse of p.NetworkAllow, so a proxy can parse it once per
+// revision instead of once per connection). false says only that neither
+// allows it: an exact rule still may (Evaluate says).
+func ListAllows(p storage.PolicyRecord, subject string, l egress.List, host string, port uint16) (bool, string) {
+	switch {
+	case p.Subject != "" && p.Subject != subject:
+		return false, ""
+	case p.Network:
+		return true, fmt.Sprintf("policy %s revision %d: network true (every name)", subject, p.Revision)
+	}
+	if d, ok := l.Match(host, port); ok {
+		return true, fmt.Sprintf("policy %s revision %d: %s", subject, p.Revision, d.String())
+	}
+	return false, ""
 }
 
 // alwaysConnect is approve-always of a network.connect request: host:port
