@@ -11,6 +11,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"warden/engine"
+	"warden/engine/hands"
 	"warden/engine/hands/handstest"
 )
 
@@ -88,4 +89,73 @@ func TestHandsRowShowsDriftAfterStop(t *testing.T) {
 	if !strings.Contains(view, "⚠ DRIFT") {
 		t.Errorf("no drift badge:\n%s", view)
 	}
+}
+
+// TestHandsWizardSocketErrorSaidOnce: at 80 columns a socket path that
+// is not there is refused once, under the form, broken only at spaces,
+// saying what went wrong and what to do (no CLI flag: this is the
+// console). A select left on its placeholder says so the same way.
+func TestHandsWizardSocketErrorSaidOnce(t *testing.T) {
+	// One engine is always offered, so the frame does not depend on the
+	// machine's engines: a socket that listens (it is never dialled here).
+	t.Setenv("WARDEN_TEST_DOCKER", listenUnix(t, t.TempDir()+"/e.sock").Addr().String())
+	t.Setenv("WARDEN_TEST_PODMAN", "")
+	e := newEngine(t)
+	dir := t.TempDir()
+	c := startConsoleSize(t, e, 80, 24)
+	c.keys("5", "i")
+	c.wait("Hands init 1/5 · root")
+	c.keys(dir + "/r")
+	c.wait("is new and its ancestors are safe")
+	c.keys("enter")
+	c.wait("Hands init 2/5 · engine socket", "other path…")
+	c.keys("enter") // the placeholder is no choice
+	c.wait("✗ choose an engine socket (there is no default)")
+	c.downTo(len(engine.HandsSocketCandidates()) + 1)
+	c.keys("enter")
+	c.wait("Engine socket path")
+	const missing = "/run/warden-test-nowhere/docker.sock"
+	c.keys(missing)
+	c.wait("no engine socket at " + missing)
+	c.keys("enter") // refused: the form stays
+	view := c.quit()
+
+	if n := strings.Count(view, "no engine socket at"); n != 1 {
+		t.Errorf("the socket error is said %d times, want once:\n%s", n, view)
+	}
+	if strings.Contains(view, "there is no default") {
+		t.Errorf("the select's error outlived the choice:\n%s", view)
+	}
+	if strings.Contains(view, "--engine-socket") {
+		t.Errorf("the console's error names a CLI flag:\n%s", view)
+	}
+	lines := strings.Split(view, "\n")
+	var block []string
+	for i, l := range lines {
+		if w := textWidth(l); w > 80 {
+			t.Errorf("row %d is %d cells wide at 80 columns: %q", i, w, l)
+		}
+		if strings.HasPrefix(l, "✗ no engine socket") {
+			block = append(block, strings.TrimPrefix(l, "✗ "))
+			for _, m := range lines[i+1:] {
+				if !strings.HasPrefix(m, "  ") || strings.TrimSpace(m) == "" {
+					break
+				}
+				block = append(block, strings.TrimSpace(m))
+			}
+		}
+	}
+	want := hands.CheckSocket(missing).Error()
+	if got := strings.Join(block, " "); got != want {
+		t.Errorf("the error's rows, joined at spaces:\n%q\nwant the whole error, broken only at spaces:\n%q", got, want)
+	}
+	if len(block) < 2 {
+		t.Errorf("a %d-cell error in %d rows at 80 columns", len(want), len(block))
+	}
+	for _, s := range []string{"start the engine", "give the path"} {
+		if !strings.Contains(want, s) {
+			t.Errorf("the error does not say what to do (%q): %s", s, want)
+		}
+	}
+	c.golden(view)
 }

@@ -243,7 +243,11 @@ func (z *handsWizard) open(which int) tea.Cmd {
 				Affirmative("Finish").Negative("Cancel").Value(&z.confirmed)).Title(z.title("confirm")),
 		)
 	}
-	z.form = huh.NewForm(groups...).WithTheme(z.sh.th.Huh()).WithShowHelp(true).WithShowErrors(which != formRoot)
+	// huh's own error list is off: it repeated the live line below the
+	// form and broke words at the form's width. Every error of a field
+	// (a path checked as typed, a select left on its placeholder) is
+	// said once, by checkLive, wrapped at spaces to the pane.
+	z.form = huh.NewForm(groups...).WithTheme(z.sh.th.Huh()).WithShowHelp(true).WithShowErrors(false)
 	z.form.SubmitCmd, z.form.CancelCmd = nil, nil
 	cmd := z.form.Init()
 	z.sizeForm()
@@ -289,7 +293,9 @@ func (z *handsWizard) sizeForm() {
 	}
 }
 
-// checkLive validates the focused text field as it stands.
+// checkLive validates the focused text field as it stands, and says why
+// the form did not go on when a field refused (a select left on its
+// placeholder).
 func (z *handsWizard) checkLive() {
 	z.live, z.liveOK = "", false
 	if z.form == nil || z.stage != wsForm {
@@ -300,6 +306,10 @@ func (z *handsWizard) checkLive() {
 		return
 	}
 	switch f.GetKey() {
+	default:
+		if err := f.Error(); err != nil {
+			z.live = "✗ " + OneLine(err.Error())
+		}
 	case "root":
 		if z.kind != wizInit {
 			return
