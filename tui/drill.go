@@ -154,8 +154,8 @@ func (a *App) copySelected() {
 			a.copyText("module/hook", text)
 		}
 	case tabHands:
-		if p := a.hands; p.sel < len(p.roots) {
-			a.copyText("hands root", p.roots[p.sel].Root)
+		if r, ok := a.hands.current(); ok {
+			a.copyText("hands root", r.Root)
 		}
 	}
 }

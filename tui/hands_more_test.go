@@ -2,17 +2,23 @@ package tui
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	tea "github.com/charmbracelet/bubbletea"
 	"github.com/moby/moby/client"
 
 	"warden/engine"
 	"warden/engine/hands"
 	"warden/engine/hands/handstest"
+	"warden/themes"
 )
 
 // TestHandsWizardWithoutAnEngine: with no engine socket anywhere, the
@@ -158,4 +164,107 @@ func TestHandsWizardSocketErrorSaidOnce(t *testing.T) {
 		}
 	}
 	c.golden(view)
+}
+
+// TestSlashFiltersHands: / filters the Hands roots as it does the other
+// lists: the title says how many of how many, the cursor lands on a root
+// the filter leaves (what c copies and s asks about), a filter leaving
+// none says so and s/c act on nothing, and esc shows every root again.
+func TestSlashFiltersHands(t *testing.T) {
+	sock := handsDocker(t)
+	base := handsBase(t, sock)
+	e := newEngine(t)
+	ctx := context.Background()
+	for _, r := range []struct{ name, access string }{{"alpha", engine.HandsAccessFiles}, {"beta", engine.HandsAccessFiles}, {"gamma", engine.HandsAccessNone}} {
+		if _, err := e.HandsInit(ctx, "local:test", engine.HandsInitOptions{Root: base + "/" + r.name, EngineSocket: sock, Image: handstest.Image, Access: r.access}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var mu sync.Mutex
+	var copied []string
+	c := startConsoleWith(t, e, func(o *Options) {
+		o.Copy = func(seq string) {
+			b, _ := base64.StdEncoding.DecodeString(strings.TrimSuffix(strings.TrimPrefix(seq, "\x1b]52;c;"), "\x07"))
+			mu.Lock()
+			copied = append(copied, string(b))
+			mu.Unlock()
+		}
+	})
+	c.keys("5")
+	c.wait("Hands roots (3)", "container running")
+	c.keys("/")
+	c.wait("filter ›")
+	c.keys("beta", "enter")
+	c.wait("Hands roots · filter beta (esc clears) · 1 of 3")
+	c.keys("c")
+	c.wait("copied hands root")
+
+	// Nothing left: said, and s and c act on no root.
+	c.keys("/")
+	for range "beta" {
+		c.tm.Send(keyBackspace)
+	}
+	c.keys("zzz", "enter")
+	c.wait("filter zzz (esc clears) · 0 of 3", "no match for zzz")
+	c.keys("c", "s", "esc")
+	c.wait("Hands roots (3)")
+
+	// From the last root, a filter that hides it moves the cursor to
+	// the one it leaves.
+	c.keys("G", "/", "alpha", "enter")
+	c.wait("filter alpha (esc clears) · 1 of 3")
+	c.keys("c")
+	c.wait("copied hands root")
+	c.keys("esc")
+	c.wait("Hands roots (3)")
+	c.keys("/", "access none", "enter")
+	c.wait("filter access none (esc clears) · 1 of 3")
+	view := maskHands(c.final(), sock)
+
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []string{base + "/beta", base + "/alpha"}; !slices.Equal(copied, want) {
+		t.Errorf("c copied %q, want %q (nothing while no root was shown)", copied, want)
+	}
+	if strings.Contains(view, "asking the Docker engine") {
+		t.Errorf("s asked about a root the filter hid:\n%s", view)
+	}
+	row := "▸ ready     /tmp/warden-tui-hands-XXXXXXXX/gamma"
+	if !strings.Contains(view, row) || strings.Contains(view, "/alpha") || strings.Contains(view, "/beta") {
+		t.Errorf("filtered on access none, want only gamma, selected (%q):\n%s", row, view)
+	}
+}
+
+// TestHandsListScrolls: with more roots than rows, the cursor's row is
+// always drawn (G shows the last root), and the offset is valid again
+// once a filter shrinks the list: every root it leaves is shown.
+func TestHandsListScrolls(t *testing.T) {
+	now := time.Now()
+	sh := &shared{th: themes.NoColor(), opts: Options{Now: func() time.Time { return now }}}
+	p := newHandsPane(sh)
+	var rs []engine.HandsRecord
+	for i := range 30 {
+		rs = append(rs, engine.HandsRecord{Root: fmt.Sprintf("/srv/hands/task%02d", i), Phase: string(hands.PhaseReady), Access: engine.HandsAccessFiles, Updated: now})
+	}
+	p.apply(rs, "")
+	p.resize(80, 10)
+	p.update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("G")})
+	view := p.view(80, 10)
+	if !strings.Contains(view, "▸ ready     /srv/hands/task29") {
+		t.Errorf("G: the last root is not drawn selected:\n%s", view)
+	}
+	p.setQuery("task2")
+	view = p.view(80, 10)
+	for i := 23; i < 30; i++ { // the last 7 of the 10 matches fill the 7 rows
+		if !strings.Contains(view, fmt.Sprintf("/srv/hands/task%02d ", i)) {
+			t.Errorf("task%02d not drawn after the filter:\n%s", i, view)
+		}
+	}
+	if !strings.Contains(view, "· 10 of 30") || !strings.Contains(view, "▸ ready     /srv/hands/task29") || strings.Contains(view, "task19") {
+		t.Errorf("filter task2 from the bottom:\n%s", view)
+	}
+	p.update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("g")})
+	if view = p.view(80, 10); !strings.Contains(view, "▸ ready     /srv/hands/task20") {
+		t.Errorf("g under the filter lands on the first match (task20):\n%s", view)
+	}
 }
