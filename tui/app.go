@@ -57,9 +57,14 @@ type Options struct {
 	// OnTheme, when set, is told the theme the operator chose with
 	// :theme (an SSH session remembers it for the key).
 	OnTheme func(name string)
-	// Copy writes an OSC 52 clipboard sequence to the terminal (default:
-	// stdout); an SSH session writes it to its channel.
+	// Copy writes an OSC 52 clipboard sequence to the terminal: an SSH
+	// session writes it to its channel. Unset (the local console), c goes
+	// to the console's own terminal, through tmux or screen when it runs
+	// in one (clipboard.go).
 	Copy func(seq string)
+	// clip, in tests, stands for the local console's environment, tmux
+	// and terminal (default: os.Getenv, tmux on PATH, stdout).
+	clip *localClipboard
 	// NoPager refuses o (an SSH session: a pager would run on the
 	// server).
 	NoPager bool
@@ -196,6 +201,7 @@ type (
 
 // App is the console's root model.
 type App struct {
+	clip   localClipboard // where c goes on the local console (clipboard.go)
 	sh     *shared
 	sub    *engine.Subscription
 	ctx    context.Context
@@ -258,14 +264,14 @@ func New(e engine.Facade, opts Options) *App {
 	if opts.Bell == nil {
 		opts.Bell = func() { io.WriteString(os.Stdout, "\a") }
 	}
-	if opts.Copy == nil {
-		opts.Copy = func(seq string) { io.WriteString(os.Stdout, seq) }
-	}
 	if opts.Theme.Name == "" {
 		opts.Theme, _ = themes.ByName("")
 	}
 	sh := &shared{e: e, th: opts.Theme, opts: opts}
-	a := &App{sh: sh, keys: newGlobalKeys(), width: 80, height: 24, attachedPID: opts.AttachedPID}
+	a := &App{sh: sh, keys: newGlobalKeys(), width: 80, height: 24, attachedPID: opts.AttachedPID, clip: defaultClipboard()}
+	if opts.clip != nil {
+		a.clip = *opts.clip
+	}
 	// Subscribe before the first reads: nothing that happens between is lost.
 	a.sub = e.Subscribe()
 	a.ctx, a.cancel = context.WithCancel(context.Background())
@@ -417,6 +423,9 @@ func (a *App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return a, nil
 	case takeoverMsg:
 		return a, a.tookOver(msg)
+	case copiedMsg:
+		a.copied(msg)
+		return a, nil
 	case jumpToRunMsg:
 		a.setTab(tabStreams)
 		a.streams.show(msg.run)
@@ -529,8 +538,7 @@ func (a *App) key(msg tea.KeyMsg) tea.Cmd {
 			a.back()
 			return nil
 		case key.Matches(msg, a.keys.Copy):
-			a.copySelected()
-			return nil
+			return a.copySelected()
 		case key.Matches(msg, a.keys.Pager):
 			return a.openPager()
 		case key.Matches(msg, a.keys.Quit):
