@@ -553,7 +553,9 @@ func (a *App) key(msg tea.KeyMsg) tea.Cmd {
 			// 2 lands on the request that needs an answer: the oldest
 			// pending one, whatever was selected before.
 			a.setTab(tabRequests)
-			a.requests.selectOldestPending()
+			if a.requests.selectOldestPending() {
+				a.sh.setStatus(a.requests.clearedNote(), false)
+			}
 			return nil
 		case key.Matches(msg, a.keys.Next):
 			a.setTab((a.tab + 1) % tabCount)
