@@ -165,7 +165,7 @@ func (z *handsWizard) open(which int) tea.Cmd {
 		groups = append(groups, huh.NewGroup(
 			huh.NewInput().Key("root").Title("Root").
 				Description("a new directory for this task: absolute, canonical, not there yet, under safe ancestors").
-				Placeholder("/home/you/hands/task1").CharLimit(1024).Value(&z.root).Validate(e.ValidateHandsRoot),
+				Placeholder("/home/you/hands/task1").CharLimit(1024).Value(&z.root).Validate(z.checkRoot),
 		).Title(z.title("root")).Description("checked as you type · enter goes on · esc cancels"))
 	case formSocket:
 		z.candidates = engine.HandsSocketCandidates()
@@ -255,6 +255,21 @@ func (z *handsWizard) open(which int) tea.Cmd {
 	return cmd
 }
 
+// checkRoot holds the root as typed to the engine's rules, once made
+// absolute as the add-module prompt does (resolvePath: ~ is the home, a
+// relative path is taken from the console's folder), so a relative path
+// is not refused with the CLI's advice.
+func (z *handsWizard) checkRoot(s string) error {
+	if s == "" {
+		return errors.New("type the new root's path")
+	}
+	abs, err := resolvePath(s)
+	if err != nil {
+		return err
+	}
+	return z.sh.e.ValidateHandsRoot(abs)
+}
+
 // summary is what init is about to do, for the confirm form.
 func (z *handsWizard) summary() string {
 	access := "files (the workspace may be read and written)"
@@ -318,11 +333,12 @@ func (z *handsWizard) checkLive() {
 			z.live = "type the new root's absolute path"
 			return
 		}
-		if err := z.sh.e.ValidateHandsRoot(z.root); err != nil {
+		if err := z.checkRoot(z.root); err != nil {
 			z.live = "✗ " + OneLine(err.Error())
 			return
 		}
-		z.live, z.liveOK = "✓ "+z.root+" is new and its ancestors are safe", true
+		abs, _ := resolvePath(z.root)
+		z.live, z.liveOK = "✓ "+abs+" is new and its ancestors are safe", true
 	case "socketPath":
 		if z.socketPath == "" {
 			z.live = "type the socket's absolute path"
@@ -492,6 +508,7 @@ func (z *handsWizard) feed(msg tea.Msg) tea.Cmd {
 func (z *handsWizard) next() tea.Cmd {
 	switch z.which {
 	case formRoot:
+		z.root, _ = resolvePath(z.root) // checkRoot passed: it resolves
 		return z.open(formSocket)
 	case formSocket:
 		z.socket = z.socketChoice
