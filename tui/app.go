@@ -62,6 +62,10 @@ type Options struct {
 	// to the console's own terminal, through tmux or screen when it runs
 	// in one (clipboard.go).
 	Copy func(seq string)
+	// CopyNote, when set, follows "copied …" in the status line: what the
+	// operator's terminal needs for the copy to arrive (an SSH client in
+	// tmux: ForTerminal's note).
+	CopyNote string
 	// clip, in tests, stands for the local console's environment, tmux
 	// and terminal (default: os.Getenv, tmux on PATH, stdout).
 	clip *localClipboard

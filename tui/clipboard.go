@@ -21,7 +21,9 @@ import (
 //
 // Where it goes:
 //   - an SSH session (Options.Copy set): the sequence goes down the
-//     session, to the operator's terminal;
+//     session, to the operator's terminal, wrapped (ForTerminal) when the
+//     client says it runs in tmux or screen (its TERM, or TMUX or STY
+//     sent with SendEnv), with a note of the tmux setting it needs;
 //   - a local console inside tmux ($TMUX): `tmux load-buffer -w -`, as
 //     Neovim's clipboard provider does there. tmux keeps an application's
 //     OSC 52 only with `set-clipboard on` and a DCS passthrough only with
@@ -31,8 +33,8 @@ import (
 //     fails (an older tmux, no tmux on PATH), the sequence is written both
 //     plain and wrapped in tmux's passthrough, so either setting carries
 //     it, and the status line names the setting;
-//   - a local console inside GNU screen ($STY): the sequence wrapped in
-//     screen's DCS passthrough, in pieces screen accepts;
+//   - a local console inside GNU screen ($STY): the sequence, and again
+//     wrapped in screen's DCS passthrough, in pieces screen accepts;
 //   - else: the sequence as it is.
 
 // screenChunk is the most of a sequence one screen DCS string carries
@@ -46,16 +48,36 @@ const tmuxTimeout = 3 * time.Second
 // clipboardSequence is what to write to the terminal to put text on its
 // clipboard, for the multiplexer getenv says the console runs in.
 func clipboardSequence(text string, getenv func(string) string) string {
-	seq := ansi.SetSystemClipboard(text)
+	seq, _ := ForTerminal(ansi.SetSystemClipboard(text), getenv)
+	return seq
+}
+
+// What tmux needs to pass an application's OSC 52 on, short enough to
+// be read in an 80-column status line: tmuxNote when the terminal is
+// tmux, maybeTmuxNote when it may be tmux or screen.
+const (
+	tmuxNote      = "tmux needs `set -s set-clipboard on` (or `set -g allow-passthrough on`)"
+	maybeTmuxNote = "in tmux, needs `set -s set-clipboard on`"
+)
+
+// ForTerminal wraps an OSC 52 sequence for the multiplexer getenv says
+// the terminal runs in, and says what that multiplexer needs to pass it
+// on ("" outside one). Each form is one a multiplexer that does not
+// know it drops: tmux ignores screen's DCS, screen an OSC 52. The tmux
+// passthrough is sent only when tmux is certain (TMUX, TERM tmux*):
+// screen would hand its "tmux;" to the terminal as text.
+func ForTerminal(seq string, getenv func(string) string) (out, note string) {
+	term := getenv("TERM")
 	switch {
-	case getenv("TMUX") != "":
+	case getenv("TMUX") != "" || strings.HasPrefix(term, "tmux"):
 		// Plain for `set-clipboard on` (tmux keeps a paste buffer too),
 		// wrapped for `allow-passthrough on`.
-		return seq + ansi.TmuxPassthrough(seq)
-	case getenv("STY") != "":
-		return ansi.ScreenPassthrough(seq, screenChunk)
+		return seq + ansi.TmuxPassthrough(seq), tmuxNote
+	case getenv("STY") != "" || strings.HasPrefix(term, "screen"):
+		// screen's TERM is tmux's default TERM too: plain for tmux.
+		return seq + ansi.ScreenPassthrough(seq, screenChunk), maybeTmuxNote
 	}
-	return seq
+	return seq, ""
 }
 
 // tmuxLoadBuffer gives text to the tmux server the console runs in
@@ -101,7 +123,11 @@ func (a *App) copyText(what, text string) tea.Cmd {
 	}
 	if a.sh.opts.Copy != nil {
 		a.sh.opts.Copy(ansi.SetSystemClipboard(text))
-		a.sh.setStatus(fmt.Sprintf("copied %s to the clipboard (%d bytes)", what, len(text)), false)
+		msg := fmt.Sprintf("copied %s to the clipboard (%d bytes)", what, len(text))
+		if a.sh.opts.CopyNote != "" {
+			msg = fmt.Sprintf("copied %s (%d bytes) · %s", what, len(text), a.sh.opts.CopyNote)
+		}
+		a.sh.setStatus(msg, false)
 		return nil
 	}
 	clip := a.clip
@@ -126,6 +152,6 @@ func (a *App) copied(m copiedMsg) {
 		return
 	}
 	io.WriteString(a.clip.term, clipboardSequence(m.text, a.clip.getenv))
-	a.sh.setStatus(fmt.Sprintf("copied %s with OSC 52 (%d bytes), but tmux passes it on only with `set -s set-clipboard on` "+
-		"(or `set -g allow-passthrough on`) in ~/.tmux.conf: `tmux load-buffer -w` failed (%v)", m.what, len(m.text), m.err), true)
+	a.sh.setStatus(fmt.Sprintf("copied %s with OSC 52 (%d bytes) · %s in ~/.tmux.conf: `tmux load-buffer -w` failed (%v)",
+		m.what, len(m.text), tmuxNote, m.err), true)
 }

@@ -24,27 +24,44 @@ func env(kv ...string) func(string) string {
 
 // TestClipboardSequenceBytes: the bytes c writes, outside a multiplexer,
 // in tmux (plain for set-clipboard on, then tmux's passthrough with every
-// ESC doubled, for allow-passthrough on) and in GNU screen (DCS pieces a
-// screen string holds). A hostile text travels only as base64.
+// ESC doubled, for allow-passthrough on) and in GNU screen or a TERM that
+// may be either (plain, then DCS pieces a screen string holds: tmux drops
+// those, and screen would print tmux's "tmux;"). A hostile text travels
+// only as base64.
 func TestClipboardSequenceBytes(t *testing.T) {
 	text := "run \x1b]52;c;ZXZpbA==\x07 id"
 	b64 := base64.StdEncoding.EncodeToString([]byte(text))
 	plain := "\x1b]52;c;" + b64 + "\x07"
-	if got := clipboardSequence(text, env()); got != plain {
-		t.Errorf("no multiplexer: %q, want %q", got, plain)
-	}
 	wantTmux := plain + "\x1bPtmux;\x1b\x1b]52;c;" + b64 + "\x07\x1b\\"
-	if got := clipboardSequence(text, env("TMUX", "/tmp/tmux-0/default,42,0", "STY", "1.pts")); got != wantTmux {
-		t.Errorf("tmux:\n%q\nwant\n%q", got, wantTmux)
-	}
-	if got := clipboardSequence(text, env("STY", "1234.pts-0.host")); got != "\x1bP"+plain+"\x1b\\" {
-		t.Errorf("screen, short: %q", got)
+	wantScreen := plain + "\x1bP" + plain + "\x1b\\"
+	for _, c := range []struct {
+		name string
+		env  func(string) string
+		want string
+	}{
+		{"no multiplexer", env("TERM", "xterm-256color"), plain},
+		{"TMUX", env("TMUX", "/tmp/tmux-0/default,42,0", "STY", "1.pts", "TERM", "screen"), wantTmux},
+		{"TERM tmux", env("TERM", "tmux-256color"), wantTmux},
+		{"STY", env("STY", "1234.pts-0.host", "TERM", "xterm"), wantScreen},
+		{"TERM screen", env("TERM", "screen-256color"), wantScreen},
+	} {
+		if got := clipboardSequence(text, c.env); got != c.want {
+			t.Errorf("%s:\n%q\nwant\n%q", c.name, got, c.want)
+		}
+		_, note := ForTerminal(plain, c.env)
+		if (note != "") != (c.want != plain) || (note != "" && !strings.Contains(note, "set -s set-clipboard on")) {
+			t.Errorf("%s: note %q", c.name, note)
+		}
 	}
 
 	// A long text in screen: pieces of at most screenChunk bytes, each
 	// its own DCS string, that make up the plain sequence again.
 	long := strings.Repeat("0123456789", 200)
-	seq := clipboardSequence(long, env("STY", "1234.pts-0.host"))
+	longPlain := "\x1b]52;c;" + base64.StdEncoding.EncodeToString([]byte(long)) + "\x07"
+	seq, found := strings.CutPrefix(clipboardSequence(long, env("STY", "1234.pts-0.host")), longPlain)
+	if !found {
+		t.Fatalf("screen, long: the plain sequence does not come first")
+	}
 	body, ok := strings.CutPrefix(seq, "\x1bP")
 	body, ok2 := strings.CutSuffix(body, "\x1b\\")
 	if !ok || !ok2 {
@@ -59,7 +76,7 @@ func TestClipboardSequenceBytes(t *testing.T) {
 			t.Errorf("piece %d is %d bytes, over %d", i, len(p), screenChunk)
 		}
 	}
-	if got, want := strings.Join(pieces, ""), "\x1b]52;c;"+base64.StdEncoding.EncodeToString([]byte(long))+"\x07"; got != want {
+	if got := strings.Join(pieces, ""); got != longPlain {
 		t.Errorf("the pieces do not make the sequence up again")
 	}
 }
@@ -116,7 +133,7 @@ func TestCopyInTmuxGoesThroughLoadBuffer(t *testing.T) {
 	fail = true
 	mu.Unlock()
 	c.keys("c")
-	c.wait("but tmux passes it on only with `set -s set-clipboard on`")
+	c.wait("copied module/hook with OSC 52 (9 bytes) · tmux needs `set -s set-clipboard on`")
 	c.final()
 	mu.Lock()
 	defer mu.Unlock()
