@@ -164,7 +164,7 @@ func (z *handsWizard) open(which int) tea.Cmd {
 	case formRoot:
 		groups = append(groups, huh.NewGroup(
 			huh.NewInput().Key("root").Title("Root").
-				Description("a new directory for this task: absolute, canonical, not there yet, under safe ancestors").
+				Description("a new directory for this task, not there yet, under safe ancestors (a relative path starts from the console's folder)").
 				Placeholder("/home/you/hands/task1").CharLimit(1024).Value(&z.root).Validate(z.checkRoot),
 		).Title(z.title("root")).Description("checked as you type · enter goes on · esc cancels"))
 	case formSocket:
@@ -243,11 +243,12 @@ func (z *handsWizard) open(which int) tea.Cmd {
 				Affirmative("Finish").Negative("Cancel").Value(&z.confirmed)).Title(z.title("confirm")),
 		)
 	}
-	// huh's own error list is off: it repeated the live line below the
-	// form and broke words at the form's width. Every error of a field
+	// huh's own help and error list are off: the footer shows the keys,
+	// and its errors repeated the live line below the form and broke
+	// words at the form's width. Every error of a field
 	// (a path checked as typed, a select left on its placeholder) is
 	// said once, by checkLive, wrapped at spaces to the pane.
-	z.form = huh.NewForm(groups...).WithTheme(z.sh.th.Huh()).WithShowHelp(true).WithShowErrors(false)
+	z.form = huh.NewForm(groups...).WithTheme(z.sh.th.Huh()).WithShowHelp(false).WithShowErrors(false)
 	z.form.SubmitCmd, z.form.CancelCmd = nil, nil
 	cmd := z.form.Init()
 	z.sizeForm()
