@@ -972,10 +972,16 @@ func (a *App) helpLine(w int) string {
 
 func (a *App) fullHelp(w, h int) string {
 	k := a.currentKeys()
-	groups := append(append([][]key.Binding(nil), k.full...), append(a.keys.tabs(), a.keys.Command, a.keys.Copy, a.keys.Pager, a.keys.Back, a.keys.Help, a.keys.Messages, a.keys.Quit))
-	body := a.help.FullHelpView(groups)
+	groups := append(append([][]key.Binding(nil), k.full...), a.keys.tabs(),
+		[]key.Binding{a.keys.Command, a.keys.Copy, a.keys.Pager, a.keys.Back, a.keys.Help, a.keys.Messages, a.keys.Quit})
+	rows := packHelp(a.help, groups, w)
 	title := a.sh.th.Title.Render("Keys: "+tabNames[a.tab]) + a.sh.th.Dim.Render("  (any key closes, q too)")
-	lines := append([]string{title, ""}, strings.Split(body, "\n")...)
+	// A blank line between rows of columns, when the height allows it.
+	body := strings.Join(rows, "\n\n")
+	if n := strings.Count(body, "\n") + 1; n+1 > h {
+		body = strings.Join(rows, "\n")
+	}
+	lines := append([]string{title}, strings.Split(body, "\n")...)
 	for len(lines) < h {
 		lines = append(lines, "")
 	}
@@ -984,6 +990,27 @@ func (a *App) fullHelp(w, h int) string {
 		lines[i] = fit(lines[i], w)
 	}
 	return strings.Join(lines, "\n")
+}
+
+// packHelp lays the key groups out in columns as wide as w allows, and
+// the rest in further rows of columns below (one string per row): a narrow terminal still
+// shows every key (the help bubble alone cuts the columns past w with
+// "…", and with them the global keys: c, o, :, M).
+func packHelp(hm help.Model, groups [][]key.Binding, w int) []string {
+	hm.Width = 0 // measured here, not cut
+	var rows []string
+	var row [][]key.Binding
+	for _, g := range groups {
+		if len(row) > 0 && widthOf(hm.FullHelpView(append(row[:len(row):len(row)], g))) > w {
+			rows = append(rows, hm.FullHelpView(row))
+			row = nil
+		}
+		row = append(row, g)
+	}
+	if len(row) > 0 {
+		rows = append(rows, hm.FullHelpView(row))
+	}
+	return rows
 }
 
 // elideMiddlePath cuts a path to width cells from the middle: its start
