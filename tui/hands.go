@@ -131,15 +131,7 @@ func (p *handsPane) hidden(i int) bool {
 }
 
 // visible lists the indexes of the roots the filter leaves, in order.
-func (p *handsPane) visible() []int {
-	vis := make([]int, 0, len(p.roots))
-	for i := range p.roots {
-		if !p.hidden(i) {
-			vis = append(vis, i)
-		}
-	}
-	return vis
-}
+func (p *handsPane) visible() []int { return shownRows(len(p.roots), p.hidden) }
 
 // current is the selected root, when the filter shows it.
 func (p *handsPane) current() (engine.HandsRecord, bool) {

@@ -226,15 +226,7 @@ func (p *requestsPane) capturing() bool {
 }
 
 // visible lists the indexes of the requests the filter leaves, in order.
-func (p *requestsPane) visible() []int {
-	vis := make([]int, 0, len(p.reqs))
-	for i := range p.reqs {
-		if !p.hidden(i) {
-			vis = append(vis, i)
-		}
-	}
-	return vis
-}
+func (p *requestsPane) visible() []int { return shownRows(len(p.reqs), p.hidden) }
 
 // hidden reports whether the filter hides request i.
 func (p *requestsPane) hidden(i int) bool {

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,23 +15,6 @@ import (
 // that passes it on, and once that is set, the copy arrives.
 func TestConsoleCopyInTmux(t *testing.T) {
 	needTool(t, "tmux", "apt-get install tmux")
-	setup := func(t *testing.T) (base, bin, data string) {
-		base = privateDir(t, "warden-e2e-copy-")
-		bin = filepath.Join(base, "bin", "warden")
-		data = filepath.Join(base, "data")
-		if out, err := exec.Command(goTool(t), "build", "-o", bin, ".").CombinedOutput(); err != nil {
-			t.Fatalf("go build: %v\n%s", err, out)
-		}
-		dir := filepath.Join(base, "modules", "hello")
-		os.MkdirAll(filepath.Dir(dir), 0o755)
-		if out, err := exec.Command("cp", "-a", filepath.Join("..", "..", "examples", "modules", "hello"), dir).CombinedOutput(); err != nil {
-			t.Fatalf("copy hello: %v: %s", err, out)
-		}
-		if out, err := exec.Command(bin, "--data-dir", data, "module", "add", dir).CombinedOutput(); err != nil {
-			t.Fatalf("module add: %v: %s", err, out)
-		}
-		return base, bin, data
-	}
 	buffer := func(t *testing.T, tm *tmuxConsole) string {
 		t.Helper()
 		out, err := tm.tmux("show-buffer")
@@ -50,7 +31,7 @@ func TestConsoleCopyInTmux(t *testing.T) {
 	}
 
 	t.Run("load-buffer", func(t *testing.T) {
-		base, bin, data := setup(t)
+		base, bin, data := consoleHome(t, "warden-e2e-copy-", "hello")
 		tm := startConsole(t, base, bin, data, "")
 		tm.waitFor(t, "1 Streams", 10*time.Second)
 		copyGreet(t, tm)
@@ -61,7 +42,7 @@ func TestConsoleCopyInTmux(t *testing.T) {
 	})
 
 	t.Run("osc52", func(t *testing.T) {
-		base, bin, data := setup(t)
+		base, bin, data := consoleHome(t, "warden-e2e-copy-", "hello")
 		// The console finds no tmux to run: it writes OSC 52 to its pane.
 		tm := startConsole(t, base, bin, data, "", "PATH="+filepath.Join(base, "no-tools"))
 		tm.waitFor(t, "1 Streams", 10*time.Second)
