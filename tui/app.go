@@ -172,7 +172,6 @@ type pane interface {
 // paneBase is the no-op half of pane, for panes to embed.
 type paneBase struct{}
 
-func (paneBase) prompt() string   { return "" }
 func (paneBase) wantsCtrlC() bool { return false }
 func (paneBase) resize(w, h int)  {}
 

@@ -22,7 +22,6 @@ type handsKeys struct {
 // s asks the Docker engine for live status and drift, i opens the init
 // wizard and x the finish wizard.
 type handsPane struct {
-	paneBase
 	sh    *shared
 	k     handsKeys
 	roots []engine.HandsRecord
