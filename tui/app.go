@@ -57,9 +57,18 @@ type Options struct {
 	// OnTheme, when set, is told the theme the operator chose with
 	// :theme (an SSH session remembers it for the key).
 	OnTheme func(name string)
-	// Copy writes an OSC 52 clipboard sequence to the terminal (default:
-	// stdout); an SSH session writes it to its channel.
+	// Copy writes an OSC 52 clipboard sequence to the terminal: an SSH
+	// session writes it to its channel. Unset (the local console), c goes
+	// to the console's own terminal, through tmux or screen when it runs
+	// in one (clipboard.go).
 	Copy func(seq string)
+	// CopyNote, when set, follows "copied …" in the status line: what the
+	// operator's terminal needs for the copy to arrive (an SSH client in
+	// tmux: ForTerminal's note).
+	CopyNote string
+	// clip, in tests, stands for the local console's environment, tmux
+	// and terminal (default: os.Getenv, tmux on PATH, stdout).
+	clip *localClipboard
 	// NoPager refuses o (an SSH session: a pager would run on the
 	// server).
 	NoPager bool
@@ -163,7 +172,6 @@ type pane interface {
 // paneBase is the no-op half of pane, for panes to embed.
 type paneBase struct{}
 
-func (paneBase) prompt() string   { return "" }
 func (paneBase) wantsCtrlC() bool { return false }
 func (paneBase) resize(w, h int)  {}
 
@@ -196,6 +204,7 @@ type (
 
 // App is the console's root model.
 type App struct {
+	clip   localClipboard // where c goes on the local console (clipboard.go)
 	sh     *shared
 	sub    *engine.Subscription
 	ctx    context.Context
@@ -258,14 +267,14 @@ func New(e engine.Facade, opts Options) *App {
 	if opts.Bell == nil {
 		opts.Bell = func() { io.WriteString(os.Stdout, "\a") }
 	}
-	if opts.Copy == nil {
-		opts.Copy = func(seq string) { io.WriteString(os.Stdout, seq) }
-	}
 	if opts.Theme.Name == "" {
 		opts.Theme, _ = themes.ByName("")
 	}
 	sh := &shared{e: e, th: opts.Theme, opts: opts}
-	a := &App{sh: sh, keys: newGlobalKeys(), width: 80, height: 24, attachedPID: opts.AttachedPID}
+	a := &App{sh: sh, keys: newGlobalKeys(), width: 80, height: 24, attachedPID: opts.AttachedPID, clip: defaultClipboard()}
+	if opts.clip != nil {
+		a.clip = *opts.clip
+	}
 	// Subscribe before the first reads: nothing that happens between is lost.
 	a.sub = e.Subscribe()
 	a.ctx, a.cancel = context.WithCancel(context.Background())
@@ -417,6 +426,9 @@ func (a *App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return a, nil
 	case takeoverMsg:
 		return a, a.tookOver(msg)
+	case copiedMsg:
+		a.copied(msg)
+		return a, nil
 	case jumpToRunMsg:
 		a.setTab(tabStreams)
 		a.streams.show(msg.run)
@@ -529,8 +541,7 @@ func (a *App) key(msg tea.KeyMsg) tea.Cmd {
 			a.back()
 			return nil
 		case key.Matches(msg, a.keys.Copy):
-			a.copySelected()
-			return nil
+			return a.copySelected()
 		case key.Matches(msg, a.keys.Pager):
 			return a.openPager()
 		case key.Matches(msg, a.keys.Quit):
@@ -545,7 +556,9 @@ func (a *App) key(msg tea.KeyMsg) tea.Cmd {
 			// 2 lands on the request that needs an answer: the oldest
 			// pending one, whatever was selected before.
 			a.setTab(tabRequests)
-			a.requests.selectOldestPending()
+			if a.requests.selectOldestPending() {
+				a.sh.setStatus(a.requests.clearedNote(), false)
+			}
 			return nil
 		case key.Matches(msg, a.keys.Next):
 			a.setTab((a.tab + 1) % tabCount)
@@ -958,10 +971,16 @@ func (a *App) helpLine(w int) string {
 
 func (a *App) fullHelp(w, h int) string {
 	k := a.currentKeys()
-	groups := append(append([][]key.Binding(nil), k.full...), append(a.keys.tabs(), a.keys.Command, a.keys.Copy, a.keys.Pager, a.keys.Back, a.keys.Help, a.keys.Messages, a.keys.Quit))
-	body := a.help.FullHelpView(groups)
+	groups := append(append([][]key.Binding(nil), k.full...), a.keys.tabs(),
+		[]key.Binding{a.keys.Command, a.keys.Copy, a.keys.Pager, a.keys.Back, a.keys.Help, a.keys.Messages, a.keys.Quit})
+	rows := packHelp(a.help, groups, w)
 	title := a.sh.th.Title.Render("Keys: "+tabNames[a.tab]) + a.sh.th.Dim.Render("  (any key closes, q too)")
-	lines := append([]string{title, ""}, strings.Split(body, "\n")...)
+	// A blank line between rows of columns, when the height allows it.
+	body := strings.Join(rows, "\n\n")
+	if n := strings.Count(body, "\n") + 1; n+1 > h {
+		body = strings.Join(rows, "\n")
+	}
+	lines := append([]string{title}, strings.Split(body, "\n")...)
 	for len(lines) < h {
 		lines = append(lines, "")
 	}
@@ -970,6 +989,27 @@ func (a *App) fullHelp(w, h int) string {
 		lines[i] = fit(lines[i], w)
 	}
 	return strings.Join(lines, "\n")
+}
+
+// packHelp lays the key groups out in columns as wide as w allows, and
+// the rest in further rows of columns below (one string per row): a narrow terminal still
+// shows every key (the help bubble alone cuts the columns past w with
+// "…", and with them the global keys: c, o, :, M).
+func packHelp(hm help.Model, groups [][]key.Binding, w int) []string {
+	hm.Width = 0 // measured here, not cut
+	var rows []string
+	var row [][]key.Binding
+	for _, g := range groups {
+		if len(row) > 0 && widthOf(hm.FullHelpView(append(row[:len(row):len(row)], g))) > w {
+			rows = append(rows, hm.FullHelpView(row))
+			row = nil
+		}
+		row = append(row, g)
+	}
+	if len(row) > 0 {
+		rows = append(rows, hm.FullHelpView(row))
+	}
+	return rows
 }
 
 // elideMiddlePath cuts a path to width cells from the middle: its start

@@ -2,6 +2,9 @@ package tui
 
 import (
 	"bytes"
+	"context"
+	"errors"
+	"io"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -44,7 +47,10 @@ func startConsoleWith(t *testing.T, e engine.Facade, set func(*Options)) *consol
 func startConsoleWithSize(t *testing.T, e engine.Facade, set func(*Options), w, h int) *console {
 	t.Helper()
 	bells := new(atomic.Int32)
-	opts := Options{Theme: themes.NoColor(), Actor: "local:test", Jail: engine.JailOff, Bell: func() { bells.Add(1) }}
+	opts := Options{Theme: themes.NoColor(), Actor: "local:test", Jail: engine.JailOff, Bell: func() { bells.Add(1) },
+		// c never reaches the tmux or terminal the tests run in.
+		clip: &localClipboard{getenv: func(string) string { return "" }, term: io.Discard,
+			tmux: func(context.Context, string) error { return errors.New("no tmux in tests") }}}
 	if set != nil {
 		set(&opts)
 	}

@@ -308,3 +308,41 @@ func TestActorLabels(t *testing.T) {
 		t.Errorf("unnamed key, short: %q", got)
 	}
 }
+
+// TestRequestsFilterNeverHidesTheAnswered: under a / filter, the wheel
+// moves among the requests shown only, so y answers the one the list
+// shows selected; and when the cursor moves on to a question the filter
+// hides, the filter is cleared so that question is shown.
+func TestRequestsFilterNeverHidesTheAnswered(t *testing.T) {
+	e := newEngine(t)
+	askModule(t, e)
+	c := startConsole(t, e)
+	h1 := startAsk(t, e)
+	c.wait("🔔 request 1 · 2 to answer")
+	h2 := startAsk(t, e)
+	c.wait("🔔 request 2 · 2 to answer (2 pending)")
+	c.keys("2", "/", "#2", "enter")
+	c.wait("filter #2 (esc clears) · 1 of 2")
+	c.tm.Send(tea.MouseMsg{Button: tea.MouseButtonWheelUp, Action: tea.MouseActionPress})
+	c.tm.Send(tea.MouseMsg{Button: tea.MouseButtonWheelDown, Action: tea.MouseActionPress})
+	c.tm.Send(tea.MouseMsg{Button: tea.MouseButtonWheelUp, Action: tea.MouseActionPress})
+	c.keys("y")
+	c.wait("request 2: approve-once · 1 more to answer · filter cleared to show request 1")
+	c.keys("y")
+	c.wait("request 1: approve-once")
+	for _, h := range []*engine.RunHandle{h1, h2} {
+		if o := h.Wait(); !o.OK() {
+			t.Errorf("run %s: %s %s", h.ID, o.Run.Status, o.Run.Error)
+		}
+	}
+	rs, err := e.Requests(engine.RequestFilter{All: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rs {
+		if r.Decision == nil || r.Decision.Verdict != engine.ApproveOnce {
+			t.Errorf("request %d: %+v", r.ID, r.Decision)
+		}
+	}
+	c.final()
+}

@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	tea "github.com/charmbracelet/bubbletea"
-	"github.com/charmbracelet/x/ansi"
 
 	"warden/engine"
 )
@@ -109,40 +108,27 @@ func lineRequest(text string) uint64 {
 	return id
 }
 
-// copyText puts text on the clipboard of the terminal the console is
-// drawn on, with OSC 52: the sequence is warden's own, built here, and
-// the text travels base64-encoded inside it, so nothing in it (a hook's
-// line) can act on the terminal. It works over SSH, where the terminal
-// is the operator's.
-func (a *App) copyText(what, text string) {
-	if text == "" {
-		return
-	}
-	a.sh.opts.Copy(ansi.SetSystemClipboard(text))
-	a.sh.setStatus(fmt.Sprintf("copied %s to the clipboard (%d bytes)", what, len(text)), false)
-}
-
 // copySelected copies what the current tab has selected: a receipt's
 // hash, a run's id or stream line, a request's id.
-func (a *App) copySelected() {
+func (a *App) copySelected() tea.Cmd {
 	switch a.tab {
 	case tabReceipts:
 		if p := a.receipts; p.sel < len(p.rs) {
-			a.copyText("receipt "+strconv.FormatUint(p.rs[p.sel].Seq, 10)+"'s hash", p.rs[p.sel].Hash)
+			return a.copyText("receipt "+strconv.FormatUint(p.rs[p.sel].Seq, 10)+"'s hash", p.rs[p.sel].Hash)
 		}
 	case tabStreams:
 		if a.streams.focusLog {
 			if l, ok := a.streams.log.selected(); ok {
-				a.copyText(fmt.Sprintf("line %d", l.N+1), l.Text)
+				return a.copyText(fmt.Sprintf("line %d", l.N+1), l.Text)
 			}
-			return
+			return nil
 		}
 		if id := a.streams.selectedID(); id != "" {
-			a.copyText("run id", id)
+			return a.copyText("run id", id)
 		}
 	case tabRequests:
 		if r, ok := a.requests.current(); ok {
-			a.copyText("request id", strconv.FormatUint(r.ID, 10))
+			return a.copyText("request id", strconv.FormatUint(r.ID, 10))
 		}
 	case tabModules:
 		if p := a.modules; p.sel < len(p.rows) {
@@ -151,13 +137,14 @@ func (a *App) copySelected() {
 			if r.hook != "" {
 				text += " " + r.hook
 			}
-			a.copyText("module/hook", text)
+			return a.copyText("module/hook", text)
 		}
 	case tabHands:
-		if p := a.hands; p.sel < len(p.roots) {
-			a.copyText("hands root", p.roots[p.sel].Root)
+		if r, ok := a.hands.current(); ok {
+			return a.copyText("hands root", r.Root)
 		}
 	}
+	return nil
 }
 
 // pagerDoneMsg is the pager's exit.

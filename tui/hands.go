@@ -15,21 +15,25 @@ import (
 
 type handsKeys struct {
 	KeyMap
-	Status, Reload, Init, Finish key.Binding
+	Status, Reload, Init, Finish, Filter, Clear key.Binding
 }
 
 // handsPane lists the hands roots this data dir knows, with their phase;
 // s asks the Docker engine for live status and drift, i opens the init
 // wizard and x the finish wizard.
 type handsPane struct {
-	paneBase
 	sh    *shared
 	k     handsKeys
 	roots []engine.HandsRecord
 	sel   int
+	off   int // the first row drawn (scrollOff keeps it valid)
 	busy  string
 	wiz   *handsWizard
 	w, h  int
+	// filter and query: / shows only the roots whose row holds the query
+	// (smart case), as in the other lists; the cursor skips the others.
+	filter promptInput
+	query  string
 	// jobs are the wizards' engine calls still running (Close waits).
 	jobs []*progressJob
 	// live is each root's state as the engine last reported it (s, r,
@@ -109,7 +113,40 @@ func newHandsPane(sh *shared) *handsPane {
 		Reload: key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "reload")),
 		Init:   key.NewBinding(key.WithKeys("i"), key.WithHelp("i", "init")),
 		Finish: key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "finish")),
-	}}
+		Filter: key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "filter")),
+		Clear:  key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "clear filter")),
+	}, filter: newPromptInput("filter › ", "root, phase, engine, image or access", 128)}
+}
+
+// hidden reports whether the filter hides root i. The text matched is
+// what the row shows of the record (live state aside: it changes under
+// the operator's eyes).
+func (p *handsPane) hidden(i int) bool {
+	if p.query == "" {
+		return false
+	}
+	r := p.roots[i]
+	return !contains(strings.Join([]string{r.Phase, r.Root, r.EngineName(), imageLabel(r), "access " + r.Access}, " "), p.query)
+}
+
+// visible lists the indexes of the roots the filter leaves, in order.
+func (p *handsPane) visible() []int { return shownRows(len(p.roots), p.hidden) }
+
+// current is the selected root, when the filter shows it.
+func (p *handsPane) current() (engine.HandsRecord, bool) {
+	if p.sel >= len(p.roots) || p.hidden(p.sel) {
+		return engine.HandsRecord{}, false
+	}
+	return p.roots[p.sel], true
+}
+
+// setQuery filters the list ("" shows it all); the cursor moves to the
+// nearest root the filter leaves.
+func (p *handsPane) setQuery(q string) {
+	p.query = q
+	if len(p.roots) > 0 {
+		p.sel = landOn(p.sel, 1, len(p.roots), p.hidden)
+	}
 }
 
 func (p *handsPane) resize(w, h int) {
@@ -170,21 +207,41 @@ func (p *handsPane) apply(rs []engine.HandsRecord, sel string) {
 	for i, r := range rs {
 		if sel != "" && r.Root == sel {
 			p.sel = i
+			if p.hidden(i) {
+				// The root a wizard just made or finished is shown,
+				// whatever the filter was.
+				p.query = ""
+			}
 		}
+	}
+	if len(rs) > 0 {
+		p.sel = landOn(p.sel, 1, len(rs), p.hidden)
 	}
 }
 
 // capturing: an open wizard has the keyboard, except on its outcome,
 // where tabs, help and q work again.
-func (p *handsPane) capturing() bool { return p.wiz != nil && p.wiz.stage != wsDone }
+func (p *handsPane) capturing() bool {
+	return (p.wiz != nil && p.wiz.stage != wsDone) || p.filter.Active()
+}
+
+func (p *handsPane) prompt() string {
+	if p.wiz != nil {
+		return ""
+	}
+	return p.filter.View()
+}
 
 func (p *handsPane) keys() keyMap {
 	if p.wiz != nil {
 		return p.wiz.keys()
 	}
+	if p.filter.Active() {
+		return p.filter.KeyMap()
+	}
 	k := p.k
 	return keyMap{short: []key.Binding{k.Up, k.Down, k.Init, k.Finish, k.Status, k.Reload},
-		full: [][]key.Binding{{k.Up, k.Down}, {k.Init, k.Finish, k.Status, k.Reload}}}
+		full: [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom}, {k.Init, k.Finish, k.Status, k.Reload, k.Filter, k.Clear}}}
 }
 
 func (p *handsPane) update(msg tea.Msg) tea.Cmd {
@@ -220,7 +277,18 @@ func (p *handsPane) update(msg tea.Msg) tea.Cmd {
 	}
 	switch msg := msg.(type) {
 	case tea.KeyMsg:
+		if p.filter.Active() {
+			cmd, outcome, q := p.filter.Update(msg)
+			if outcome == promptSubmitted {
+				p.setQuery(strings.TrimSpace(q))
+			}
+			return cmd
+		}
 		switch {
+		case key.Matches(msg, p.k.Filter):
+			return p.filter.Open(p.query)
+		case key.Matches(msg, p.k.Clear) && p.query != "":
+			p.setQuery("")
 		case key.Matches(msg, p.k.Init):
 			if p.sh.opts.NoAttach {
 				// A viewer: refused here, not after five steps.
@@ -232,8 +300,8 @@ func (p *handsPane) update(msg tea.Msg) tea.Cmd {
 			return cmd
 		case key.Matches(msg, p.k.Finish):
 			sel := ""
-			if p.sel < len(p.roots) {
-				sel = p.roots[p.sel].Root
+			if r, ok := p.current(); ok {
+				sel = r.Root
 			}
 			w, cmd := newFinishWizard(p.sh, p.roots, sel, p.w, p.h)
 			if w == nil {
@@ -243,12 +311,12 @@ func (p *handsPane) update(msg tea.Msg) tea.Cmd {
 			p.wiz = w
 			return cmd
 		case key.Matches(msg, p.k.Up, p.k.Down, p.k.PageUp, p.k.PageDown, p.k.Top, p.k.Bottom):
-			p.sel, _ = navKey(msg, p.k.KeyMap, p.sel, len(p.roots), max(p.h-3, 1), nil)
+			p.sel, _ = navKey(msg, p.k.KeyMap, p.sel, len(p.roots), max(p.h-3, 1), p.hidden)
 		case key.Matches(msg, p.k.Reload):
 			return p.refresh("")
 		case key.Matches(msg, p.k.Status):
-			if p.sel < len(p.roots) {
-				return p.status(p.roots[p.sel].Root)
+			if r, ok := p.current(); ok {
+				return p.status(r.Root)
 			}
 		}
 	}
@@ -317,8 +385,25 @@ func (p *handsPane) view(w, h int) string {
 	if len(p.roots) == 0 {
 		out = append(out, th.Dim.Render(plain("no hands roots yet: press i to set one up (or use `warden hands init`)", w)))
 	}
+	// The rows the filter leaves, and the cursor's place among them.
+	vis, at := p.visible(), 0
+	for k, i := range vis {
+		if i == p.sel {
+			at = k
+		}
+	}
+	if p.query != "" {
+		out[0] = fit(th.Title.Render(fmt.Sprintf("Hands roots · filter %s (esc clears) · %d of %d", plain(p.query, 30), len(vis), len(p.roots))), w)
+		if len(vis) == 0 && len(p.roots) > 0 {
+			out = append(out, fit(th.Dim.Render("no match for "+plain(p.query, max(w-13, 1))), w))
+		}
+	}
+	// Rows between the title and the footer (and the busy line).
+	rows := max(h-3, 1)
+	p.off = scrollOff(p.off, at, rows, len(vis))
 	now := p.sh.now()
-	for i, r := range p.roots {
+	for _, i := range vis[min(p.off, len(vis)):] {
+		r := p.roots[i]
 		if len(out) >= h-2 {
 			break
 		}

@@ -2,16 +2,23 @@ package tui
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	tea "github.com/charmbracelet/bubbletea"
 	"github.com/moby/moby/client"
 
 	"warden/engine"
+	"warden/engine/hands"
 	"warden/engine/hands/handstest"
+	"warden/themes"
 )
 
 // TestHandsWizardWithoutAnEngine: with no engine socket anywhere, the
@@ -87,5 +94,177 @@ func TestHandsRowShowsDriftAfterStop(t *testing.T) {
 	view := maskHands(c.final(), sock)
 	if !strings.Contains(view, "⚠ DRIFT") {
 		t.Errorf("no drift badge:\n%s", view)
+	}
+}
+
+// TestHandsWizardSocketErrorSaidOnce: at 80 columns a socket path that
+// is not there is refused once, under the form, broken only at spaces,
+// saying what went wrong and what to do (no CLI flag: this is the
+// console). A select left on its placeholder says so the same way.
+func TestHandsWizardSocketErrorSaidOnce(t *testing.T) {
+	// One engine is always offered, so the frame does not depend on the
+	// machine's engines: a socket that listens (it is never dialled here).
+	t.Setenv("WARDEN_TEST_DOCKER", listenUnix(t, t.TempDir()+"/e.sock").Addr().String())
+	t.Setenv("WARDEN_TEST_PODMAN", "")
+	e := newEngine(t)
+	dir := t.TempDir()
+	c := startConsoleSize(t, e, 80, 24)
+	c.keys("5", "i")
+	c.wait("Hands init 1/5 · root")
+	c.keys(dir + "/r")
+	c.wait("is new and its ancestors are safe")
+	c.keys("enter")
+	c.wait("Hands init 2/5 · engine socket", "other path…")
+	c.keys("enter") // the placeholder is no choice
+	c.wait("✗ choose an engine socket (there is no default)")
+	c.downTo(len(engine.HandsSocketCandidates()) + 1)
+	c.keys("enter")
+	c.wait("Engine socket path")
+	const missing = "/run/warden-test-nowhere/docker.sock"
+	c.keys(missing)
+	c.wait("no engine socket at " + missing)
+	c.keys("enter") // refused: the form stays
+	view := c.quit()
+
+	if n := strings.Count(view, "no engine socket at"); n != 1 {
+		t.Errorf("the socket error is said %d times, want once:\n%s", n, view)
+	}
+	if strings.Contains(view, "there is no default") {
+		t.Errorf("the select's error outlived the choice:\n%s", view)
+	}
+	if strings.Contains(view, "--engine-socket") {
+		t.Errorf("the console's error names a CLI flag:\n%s", view)
+	}
+	lines := strings.Split(view, "\n")
+	var block []string
+	for i, l := range lines {
+		if w := textWidth(l); w > 80 {
+			t.Errorf("row %d is %d cells wide at 80 columns: %q", i, w, l)
+		}
+		if strings.HasPrefix(l, "✗ no engine socket") {
+			block = append(block, strings.TrimPrefix(l, "✗ "))
+			for _, m := range lines[i+1:] {
+				if !strings.HasPrefix(m, "  ") || strings.TrimSpace(m) == "" {
+					break
+				}
+				block = append(block, strings.TrimSpace(m))
+			}
+		}
+	}
+	want := hands.CheckSocket(missing).Error()
+	if got := strings.Join(block, " "); got != want {
+		t.Errorf("the error's rows, joined at spaces:\n%q\nwant the whole error, broken only at spaces:\n%q", got, want)
+	}
+	if len(block) < 2 {
+		t.Errorf("a %d-cell error in %d rows at 80 columns", len(want), len(block))
+	}
+	for _, s := range []string{"start the engine", "give the path"} {
+		if !strings.Contains(want, s) {
+			t.Errorf("the error does not say what to do (%q): %s", s, want)
+		}
+	}
+	c.golden(view)
+}
+
+// TestSlashFiltersHands: / filters the Hands roots as it does the other
+// lists: the title says how many of how many, the cursor lands on a root
+// the filter leaves (what c copies and s asks about), a filter leaving
+// none says so and s/c act on nothing, and esc shows every root again.
+func TestSlashFiltersHands(t *testing.T) {
+	sock := handsDocker(t)
+	base := handsBase(t, sock)
+	e := newEngine(t)
+	ctx := context.Background()
+	for _, r := range []struct{ name, access string }{{"alpha", engine.HandsAccessFiles}, {"beta", engine.HandsAccessFiles}, {"gamma", engine.HandsAccessNone}} {
+		if _, err := e.HandsInit(ctx, "local:test", engine.HandsInitOptions{Root: base + "/" + r.name, EngineSocket: sock, Image: handstest.Image, Access: r.access}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var mu sync.Mutex
+	var copied []string
+	c := startConsoleWith(t, e, func(o *Options) {
+		o.Copy = func(seq string) {
+			b, _ := base64.StdEncoding.DecodeString(strings.TrimSuffix(strings.TrimPrefix(seq, "\x1b]52;c;"), "\x07"))
+			mu.Lock()
+			copied = append(copied, string(b))
+			mu.Unlock()
+		}
+	})
+	c.keys("5")
+	c.wait("Hands roots (3)", "container running")
+	c.keys("/")
+	c.wait("filter ›")
+	c.keys("beta", "enter")
+	c.wait("Hands roots · filter beta (esc clears) · 1 of 3")
+	c.keys("c")
+	c.wait("copied hands root")
+
+	// Nothing left: said, and s and c act on no root.
+	c.keys("/")
+	for range "beta" {
+		c.tm.Send(keyBackspace)
+	}
+	c.keys("zzz", "enter")
+	c.wait("filter zzz (esc clears) · 0 of 3", "no match for zzz")
+	c.keys("c", "s", "esc")
+	c.wait("Hands roots (3)")
+
+	// From the last root, a filter that hides it moves the cursor to
+	// the one it leaves.
+	c.keys("G", "/", "alpha", "enter")
+	c.wait("filter alpha (esc clears) · 1 of 3")
+	c.keys("c")
+	c.wait("copied hands root")
+	c.keys("esc")
+	c.wait("Hands roots (3)")
+	c.keys("/", "access none", "enter")
+	c.wait("filter access none (esc clears) · 1 of 3")
+	view := maskHands(c.final(), sock)
+
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []string{base + "/beta", base + "/alpha"}; !slices.Equal(copied, want) {
+		t.Errorf("c copied %q, want %q (nothing while no root was shown)", copied, want)
+	}
+	if strings.Contains(view, "asking the Docker engine") {
+		t.Errorf("s asked about a root the filter hid:\n%s", view)
+	}
+	row := "▸ ready     /tmp/warden-tui-hands-XXXXXXXX/gamma"
+	if !strings.Contains(view, row) || strings.Contains(view, "/alpha") || strings.Contains(view, "/beta") {
+		t.Errorf("filtered on access none, want only gamma, selected (%q):\n%s", row, view)
+	}
+}
+
+// TestHandsListScrolls: with more roots than rows, the cursor's row is
+// always drawn (G shows the last root), and the offset is valid again
+// once a filter shrinks the list: every root it leaves is shown.
+func TestHandsListScrolls(t *testing.T) {
+	now := time.Now()
+	sh := &shared{th: themes.NoColor(), opts: Options{Now: func() time.Time { return now }}}
+	p := newHandsPane(sh)
+	var rs []engine.HandsRecord
+	for i := range 30 {
+		rs = append(rs, engine.HandsRecord{Root: fmt.Sprintf("/srv/hands/task%02d", i), Phase: string(hands.PhaseReady), Access: engine.HandsAccessFiles, Updated: now})
+	}
+	p.apply(rs, "")
+	p.resize(80, 10)
+	p.update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("G")})
+	view := p.view(80, 10)
+	if !strings.Contains(view, "▸ ready     /srv/hands/task29") {
+		t.Errorf("G: the last root is not drawn selected:\n%s", view)
+	}
+	p.setQuery("task2")
+	view = p.view(80, 10)
+	for i := 23; i < 30; i++ { // the last 7 of the 10 matches fill the 7 rows
+		if !strings.Contains(view, fmt.Sprintf("/srv/hands/task%02d ", i)) {
+			t.Errorf("task%02d not drawn after the filter:\n%s", i, view)
+		}
+	}
+	if !strings.Contains(view, "· 10 of 30") || !strings.Contains(view, "▸ ready     /srv/hands/task29") || strings.Contains(view, "task19") {
+		t.Errorf("filter task2 from the bottom:\n%s", view)
+	}
+	p.update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("g")})
+	if view = p.view(80, 10); !strings.Contains(view, "▸ ready     /srv/hands/task20") {
+		t.Errorf("g under the filter lands on the first match (task20):\n%s", view)
 	}
 }

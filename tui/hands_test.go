@@ -215,14 +215,28 @@ func TestHandsFinishWizard(t *testing.T) {
 // not move on.
 func TestHandsInitWizardBadRoot(t *testing.T) {
 	e := newEngine(t)
+	// A relative path is taken from the console's folder, as in the
+	// add-module prompt, and the absolute path is what is checked.
+	dir := t.TempDir()
+	here, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir) // back to here before the golden is read
 	c := startConsole(t, e)
 	c.keys("5", "i")
 	c.wait("Hands init 1/5 · root")
 	c.keys("hands/task1")
-	c.wait("✗ hands root \"hands/task1\" is relative")
+	c.wait(`✗ hands root "`+dir+`/hands/task1"`, "resolved:")
 	for range "hands/task1" {
 		c.tm.Send(keyBackspace)
 	}
+	c.keys("task1")
+	c.wait("✓ " + dir + "/task1 is new and its ancestors are safe")
+	for range "task1" {
+		c.tm.Send(keyBackspace)
+	}
+	os.Chdir(here)
 	c.keys("/nonexistent-warden-parent/task1")
 	c.wait("has a parent that cannot be resolved", "create the parent first (mkdir -p /nonexistent-warden-parent)")
 	c.keys("enter")

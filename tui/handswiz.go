@@ -164,8 +164,8 @@ func (z *handsWizard) open(which int) tea.Cmd {
 	case formRoot:
 		groups = append(groups, huh.NewGroup(
 			huh.NewInput().Key("root").Title("Root").
-				Description("a new directory for this task: absolute, canonical, not there yet, under safe ancestors").
-				Placeholder("/home/you/hands/task1").CharLimit(1024).Value(&z.root).Validate(e.ValidateHandsRoot),
+				Description("a new directory for this task, not there yet, under safe ancestors (a relative path starts from the console's folder)").
+				Placeholder("/home/you/hands/task1").CharLimit(1024).Value(&z.root).Validate(z.checkRoot),
 		).Title(z.title("root")).Description("checked as you type · enter goes on · esc cancels"))
 	case formSocket:
 		z.candidates = engine.HandsSocketCandidates()
@@ -243,12 +243,32 @@ func (z *handsWizard) open(which int) tea.Cmd {
 				Affirmative("Finish").Negative("Cancel").Value(&z.confirmed)).Title(z.title("confirm")),
 		)
 	}
-	z.form = huh.NewForm(groups...).WithTheme(z.sh.th.Huh()).WithShowHelp(true).WithShowErrors(which != formRoot)
+	// huh's own help and error list are off: the footer shows the keys,
+	// and its errors repeated the live line below the form and broke
+	// words at the form's width. Every error of a field
+	// (a path checked as typed, a select left on its placeholder) is
+	// said once, by checkLive, wrapped at spaces to the pane.
+	z.form = huh.NewForm(groups...).WithTheme(z.sh.th.Huh()).WithShowHelp(false).WithShowErrors(false)
 	z.form.SubmitCmd, z.form.CancelCmd = nil, nil
 	cmd := z.form.Init()
 	z.sizeForm()
 	z.checkLive()
 	return cmd
+}
+
+// checkRoot holds the root as typed to the engine's rules, once made
+// absolute as the add-module prompt does (resolvePath: ~ is the home, a
+// relative path is taken from the console's folder), so a relative path
+// is not refused with the CLI's advice.
+func (z *handsWizard) checkRoot(s string) error {
+	if s == "" {
+		return errors.New("type the new root's path")
+	}
+	abs, err := resolvePath(s)
+	if err != nil {
+		return err
+	}
+	return z.sh.e.ValidateHandsRoot(abs)
 }
 
 // summary is what init is about to do, for the confirm form.
@@ -289,7 +309,9 @@ func (z *handsWizard) sizeForm() {
 	}
 }
 
-// checkLive validates the focused text field as it stands.
+// checkLive validates the focused text field as it stands, and says why
+// the form did not go on when a field refused (a select left on its
+// placeholder).
 func (z *handsWizard) checkLive() {
 	z.live, z.liveOK = "", false
 	if z.form == nil || z.stage != wsForm {
@@ -300,6 +322,10 @@ func (z *handsWizard) checkLive() {
 		return
 	}
 	switch f.GetKey() {
+	default:
+		if err := f.Error(); err != nil {
+			z.live = "✗ " + OneLine(err.Error())
+		}
 	case "root":
 		if z.kind != wizInit {
 			return
@@ -308,11 +334,12 @@ func (z *handsWizard) checkLive() {
 			z.live = "type the new root's absolute path"
 			return
 		}
-		if err := z.sh.e.ValidateHandsRoot(z.root); err != nil {
+		if err := z.checkRoot(z.root); err != nil {
 			z.live = "✗ " + OneLine(err.Error())
 			return
 		}
-		z.live, z.liveOK = "✓ "+z.root+" is new and its ancestors are safe", true
+		abs, _ := resolvePath(z.root)
+		z.live, z.liveOK = "✓ "+abs+" is new and its ancestors are safe", true
 	case "socketPath":
 		if z.socketPath == "" {
 			z.live = "type the socket's absolute path"
@@ -482,6 +509,7 @@ func (z *handsWizard) feed(msg tea.Msg) tea.Cmd {
 func (z *handsWizard) next() tea.Cmd {
 	switch z.which {
 	case formRoot:
+		z.root, _ = resolvePath(z.root) // checkRoot passed: it resolves
 		return z.open(formSocket)
 	case formSocket:
 		z.socket = z.socketChoice

@@ -59,6 +59,18 @@ func landOn(sel, dir, n int, skip func(int) bool) int {
 	return sel
 }
 
+// shownRows lists the indexes of n rows that hidden leaves (a / filter),
+// in order.
+func shownRows(n int, hidden func(int) bool) []int {
+	vis := make([]int, 0, n)
+	for i := range n {
+		if !hidden(i) {
+			vis = append(vis, i)
+		}
+	}
+	return vis
+}
+
 // scrollOff is the offset that shows the cursor within rows rows of a list
 // of n, moving the old offset the least, and never leaving rows empty
 // below the list's end while rows above it are hidden: after a resize or

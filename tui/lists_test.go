@@ -197,7 +197,7 @@ func TestSlashFiltersModules(t *testing.T) {
 	c.keys("4")
 	c.wait("Modules (2)")
 	c.keys("/", "thr", "enter")
-	c.wait("filter thr (esc clears)")
+	c.wait("filter thr (esc clears) · 1 of 4 hooks")
 	view := c.final()
 	if !strings.Contains(view, "▸   three") || strings.Contains(view, "alpha") || strings.Contains(view, "four") {
 		t.Errorf("filtered modules:\n%s", view)

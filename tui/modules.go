@@ -348,7 +348,18 @@ func (p *modulesPane) view(w, h int) string {
 	th := p.sh.th
 	title := fmt.Sprintf("Modules (%d)", len(p.mods))
 	if p.query != "" {
-		title += " · filter " + safe(p.query) + " (esc clears)"
+		hooks, shown := 0, 0
+		for _, m := range p.mods {
+			if m.Manifest != nil {
+				hooks += len(m.Manifest.Hooks)
+			}
+		}
+		for _, r := range p.rows {
+			if r.hook != "" {
+				shown++
+			}
+		}
+		title += fmt.Sprintf(" · filter %s (esc clears) · %d of %d hooks", plain(p.query, 30), shown, hooks)
 	}
 	out := []string{fit(th.Title.Render(title), w)}
 	if len(p.mods) > 0 && len(p.rows) == 0 {

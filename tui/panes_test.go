@@ -8,6 +8,7 @@ import (
 	"github.com/charmbracelet/x/exp/golden"
 
 	"warden/engine"
+	"warden/themes"
 )
 
 func TestReceiptsFilterDetailVerify(t *testing.T) {
@@ -226,4 +227,38 @@ func TestRunsPageKeepsLiveRuns(t *testing.T) {
 			t.Fatalf("run %d is %s, want %s (newest first, each once)", i, p.runs[i].ID, all[i].ID)
 		}
 	}
+}
+
+// TestHelpShowsEveryKeyAt80Columns: at 80x24 the help lays its columns
+// out in rows rather than cutting the ones past the edge: every tab's
+// help shows the console's own keys (copy, pager, command line,
+// messages, quit), in rows no wider than the terminal and within its
+// height.
+func TestHelpShowsEveryKeyAt80Columns(t *testing.T) {
+	e := newEngine(t)
+	a := New(e, Options{Theme: themes.NoColor(), Actor: "local:test", Jail: engine.JailOff, Bell: func() {}})
+	defer a.Close()
+	a.Update(tea.WindowSizeMsg{Width: 80, Height: 24})
+	var frames []string
+	for tab := range tabCount {
+		a.setTab(tab)
+		a.showHelp = true
+		view := normalize(a.View())
+		for _, want := range []string{"Keys: " + tabNames[tab], "c   copy id/line/hash", "o   open in $PAGER", ":   command", "M   messages", "q   quit", "tab       next tab"} {
+			if !strings.Contains(view, want) {
+				t.Errorf("%s: the help does not show %q:\n%s", tabNames[tab], want, view)
+			}
+		}
+		lines := strings.Split(a.View(), "\n")
+		if len(lines) != 24 {
+			t.Errorf("%s: %d rows at 80x24", tabNames[tab], len(lines))
+		}
+		for i, l := range lines {
+			if w := widthOf(l); w > 80 {
+				t.Errorf("%s: row %d is %d cells wide: %q", tabNames[tab], i, w, l)
+			}
+		}
+		frames = append(frames, view)
+	}
+	golden.RequireEqual(t, []byte(strings.Join(frames, "\n")))
 }

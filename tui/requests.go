@@ -145,7 +145,9 @@ func (p *requestsPane) upsert(r engine.Request) (isNew bool) {
 	if !found && r.Decision == nil && curDecided {
 		// A new question while the cursor rests on history: y must
 		// answer what is waiting, not "already decided".
-		p.selectOldestPending()
+		if p.selectOldestPending() {
+			p.sh.setStatus(p.clearedNote(), false)
+		}
 	}
 	if p.confirming && p.confirmID == r.ID && r.Decision != nil {
 		p.confirming = false
@@ -168,14 +170,28 @@ func (p *requestsPane) oldestPendingFor(run string) (engine.Request, bool) {
 }
 
 // selectOldestPending puts the cursor on the oldest pending request (the
-// most urgent); with none pending it stays where it is.
-func (p *requestsPane) selectOldestPending() {
+// most urgent); with none pending it stays where it is. A filter that
+// hides it is cleared: the question is shown, and y never answers a
+// request the list does not show. It reports that, for the caller's
+// status line.
+func (p *requestsPane) selectOldestPending() (cleared bool) {
 	var oldest uint64
 	for i, r := range p.reqs {
 		if r.Decision == nil && (oldest == 0 || r.ID < oldest) {
 			oldest, p.sel = r.ID, i
 		}
 	}
+	if p.query != "" && p.sel < len(p.reqs) && p.hidden(p.sel) {
+		p.query = ""
+		return true
+	}
+	return false
+}
+
+// clearedNote is what the status line adds when selectOldestPending
+// cleared the filter.
+func (p *requestsPane) clearedNote() string {
+	return fmt.Sprintf("filter cleared to show request %d", p.selectedID())
 }
 
 // jumpPending moves to the next (dir 1) or previous (-1) pending request
@@ -184,10 +200,14 @@ func (p *requestsPane) jumpPending(dir int) {
 	n := len(p.reqs)
 	for i := 1; i <= n; i++ {
 		j := ((p.sel+dir*i)%n + n) % n
-		if p.reqs[j].Decision == nil {
+		if p.reqs[j].Decision == nil && !p.hidden(j) {
 			p.sel = j
 			return
 		}
+	}
+	if p.query != "" && p.pending() > 0 {
+		p.sh.setStatus("no pending request matches the filter: esc clears it", false)
+		return
 	}
 	p.sh.setStatus("no pending requests", false)
 }
@@ -206,15 +226,7 @@ func (p *requestsPane) capturing() bool {
 }
 
 // visible lists the indexes of the requests the filter leaves, in order.
-func (p *requestsPane) visible() []int {
-	vis := make([]int, 0, len(p.reqs))
-	for i := range p.reqs {
-		if !p.hidden(i) {
-			vis = append(vis, i)
-		}
-	}
-	return vis
-}
+func (p *requestsPane) visible() []int { return shownRows(len(p.reqs), p.hidden) }
 
 // hidden reports whether the filter hides request i.
 func (p *requestsPane) hidden(i int) bool {
@@ -357,7 +369,12 @@ func (p *requestsPane) move(d int) {
 	if len(p.reqs) == 0 {
 		return
 	}
-	p.sel = min(max(p.sel+d, 0), len(p.reqs)-1)
+	dir := 1
+	if d < 0 {
+		dir = -1
+	}
+	// The wheel moves among the rows the filter shows.
+	p.sel = landOn(p.sel+d, dir, len(p.reqs), p.hidden)
 }
 
 func (p *requestsPane) current() (engine.Request, bool) {
@@ -422,10 +439,13 @@ func (p *requestsPane) decided(m decidedMsg) {
 	p.selectID(m.id)
 	// On to the next question, if there is one: the cursor never rests
 	// on a request just decided while another waits.
-	p.selectOldestPending()
+	cleared := p.selectOldestPending()
 	msg := fmt.Sprintf("request %d: %s", m.id, m.verdict)
 	if n := p.pending(); n > 0 {
 		msg += fmt.Sprintf(" · %d more to answer", n)
+	}
+	if cleared {
+		msg += " · " + p.clearedNote()
 	}
 	p.sh.setStatus(msg, false)
 }

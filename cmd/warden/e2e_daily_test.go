@@ -19,22 +19,7 @@ import (
 func TestConsoleDailyE2E(t *testing.T) {
 	needTool(t, "tmux", "apt-get install tmux")
 	needBwrap(t)
-	base := privateDir(t, "warden-e2e-daily-")
-	bin := filepath.Join(base, "bin", "warden")
-	data := filepath.Join(base, "data")
-	if out, err := exec.Command(goTool(t), "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	for _, m := range []string{"hello", "tick"} {
-		dir := filepath.Join(base, "modules", m)
-		os.MkdirAll(filepath.Dir(dir), 0o755)
-		if out, err := exec.Command("cp", "-a", filepath.Join("..", "..", "examples", "modules", m), dir).CombinedOutput(); err != nil {
-			t.Fatalf("copy %s: %v: %s", m, err, out)
-		}
-		if out, err := exec.Command(bin, "--data-dir", data, "module", "add", dir).CombinedOutput(); err != nil {
-			t.Fatalf("module add %s: %v: %s", m, err, out)
-		}
-	}
+	base, bin, data := consoleHome(t, "warden-e2e-daily-", "hello", "tick")
 	tm := startConsole(t, base, bin, data, "")
 	tm.waitFor(t, "1 Streams", 10*time.Second)
 
@@ -198,4 +183,28 @@ func TestDemoUnderTmpHome(t *testing.T) {
 	if o, err := ls.CombinedOutput(); err != nil || !strings.Contains(string(o), "hello") || !strings.Contains(string(o), "tick") {
 		t.Errorf("warden module list through the link: %v\n%s", err, o)
 	}
+}
+
+// consoleHome builds warden into a private dir (prefix) and adds copies
+// of the example modules named to a data dir there: the dir, the binary
+// and the data dir.
+func consoleHome(t *testing.T, prefix string, modules ...string) (base, bin, data string) {
+	t.Helper()
+	base = privateDir(t, prefix)
+	bin = filepath.Join(base, "bin", "warden")
+	data = filepath.Join(base, "data")
+	if out, err := exec.Command(goTool(t), "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	for _, m := range modules {
+		dir := filepath.Join(base, "modules", m)
+		os.MkdirAll(filepath.Dir(dir), 0o755)
+		if out, err := exec.Command("cp", "-a", filepath.Join("..", "..", "examples", "modules", m), dir).CombinedOutput(); err != nil {
+			t.Fatalf("copy %s: %v: %s", m, err, out)
+		}
+		if out, err := exec.Command(bin, "--data-dir", data, "module", "add", dir).CombinedOutput(); err != nil {
+			t.Fatalf("module add %s: %v: %s", m, err, out)
+		}
+	}
+	return base, bin, data
 }

@@ -222,6 +222,26 @@ func TestSSHEndToEnd(t *testing.T) {
 		return strings.Contains(string(b), `"ssh:`+fpA+`": "light"`)
 	}, output)
 
+	// c over SSH: the OSC 52 goes down the session to the client's
+	// terminal, here a tmux pane (TERM screen, tmux's default). tmux at
+	// its defaults drops it, and the status line says which setting lets
+	// it through; with that setting, it arrives in tmux's paste buffer.
+	opCon.keys(t, "4")
+	opCon.waitRe(t, `▸\s+greet`, 10*time.Second)
+	opCon.keys(t, "c")
+	opCon.waitFor(t, "copied module/hook (11 bytes) · tmux needs `set -s set-clipboard on`", 10*time.Second)
+	if out, err := opCon.tmux("show-buffer"); err == nil {
+		t.Errorf("tmux at its defaults kept %q from the session's OSC 52", out)
+	}
+	if out, err := opCon.tmux("set", "-s", "set-clipboard", "on"); err != nil {
+		t.Fatalf("set-clipboard on: %v: %s", err, out)
+	}
+	opCon.keys(t, "c")
+	waitUntil(t, "the copy to reach tmux's buffer", 10*time.Second, func() bool {
+		out, err := opCon.tmux("show-buffer")
+		return err == nil && string(out) == "hello greet"
+	}, output)
+
 	// An unknown key is refused at authentication, and the log names it.
 	out, err := runSSH(t, sshArgs(keyC, port, "-T")...)
 	var ee *exec.ExitError

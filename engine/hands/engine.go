@@ -189,13 +189,15 @@ func checkInitBinary(kind, dockerInit string) (string, error) {
 func socketIdentity(socket string) (string, error) {
 	fi, err := os.Stat(socket)
 	if errors.Is(err, fs.ErrNotExist) {
-		return "", fmt.Errorf("no engine socket at %s: start dockerd (or `podman system service unix://%s`) or pass the right --engine-socket", socket, socket)
+		// Said the same way to the CLI and the console's wizard: no flag
+		// names, what to start and what to give instead.
+		return "", fmt.Errorf("no engine socket at %s: start the engine that should listen there (`dockerd --host unix://%s` or `podman system service unix://%s`), or give the path a running engine listens on", socket, socket, socket)
 	}
 	if err != nil {
 		return "", fmt.Errorf("engine socket %s: %v", socket, errText(err))
 	}
 	if fi.Mode()&fs.ModeSocket == 0 {
-		return "", fmt.Errorf("engine socket %s is not a socket: pass the path the engine listens on (dockerd's --host unix://PATH, or podman system service's unix://PATH)", socket)
+		return "", fmt.Errorf("engine socket %s is not a socket: give the path the engine listens on (dockerd's --host unix://PATH, or podman system service's unix://PATH)", socket)
 	}
 	st := fi.Sys().(*syscall.Stat_t)
 	return fmt.Sprintf("%d:%d", uint64(st.Dev), st.Ino), nil

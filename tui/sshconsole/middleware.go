@@ -147,6 +147,8 @@ func (s *Server) consoleProgram(sess ssh.Session) *tea.Program {
 			noColor = true
 		}
 	}
+	getenv := sessionEnv(sess)
+	_, copyNote := tui.ForTerminal("", getenv)
 	// Every style is drawn with the session's own renderer, so colours
 	// follow the client's terminal, not serve's.
 	renderer := bubbletea.MakeRenderer(sess)
@@ -169,9 +171,14 @@ func (s *Server) consoleProgram(sess ssh.Session) *tea.Program {
 				s.logf("remembering the theme of %s: %v", actor, err)
 			}
 		},
-		// The clipboard is the client's: OSC 52 goes down the session.
-		Copy:    func(seq string) { io.WriteString(ptyOutput(sess), seq) },
-		NoPager: true,
+		// The clipboard is the client's: OSC 52 goes down the session,
+		// wrapped for the tmux or screen the client says it runs in.
+		Copy: func(seq string) {
+			seq, _ = tui.ForTerminal(seq, getenv)
+			io.WriteString(ptyOutput(sess), seq)
+		},
+		CopyNote: copyNote,
+		NoPager:  true,
 	})
 	sess.Context().SetValue(ctxConsole, m)
 	s.logf("console for %s (%s) from %s", actor, roleName(role), sess.RemoteAddr())
@@ -189,4 +196,19 @@ func (s *Server) consoleProgram(sess ssh.Session) *tea.Program {
 		s.setProgram(ss, p)
 	}
 	return p
+}
+
+// sessionEnv looks a variable up in what the client sent: its pty's TERM
+// and the variables it passed (SendEnv), never serve's own environment.
+func sessionEnv(sess ssh.Session) func(string) string {
+	env := map[string]string{}
+	for _, kv := range sess.Environ() {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			env[k] = v
+		}
+	}
+	if pty, _, ok := sess.Pty(); ok {
+		env["TERM"] = pty.Term
+	}
+	return func(k string) string { return env[k] }
 }
