@@ -47,6 +47,10 @@ import (
 //
 //	go test -run '^$' -bench 'Scale' -benchtime 20x ./cmd/warden/
 //	WARDEN_SCALE_BIG=1 go test -run '^$' -bench 'Scale' -benchtime 10x -timeout 30m ./cmd/warden/
+//
+// WARDEN_SCALE_DIR=<dir> grows the stores there once and reuses them in
+// later runs (never removed; the run benchmarks add a few runs to them
+// each time), to measure a change again without growing 100k runs.
 func BenchmarkScale(b *testing.B) {
 	sizes := []int{1000, 10_000}
 	if os.Getenv("WARDEN_SCALE_BIG") != "" {
@@ -220,6 +224,15 @@ func scaleStore(b *testing.B, n int) *scaleData {
 	if s := scaleStores[n]; s != nil {
 		return s
 	}
+	if scaleBase == "" && os.Getenv("WARDEN_SCALE_DIR") != "" {
+		// A dir kept from an earlier run (or a fresh one): stores already
+		// grown there are reused, so a change can be measured again
+		// without growing 100k runs each time. Never removed.
+		scaleBase = os.Getenv("WARDEN_SCALE_DIR")
+		if err := os.MkdirAll(scaleBase, 0o755); err != nil {
+			b.Fatal(err)
+		}
+	}
 	if scaleBase == "" {
 		base, err := os.UserCacheDir()
 		if err != nil {
@@ -250,6 +263,18 @@ func scaleStore(b *testing.B, n int) *scaleData {
 		os.WriteFile(filepath.Join(mod, "noop.sh"), []byte("#!/bin/sh\nseq 1 20\n"), 0o755)
 	}
 	dir := filepath.Join(scaleBase, "data-"+strconv.Itoa(n))
+	grown := filepath.Join(scaleBase, "grown-"+strconv.Itoa(n))
+	bin := filepath.Join(scaleBase, "bin", "warden")
+	if _, err := os.Stat(grown); err == nil {
+		// Grown by an earlier run in WARDEN_SCALE_DIR: the marker is
+		// written only once growing finished.
+		linkSelf(b, bin)
+		s := &scaleData{dir: dir, runs: n, bin: bin}
+		scaleStores[n] = s
+		b.Logf("reusing the store of %d runs in %s", n, dir)
+		return s
+	}
+	os.RemoveAll(dir) // a half-grown store from a run that was stopped
 	e, err := engine.Open(engine.Options{DataDir: dir})
 	if err != nil {
 		b.Fatal(err)
@@ -269,17 +294,30 @@ func scaleStore(b *testing.B, n int) *scaleData {
 		growStore(b, dir, n, o.Run, tplReceipts)
 		b.Logf("grew a store to %d runs in %s", n, time.Since(start).Round(time.Millisecond))
 	}
-	bin := filepath.Join(scaleBase, "bin", "warden")
-	if _, err := os.Lstat(bin); err != nil {
-		self, _ := os.Executable()
-		os.MkdirAll(filepath.Dir(bin), 0o755)
-		if err := os.Symlink(self, bin); err != nil {
-			b.Fatal(err)
-		}
+	linkSelf(b, bin)
+	if os.Getenv("WARDEN_SCALE_DIR") != "" {
+		os.WriteFile(grown, nil, 0o644)
 	}
 	s := &scaleData{dir: dir, runs: n, bin: bin}
 	scaleStores[n] = s
 	return s
+}
+
+// linkSelf points bin at this test binary (a reused WARDEN_SCALE_DIR
+// may hold a link to an earlier build's).
+func linkSelf(b *testing.B, bin string) {
+	self, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if cur, err := os.Readlink(bin); err == nil && cur == self {
+		return
+	}
+	os.MkdirAll(filepath.Dir(bin), 0o755)
+	os.Remove(bin)
+	if err := os.Symlink(self, bin); err != nil {
+		b.Fatal(err)
+	}
 }
 
 func mustReceipts(b *testing.B, e *engine.Engine) []engine.Receipt {
