@@ -618,6 +618,9 @@ func (a *App) askQuit() tea.Cmd {
 // setTab shows tab t. A tab chosen by hand starts a new trail.
 func (a *App) setTab(t int) {
 	a.tab = t
+	if t == tabReceipts {
+		a.receipts.show()
+	}
 	a.trail = nil
 	a.layout()
 }
