@@ -618,7 +618,10 @@ func (a *App) askQuit() tea.Cmd {
 // setTab shows tab t. A tab chosen by hand starts a new trail.
 func (a *App) setTab(t int) {
 	a.tab = t
-	if t == tabReceipts {
+	switch t {
+	case tabRequests:
+		a.requests.show()
+	case tabReceipts:
 		a.receipts.show()
 	}
 	a.trail = nil
