@@ -71,21 +71,7 @@ func BenchmarkScale(b *testing.B) {
 			})
 			b.Run("hook-runs", func(b *testing.B) { benchVerb(b, empty, st, "hook", "runs") })
 			b.Run("hook-run", func(b *testing.B) { benchVerb(b, empty, st, "hook", "run", "bench", "noop", "--jail=off") })
-			b.Run("first-frame", func(b *testing.B) {
-				paired(b, func(st *scaleData) {
-					e, err := engine.Open(engine.Options{DataDir: st.dir})
-					if err != nil {
-						b.Fatal(err)
-					}
-					a := tui.New(e, tui.Options{Actor: "local:bench", Jail: engine.JailOff, Bell: func() {}})
-					a.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
-					if v := a.View(); !strings.Contains(v, "noop") {
-						b.Fatalf("first frame shows no run:\n%s", v)
-					}
-					a.Close()
-					e.Close()
-				}, empty, st)
-			})
+			b.Run("first-frame", func(b *testing.B) { paired(b, func(st *scaleData) { firstFrame(b, st.dir) }, empty, st) })
 			engines := map[*scaleData]*engine.Engine{}
 			for _, s := range []*scaleData{empty, st} {
 				e, err := engine.Open(engine.Options{DataDir: s.dir})
@@ -126,6 +112,55 @@ func BenchmarkScale(b *testing.B) {
 			}
 		})
 	}
+}
+
+// firstFrame opens the engine on dir, builds the console, draws its first
+// frame and closes both.
+func firstFrame(b *testing.B, dir string) {
+	e, err := engine.Open(engine.Options{DataDir: dir})
+	if err != nil {
+		b.Fatal(err)
+	}
+	a := tui.New(e, tui.Options{Actor: "local:bench", Jail: engine.JailOff, Bell: func() {}})
+	a.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
+	if v := a.View(); !strings.Contains(v, "noop") {
+		b.Fatalf("first frame shows no run:\n%s", v)
+	}
+	a.Close()
+	e.Close()
+}
+
+// BenchmarkFirstFrameRequests: the console's first frame on a store with
+// 2,000 decided requests (an operator's answers to hooks and MCP tools;
+// the scale benchmark's no-op runs ask nothing) against the same store
+// without them, in turn. Goal, as for history: at most 1.5x.
+func BenchmarkFirstFrameRequests(b *testing.B) {
+	empty := scaleStore(b, 0)
+	asked := &scaleData{dir: filepath.Join(b.TempDir(), "data")}
+	if out, err := exec.Command("cp", "-a", empty.dir, asked.dir).CombinedOutput(); err != nil {
+		b.Fatalf("copy the store: %v: %s", err, out)
+	}
+	st, err := storage.Open(storage.Options{Dir: asked.dir, NoSync: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	at := time.Now().UTC().Add(-time.Hour)
+	content := []byte(`{"key":"db/password","store":"secrets","why":"` + strings.Repeat("x", 200) + `"}`)
+	if _, err := st.Update(func(tx *storage.Tx) error {
+		for i := 1; i <= 2000; i++ {
+			if err := tx.PutRequest(storage.RequestRecord{ID: uint64(i), Subject: "bench", Operation: "store.get", Content: content,
+				Requester: storage.Requester{Run: "20261129T140932-3fa2c1", Module: "bench", Hook: "noop"}, Digest: strings.Repeat("ab", 32),
+				Revision: 1, Created: at, Expires: at.Add(time.Minute),
+				Decision: &storage.Decision{Verdict: "approve-once", By: "local:ann", At: at.Add(time.Second), Reason: "ok"}}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		b.Fatal(err)
+	}
+	st.Close()
+	paired(b, func(s *scaleData) { firstFrame(b, s.dir) }, empty, asked)
 }
 
 // paired runs op on the empty store and on st in turn, every iteration,
