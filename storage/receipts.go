@@ -279,7 +279,7 @@ func (tx *Tx) Receipts(f ReceiptFilter) ([]Receipt, error) {
 				break
 			}
 			var r Receipt
-			if err := decodeRecord("receipts", seqKeyString(k), v, &r); err != nil {
+			if err := readReceipt(k, v, &r); err != nil {
 				return nil, err
 			}
 			if f.match(&r) {
@@ -296,7 +296,7 @@ func (tx *Tx) Receipts(f ReceiptFilter) ([]Receipt, error) {
 	}
 	for k, v := c.Seek(u64key(f.AfterSeq + 1)); k != nil && (f.Before == 0 || bytesToU64(k) < f.Before); k, v = c.Next() {
 		var r Receipt
-		if err := decodeRecord("receipts", seqKeyString(k), v, &r); err != nil {
+		if err := readReceipt(k, v, &r); err != nil {
 			return nil, err
 		}
 		if f.match(&r) {

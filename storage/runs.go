@@ -201,7 +201,7 @@ func (tx *Tx) RunsBefore(before string, limit int) ([]RunRecord, error) {
 	}
 	for ; k != nil; k, v = c.Prev() {
 		var r RunRecord
-		if err := decodeRecord("runs", string(k), v, &r); err != nil {
+		if err := readRun(k, v, &r); err != nil {
 			return nil, err
 		}
 		out = append(out, r)

@@ -631,6 +631,12 @@ func (a *App) askQuit() tea.Cmd {
 // setTab shows tab t. A tab chosen by hand starts a new trail.
 func (a *App) setTab(t int) {
 	a.tab = t
+	switch t {
+	case tabRequests:
+		a.requests.show()
+	case tabReceipts:
+		a.receipts.show()
+	}
 	a.trail = nil
 	a.layout()
 }

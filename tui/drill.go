@@ -43,6 +43,7 @@ func (a *App) drillTo(m drillMsg) {
 	switch {
 	case m.request != 0:
 		a.tab = tabRequests
+		a.requests.show()
 		a.requests.selectID(m.request)
 	case m.run != "":
 		a.tab = tabStreams

@@ -51,8 +51,10 @@ func alwaysRule(e engine.Facade, r engine.Request) (string, error) {
 	return fmt.Sprintf("allow %s on %s (digest %s), policy revision %d → %d", engine.RequestSummary(r), r.Subject, d, p.Revision, p.Revision+1), nil
 }
 
-func listRequests(e engine.Facade, limit int) ([]engine.Request, error) {
-	return e.Requests(engine.RequestFilter{All: true, Limit: limit})
+// listRequests reads the pending requests, then (with history) the
+// decided ones, newest first, limit in all.
+func listRequests(e engine.Facade, limit int, history bool) ([]engine.Request, error) {
+	return e.Requests(engine.RequestFilter{All: history, Limit: limit})
 }
 
 type styleT = lipgloss.Style

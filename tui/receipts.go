@@ -13,9 +13,11 @@ import (
 )
 
 // The receipts pane holds the newest receipts of the chosen kind, read a
-// page at a time by key range: the first page at open, older pages as the
-// cursor goes above the first one held. New receipts are added as they
-// come, up to maxReceipts; the whole log stays in storage.
+// page at a time by key range: the first page when the pane is first
+// shown (not at open: the console's first frame does not wait on a
+// pane it does not draw), older pages as the cursor goes above the first
+// one held. New receipts are added as they come, up to maxReceipts; the
+// whole log stays in storage.
 const (
 	receiptsLoad = 100
 	maxReceipts  = 2000
@@ -47,6 +49,9 @@ type receiptsPane struct {
 	off    int
 	atEnd  bool // the cursor follows new receipts
 	oldest bool // no receipt of the kind is older than rs[0]
+	// shown: the pane has been on screen, so it holds the newest page and
+	// keeps it current. Until then it holds nothing and reads nothing.
+	shown  bool
 	filter promptInput
 	h      int
 }
@@ -65,7 +70,19 @@ func kindFilter(s string) string {
 	return s
 }
 
+// show is called when the pane comes on screen: the first time, it reads
+// the newest page (every receipt until then included).
+func (p *receiptsPane) show() {
+	if !p.shown {
+		p.shown = true
+		p.reload()
+	}
+}
+
 func (p *receiptsPane) reload() {
+	if !p.shown {
+		return // read when first shown
+	}
 	rs, err := p.sh.e.Receipts(engine.ReceiptFilter{Kind: p.kind, Limit: receiptsLoad})
 	if err != nil {
 		p.sh.errStatus(err)
@@ -90,7 +107,7 @@ func (p *receiptsPane) matches(r *engine.Receipt) bool {
 
 // add takes a receipt just appended.
 func (p *receiptsPane) add(r engine.Receipt) {
-	if !p.matches(&r) {
+	if !p.shown || !p.matches(&r) {
 		return
 	}
 	if n := len(p.rs); n > 0 && p.rs[n-1].Seq >= r.Seq {

@@ -65,6 +65,12 @@ type requestsPane struct {
 	// confirmTool: the request is an MCP tool call, so t may approve the
 	// whole tool instead of exactly these arguments.
 	confirmTool bool
+
+	// history: the decided requests have been read, because the pane has
+	// been on screen. Until then it holds only the pending ones (all the
+	// header, the Runs tab's answer line and :approve need), so the first
+	// frame does not wait on decoding up to maxRequests of history.
+	history bool
 }
 
 func newRequestsPane(sh *shared) *requestsPane {
@@ -72,8 +78,17 @@ func newRequestsPane(sh *shared) *requestsPane {
 		filter: newPromptInput("filter › ", "module, hook, subject or operation", 128)}
 }
 
+// show is called when the pane comes on screen: the first time, it reads
+// the decided history too.
+func (p *requestsPane) show() {
+	if !p.history {
+		p.history = true
+		p.reload()
+	}
+}
+
 func (p *requestsPane) reload() {
-	rs, err := listRequests(p.sh.e, maxRequests)
+	rs, err := listRequests(p.sh.e, maxRequests, p.history)
 	if err != nil {
 		p.sh.errStatus(err)
 		return

@@ -47,6 +47,10 @@ import (
 //
 //	go test -run '^$' -bench 'Scale' -benchtime 20x ./cmd/warden/
 //	WARDEN_SCALE_BIG=1 go test -run '^$' -bench 'Scale' -benchtime 10x -timeout 30m ./cmd/warden/
+//
+// WARDEN_SCALE_DIR=<dir> grows the stores there once and reuses them in
+// later runs (never removed; the run benchmarks add a few runs to them
+// each time), to measure a change again without growing 100k runs.
 func BenchmarkScale(b *testing.B) {
 	sizes := []int{1000, 10_000}
 	if os.Getenv("WARDEN_SCALE_BIG") != "" {
@@ -67,21 +71,7 @@ func BenchmarkScale(b *testing.B) {
 			})
 			b.Run("hook-runs", func(b *testing.B) { benchVerb(b, empty, st, "hook", "runs") })
 			b.Run("hook-run", func(b *testing.B) { benchVerb(b, empty, st, "hook", "run", "bench", "noop", "--jail=off") })
-			b.Run("first-frame", func(b *testing.B) {
-				paired(b, func(st *scaleData) {
-					e, err := engine.Open(engine.Options{DataDir: st.dir})
-					if err != nil {
-						b.Fatal(err)
-					}
-					a := tui.New(e, tui.Options{Actor: "local:bench", Jail: engine.JailOff, Bell: func() {}})
-					a.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
-					if v := a.View(); !strings.Contains(v, "noop") {
-						b.Fatalf("first frame shows no run:\n%s", v)
-					}
-					a.Close()
-					e.Close()
-				}, empty, st)
-			})
+			b.Run("first-frame", func(b *testing.B) { paired(b, func(st *scaleData) { firstFrame(b, st.dir) }, empty, st) })
 			engines := map[*scaleData]*engine.Engine{}
 			for _, s := range []*scaleData{empty, st} {
 				e, err := engine.Open(engine.Options{DataDir: s.dir})
@@ -122,6 +112,55 @@ func BenchmarkScale(b *testing.B) {
 			}
 		})
 	}
+}
+
+// firstFrame opens the engine on dir, builds the console, draws its first
+// frame and closes both.
+func firstFrame(b *testing.B, dir string) {
+	e, err := engine.Open(engine.Options{DataDir: dir})
+	if err != nil {
+		b.Fatal(err)
+	}
+	a := tui.New(e, tui.Options{Actor: "local:bench", Jail: engine.JailOff, Bell: func() {}})
+	a.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
+	if v := a.View(); !strings.Contains(v, "noop") {
+		b.Fatalf("first frame shows no run:\n%s", v)
+	}
+	a.Close()
+	e.Close()
+}
+
+// BenchmarkFirstFrameRequests: the console's first frame on a store with
+// 2,000 decided requests (an operator's answers to hooks and MCP tools;
+// the scale benchmark's no-op runs ask nothing) against the same store
+// without them, in turn. Goal, as for history: at most 1.5x.
+func BenchmarkFirstFrameRequests(b *testing.B) {
+	empty := scaleStore(b, 0)
+	asked := &scaleData{dir: filepath.Join(b.TempDir(), "data")}
+	if out, err := exec.Command("cp", "-a", empty.dir, asked.dir).CombinedOutput(); err != nil {
+		b.Fatalf("copy the store: %v: %s", err, out)
+	}
+	st, err := storage.Open(storage.Options{Dir: asked.dir, NoSync: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	at := time.Now().UTC().Add(-time.Hour)
+	content := []byte(`{"key":"db/password","store":"secrets","why":"` + strings.Repeat("x", 200) + `"}`)
+	if _, err := st.Update(func(tx *storage.Tx) error {
+		for i := 1; i <= 2000; i++ {
+			if err := tx.PutRequest(storage.RequestRecord{ID: uint64(i), Subject: "bench", Operation: "store.get", Content: content,
+				Requester: storage.Requester{Run: "20261129T140932-3fa2c1", Module: "bench", Hook: "noop"}, Digest: strings.Repeat("ab", 32),
+				Revision: 1, Created: at, Expires: at.Add(time.Minute),
+				Decision: &storage.Decision{Verdict: "approve-once", By: "local:ann", At: at.Add(time.Second), Reason: "ok"}}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		b.Fatal(err)
+	}
+	st.Close()
+	paired(b, func(s *scaleData) { firstFrame(b, s.dir) }, empty, asked)
 }
 
 // paired runs op on the empty store and on st in turn, every iteration,
@@ -220,6 +259,15 @@ func scaleStore(b *testing.B, n int) *scaleData {
 	if s := scaleStores[n]; s != nil {
 		return s
 	}
+	if scaleBase == "" && os.Getenv("WARDEN_SCALE_DIR") != "" {
+		// A dir kept from an earlier run (or a fresh one): stores already
+		// grown there are reused, so a change can be measured again
+		// without growing 100k runs each time. Never removed.
+		scaleBase = os.Getenv("WARDEN_SCALE_DIR")
+		if err := os.MkdirAll(scaleBase, 0o755); err != nil {
+			b.Fatal(err)
+		}
+	}
 	if scaleBase == "" {
 		base, err := os.UserCacheDir()
 		if err != nil {
@@ -250,6 +298,18 @@ func scaleStore(b *testing.B, n int) *scaleData {
 		os.WriteFile(filepath.Join(mod, "noop.sh"), []byte("#!/bin/sh\nseq 1 20\n"), 0o755)
 	}
 	dir := filepath.Join(scaleBase, "data-"+strconv.Itoa(n))
+	grown := filepath.Join(scaleBase, "grown-"+strconv.Itoa(n))
+	bin := filepath.Join(scaleBase, "bin", "warden")
+	if _, err := os.Stat(grown); err == nil {
+		// Grown by an earlier run in WARDEN_SCALE_DIR: the marker is
+		// written only once growing finished.
+		linkSelf(b, bin)
+		s := &scaleData{dir: dir, runs: n, bin: bin}
+		scaleStores[n] = s
+		b.Logf("reusing the store of %d runs in %s", n, dir)
+		return s
+	}
+	os.RemoveAll(dir) // a half-grown store from a run that was stopped
 	e, err := engine.Open(engine.Options{DataDir: dir})
 	if err != nil {
 		b.Fatal(err)
@@ -269,17 +329,30 @@ func scaleStore(b *testing.B, n int) *scaleData {
 		growStore(b, dir, n, o.Run, tplReceipts)
 		b.Logf("grew a store to %d runs in %s", n, time.Since(start).Round(time.Millisecond))
 	}
-	bin := filepath.Join(scaleBase, "bin", "warden")
-	if _, err := os.Lstat(bin); err != nil {
-		self, _ := os.Executable()
-		os.MkdirAll(filepath.Dir(bin), 0o755)
-		if err := os.Symlink(self, bin); err != nil {
-			b.Fatal(err)
-		}
+	linkSelf(b, bin)
+	if os.Getenv("WARDEN_SCALE_DIR") != "" {
+		os.WriteFile(grown, nil, 0o644)
 	}
 	s := &scaleData{dir: dir, runs: n, bin: bin}
 	scaleStores[n] = s
 	return s
+}
+
+// linkSelf points bin at this test binary (a reused WARDEN_SCALE_DIR
+// may hold a link to an earlier build's).
+func linkSelf(b *testing.B, bin string) {
+	self, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if cur, err := os.Readlink(bin); err == nil && cur == self {
+		return
+	}
+	os.MkdirAll(filepath.Dir(bin), 0o755)
+	os.Remove(bin)
+	if err := os.Symlink(self, bin); err != nil {
+		b.Fatal(err)
+	}
 }
 
 func mustReceipts(b *testing.B, e *engine.Engine) []engine.Receipt {
