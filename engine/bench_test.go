@@ -12,6 +12,7 @@ package engine
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -90,12 +91,86 @@ func BenchmarkStoreGetHookkit(b *testing.B) {
 // line each way over a Unix socket, decoded and encoded on both ends, with
 // no broker, no handler and no storage.
 func BenchmarkUnixPingPongBaseline(b *testing.B) {
+	ping := unixPingPong(b)
+	ot := newOpTimer(b)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		ot.start()
+		if err := ping(); err != nil {
+			b.Fatal(err)
+		}
+		ot.stop()
+	}
+	b.StopTimer()
+	ot.report()
+}
+
+// BenchmarkStoreGetVsPingPong: the broker's goal, measured against its
+// floor in turn: each iteration does one config.get through the SDK, the
+// broker and storage (as BenchmarkStoreGetHookkit) and one raw ping-pong
+// (as BenchmarkUnixPingPongBaseline), so a busy shared host slows both
+// alike. It reports both medians and their ratio (goal: at most 1.5).
+//
+//	go test ./engine/ -run '^$' -bench StoreGetVsPingPong -benchtime 20000x -count 3
+func BenchmarkStoreGetVsPingPong(b *testing.B) {
+	e := setupScripts(b, Options{},
+		map[string]string{"sleep.sh": "#!/bin/sh\nexec sleep 600\n"},
+		map[string]string{"idle": "    run: [./sleep.sh]\n    timeout: 20m\n    idle_timeout: 10m\n"})
+	if err := e.SetConfig(testActor, "testmod", "region", "eu-central"); err != nil {
+		b.Fatal(err)
+	}
+	h, err := e.StartRun(testActor, RunRequest{Module: "testmod", Hook: "idle", Jail: JailOff})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		h.Cancel()
+		h.Wait()
+	}()
+	c, err := hookkit.Dial(h.r.brk.SocketPath(), h.r.token)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	cfg := c.Config()
+	ping := unixPingPong(b)
+	var gets, pings []time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t0 := time.Now()
+		v, ok, err := cfg.Get("region")
+		gets = append(gets, time.Since(t0))
+		if err != nil || !ok || v != "eu-central" {
+			b.Fatalf("get: %q %v %v", v, ok, err)
+		}
+		t0 = time.Now()
+		if err := ping(); err != nil {
+			b.Fatal(err)
+		}
+		pings = append(pings, time.Since(t0))
+	}
+	b.StopTimer()
+	p50 := func(d []time.Duration) float64 {
+		slices.Sort(d)
+		return float64(d[len(d)/2].Nanoseconds())
+	}
+	g, pp := p50(gets), p50(pings)
+	b.ReportMetric(g, "get-p50-ns")
+	b.ReportMetric(pp, "pingpong-p50-ns")
+	b.ReportMetric(g/pp, "ratio")
+}
+
+// unixPingPong serves a peer on a Unix socket that answers each JSON
+// line with one, and returns one round trip from a client: the request
+// encoded, the answer read and decoded, its value decoded.
+func unixPingPong(b *testing.B) func() error {
 	sock := filepath.Join(b.TempDir(), "pp.sock")
 	ln, err := net.Listen("unix", sock)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer ln.Close()
+	b.Cleanup(func() { ln.Close() })
 	type frame struct {
 		Type   string            `json:"type"`
 		ID     int64             `json:"id"`
@@ -130,31 +205,26 @@ func BenchmarkUnixPingPongBaseline(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer c.Close()
+	b.Cleanup(func() { c.Close() })
 	r := bufio.NewReader(c)
-	ot := newOpTimer(b)
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		ot.start()
-		req, _ := json.Marshal(frame{Type: "store", ID: int64(i + 1), Store: "config", Method: "get", Args: []json.RawMessage{json.RawMessage(`"region"`)}})
+	var id int64
+	return func() error {
+		id++
+		req, _ := json.Marshal(frame{Type: "store", ID: id, Store: "config", Method: "get", Args: []json.RawMessage{json.RawMessage(`"region"`)}})
 		if _, err := c.Write(append(req, '\n')); err != nil {
-			b.Fatal(err)
+			return err
 		}
 		line, err := r.ReadBytes('\n')
 		if err != nil {
-			b.Fatal(err)
+			return err
 		}
 		var ans frame
-		if err := json.Unmarshal(line, &ans); err != nil || ans.ID != int64(i+1) {
-			b.Fatalf("answer %s: %v", line, err)
+		if err := json.Unmarshal(line, &ans); err != nil || ans.ID != id {
+			return fmt.Errorf("answer %s: %v", line, err)
 		}
 		var v string
-		json.Unmarshal(ans.Value, &v)
-		ot.stop()
+		return json.Unmarshal(ans.Value, &v)
 	}
-	b.StopTimer()
-	ot.report()
 }
 
 const (

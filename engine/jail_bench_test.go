@@ -10,6 +10,7 @@ package engine
 //	go test ./engine/ -run '^$' -bench 'Noop|BareBwrap' -benchtime 50x
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -147,19 +148,60 @@ func BenchmarkLimitsCost(b *testing.B) {
 // BenchmarkNoopJailOff: the same with the jail off.
 func BenchmarkNoopJailOff(b *testing.B) { benchNoop(b, JailOff) }
 
-// BenchmarkBareBwrap: the bwrap command line the spawner builds for that
-// hook (same plan, same environment, fresh seccomp/passwd/args memfds each
-// time), run to its exit with no engine around it: "hook" runs the same
-// /module/noop.sh, "true" runs /bin/true (no shell).
-func BenchmarkBareBwrap(b *testing.B) {
+// BenchmarkJailedVsBare: the goal of the jailed run path, measured
+// against its baseline in turn: each iteration runs the no-op hook jailed
+// through the engine (StartRun to its end receipt, limits on) and then
+// the bare bwrap command line the spawner builds for it (as
+// BenchmarkBareBwrap/hook), so that a busy shared host slows both alike.
+// It reports both medians and their ratio (goal: at most 1.5).
+//
+//	go test ./engine/ -run '^$' -bench JailedVsBare -benchtime 200x -count 3
+func BenchmarkJailedVsBare(b *testing.B) {
 	needJail(b)
+	e := openTestEngine(b)
+	mod := jailBenchModule(b)
+	if _, err := e.AddModule(testActor, mod); err != nil {
+		b.Fatal(err)
+	}
+	bare := bareBwrap(b, mod, []string{jail.ModuleTarget + "/noop.sh"})
+	var jailed, baseline []time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t0 := time.Now()
+		o, err := e.RunHook(testActor, RunRequest{Module: "testmod", Hook: "noop", Jail: JailBwrap})
+		jailed = append(jailed, time.Since(t0))
+		if err != nil || !o.OK() {
+			b.Fatalf("run: %v %s %s", err, o.Run.Status, o.Run.Error)
+		}
+		t0 = time.Now()
+		if err := bare(); err != nil {
+			b.Fatal(err)
+		}
+		baseline = append(baseline, time.Since(t0))
+	}
+	b.StopTimer()
+	p50 := func(d []time.Duration) float64 {
+		slices.Sort(d)
+		return float64(d[len(d)/2].Nanoseconds())
+	}
+	j, bw := p50(jailed), p50(baseline)
+	b.ReportMetric(j, "jailed-p50-ns")
+	b.ReportMetric(bw, "bare-p50-ns")
+	b.ReportMetric(j/bw, "ratio")
+}
+
+// bareBwrap returns one run of the bwrap command line the spawner builds
+// for argv in module dir mod (same plan, same environment, fresh
+// seccomp/passwd/args memfds each time), to its exit, with no engine
+// around it.
+func bareBwrap(b *testing.B, mod string, argv []string) func() error {
 	jl, err := jail.New(jail.DefaultBwrap)
 	if err != nil {
 		b.Fatal(err)
 	}
 	runDir := b.TempDir()
 	os.WriteFile(filepath.Join(runDir, jail.SocketName), nil, 0o600) // the broker's socket
-	plan, err := jail.BuildPlan(jail.PlanInput{ModuleDir: jailBenchModule(b), RunDir: runDir, Warden: wardenBinary()})
+	plan, err := jail.BuildPlan(jail.PlanInput{ModuleDir: mod, RunDir: runDir, Warden: wardenBinary()})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -170,6 +212,31 @@ func BenchmarkBareBwrap(b *testing.B) {
 		"WARDEN_MODULE": "testmod",
 		"WARDEN_HOOK":   "noop",
 	}, jail.BinDir)
+	return func() error {
+		s := jl.Spawner(plan, false)
+		cmd, err := s.Command(hooks.Spawn{Argv: argv, Dir: jail.ModuleTarget, Env: env})
+		if err != nil {
+			return err
+		}
+		err = cmd.Start()
+		s.Release()
+		if err == nil {
+			err = cmd.Wait()
+		}
+		if err != nil {
+			return fmt.Errorf("%v: %w", argv, err)
+		}
+		return nil
+	}
+}
+
+// BenchmarkBareBwrap: the bwrap command line the spawner builds for that
+// hook (same plan, same environment, fresh seccomp/passwd/args memfds each
+// time), run to its exit with no engine around it: "hook" runs the same
+// /module/noop.sh, "true" runs /bin/true (no shell).
+func BenchmarkBareBwrap(b *testing.B) {
+	needJail(b)
+	mod := jailBenchModule(b)
 	for _, c := range []struct {
 		name string
 		argv []string
@@ -178,22 +245,14 @@ func BenchmarkBareBwrap(b *testing.B) {
 		{"true", []string{"/bin/true"}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
+			run := bareBwrap(b, mod, c.argv)
 			ds := make([]time.Duration, 0, b.N)
 			for i := 0; i < b.N; i++ {
 				t0 := time.Now()
-				s := jl.Spawner(plan, false)
-				cmd, err := s.Command(hooks.Spawn{Argv: c.argv, Dir: jail.ModuleTarget, Env: env})
-				if err != nil {
-					b.Fatal(err)
-				}
-				err = cmd.Start()
-				s.Release()
-				if err == nil {
-					err = cmd.Wait()
-				}
+				err := run()
 				ds = append(ds, time.Since(t0))
 				if err != nil {
-					b.Fatalf("%v: %v", c.argv, err)
+					b.Fatal(err)
 				}
 			}
 			reportP50(b, ds)

@@ -361,8 +361,12 @@ func (e *Engine) prepare(r *activeRun) (undo func(), err error) {
 			cleanup()
 		}
 	}()
-	if err := linkWarden(runDir); err != nil {
-		return nil, err
+	// Unjailed hooks find the warden helper through the run's bin dir;
+	// the jail binds the binary itself (jail.WardenTarget).
+	if r.rec.JailMode == JailOff {
+		if err := linkWarden(runDir); err != nil {
+			return nil, err
+		}
 	}
 	// The token lives as long as the run may, plus the kill grace. It is
 	// recorded with the start receipt, in the same commit: until then it
@@ -767,12 +771,9 @@ func joinNames(ss []string) string {
 // engine's own helper whatever the binary is called (a test binary, a
 // renamed build) and never some other warden found on PATH.
 func linkWarden(runDir string) error {
-	exe, err := os.Executable()
+	exe, err := thisBinary()
 	if err != nil {
 		return fmt.Errorf("cannot find the warden binary to offer hooks: %w", err)
-	}
-	if real, err := filepath.EvalSymlinks(exe); err == nil {
-		exe = real
 	}
 	bin := filepath.Join(runDir, "bin")
 	if err := os.Mkdir(bin, 0o700); err != nil {
@@ -792,15 +793,27 @@ func (e *Engine) jail() (*jail.Jail, error) {
 
 // wardenBinary is this binary, bound read-only into the jail.
 func wardenBinary() string {
-	exe, err := os.Executable()
+	exe, err := thisBinary()
 	if err != nil {
 		return "/proc/self/exe"
+	}
+	return exe
+}
+
+// thisBinary is the path of this process's binary, symlinks resolved,
+// found once: it is the file this process was started from, which does
+// not change while it runs (a run paid a readlink and a path walk for it,
+// twice).
+var thisBinary = sync.OnceValues(func() (string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return "", err
 	}
 	if real, err := filepath.EvalSymlinks(exe); err == nil {
 		exe = real
 	}
-	return exe
-}
+	return exe, nil
+})
 
 // pathInputs lists the hook's declared path inputs with their values.
 func pathInputs(h *hooks.Hook, inputs map[string]any) []jail.PathInput {

@@ -59,8 +59,8 @@ prompt; without a terminal the answer is no.`,
 			if jail != engine.JailOff && jail != engine.JailBwrap {
 				return usageError{fmt.Errorf("--jail %q: want bwrap or off", jail)}
 			}
-			return a.withEngine(func(e engine.Facade) error {
-				if err := checkInputs(e, argv[0], argv[1], raw); err != nil {
+			return a.withEngineModule(argv[0], func(e engine.Facade, mod *engine.Module) error {
+				if err := checkInputs(mod, argv[1], raw); err != nil {
 					return usageError{fmt.Errorf("%w\nusage: %s (see `warden module show %s`)", err, cmd.UseLine(), argv[0])}
 				}
 				req := engine.RunRequest{Module: argv[0], Hook: argv[1], RawInputs: raw, Jail: jail}
@@ -417,23 +417,16 @@ func ttyConfirm(tty *os.File) func(context.Context, string) (bool, error) {
 // before anything starts: a missing, unknown or malformed input is the
 // caller's mistake (a usage error, exit 2), as a bad flag is. An unknown
 // module or hook is left to the engine, which names what there is.
-func checkInputs(e engine.Facade, module, hook string, raw map[string]string) error {
-	mods, err := e.Modules()
-	if err != nil {
+func checkInputs(m *engine.Module, hook string, raw map[string]string) error {
+	if m == nil || m.Manifest == nil {
 		return nil
 	}
-	for _, m := range mods {
-		if m.Record.ID != module || m.Manifest == nil {
-			continue
-		}
-		h, ok := m.Manifest.Hooks[hook]
-		if !ok {
-			return nil
-		}
-		_, err := hooks.ParseInputs(h.Inputs, raw)
-		return err
+	h, ok := m.Manifest.Hooks[hook]
+	if !ok {
+		return nil
 	}
-	return nil
+	_, err := hooks.ParseInputs(h.Inputs, raw)
+	return err
 }
 
 // signalReason is the cancel reason recorded when `warden hook run` is

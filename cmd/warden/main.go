@@ -146,6 +146,26 @@ func (a *app) withEngine(fn func(engine.Facade) error) error {
 	return fn(e)
 }
 
+// withEngineModule is withEngine for a verb about one module: it looks
+// that module up (mod is nil when the store has none of that id, or it
+// cannot be read) and hands it over with the engine. A module found says
+// the data dir is the one meant, so only a miss asks for every module
+// (sayDataDir): each of those asks re-reads every module's manifest.
+func (a *app) withEngineModule(id string, fn func(e engine.Facade, mod *engine.Module) error) error {
+	fresh := a.dataDirIsNew()
+	e, err := a.openEngine()
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	mod, err := e.Module(id)
+	if err != nil {
+		mod = nil
+		a.sayDataDir(e, fresh)
+	}
+	return fn(e, mod)
+}
+
 // dataDirIsNew reports whether the data dir has no store yet (opening it
 // will make one).
 func (a *app) dataDirIsNew() bool {

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -62,10 +63,11 @@ type engineClient struct {
 	cgroup  string // the cgroup version the engine reports ("1", "2")
 }
 
+// Compiled on first use, not at init (each CLI verb paid for them at start).
 var (
-	storageDriverPattern = regexp.MustCompile(`^[a-z0-9_.-]{1,32}$`)
+	storageDriverPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9_.-]{1,32}$`) })
 	// storagePattern is Identity.Storage as recorded in setup.json.
-	storagePattern = regexp.MustCompile(`^[a-z0-9_.-]{1,32}:/`)
+	storagePattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9_.-]{1,32}:/`) })
 )
 
 // openEngine checks the socket path, connects, negotiates the API version
@@ -123,14 +125,14 @@ func openEngine(ctx context.Context, socket string) (*engineClient, error) {
 		return fail(fmt.Errorf("the %s at %s did not say who it is (info): %v; check its log", engineName(kind), socket, err))
 	}
 	driver, root := info.Info.Driver, info.Info.DockerRootDir
-	if !storageDriverPattern.MatchString(driver) || !filepath.IsAbs(root) || filepath.Clean(root) != root || len(root) > 1024 || hasControl(root) {
+	if !storageDriverPattern().MatchString(driver) || !filepath.IsAbs(root) || filepath.Clean(root) != root || len(root) > 1024 || hasControl(root) {
 		return fail(fmt.Errorf("the %s at %s reports a storage driver or root warden does not recognise, so it cannot tell this engine from another", engineName(kind), socket))
 	}
 	e.id.Storage = driver + ":" + root
 	e.cgroup = clean(info.Info.CgroupVersion, 8)
 	switch kind {
 	case EngineDocker:
-		if !daemonIDPattern.MatchString(info.Info.ID) {
+		if !daemonIDPattern().MatchString(info.Info.ID) {
 			return fail(fmt.Errorf("the Docker Engine at %s reports a daemon ID warden does not recognise; is it a Docker Engine?", socket))
 		}
 		e.id.DaemonID = info.Info.ID

@@ -244,7 +244,7 @@ func (r *initRun) steps(ctx context.Context) error {
 	if err != nil {
 		return check(fmt.Errorf("resolve image %q: %w", r.opts.Image, err))
 	}
-	if !imageIDPattern.MatchString(img.ID) {
+	if !imageIDPattern().MatchString(img.ID) {
 		return fmt.Errorf("image %q resolved to an id that is not sha256:<64 hex>; warden pins images by that id only", r.opts.Image)
 	}
 	r.rec.Image = img.ID
@@ -377,7 +377,7 @@ func (r *initRun) createWith(ctx context.Context, tmpfs string) (string, error) 
 	if err != nil {
 		return "", fmt.Errorf("create container: %w", err)
 	}
-	if !containerIDPattern.MatchString(res.ID) {
+	if !containerIDPattern().MatchString(res.ID) {
 		return "", fmt.Errorf("the engine returned a container id warden does not recognise")
 	}
 	return res.ID, nil

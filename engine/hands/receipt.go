@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sync"
 	"syscall"
 	"time"
 
@@ -86,11 +87,12 @@ var receiptKeys = []string{"version", "owner", "engine", "engineSocket", "socket
 // receiptKeysV1 is version 1's key set: Docker only, inodes always bounded.
 var receiptKeysV1 = []string{"version", "owner", "engineSocket", "socketIdentity", "daemonId", "image", "containerId", "generation", "phase"}
 
+// Compiled on first use, not at init (each CLI verb paid for them at start).
 var (
-	containerIDPattern    = regexp.MustCompile(`^[0-9a-f]{64}$`)
-	daemonIDPattern       = regexp.MustCompile(`^[A-Za-z0-9:_-]{1,128}$`)
-	imageIDPattern        = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
-	socketIdentityPattern = regexp.MustCompile(`^[0-9]{1,20}:[0-9]{1,20}$`)
+	containerIDPattern    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-f]{64}$`) })
+	daemonIDPattern       = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9:_-]{1,128}$`) })
+	imageIDPattern        = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^sha256:[0-9a-f]{64}$`) })
+	socketIdentityPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9]{1,20}:[0-9]{1,20}$`) })
 )
 
 // maxSocketPath is sun_path's limit: a longer path cannot be dialled.
@@ -104,13 +106,13 @@ func (r *SetupReceipt) validate() error {
 		return errors.New("owner is empty, too long or has control characters")
 	case !filepath.IsAbs(r.EngineSocket) || filepath.Clean(r.EngineSocket) != r.EngineSocket || len(r.EngineSocket) > maxSocketPath || hasControl(r.EngineSocket):
 		return errors.New("engineSocket is not an absolute, clean socket path")
-	case !socketIdentityPattern.MatchString(r.SocketIdentity):
+	case !socketIdentityPattern().MatchString(r.SocketIdentity):
 		return errors.New("socketIdentity does not match DEV:INODE")
-	case !daemonIDPattern.MatchString(r.DaemonID):
+	case !daemonIDPattern().MatchString(r.DaemonID):
 		return errors.New("daemonId does not match the Docker daemon ID format")
 	case r.Engine != EngineDocker && r.Engine != EnginePodman:
 		return errors.New("engine is not docker or podman")
-	case r.EngineStorage != "" && (!storagePattern.MatchString(r.EngineStorage) || len(r.EngineStorage) > 1100 || hasControl(r.EngineStorage)):
+	case r.EngineStorage != "" && (!storagePattern().MatchString(r.EngineStorage) || len(r.EngineStorage) > 1100 || hasControl(r.EngineStorage)):
 		return errors.New("engineStorage is not DRIVER:/ROOT")
 	case r.Engine == EngineDocker && r.Inodes != "" && r.Inodes != WorkspaceInodes:
 		return errors.New("a docker receipt with unbounded inodes")
@@ -120,9 +122,9 @@ func (r *SetupReceipt) validate() error {
 		return errors.New("inodes is not 32768 or \"unbounded (podman)\"")
 	case r.ContainerID != "" && r.Inodes == "":
 		return errors.New("containerId recorded without the workspace's inode bound")
-	case r.Image != "" && !imageIDPattern.MatchString(r.Image):
+	case r.Image != "" && !imageIDPattern().MatchString(r.Image):
 		return errors.New("image is not a sha256: image id")
-	case r.ContainerID != "" && !containerIDPattern.MatchString(r.ContainerID):
+	case r.ContainerID != "" && !containerIDPattern().MatchString(r.ContainerID):
 		return errors.New("containerId is not 64 hex characters")
 	case r.Generation != "" && !validGeneration(r.Generation):
 		return errors.New("generation is not an RFC 3339 start time")

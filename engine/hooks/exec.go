@@ -87,6 +87,15 @@ type Tree interface {
 	Close() error
 }
 
+// Holder is a Tree that may hold every process of the run (a cgroup the
+// run's processes are born in and cannot leave). When HoldsAll is true,
+// its Close returns only once none of them is left, so the executor does
+// not look for stragglers of the process group itself: that look is a
+// walk of every process on the host (see groupHasLive), after every run.
+type Holder interface {
+	HoldsAll() bool
+}
+
 // DirectSpawner runs the Spawn as is, with no jail (jail mode "off").
 type DirectSpawner struct{}
 
@@ -508,7 +517,9 @@ func (p *Process) reap() {
 	}
 	t.Stop()
 
-	waitGroupGone(p.pid, groupGoneCap)
+	if h, ok := p.tree.(Holder); !ok || !h.HoldsAll() {
+		waitGroupGone(p.pid, groupGoneCap)
+	}
 	if p.tree != nil {
 		if err := p.tree.Close(); err != nil && ex.Err == nil {
 			ex.Err = err

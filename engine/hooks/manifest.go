@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -56,21 +57,23 @@ const (
 // KnownCapabilities lists the capabilities a hook may require, sorted.
 var KnownCapabilities = []string{CapHands, CapOperator}
 
+// Compiled on first use, not at init: every warden process (each CLI verb)
+// paid for these at start, the {0,62} bounds making each a large program.
 var (
-	idRe     = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
-	hookRe   = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,62}$`)
-	nameRe   = regexp.MustCompile(`^[a-z][a-z0-9_]{0,62}$`)
-	ioNameRe = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,62}$`)
+	idRe     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`) })
+	hookRe   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z0-9_-]{0,62}$`) })
+	nameRe   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z0-9_]{0,62}$`) })
+	ioNameRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z0-9_-]{0,62}$`) })
 )
 
 // ValidModuleID reports whether id is a valid module id.
-func ValidModuleID(id string) bool { return idRe.MatchString(id) }
+func ValidModuleID(id string) bool { return idRe().MatchString(id) }
 
 // ValidHookName reports whether name is a valid hook name.
-func ValidHookName(name string) bool { return hookRe.MatchString(name) }
+func ValidHookName(name string) bool { return hookRe().MatchString(name) }
 
 // ValidSecretName reports whether name is a valid secret or config name.
-func ValidSecretName(name string) bool { return nameRe.MatchString(name) }
+func ValidSecretName(name string) bool { return nameRe().MatchString(name) }
 
 // Manifest is a decoded module.yaml.
 type Manifest struct {
@@ -622,7 +625,7 @@ func (d *manifestDecoder) manifest(body ast.Node) (*Manifest, error) {
 			if err != nil {
 				return nil, err
 			}
-			if !idRe.MatchString(s) {
+			if !idRe().MatchString(s) {
 				return nil, d.errf(nodeLine(e.value), e.path, "invalid module id %s (must match ^[a-z0-9][a-z0-9-]{0,62}$)", shortQuote(s))
 			}
 			m.ID = s
@@ -652,11 +655,11 @@ func (d *manifestDecoder) manifest(body ast.Node) (*Manifest, error) {
 			}
 			m.Description = strings.TrimSpace(s)
 		case "secrets":
-			if m.Secrets, err = d.nameList(e.value, e.path, "secret name", nameRe, "^[a-z][a-z0-9_]{0,62}$"); err != nil {
+			if m.Secrets, err = d.nameList(e.value, e.path, "secret name", nameRe(), "^[a-z][a-z0-9_]{0,62}$"); err != nil {
 				return nil, err
 			}
 		case "config":
-			if m.Config, err = d.nameList(e.value, e.path, "config name", nameRe, "^[a-z][a-z0-9_]{0,62}$"); err != nil {
+			if m.Config, err = d.nameList(e.value, e.path, "config name", nameRe(), "^[a-z][a-z0-9_]{0,62}$"); err != nil {
 				return nil, err
 			}
 		case "hooks":
@@ -689,7 +692,7 @@ func (d *manifestDecoder) hooks(e yamlEntry) (map[string]*Hook, error) {
 	}
 	hooks := make(map[string]*Hook, len(entries))
 	for _, he := range entries {
-		if !hookRe.MatchString(he.key) {
+		if !hookRe().MatchString(he.key) {
 			return nil, d.errf(he.line, he.path, "invalid hook name (must match ^[a-z][a-z0-9_-]{0,62}$)")
 		}
 		h, err := d.hook(he)
@@ -885,7 +888,7 @@ func (d *manifestDecoder) typeMap(f yamlEntry, what string) (map[string]Type, er
 		return nil, err
 	}
 	for _, e := range entries {
-		if !ioNameRe.MatchString(e.key) {
+		if !ioNameRe().MatchString(e.key) {
 			return nil, d.errf(e.line, e.path, "invalid %s name (must match ^[a-z][a-z0-9_-]{0,62}$)", what)
 		}
 		s, ok := e.value.(*ast.StringNode)

@@ -187,6 +187,13 @@ func (s *Spawner) Close() error {
 	return s.group.Delete() // idempotent; s.group stays for late readers
 }
 
+// HoldsAll implements hooks.Holder: with a cgroup, every process of the
+// run is born in it and cannot leave it, and Close (Group.Delete) returns
+// only once it is empty, bubblewrap's pid-namespace init included (the
+// outer bwrap exits as soon as it has the hook's status, before that
+// init is reaped).
+func (s *Spawner) HoldsAll() bool { return s.group != nil }
+
 // procs lists the run's processes: its cgroup's, else the descendants of
 // the bwrap process.
 func (s *Spawner) procs() []int {

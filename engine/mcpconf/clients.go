@@ -21,6 +21,7 @@ import (
 	"regexp"
 	"runtime"
 	"sort"
+	"sync"
 )
 
 // Client is an MCP client warden can prepare.
@@ -103,12 +104,13 @@ type Entry struct {
 	Args    []string `json:"args" toml:"args"`
 }
 
-var namePattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+// Compiled on first use, not at init (each CLI verb paid for it at start).
+var namePattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`) })
 
 // CheckName refuses a server name that is not [A-Za-z0-9_-]{1,64} (a
 // bare TOML key, and a plain JSON key).
 func CheckName(name string) error {
-	if !namePattern.MatchString(name) {
+	if !namePattern().MatchString(name) {
 		return fmt.Errorf("server name %q: use 1 to 64 of A-Z a-z 0-9 _ -", name)
 	}
 	return nil

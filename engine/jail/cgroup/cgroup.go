@@ -147,6 +147,7 @@ func (g *Group) Delete() error {
 	g.mu.Unlock()
 
 	deadline := time.Now().Add(deleteCap)
+	pause := 250 * time.Microsecond
 	for {
 		ps := g.Procs()
 		if len(ps) == 0 {
@@ -156,16 +157,22 @@ func (g *Group) Delete() error {
 			return fmt.Errorf("cgroup: %d process(es) of run %s still alive %s after SIGKILL (pids %v); the group stays, with its limits", len(ps), g.name, deleteCap, ps)
 		}
 		_ = g.impl.kill()
-		time.Sleep(5 * time.Millisecond)
+		// A killed process (bubblewrap's pid-namespace init, tearing its
+		// namespace down after the hook's exit) is usually gone within a
+		// millisecond: look again soon, then less often.
+		time.Sleep(pause)
+		pause = min(2*pause, 5*time.Millisecond)
 	}
 	// The kernel can report the group busy for a moment after its last
 	// process is gone.
 	var err error
-	for i := 0; i < 100; i++ {
+	for removeBy := time.Now().Add(deleteCap); ; time.Sleep(10 * time.Millisecond) {
 		if err = g.impl.remove(); err == nil {
 			return nil
 		}
-		time.Sleep(10 * time.Millisecond)
+		if time.Now().After(removeBy) {
+			break
+		}
 	}
 	return fmt.Errorf("cgroup: removing the group of run %s: %w", g.name, err)
 }

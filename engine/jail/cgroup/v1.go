@@ -83,8 +83,22 @@ type launchReq struct {
 	done chan error
 }
 
-// v1Hierarchy is the library's hierarchy, cut down to v1Controllers.
+var (
+	hierMu sync.Mutex
+	hier   []cgroup1.Subsystem // v1Hierarchy's, once read
+)
+
+// v1Hierarchy is the library's hierarchy, cut down to v1Controllers. It
+// is read once (the library parses /proc/self/mountinfo for it, a
+// quarter of a millisecond that each run paid twice): where the
+// hierarchies are mounted does not change under a running engine, as
+// Probe, also read once, assumes too.
 func v1Hierarchy() ([]cgroup1.Subsystem, error) {
+	hierMu.Lock()
+	defer hierMu.Unlock()
+	if hier != nil {
+		return hier, nil
+	}
 	all, err := cgroup1.Default()
 	if err != nil {
 		return nil, err
@@ -97,6 +111,7 @@ func v1Hierarchy() ([]cgroup1.Subsystem, error) {
 			}
 		}
 	}
+	hier = out
 	return out, nil
 }
 
@@ -453,17 +468,27 @@ func (g *v1Group) remove() error {
 	case <-time.After(tasksGoneCap):
 		return errors.New("warden's launcher thread did not leave the group")
 	}
-	// The library's removal backs off 10ms and more on a busy group:
-	// wait for the group's tasks (threads) to be gone first, at 1ms.
-	for deadline := time.Now().Add(tasksGoneCap); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-		tasks, err := readPids(filepath.Join(g.dirs[cgroup1.Pids], "tasks"))
-		if err != nil || len(tasks) == 0 {
-			break
+	// The kernel refuses (EBUSY) to remove a group that still has a
+	// task, so a removed group was empty. The library's removal walks
+	// each group's files and backs off 10ms and more when refused: this
+	// is an rmdir per hierarchy, tried again soon, then less often, while
+	// the last threads (warden's launcher, going home) leave.
+	deadline := time.Now().Add(tasksGoneCap)
+	pause := 250 * time.Microsecond
+	for {
+		var busy error
+		for n, dir := range g.dirs {
+			if err := unix.Rmdir(dir); err != nil && err != unix.ENOENT {
+				if err != unix.EBUSY {
+					return fmt.Errorf("removing the %s group: %w", n, err)
+				}
+				busy = fmt.Errorf("removing the %s group: %w", n, err)
+			}
 		}
+		if busy == nil || time.Now().After(deadline) {
+			return busy
+		}
+		time.Sleep(pause)
+		pause = min(2*pause, 10*time.Millisecond)
 	}
-	err := g.cg.Delete()
-	if errors.Is(err, cgroup1.ErrCgroupDeleted) {
-		return nil
-	}
-	return err
 }
