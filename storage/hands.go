@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -35,10 +36,12 @@ type HandsRecord struct {
 }
 
 var (
-	handsPhasePattern     = regexp.MustCompile(`^(prepared|creating|running|ready|failed|finished)$`)
-	handsContainerPattern = regexp.MustCompile(`^([0-9a-f]{64})?$`)
-	handsImagePattern     = regexp.MustCompile(`^(sha256:[0-9a-f]{64})?$`)
-	handsDaemonPattern    = regexp.MustCompile(`^[A-Za-z0-9:_-]{1,128}$`)
+	handsPhasePattern = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^(prepared|creating|running|ready|failed|finished)$`)
+	})
+	handsContainerPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^([0-9a-f]{64})?$`) })
+	handsImagePattern     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(sha256:[0-9a-f]{64})?$`) })
+	handsDaemonPattern    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9:_-]{1,128}$`) })
 )
 
 func (r *HandsRecord) validate() error {
@@ -51,19 +54,19 @@ func (r *HandsRecord) validate() error {
 		return errors.New("access is not files or none")
 	case !filepath.IsAbs(r.EngineSocket) || hasControlRune(r.EngineSocket):
 		return errors.New("engine socket is not an absolute path")
-	case !handsDaemonPattern.MatchString(r.DaemonID):
+	case !handsDaemonPattern().MatchString(r.DaemonID):
 		return errors.New("bad daemon id")
 	case r.Engine != "" && r.Engine != "docker" && r.Engine != "podman":
 		return errors.New("engine is not docker or podman")
-	case !handsImagePattern.MatchString(r.Image):
+	case !handsImagePattern().MatchString(r.Image):
 		return errors.New("image is not a sha256: id")
-	case !handsContainerPattern.MatchString(r.ContainerID):
+	case !handsContainerPattern().MatchString(r.ContainerID):
 		return errors.New("container id is not 64 hex characters")
 	case len(r.Generation) > 64 || hasControlRune(r.Generation):
 		return errors.New("bad generation")
 	case len(r.ImageName) > 512 || hasControlRune(r.ImageName):
 		return errors.New("bad image name")
-	case !handsPhasePattern.MatchString(r.Phase):
+	case !handsPhasePattern().MatchString(r.Phase):
 		return errors.New("bad phase")
 	case r.Created.IsZero() || r.Updated.IsZero():
 		return errors.New("missing created or updated time")

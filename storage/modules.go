@@ -18,7 +18,7 @@ type ModuleRecord struct {
 
 func (r *ModuleRecord) validate() error {
 	switch {
-	case !modulePattern.MatchString(r.ID):
+	case !modulePattern().MatchString(r.ID):
 		return errors.New("bad module id")
 	case !filepath.IsAbs(r.Path) || filepath.Clean(r.Path) != r.Path:
 		return errors.New("module path is not absolute and clean")

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"sync"
 	"time"
 )
 
@@ -43,10 +44,12 @@ type PolicyRecord struct {
 
 // Subjects: a module, a hands root, or an MCP client (its clientInfo.name
 // folded to [a-z0-9._-], see engine.MCPSubject).
-var subjectPattern = regexp.MustCompile(`^(module:[a-z0-9][a-z0-9-]{0,62}|hands:/[^\x00-\x1f\x7f,]*|mcp:[a-z0-9][a-z0-9._-]{0,62})$`)
+var subjectPattern = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(module:[a-z0-9][a-z0-9-]{0,62}|hands:/[^\x00-\x1f\x7f,]*|mcp:[a-z0-9][a-z0-9._-]{0,62})$`)
+})
 
 // ValidSubject reports whether s names a policy subject.
-func ValidSubject(s string) bool { return len(s) <= 4096 && subjectPattern.MatchString(s) }
+func ValidSubject(s string) bool { return len(s) <= 4096 && subjectPattern().MatchString(s) }
 
 func (r *PolicyRecord) validate() error {
 	if !ValidSubject(r.Subject) {

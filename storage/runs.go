@@ -42,7 +42,7 @@ type RunRecord struct {
 	Network string `json:"network,omitempty"`
 }
 
-var runIDPattern = regexp.MustCompile(`^[0-9]{8}T[0-9]{6}-[0-9a-f]{6}$`)
+var runIDPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9]{8}T[0-9]{6}-[0-9a-f]{6}$`) })
 
 // ErrRunExists is returned by CreateRun for an id already stored.
 var ErrRunExists = errors.New("a run with this id is already stored")
@@ -70,7 +70,7 @@ type runIDs struct {
 
 // seed makes the generator continue after last (a stored id; "" for none).
 func (g *runIDs) seed(last string) {
-	if !runIDPattern.MatchString(last) {
+	if !runIDPattern().MatchString(last) {
 		return
 	}
 	sec, err := time.Parse(runIDTime, last[:15])
@@ -107,13 +107,13 @@ func randSuffix() uint32 {
 func (s *Store) NewRunID(now time.Time) string { return s.runIDs.next(now) }
 
 // ValidRunID reports whether id has the shape of a run id.
-func ValidRunID(id string) bool { return runIDPattern.MatchString(id) }
+func ValidRunID(id string) bool { return runIDPattern().MatchString(id) }
 
 func (r *RunRecord) validate() error {
 	switch {
-	case !runIDPattern.MatchString(r.ID):
+	case !runIDPattern().MatchString(r.ID):
 		return fmt.Errorf("bad run id %q", r.ID)
-	case !modulePattern.MatchString(r.Module):
+	case !modulePattern().MatchString(r.Module):
 		return errors.New("bad module id")
 	case r.Hook == "":
 		return errors.New("missing hook")
@@ -175,7 +175,7 @@ func (tx *Tx) runLive(run string) bool { return tx.bucket(bucketLiveRuns).Get([]
 // Run reads one run.
 func (tx *Tx) Run(id string) (RunRecord, error) {
 	var r RunRecord
-	if !runIDPattern.MatchString(id) {
+	if !runIDPattern().MatchString(id) {
 		return r, ErrNotFound
 	}
 	err := getRecord(tx, bucketRuns, []byte(id), id, &r)

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"golang.org/x/crypto/chacha20poly1305"
 )
@@ -18,8 +19,8 @@ var (
 )
 
 var (
-	modulePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
-	namePattern   = regexp.MustCompile(`^[a-z][a-z0-9_]{0,62}$`)
+	modulePattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`) })
+	namePattern   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z0-9_]{0,62}$`) })
 )
 
 // MaxValueSize bounds one secret or config value.
@@ -27,10 +28,10 @@ const MaxValueSize = 64 << 10
 
 // CheckName validates a module id and a secret/config name.
 func CheckName(module, name string) error {
-	if !modulePattern.MatchString(module) {
+	if !modulePattern().MatchString(module) {
 		return fmt.Errorf("bad module id %q (want [a-z0-9][a-z0-9-]{0,62})", module)
 	}
-	if !namePattern.MatchString(name) {
+	if !namePattern().MatchString(name) {
 		return fmt.Errorf("bad name %q (want [a-z][a-z0-9_]{0,62})", name)
 	}
 	return nil

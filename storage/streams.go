@@ -147,7 +147,7 @@ func decodeChunk(b []byte, first uint64) ([]Line, error) {
 }
 
 func (tx *Tx) streamBucket(run string, create bool) (*bolt.Bucket, error) {
-	if !runIDPattern.MatchString(run) {
+	if !runIDPattern().MatchString(run) {
 		return nil, fmt.Errorf("bad run id %q", run)
 	}
 	if create {
