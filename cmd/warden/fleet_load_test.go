@@ -61,14 +61,46 @@ func (h *simHost) next() uint64 {
 	return h.seq
 }
 
-func (h *simHost) run(ctx context.Context, d time.Duration) {
+// every is a sim's schedule for periodic work: a host's own (a random
+// phase, then period ±10%: fleet.FirstAfter, fleet.Jittered), or with
+// lockstep every sim firing at the same instant each period, the worst
+// case of hosts started together on plain tickers
+// (WARDEN_FLEET_LOAD_LOCKSTEP=1).
+type every struct {
+	t        *time.Timer
+	C        <-chan time.Time
+	period   time.Duration
+	lockstep bool
+}
+
+func newEvery(period time.Duration, lockstep bool) *every {
+	first := fleet.FirstAfter(period)
+	if lockstep {
+		first = period
+	}
+	e := &every{t: time.NewTimer(first), period: period, lockstep: lockstep}
+	e.C = e.t.C
+	return e
+}
+
+func (e *every) next() {
+	if e.lockstep {
+		e.t.Reset(e.period)
+	} else {
+		e.t.Reset(fleet.Jittered(e.period))
+	}
+}
+
+func (h *simHost) run(ctx context.Context, d time.Duration, lockstep bool) {
 	end := time.After(d)
-	reqT := time.NewTicker(time.Second)
-	cpT := time.NewTicker(fleet.CheckpointEvery)
-	hbT := time.NewTicker(fleet.HeartbeatEvery)
-	defer reqT.Stop()
-	defer cpT.Stop()
-	defer hbT.Stop()
+	// Requests come from hooks, at no shared instant across hosts; a
+	// sim makes one a second.
+	reqT := newEvery(time.Second, lockstep)
+	cpT := newEvery(fleet.CheckpointEvery, lockstep)
+	hbT := newEvery(fleet.HeartbeatEvery, lockstep)
+	defer reqT.t.Stop()
+	defer cpT.t.Stop()
+	defer hbT.t.Stop()
 	var id uint64
 	for {
 		select {
@@ -77,6 +109,7 @@ func (h *simHost) run(ctx context.Context, d time.Duration) {
 		case <-end:
 			return
 		case <-reqT.C:
+			reqT.next()
 			id++
 			now := time.Now().UTC()
 			r := storage.RequestRecord{ID: id, Subject: "module:sim", Requester: storage.Requester{Run: "r", Module: "sim", Hook: "go"},
@@ -88,10 +121,12 @@ func (h *simHost) run(ctx context.Context, d time.Duration) {
 			seq := h.next()
 			h.publish(ctx, fleet.KindRequest, fleet.Envelope{Host: h.name, Seq: seq, At: now, Request: &r})
 		case <-cpT.C:
+			cpT.next()
 			seq := h.next()
 			sc := fleet.Sign(fleet.Checkpoint{At: time.Now().UTC(), Hash: strings.Repeat("a", 64), Host: h.name, Seq: seq}, h.key)
 			h.publish(ctx, fleet.KindCheckpoint, fleet.Envelope{Host: h.name, Seq: seq, At: sc.At, Checkpoint: &sc})
 		case <-hbT.C:
+			hbT.next()
 			b, _ := json.Marshal(fleet.Heartbeat{Host: h.name, Version: "sim", At: time.Now().UTC()})
 			m := nats.NewMsg("$KV." + fleet.HostsBucket + "." + h.name)
 			m.Data = b
@@ -100,7 +135,18 @@ func (h *simHost) run(ctx context.Context, d time.Duration) {
 	}
 }
 
+// legs timestamps the decision in flight (the operator decides one at a
+// time, and sims and operator share this process's clock): when the host
+// got it and when it answered, to split a round trip into its legs.
+var legs struct {
+	mu            sync.Mutex
+	got, answered time.Time
+}
+
 func (h *simHost) onDecide(m *nats.Msg) {
+	legs.mu.Lock()
+	legs.got = time.Now()
+	legs.mu.Unlock()
 	var d fleet.Decision
 	json.Unmarshal(m.Data, &d)
 	toks := strings.Split(m.Subject, ".")
@@ -120,6 +166,9 @@ func (h *simHost) onDecide(m *nats.Msg) {
 	}
 	h.mu.Unlock()
 	b, _ := json.Marshal(rep)
+	legs.mu.Lock()
+	legs.answered = time.Now()
+	legs.mu.Unlock()
 	m.Respond(b)
 	if rep.Code == fleet.CodeOK {
 		seq := h.next()
@@ -155,6 +204,7 @@ func rssKiB(pid int) int {
 func TestFleetLoad(t *testing.T) {
 	hosts := envInt("WARDEN_FLEET_LOAD_HOSTS", 20)
 	secs := envInt("WARDEN_FLEET_LOAD_SECONDS", 12)
+	lockstep := os.Getenv("WARDEN_FLEET_LOAD_LOCKSTEP") == "1"
 	if hosts > 200 {
 		t.Fatalf("WARDEN_FLEET_LOAD_HOSTS=%d: scripts/nats-test makes 200 host users (sim0000..sim0199)", hosts)
 	}
@@ -213,11 +263,13 @@ func TestFleetLoad(t *testing.T) {
 	start := time.Now()
 	for _, h := range sims {
 		wg.Add(1)
-		go func() { defer wg.Done(); h.run(ctx, time.Duration(secs)*time.Second) }()
+		go func() { defer wg.Done(); h.run(ctx, time.Duration(secs)*time.Second, lockstep) }()
 	}
 	// The operator decides a request of a random host 5 times a second
 	// (ids 1..secs exist by then), timing each round trip.
 	var rtts []time.Duration
+	type leg struct{ at, rtt, out, host, back time.Duration }
+	var slow []leg
 	var decideErrs []string
 	deadline := start.Add(time.Duration(secs) * time.Second)
 	time.Sleep(1500 * time.Millisecond) // request 1 exists on every host
@@ -227,7 +279,11 @@ func TestFleetLoad(t *testing.T) {
 		id := uint64(1 + int(time.Since(start).Seconds())/2)
 		t0 := time.Now()
 		rep, err := op.Decide(ctx, h.name, fleet.Decision{Request: id, Verdict: "approve-once"})
-		rtts = append(rtts, time.Since(t0))
+		rtt := time.Since(t0)
+		rtts = append(rtts, rtt)
+		legs.mu.Lock()
+		slow = append(slow, leg{at: t0.Sub(start), rtt: rtt, out: legs.got.Sub(t0), host: legs.answered.Sub(legs.got), back: t0.Add(rtt).Sub(legs.answered)})
+		legs.mu.Unlock()
 		if err != nil || (rep.Code != fleet.CodeOK && rep.Code != fleet.CodeAlreadyDecided) {
 			decideErrs = append(decideErrs, fmt.Sprintf("%s/%d: %v %+v", h.name, id, err, rep))
 		}
@@ -283,6 +339,17 @@ func TestFleetLoad(t *testing.T) {
 			return 0
 		}
 		return ds[min(int(float64(len(ds))*p), len(ds)-1)]
+	}
+	if f := os.Getenv("WARDEN_FLEET_LOAD_TRACE"); f != "" {
+		var b strings.Builder
+		for _, l := range slow {
+			fmt.Fprintf(&b, "%.3f %d %d %d %d\n", l.at.Seconds(), l.rtt.Microseconds(), l.out.Microseconds(), l.host.Microseconds(), l.back.Microseconds())
+		}
+		os.WriteFile(f, []byte(b.String()), 0o600)
+	}
+	sort.Slice(slow, func(i, j int) bool { return slow[i].rtt > slow[j].rtt })
+	for _, l := range slow[:min(5, len(slow))] {
+		t.Logf("slow decision at +%.2fs: %s = out %s + host %s + back %s", l.at.Seconds(), l.rtt, l.out, l.host, l.back)
 	}
 	si, _ := jetstreamInfo(ctx, op)
 	t.Logf("load: %d hosts x %d s (%.1f s): %d messages published (%.0f/s), %d requests, %d pending at the end",

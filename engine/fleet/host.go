@@ -309,7 +309,9 @@ func (h *Host) publishLoop() {
 			}
 		}
 	}()
-	tick := time.NewTicker(CheckpointEvery)
+	// Timed checkpoints start at a random phase and vary by ±10%
+	// (jitter.go: hosts started together do not publish in lockstep).
+	tick := time.NewTimer(FirstAfter(CheckpointEvery))
 	defer tick.Stop()
 	backoff := 200 * time.Millisecond
 	for {
@@ -332,6 +334,7 @@ func (h *Host) publishLoop() {
 			return
 		case <-h.kick:
 		case <-tick.C:
+			tick.Reset(Jittered(CheckpointEvery))
 			if err := h.publishBacklog(true); err != nil && h.nc.IsConnected() && h.ctx.Err() == nil {
 				h.logf("fleet: checkpoint: %v", err)
 			}
@@ -512,17 +515,22 @@ func (h *Host) checkpoint(r *storage.Receipt) error {
 
 func (h *Host) heartbeatLoop() {
 	defer h.wg.Done()
-	t := time.NewTicker(HeartbeatEvery)
-	defer t.Stop()
+	// The first heartbeat goes out at once (the fleet sees the host
+	// join); the next at a random phase, then every period ±10%
+	// (jitter.go).
+	wait := FirstAfter(HeartbeatEvery)
 	for {
 		if h.nc.IsConnected() && h.pinned.Load() {
 			h.heartbeat()
 		}
+		t := time.NewTimer(wait)
 		select {
 		case <-h.ctx.Done():
+			t.Stop()
 			return
 		case <-t.C:
 		}
+		wait = Jittered(HeartbeatEvery)
 	}
 }
 
