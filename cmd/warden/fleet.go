@@ -21,14 +21,15 @@ import (
 
 // fleetFlags are how a fleet member connects (every `warden fleet` verb).
 type fleetFlags struct {
-	url, creds, ca, name, role string
+	url, creds, ca, domain, name, role string
 }
 
 func (f *fleetFlags) bind(c *cobra.Command) {
 	c.PersistentFlags().StringVar(&f.url, "fleet", "", "the fleet's NATS URL, nats://HOST:4222 or tls://HOST:4222 (default $WARDEN_FLEET)")
 	c.PersistentFlags().StringVar(&f.creds, "fleet-creds", "", "your fleet credentials: a NATS creds file, an nkey seed or user:password (default $WARDEN_FLEET_CREDS)")
 	c.PersistentFlags().StringVar(&f.ca, "fleet-ca", "", "PEM file of a private CA that signed the fleet server's certificate (default $WARDEN_FLEET_CA)")
-	c.PersistentFlags().StringVar(&f.name, "name", "", "your fleet name (default: the user of user:password credentials)")
+	c.PersistentFlags().StringVar(&f.domain, "fleet-domain", "", "the JetStream domain of the fleet's stream, for leaf nodes with JetStream of their own (default $WARDEN_FLEET_DOMAIN)")
+	c.PersistentFlags().StringVar(&f.name, "name", "", "your fleet name (default: the user of user:password credentials, or the name in a NATS creds file)")
 	c.PersistentFlags().StringVar(&f.role, "role", fleet.RoleOperator, "the role your credentials carry: operator (decides) or viewer (watches)")
 }
 
@@ -53,6 +54,13 @@ func (f *fleetFlags) dial() (*fleet.Client, error) {
 		return nil, err
 	}
 	creds.CA = f.ca
+	if f.domain == "" {
+		f.domain = os.Getenv("WARDEN_FLEET_DOMAIN")
+	}
+	if f.domain != "" && !fleet.ValidName(f.domain) {
+		return nil, usageError{fmt.Errorf("--fleet-domain %q: one NATS subject token of letters, digits, '-' and '_'", f.domain)}
+	}
+	creds.Domain = f.domain
 	return fleet.Dial(f.url, creds, f.name, f.role)
 }
 
@@ -393,13 +401,14 @@ func nonNil[T any](s []T) []T {
 }
 
 // fleetJoin is serve's --fleet, --fleet-creds and --fleet-host.
-type fleetJoin struct{ url, creds, host, ca string }
+type fleetJoin struct{ url, creds, host, ca, domain string }
 
 func (f *fleetJoin) bind(c *cobra.Command) {
 	c.Flags().StringVar(&f.url, "fleet", "", "join the fleet at this NATS URL (nats://HOST:4222, tls://HOST:4222)")
 	c.Flags().StringVar(&f.creds, "fleet-creds", "", "this host's fleet credentials: a NATS creds file, an nkey seed or user:password (0600)")
 	c.Flags().StringVar(&f.ca, "fleet-ca", "", "PEM file of a private CA that signed the fleet server's certificate")
 	c.Flags().StringVar(&f.host, "fleet-host", "", "this host's name in the fleet (letters, digits, - and _)")
+	c.Flags().StringVar(&f.domain, "fleet-domain", "", "the JetStream domain of the fleet's stream (leaf nodes running JetStream of their own)")
 }
 
 // or fills what the flags left unset from the config file's fleet:.
@@ -415,6 +424,9 @@ func (f fleetJoin) or(cfg fleetJoin) fleetJoin {
 	}
 	if f.ca == "" {
 		f.ca = cfg.ca
+	}
+	if f.domain == "" {
+		f.domain = cfg.domain
 	}
 	return f
 }
@@ -470,8 +482,13 @@ func parseFleetSettings(n ast.Node, bad func(line int, key, format string, args 
 				return f, bad(line(kn), ks.Value, "want 1-64 letters, digits, '-' or '_'")
 			}
 			f.host = v.Value
+		case "domain":
+			if !fleet.ValidName(v.Value) {
+				return f, bad(line(kn), ks.Value, "want the JetStream domain: 1-64 letters, digits, '-' or '_'")
+			}
+			f.domain = v.Value
 		default:
-			return f, bad(line(kn), ks.Value, "unknown key (fleet: knows url, creds, ca, host)")
+			return f, bad(line(kn), ks.Value, "unknown key (fleet: knows url, creds, ca, host, domain)")
 		}
 	}
 	return f, nil
@@ -483,7 +500,7 @@ func fleetCheck(dataDir string, f fleetJoin) engine.Check {
 	if err != nil {
 		return engine.Check{Name: "fleet", Status: "problem", Detail: err.Error(), Fix: "give --fleet-creds FILE (mode 0600)"}
 	}
-	creds.CA = f.ca
+	creds.CA, creds.Domain = f.ca, f.domain
 	return fleet.Probe(dataDir, fleet.HostOptions{URL: f.url, Creds: creds, Name: f.host})
 }
 
@@ -501,6 +518,8 @@ func (f fleetJoin) check() error {
 		return usageError{errors.New("--fleet needs --fleet-host NAME (this host's name in the fleet)")}
 	case !fleet.ValidName(f.host):
 		return usageError{fmt.Errorf("--fleet-host %q: use 1-64 letters, digits, '-' or '_'", f.host)}
+	case f.domain != "" && !fleet.ValidName(f.domain):
+		return usageError{fmt.Errorf("--fleet-domain %q: one NATS subject token of letters, digits, '-' and '_'", f.domain)}
 	}
 	if err := fleet.CheckURL(f.url); err != nil {
 		return usageError{fmt.Errorf("--fleet: %v", err)}
@@ -518,7 +537,7 @@ func (a *app) joinFleet(e *engine.Engine, f fleetJoin) (*fleet.Host, error) {
 	if err != nil {
 		return nil, err
 	}
-	creds.CA = f.ca
+	creds.CA, creds.Domain = f.ca, f.domain
 	logf := func(format string, args ...any) { fmt.Fprintln(a.stderr, safe(fmt.Sprintf(format, args...))) }
 	h, err := fleet.Join(e, fleet.HostOptions{URL: f.url, Creds: creds, Name: f.host, Version: version, Logf: logf})
 	if err != nil {

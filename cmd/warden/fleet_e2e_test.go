@@ -80,6 +80,7 @@ type fleetRig struct {
 	url      string
 	hello    string
 	hosts    map[string]*fleetHost
+	extra    []string // flags every fleet command and serve gets (--fleet-domain)
 	runsMu   sync.Mutex
 	runProcs []*exec.Cmd
 }
@@ -89,7 +90,7 @@ func (r *fleetRig) creds(user string) string { return filepath.Join(r.natsDir, "
 // fleet runs `warden fleet ARGS` as user (role from the flags given).
 func (r *fleetRig) fleet(user string, args ...string) result {
 	r.t.Helper()
-	full := append([]string{"fleet", "--fleet", r.url, "--fleet-creds", r.creds(user)}, args...)
+	full := append(append([]string{"fleet", "--fleet", r.url, "--fleet-creds", r.creds(user)}, r.extra...), args...)
 	return r.cmd(full...)
 }
 
@@ -119,7 +120,7 @@ func (r *fleetRig) start(name string) *fleetHost {
 		}
 	}
 	h.out = &lockedBuffer{}
-	h.srv = exec.Command(r.bin, "--data-dir", h.data, "serve", "--fleet", r.url, "--fleet-creds", r.creds(name), "--fleet-host", name)
+	h.srv = exec.Command(r.bin, append([]string{"--data-dir", h.data, "serve", "--fleet", r.url, "--fleet-creds", r.creds(name), "--fleet-host", name}, r.extra...)...)
 	h.srv.Stdout, h.srv.Stderr = h.out, h.out
 	if err := h.srv.Start(); err != nil {
 		r.t.Fatal(err)

@@ -32,6 +32,8 @@ type Client struct {
 	Name string // the member's fleet name (its decision subject's last token)
 	Role string // RoleOperator or RoleViewer
 
+	domain string // the fleet's JetStream domain ("" for none)
+
 	errMu   sync.Mutex
 	lastErr error // the last asynchronous error (a permissions violation)
 }
@@ -47,7 +49,7 @@ func Dial(url string, creds Creds, name, role string) (*Client, error) {
 	if role != RoleOperator && role != RoleViewer {
 		return nil, fmt.Errorf("bad role %q: want operator or viewer", role)
 	}
-	c := &Client{Name: name, Role: role}
+	c := &Client{Name: name, Role: role, domain: creds.Domain}
 	nc, err := connect(url, creds, "warden fleet "+role+" "+name, false, func(err error) {
 		c.errMu.Lock()
 		c.lastErr = err
@@ -57,9 +59,21 @@ func Dial(url string, creds Creds, name, role string) (*Client, error) {
 		return nil, err
 	}
 	c.nc = nc
-	if c.js, err = jetstream.New(nc); err != nil {
+	if c.js, err = creds.newJetStream(nc); err != nil {
 		nc.Close()
 		return nil, err
+	}
+	if c.domain != "" {
+		// A domain no server has (or one the member may not use) leaves
+		// every request unanswered: say so now, not after each verb's
+		// own wait.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if _, err := c.js.AccountInfo(ctx); err != nil {
+			nc.Close()
+			return nil, fmt.Errorf("no JetStream answers in domain %s (%v): check --fleet-domain against the `domain` of the jetstream block on the fleet's hub, and that your permissions allow %s.>",
+				c.domain, err, creds.jsAPI())
+		}
 	}
 	return c, nil
 }
@@ -94,7 +108,7 @@ func (c *Client) Init(ctx context.Context, o InitOptions) error {
 		MaxAge: StreamMaxAge, MaxBytes: maxBytes, Replicas: replicas, Discard: jetstream.DiscardOld, Duplicates: DupeWindow, MaxMsgSize: 1 << 20,
 	})
 	if err != nil {
-		return fmt.Errorf("creating stream %s: %v", StreamName, c.permission(err))
+		return fmt.Errorf("creating stream %s: %v", StreamName, c.permission(c.noFleet(err)))
 	}
 	if _, err := c.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: HostsBucket, Description: "warden fleet heartbeats",
 		TTL: HeartbeatTTL, History: 1, Storage: jetstream.FileStorage, Replicas: replicas}); err != nil {
@@ -122,7 +136,7 @@ type HostStatus struct {
 func (c *Client) Keys(ctx context.Context) (map[string]string, error) {
 	kv, err := c.js.KeyValue(ctx, KeysBucket)
 	if err != nil {
-		return nil, noFleet(err)
+		return nil, c.noFleet(err)
 	}
 	out := map[string]string{}
 	ks, err := kv.ListKeys(ctx)
@@ -141,7 +155,7 @@ func (c *Client) Keys(ctx context.Context) (map[string]string, error) {
 func (c *Client) Forget(ctx context.Context, host string) error {
 	kv, err := c.js.KeyValue(ctx, KeysBucket)
 	if err != nil {
-		return noFleet(err)
+		return c.noFleet(err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 8*time.Second)
 	defer cancel()
@@ -151,9 +165,13 @@ func (c *Client) Forget(ctx context.Context, host string) error {
 	return nil
 }
 
-func noFleet(err error) error {
+func (c *Client) noFleet(err error) error {
 	if errors.Is(err, jetstream.ErrBucketNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) {
 		return fmt.Errorf("the fleet is not set up (%v): an operator runs `warden fleet init`", err)
+	}
+	if c.domain != "" && (errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrJetStreamNotEnabled) ||
+		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout)) {
+		return fmt.Errorf("no JetStream answers in domain %s (%v): check --fleet-domain against the `domain` of the jetstream block on the fleet's hub", c.domain, err)
 	}
 	return err
 }
@@ -162,7 +180,7 @@ func noFleet(err error) error {
 func (c *Client) heartbeats(ctx context.Context) (map[string]Heartbeat, error) {
 	kv, err := c.js.KeyValue(ctx, HostsBucket)
 	if err != nil {
-		return nil, noFleet(err)
+		return nil, c.noFleet(err)
 	}
 	out := map[string]Heartbeat{}
 	ks, err := kv.ListKeys(ctx)
@@ -240,7 +258,7 @@ func (c *Client) WatchHosts(ctx context.Context) (*HostWatch, error) {
 	for _, b := range []string{HostsBucket, KeysBucket} {
 		kv, err := c.js.KeyValue(ctx, b)
 		if err != nil {
-			return nil, noFleet(err)
+			return nil, c.noFleet(err)
 		}
 		kw, err := kv.WatchAll(ctx)
 		if err != nil {
@@ -340,7 +358,7 @@ func (c *Client) Load(ctx context.Context, allCheckpoints bool) (*View, error) {
 func (c *Client) Follow(ctx context.Context, v *View, o FollowOptions) error {
 	s, err := c.js.Stream(ctx, StreamName)
 	if err != nil {
-		return noFleet(err)
+		return c.noFleet(err)
 	}
 	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{"warden.host.*.evt." + o.Kind}}
 	switch {

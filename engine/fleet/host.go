@@ -146,7 +146,7 @@ func Join(e *engine.Engine, o HostOptions) (*Host, error) {
 	if err != nil {
 		return nil, err
 	}
-	if h.js, err = jetstream.New(h.nc); err != nil {
+	if h.js, err = o.Creds.newJetStream(h.nc); err != nil {
 		h.nc.Close()
 		return nil, err
 	}
@@ -248,11 +248,19 @@ func (h *Host) pin(ctx context.Context) error {
 // pinnedKey reads the pinned key by a direct get; "" when none (never
 // pinned, or forgotten: last is then the delete marker's sequence).
 func (h *Host) pinnedKey(ctx context.Context) (last uint64, key string, err error) {
-	subj := "$JS.API.DIRECT.GET.KV_" + KeysBucket + ".$KV." + KeysBucket + "." + h.o.Name
+	subj := h.o.Creds.jsAPI() + ".DIRECT.GET.KV_" + KeysBucket + ".$KV." + KeysBucket + "." + h.o.Name
 	msg, err := h.nc.RequestWithContext(ctx, subj, nil)
 	if err != nil {
 		if errors.Is(err, nats.ErrNoResponders) {
+			if h.o.Creds.Domain != "" {
+				return 0, "", fmt.Errorf("no %s bucket answers in JetStream domain %s: check the domain (--fleet-domain, the hub's `jetstream { domain: ... }`), and that an operator ran `warden fleet init --fleet-domain %s`",
+					KeysBucket, h.o.Creds.Domain, h.o.Creds.Domain)
+			}
 			return 0, "", fmt.Errorf("the fleet has no %s bucket: an operator runs `warden fleet init` first", KeysBucket)
+		}
+		if h.o.Creds.Domain != "" {
+			return 0, "", fmt.Errorf("reading the fleet's pinned key: no answer in JetStream domain %s (%v): check --fleet-domain against the hub's `jetstream { domain: ... }`, and that this host may publish to %s",
+				h.o.Creds.Domain, err, subj)
 		}
 		return 0, "", fmt.Errorf("reading the fleet's pinned key: %v", err)
 	}
