@@ -280,6 +280,7 @@ and $WARDEN_FLEET_CA.`,
 	}
 	deny.Flags().String("reason", "", "why (reaches the hook; recorded on the host)")
 
+	var fullVerify bool
 	verify := &cobra.Command{
 		Use:   "verify [HOST]",
 		Short: "Ask each host for its chain's hashes at every witnessed checkpoint and compare",
@@ -288,21 +289,42 @@ signature against the key pinned at the host's first join, and asks the host
 (over its fleet subject) for its chain's hashes at those seqs, recomputed
 from its receipts. A mismatch names the host and the first bad checkpoint.
 A host that does not answer is UNVERIFIED, never reported as fine. Exit 1
-unless every host verified.`,
+unless every host verified.
+
+Like ` + "`receipts verify`" + `, it starts from the newest checkpoint of each host
+that an earlier verify (yours, kept in <data-dir>/fleet/verified.json)
+found to match, so the host recomputes only what was added since; a
+rewrite before that checkpoint is then not seen. --full checks every host
+from its first receipt again.`,
+		Example: `  warden fleet verify           # each host, from the checkpoint verified last
+  warden fleet verify hostb --full`,
 		Args: args(cobra.MaximumNArgs(1)),
 		RunE: func(_ *cobra.Command, argv []string) error {
 			only := ""
 			if len(argv) == 1 {
 				only = argv[0]
 			}
+			dir, err := engine.ResolveDataDir(a.dataDir)
+			if err != nil {
+				return err
+			}
+			anchors := fleet.LoadAnchors(filepath.Join(dir, "fleet", fleet.AnchorsFile))
 			return with(func(ctx context.Context, cl *fleet.Client) error {
 				v, err := cl.Load(ctx, true)
 				if err != nil {
 					return err
 				}
-				res, err := cl.Verify(ctx, v, only)
+				res, err := cl.Verify(ctx, v, fleet.VerifyOptions{Only: only, Full: fullVerify, From: anchors.For(ff.url)})
 				if err != nil {
 					return err
+				}
+				for _, r := range res {
+					if r.Status == "verified" && r.Anchor != nil {
+						anchors.Set(ff.url, r.Host, *r.Anchor)
+					}
+				}
+				if err := anchors.Save(); err != nil {
+					fmt.Fprintf(a.stderr, "warden: %v; the next verify checks from seq 1\n", err)
 				}
 				bad := 0
 				for _, r := range res {
@@ -329,6 +351,8 @@ unless every host verified.`,
 			})
 		},
 	}
+
+	verify.Flags().BoolVar(&fullVerify, "full", false, "check every host's chain from its first receipt, not from the checkpoint verified last")
 
 	forget := &cobra.Command{
 		Use:   "forget HOST",

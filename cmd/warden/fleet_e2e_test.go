@@ -90,7 +90,8 @@ func (r *fleetRig) creds(user string) string { return filepath.Join(r.natsDir, "
 // fleet runs `warden fleet ARGS` as user (role from the flags given).
 func (r *fleetRig) fleet(user string, args ...string) result {
 	r.t.Helper()
-	full := append(append([]string{"fleet", "--fleet", r.url, "--fleet-creds", r.creds(user)}, r.extra...), args...)
+	// The operator's own data dir keeps what verify found to match.
+	full := append(append([]string{"fleet", "--data-dir", filepath.Join(r.base, "operator-"+user), "--fleet", r.url, "--fleet-creds", r.creds(user)}, r.extra...), args...)
 	return r.cmd(full...)
 }
 
@@ -494,10 +495,19 @@ func TestFleetEndToEnd(t *testing.T) {
 	if res := r.fleet("alice", "verify"); res.code != 0 || strings.Count(res.stdout, "VERIFIED") != 3 {
 		t.Fatalf("verify before any tampering: %s\n%s", res, r.logs())
 	}
+	// What matched is alice's to keep: the next verify starts there.
+	if fi, err := os.Stat(filepath.Join(r.base, "operator-alice", "fleet", fleet.AnchorsFile)); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("alice's verified checkpoints: %v %v", fi, err)
+	}
+	if res := r.fleet("alice", "verify", "hostb"); res.code != 0 || !strings.Contains(res.stdout, "verified before") {
+		t.Errorf("a second verify does not start from the checkpoint verified before: %s", res)
+	}
 
 	// Host A's receipts are rewritten after a checkpoint (the whole chain
 	// re-hashed, so A's own `receipts verify` finds nothing): the fleet
-	// names A and the checkpoint.
+	// names A and the checkpoint. The rewrite is before the checkpoint
+	// the last verify anchored at, so it takes --full (the anchored
+	// verify is TestVerifyFromAnchor's).
 	witnessed := headA()
 	r.stop("hosta")
 	rewriteReceipt(t, filepath.Join(r.hosts["hosta"].data, "warden.db"), 1, "nothing to see here")
@@ -505,7 +515,7 @@ func TestFleetEndToEnd(t *testing.T) {
 		t.Fatalf("the rewrite should leave A's chain self-consistent: %s", res)
 	}
 	r.start("hosta")
-	res := r.fleet("alice", "verify")
+	res := r.fleet("alice", "verify", "--full")
 	if res.code != 1 || !strings.Contains(res.stdout, "hosta: MISMATCH at checkpoint seq") || strings.Count(res.stdout, "VERIFIED") != 2 {
 		t.Errorf("verify after A's rewrite: %s", res)
 	}
@@ -517,7 +527,7 @@ func TestFleetEndToEnd(t *testing.T) {
 		} `json:"hosts"`
 		OK bool `json:"ok"`
 	}
-	res = r.fleet("alice", "verify", "--json")
+	res = r.fleet("alice", "verify", "--full", "--json")
 	if err := json.Unmarshal([]byte(res.stdout), &vj); err != nil || vj.OK {
 		t.Fatalf("verify --json: %v %s", err, res)
 	}

@@ -455,11 +455,28 @@ type Verification struct {
 	BadSeq  uint64    `json:"badSeq,omitempty"`
 	BadAt   time.Time `json:"badAt,omitzero"`
 	Message string    `json:"message"`
+	// From is the checkpoint seq this verify started from (one an
+	// earlier verify found to match); 0 when it checked from seq 1.
+	From uint64 `json:"from,omitempty"`
+	// Anchor is the newest checkpoint that matched: where the next
+	// verify may start (nil unless Status is "verified").
+	Anchor *Anchor `json:"anchor,omitempty"`
+}
+
+// VerifyOptions say which hosts a verify checks and from where.
+type VerifyOptions struct {
+	Only string // one host ("" for every host)
+	// From is, per host, the checkpoint an earlier verify found to
+	// match: the host's chain is checked from there on. A rewrite before
+	// it is then not seen; Full ignores From and checks from seq 1.
+	From map[string]Anchor
+	Full bool
 }
 
 // Verify asks each host that has checkpoints for its hashes at every
 // witnessed seq and compares them with the signed checkpoints.
-func (c *Client) Verify(ctx context.Context, v *View, only string) ([]Verification, error) {
+func (c *Client) Verify(ctx context.Context, v *View, o VerifyOptions) ([]Verification, error) {
+	only := o.Only
 	keys, err := c.Keys(ctx)
 	if err != nil {
 		return nil, err
@@ -481,7 +498,11 @@ func (c *Client) Verify(ctx context.Context, v *View, only string) ([]Verificati
 		if only != "" && host != only {
 			continue
 		}
-		out = append(out, c.verifyHost(ctx, host, keys[host], v.Checkpoints(host)))
+		var from *Anchor
+		if a, ok := o.From[host]; ok && !o.Full {
+			from = &a
+		}
+		out = append(out, c.verifyHost(ctx, host, keys[host], v.Checkpoints(host), from))
 	}
 	if only != "" && len(out) == 0 {
 		return nil, fmt.Errorf("no host %s in the fleet", only)
@@ -489,7 +510,7 @@ func (c *Client) Verify(ctx context.Context, v *View, only string) ([]Verificati
 	return out, nil
 }
 
-func (c *Client) verifyHost(ctx context.Context, host, key string, cps []SignedCheckpoint) Verification {
+func (c *Client) verifyHost(ctx context.Context, host, key string, cps []SignedCheckpoint, from *Anchor) Verification {
 	res := Verification{Host: host, Checkpoints: len(cps)}
 	pub, err := base64.StdEncoding.DecodeString(key)
 	if key == "" || err != nil || len(pub) != ed25519.PublicKeySize {
@@ -505,15 +526,34 @@ func (c *Client) verifyHost(ctx context.Context, host, key string, cps []SignedC
 		}
 		good = append(good, cp)
 	}
-	if len(good) == 0 {
+	if len(good) == 0 && from == nil {
 		res.Status, res.Message = "unverified", fmt.Sprintf("%s has published no checkpoint yet", host)
 		return res
+	}
+	if from != nil {
+		// Only what was witnessed after the anchor is checked; the
+		// anchor itself was checked before, and a second signed hash
+		// for its seq is a forked history.
+		var after []SignedCheckpoint
+		for _, cp := range good {
+			switch {
+			case cp.Seq == from.Seq && cp.Hash != from.Hash:
+				res.Status, res.BadSeq, res.BadAt = "mismatch", cp.Seq, cp.At
+				res.Message = fmt.Sprintf("%s: MISMATCH at checkpoint seq %d (%s): it signed hash %s, but the checkpoint verified before says %s; its history forked",
+					host, cp.Seq, cp.At.Format(time.RFC3339), cp.Hash[:min(16, len(cp.Hash))], from.Hash[:min(16, len(from.Hash))])
+				return res
+			case cp.Seq > from.Seq:
+				after = append(after, cp)
+			}
+		}
+		good = after
+		res.From = from.Seq
 	}
 	seqs := make([]uint64, len(good))
 	for i, cp := range good {
 		seqs[i] = cp.Seq
 	}
-	b, _ := json.Marshal(VerifyRequest{Seqs: seqs})
+	b, _ := json.Marshal(VerifyRequest{Seqs: seqs, From: from})
 	ctx, cancel := context.WithTimeout(ctx, VerifyTimeout)
 	defer cancel()
 	m, err := c.nc.RequestWithContext(ctx, VerifySubject(host), b)
@@ -529,6 +569,12 @@ func (c *Client) verifyHost(ctx context.Context, host, key string, cps []SignedC
 		return res
 	}
 	res.Head = vr.Head
+	if from != nil && vr.Head < from.Seq {
+		res.Status, res.BadSeq, res.BadAt = "mismatch", from.Seq, from.At
+		res.Message = fmt.Sprintf("%s: MISMATCH at checkpoint seq %d (%s): the host's chain now ends at %d; receipts were removed after they were witnessed",
+			host, from.Seq, from.At.Format(time.RFC3339), vr.Head)
+		return res
+	}
 	for _, cp := range good {
 		got, ok := vr.Hashes[cp.Seq]
 		if !ok || got != cp.Hash {
@@ -544,7 +590,19 @@ func (c *Client) verifyHost(ctx context.Context, host, key string, cps []SignedC
 		}
 	}
 	res.Status = "verified"
-	res.Message = fmt.Sprintf("%s: %d checkpoints match, up to seq %d", host, len(good), good[len(good)-1].Seq)
+	switch {
+	case from != nil && len(good) == 0:
+		res.Anchor = from
+		res.Message = fmt.Sprintf("%s: no checkpoint since seq %d, verified before (its chain goes on to %d); --full re-checks from seq 1", host, from.Seq, vr.Head)
+	case from != nil:
+		last := good[len(good)-1]
+		res.Anchor = &Anchor{Seq: last.Seq, Hash: last.Hash, At: last.At}
+		res.Message = fmt.Sprintf("%s: %d checkpoints match, from seq %d (verified before) up to seq %d; --full re-checks from seq 1", host, len(good), from.Seq, last.Seq)
+	default:
+		last := good[len(good)-1]
+		res.Anchor = &Anchor{Seq: last.Seq, Hash: last.Hash, At: last.At}
+		res.Message = fmt.Sprintf("%s: %d checkpoints match, up to seq %d", host, len(good), last.Seq)
+	}
 	return res
 }
 

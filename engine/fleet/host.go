@@ -641,7 +641,8 @@ func (h *Host) onVerify(m *nats.Msg) {
 		m.Respond(b)
 	}()
 	var vr VerifyRequest
-	if len(m.Data) > maxVerifyRequestLen || json.Unmarshal(m.Data, &vr) != nil || len(vr.Seqs) > maxVerifySeqs {
+	if len(m.Data) > maxVerifyRequestLen || json.Unmarshal(m.Data, &vr) != nil || len(vr.Seqs) > maxVerifySeqs ||
+		vr.From != nil && (vr.From.Seq == 0 || len(vr.From.Hash) != 64) {
 		out.Error = "bad verify request"
 		return
 	}
@@ -661,11 +662,17 @@ func (h *Host) onVerify(m *nats.Msg) {
 	if len(head) == 1 {
 		out.Head = head[0].Seq
 	}
+	// From an anchor, the chain is recomputed from the receipt after it
+	// on, chaining from its hash (the verifier checked it before).
+	first, prev := uint64(1), storage.GenesisPrev
+	if vr.From != nil {
+		first, prev = vr.From.Seq+1, vr.From.Hash
+	}
 	// A chain up to verifyInMemory receipts is read in one go; a longer
 	// one a receipt at a time, up to the last witnessed seq, so a
 	// verify never holds a whole long chain in memory.
 	next := func() func() (storage.Receipt, bool, error) {
-		if out.Head <= verifyInMemory.Load() {
+		if vr.From == nil && out.Head <= verifyInMemory.Load() {
 			rs, err := h.e.Receipts(engine.ReceiptFilter{})
 			i := 0
 			return func() (storage.Receipt, bool, error) {
@@ -676,7 +683,7 @@ func (h *Host) onVerify(m *nats.Msg) {
 				return rs[i-1], true, nil
 			}
 		}
-		seq := uint64(0)
+		seq := first - 1
 		return func() (storage.Receipt, bool, error) {
 			if seq >= min(last, out.Head) {
 				return storage.Receipt{}, false, nil
@@ -689,7 +696,6 @@ func (h *Host) onVerify(m *nats.Msg) {
 			return r, err == nil, err
 		}
 	}()
-	prev := storage.GenesisPrev
 	for {
 		r, ok, err := next()
 		if err != nil {

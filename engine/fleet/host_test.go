@@ -136,13 +136,13 @@ func TestHostCheckpointsAndRejoin(t *testing.T) {
 		}
 		return false
 	})
-	res, err := op.Verify(ctx, v, "hostc")
+	res, err := op.Verify(ctx, v, VerifyOptions{Only: "hostc"})
 	if err != nil || len(res) != 1 || res[0].Status != "verified" {
 		t.Fatalf("verify: %+v %v", res, err)
 	}
 	// The same, reading the chain a receipt at a time (a long chain).
 	verifyInMemory.Store(0)
-	res2, err := op.Verify(ctx, v, "hostc")
+	res2, err := op.Verify(ctx, v, VerifyOptions{Only: "hostc"})
 	verifyInMemory.Store(100_000)
 	if err != nil || len(res2) != 1 || res2[0].Status != "verified" || res2[0].Head != res[0].Head {
 		t.Fatalf("verify a receipt at a time: %+v %v (in one go: %+v)", res2, err, res)
