@@ -102,6 +102,17 @@ and $WARDEN_FLEET_CA.`,
 		defer cancel()
 		return fn(ctx, cl)
 	}
+	// withView is with, over the fleet's last 24 h (every checkpoint
+	// with allCheckpoints, else each host's newest).
+	withView := func(allCheckpoints bool, fn func(context.Context, *fleet.Client, *fleet.View) error) error {
+		return with(func(ctx context.Context, cl *fleet.Client) error {
+			v, err := cl.Load(ctx, allCheckpoints)
+			if err != nil {
+				return err
+			}
+			return fn(ctx, cl, v)
+		})
+	}
 
 	var maxBytes int64
 	var replicas int
@@ -131,39 +142,28 @@ and $WARDEN_FLEET_CA.`,
 		Short: "Every host: up or down, last heartbeat, running hooks, pending requests, last checkpoint",
 		Args:  args(cobra.NoArgs),
 		RunE: func(*cobra.Command, []string) error {
-			return with(func(ctx context.Context, cl *fleet.Client) error {
-				v, err := cl.Load(ctx, false)
-				if err != nil {
-					return err
-				}
+			return withView(false, func(ctx context.Context, cl *fleet.Client, v *fleet.View) error {
 				hs, err := cl.Hosts(ctx, v)
 				if err != nil {
 					return err
 				}
-				if a.json {
-					return a.emitJSON(map[string]any{"hosts": nonNil(hs)})
-				}
-				if len(hs) == 0 {
-					a.printf("no host has joined yet (on a host: `warden serve --fleet URL --fleet-creds FILE --fleet-host NAME`)\n")
-					return nil
-				}
-				tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "HOST\tSTATE\tHEARTBEAT\tRUNNING\tPENDING\tCHECKPOINT")
-				for _, h := range hs {
-					state, beat, running, cp := "down", "never", "-", "-"
-					if h.Up {
-						state = "up"
-					}
-					if hb := h.Heartbeat; hb != nil {
-						beat = ago(hb.At) + " (v" + safe(hb.Version) + ")"
-						running = strconv.Itoa(hb.Running)
-					}
-					if h.LastCheckpoint != nil {
-						cp = fmt.Sprintf("seq %d, %s", h.LastCheckpoint.Seq, ago(h.LastCheckpoint.At))
-					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", safe(h.Host), state, beat, running, h.Pending, cp)
-				}
-				return tw.Flush()
+				return a.fleetListing(map[string]any{"hosts": nonNil(hs)}, len(hs),
+					"no host has joined yet (on a host: `warden serve --fleet URL --fleet-creds FILE --fleet-host NAME`)",
+					"HOST\tSTATE\tHEARTBEAT\tRUNNING\tPENDING\tCHECKPOINT", func(i int) string {
+						h := hs[i]
+						state, beat, running, cp := "down", "never", "-", "-"
+						if h.Up {
+							state = "up"
+						}
+						if hb := h.Heartbeat; hb != nil {
+							beat = ago(hb.At) + " (v" + safe(hb.Version) + ")"
+							running = strconv.Itoa(hb.Running)
+						}
+						if h.LastCheckpoint != nil {
+							cp = fmt.Sprintf("seq %d, %s", h.LastCheckpoint.Seq, ago(h.LastCheckpoint.At))
+						}
+						return fmt.Sprintf("%s\t%s\t%s\t%s\t%d\t%s", safe(h.Host), state, beat, running, h.Pending, cp)
+					})
 			})
 		},
 	}
@@ -174,27 +174,15 @@ and $WARDEN_FLEET_CA.`,
 		Short: "One queue across hosts: pending requests first (oldest first)",
 		Args:  args(cobra.NoArgs),
 		RunE: func(*cobra.Command, []string) error {
-			return with(func(ctx context.Context, cl *fleet.Client) error {
-				v, err := cl.Load(ctx, false)
-				if err != nil {
-					return err
-				}
-				rs := v.Requests(all, time.Now())
-				if a.json {
-					return a.emitJSON(map[string]any{"requests": nonNil(rs), "duplicates": v.Duplicates()})
-				}
-				if len(rs) == 0 {
-					a.printf("no pending request in the fleet (--all shows the decided ones)\n")
-					return nil
-				}
-				tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "HOST\tID\tSTATE\tFROM\tASKS")
+			return withView(false, func(_ context.Context, _ *fleet.Client, v *fleet.View) error {
 				now := time.Now()
-				for _, r := range rs {
-					fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", safe(r.Host), r.Request.ID, safe(requestState(r, now)),
-						safe(r.Request.Requester.Module+"/"+r.Request.Requester.Hook), safe(engine.RequestSummary(r.Request)))
-				}
-				return tw.Flush()
+				rs := v.Requests(all, now)
+				return a.fleetListing(map[string]any{"requests": nonNil(rs), "duplicates": v.Duplicates()}, len(rs),
+					"no pending request in the fleet (--all shows the decided ones)", "HOST\tID\tSTATE\tFROM\tASKS", func(i int) string {
+						r := rs[i]
+						return fmt.Sprintf("%s\t%d\t%s\t%s\t%s", safe(r.Host), r.Request.ID, safe(requestState(r, now)),
+							safe(r.Request.Requester.Module+"/"+r.Request.Requester.Hook), safe(engine.RequestSummary(r.Request)))
+					})
 			})
 		},
 	}
@@ -205,25 +193,12 @@ and $WARDEN_FLEET_CA.`,
 		Short: "Run summaries across hosts, newest first",
 		Args:  args(cobra.NoArgs),
 		RunE: func(*cobra.Command, []string) error {
-			return with(func(ctx context.Context, cl *fleet.Client) error {
-				v, err := cl.Load(ctx, false)
-				if err != nil {
-					return err
-				}
+			return withView(false, func(_ context.Context, _ *fleet.Client, v *fleet.View) error {
 				rs := v.Runs(100)
-				if a.json {
-					return a.emitJSON(map[string]any{"runs": nonNil(rs)})
-				}
-				if len(rs) == 0 {
-					a.printf("no runs in the fleet yet\n")
-					return nil
-				}
-				tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "HOST\tRUN\tHOOK\tSTATUS\tSTARTED")
-				for _, r := range rs {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", safe(r.Host), safe(r.Run.ID), safe(r.Run.Module+"/"+r.Run.Hook), safe(r.Run.Status), ago(r.Run.Started))
-				}
-				return tw.Flush()
+				return a.fleetListing(map[string]any{"runs": nonNil(rs)}, len(rs), "no runs in the fleet yet", "HOST\tRUN\tHOOK\tSTATUS\tSTARTED", func(i int) string {
+					r := rs[i]
+					return fmt.Sprintf("%s\t%s\t%s\t%s\t%s", safe(r.Host), safe(r.Run.ID), safe(r.Run.Module+"/"+r.Run.Hook), safe(r.Run.Status), ago(r.Run.Started))
+				})
 			})
 		},
 	}
@@ -309,11 +284,7 @@ from its first receipt again.`,
 				return err
 			}
 			anchors := fleet.LoadAnchors(filepath.Join(dir, "fleet", fleet.AnchorsFile))
-			return with(func(ctx context.Context, cl *fleet.Client) error {
-				v, err := cl.Load(ctx, true)
-				if err != nil {
-					return err
-				}
+			return withView(true, func(ctx context.Context, cl *fleet.Client, v *fleet.View) error {
 				res, err := cl.Verify(ctx, v, fleet.VerifyOptions{Only: only, Full: fullVerify, From: anchors.For(ff.url)})
 				if err != nil {
 					return err
@@ -467,6 +438,39 @@ func parseFleetSettings(n ast.Node, bad func(line int, key, format string, args 
 	default:
 		return f, bad(line(n), "", "want a mapping {url: nats://HOST:4222, creds: /ABS/FILE, host: NAME}, got %s", n.Type())
 	}
+	absolute := func(what string) func(string) string {
+		return func(v string) string {
+			if !filepath.IsAbs(v) {
+				return "want an absolute path to " + what
+			}
+			return ""
+		}
+	}
+	name := func(what string) func(string) string {
+		return func(v string) string {
+			if !fleet.ValidName(v) {
+				return "want " + what + "1-64 letters, digits, '-' or '_'"
+			}
+			return ""
+		}
+	}
+	// Each key of fleet:, what it must be (a problem, "" when fine), and
+	// where it goes.
+	fields := map[string]struct {
+		check func(string) string
+		dest  *string
+	}{
+		"url": {func(v string) string {
+			if err := fleet.CheckURL(v); err != nil {
+				return err.Error()
+			}
+			return ""
+		}, &f.url},
+		"creds":  {absolute("this host's fleet credentials"), &f.creds},
+		"ca":     {absolute("the CA's PEM file"), &f.ca},
+		"host":   {name(""), &f.host},
+		"domain": {name("the JetStream domain: "), &f.domain},
+	}
 	seen := map[string]bool{}
 	for _, mv := range values {
 		var kn ast.Node = mv.Key
@@ -485,35 +489,14 @@ func parseFleetSettings(n ast.Node, bad func(line int, key, format string, args 
 		if !ok {
 			return f, bad(line(kn), ks.Value, "want a string")
 		}
-		switch ks.Value {
-		case "url":
-			if err := fleet.CheckURL(v.Value); err != nil {
-				return f, bad(line(kn), ks.Value, "%v", err)
-			}
-			f.url = v.Value
-		case "creds":
-			if !filepath.IsAbs(v.Value) {
-				return f, bad(line(kn), ks.Value, "want an absolute path to this host's fleet credentials")
-			}
-			f.creds = v.Value
-		case "ca":
-			if !filepath.IsAbs(v.Value) {
-				return f, bad(line(kn), ks.Value, "want an absolute path to the CA's PEM file")
-			}
-			f.ca = v.Value
-		case "host":
-			if !fleet.ValidName(v.Value) {
-				return f, bad(line(kn), ks.Value, "want 1-64 letters, digits, '-' or '_'")
-			}
-			f.host = v.Value
-		case "domain":
-			if !fleet.ValidName(v.Value) {
-				return f, bad(line(kn), ks.Value, "want the JetStream domain: 1-64 letters, digits, '-' or '_'")
-			}
-			f.domain = v.Value
-		default:
+		field, ok := fields[ks.Value]
+		if !ok {
 			return f, bad(line(kn), ks.Value, "unknown key (fleet: knows url, creds, ca, host, domain)")
 		}
+		if problem := field.check(v.Value); problem != "" {
+			return f, bad(line(kn), ks.Value, "%s", problem)
+		}
+		*field.dest = v.Value
 	}
 	return f, nil
 }
@@ -568,4 +551,23 @@ func (a *app) joinFleet(e *engine.Engine, f fleetJoin) (*fleet.Host, error) {
 		return nil, fmt.Errorf("joining the fleet: %w", err)
 	}
 	return h, nil
+}
+
+// fleetListing prints a fleet verb's answer: obj as JSON with --json;
+// else empty when there are no rows, or a table of header and n rows
+// (tab-separated cells, already made safe for the terminal).
+func (a *app) fleetListing(obj map[string]any, n int, empty, header string, row func(i int) string) error {
+	if a.json {
+		return a.emitJSON(obj)
+	}
+	if n == 0 {
+		a.printf("%s\n", empty)
+		return nil
+	}
+	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, header)
+	for i := range n {
+		fmt.Fprintln(tw, row(i))
+	}
+	return tw.Flush()
 }
