@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -135,18 +136,14 @@ func (h *simHost) run(ctx context.Context, d time.Duration, lockstep bool) {
 	}
 }
 
-// legs timestamps the decision in flight (the operator decides one at a
-// time, and sims and operator share this process's clock): when the host
-// got it and when it answered, to split a round trip into its legs.
-var legs struct {
-	mu            sync.Mutex
-	got, answered time.Time
-}
+// legs are when each host got a decision and answered it (wall-clock
+// ns, key "host/id"), to split a round trip into its legs: the operator
+// may run in another process (WARDEN_FLEET_LOAD_OPERATOR=process), and
+// both read the same machine's clock.
+var legs sync.Map
 
 func (h *simHost) onDecide(m *nats.Msg) {
-	legs.mu.Lock()
-	legs.got = time.Now()
-	legs.mu.Unlock()
+	got := time.Now().UnixNano()
 	var d fleet.Decision
 	json.Unmarshal(m.Data, &d)
 	toks := strings.Split(m.Subject, ".")
@@ -166,9 +163,7 @@ func (h *simHost) onDecide(m *nats.Msg) {
 	}
 	h.mu.Unlock()
 	b, _ := json.Marshal(rep)
-	legs.mu.Lock()
-	legs.answered = time.Now()
-	legs.mu.Unlock()
+	legs.LoadOrStore(fmt.Sprintf("%s/%d", h.name, d.Request), [2]int64{got, time.Now().UnixNano()})
 	m.Respond(b)
 	if rep.Code == fleet.CodeOK {
 		seq := h.next()
@@ -265,27 +260,30 @@ func TestFleetLoad(t *testing.T) {
 		wg.Add(1)
 		go func() { defer wg.Done(); h.run(ctx, time.Duration(secs)*time.Second, lockstep) }()
 	}
-	// The operator decides a request of a random host 5 times a second
-	// (ids 1..secs exist by then), timing each round trip.
+	// The operator decides a request of a host 5 times a second, timing
+	// each round trip: here, or in a process of its own as a real
+	// operator's console is (WARDEN_FLEET_LOAD_OPERATOR=process), so the
+	// load generator's 200 hosts do not share its Go scheduler.
+	deadline := start.Add(time.Duration(secs) * time.Second)
+	var decisions []decisionTiming
+	if os.Getenv("WARDEN_FLEET_LOAD_OPERATOR") == "process" {
+		decisions = operatorProcess(t, url, filepath.Join(dir, "creds", "alice"), hosts, start, deadline)
+	} else {
+		decisions = operate(ctx, op, hosts, start, deadline)
+	}
 	var rtts []time.Duration
 	type leg struct{ at, rtt, out, host, back time.Duration }
 	var slow []leg
 	var decideErrs []string
-	deadline := start.Add(time.Duration(secs) * time.Second)
-	time.Sleep(1500 * time.Millisecond) // request 1 exists on every host
-	for i := 0; time.Now().Before(deadline.Add(-2 * time.Second)); i++ {
-		time.Sleep(200 * time.Millisecond)
-		h := sims[i%hosts]
-		id := uint64(1 + int(time.Since(start).Seconds())/2)
-		t0 := time.Now()
-		rep, err := op.Decide(ctx, h.name, fleet.Decision{Request: id, Verdict: "approve-once"})
-		rtt := time.Since(t0)
-		rtts = append(rtts, rtt)
-		legs.mu.Lock()
-		slow = append(slow, leg{at: t0.Sub(start), rtt: rtt, out: legs.got.Sub(t0), host: legs.answered.Sub(legs.got), back: t0.Add(rtt).Sub(legs.answered)})
-		legs.mu.Unlock()
-		if err != nil || (rep.Code != fleet.CodeOK && rep.Code != fleet.CodeAlreadyDecided) {
-			decideErrs = append(decideErrs, fmt.Sprintf("%s/%d: %v %+v", h.name, id, err, rep))
+	for _, d := range decisions {
+		rtts = append(rtts, time.Duration(d.RTT))
+		if d.Err != "" {
+			decideErrs = append(decideErrs, d.Err)
+		}
+		if l, ok := legs.Load(fmt.Sprintf("%s/%d", d.Host, d.ID)); ok {
+			ga := l.([2]int64)
+			slow = append(slow, leg{at: time.Duration(d.T0 - start.UnixNano()), rtt: time.Duration(d.RTT), out: time.Duration(ga[0] - d.T0),
+				host: time.Duration(ga[1] - ga[0]), back: time.Duration(d.T0 + d.RTT - ga[1])})
 		}
 	}
 	wg.Wait()
@@ -379,4 +377,78 @@ func credsPassword(t *testing.T, path string) string {
 	}
 	_, p, _ := strings.Cut(strings.TrimSpace(string(b)), ":")
 	return p
+}
+
+// decisionTiming is one decision's round trip (wall-clock ns).
+type decisionTiming struct {
+	Host string `json:"host"`
+	ID   uint64 `json:"id"`
+	T0   int64  `json:"t0"`
+	RTT  int64  `json:"rtt"`
+	Err  string `json:"err,omitempty"`
+}
+
+// operate decides, 5 times a second until 2 s before deadline, request
+// 1+elapsed/2 of host sim<i mod hosts> (it exists by then on every host).
+func operate(ctx context.Context, op *fleet.Client, hosts int, start, deadline time.Time) []decisionTiming {
+	var out []decisionTiming
+	time.Sleep(time.Until(start.Add(1500 * time.Millisecond))) // request 1 exists on every host
+	for i := 0; time.Now().Before(deadline.Add(-2 * time.Second)); i++ {
+		time.Sleep(200 * time.Millisecond)
+		name := fmt.Sprintf("sim%04d", i%hosts)
+		id := uint64(1 + int(time.Since(start).Seconds())/2)
+		t0 := time.Now()
+		rep, err := op.Decide(ctx, name, fleet.Decision{Request: id, Verdict: "approve-once"})
+		d := decisionTiming{Host: name, ID: id, T0: t0.UnixNano(), RTT: int64(time.Since(t0))}
+		if err != nil || (rep.Code != fleet.CodeOK && rep.Code != fleet.CodeAlreadyDecided) {
+			d.Err = fmt.Sprintf("%s/%d: %v %+v", name, id, err, rep)
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// operatorProcess runs operate in a child process (this test binary,
+// TestFleetLoadOperator) and returns its timings.
+func operatorProcess(t *testing.T, url, creds string, hosts int, start, deadline time.Time) []decisionTiming {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "decisions.json")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestFleetLoadOperator$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "WARDEN_FLEET_LOAD_CHILD="+strings.Join([]string{url, creds, strconv.Itoa(hosts),
+		strconv.FormatInt(start.UnixNano(), 10), strconv.FormatInt(deadline.UnixNano(), 10), out}, ","))
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("the operator's process: %v\n%s", err, b)
+	}
+	var ds []decisionTiming
+	b, err := os.ReadFile(out)
+	if err != nil || json.Unmarshal(b, &ds) != nil {
+		t.Fatalf("the operator's process wrote no timings: %v", err)
+	}
+	return ds
+}
+
+// TestFleetLoadOperator is TestFleetLoad's operator in its own process
+// (WARDEN_FLEET_LOAD_OPERATOR=process); on its own it does nothing.
+func TestFleetLoadOperator(t *testing.T) {
+	args := strings.Split(os.Getenv("WARDEN_FLEET_LOAD_CHILD"), ",")
+	if len(args) != 6 {
+		t.Skip("the operator of TestFleetLoad with WARDEN_FLEET_LOAD_OPERATOR=process; nothing to do on its own")
+	}
+	hosts, _ := strconv.Atoi(args[2])
+	startNs, _ := strconv.ParseInt(args[3], 10, 64)
+	deadlineNs, _ := strconv.ParseInt(args[4], 10, 64)
+	c, err := fleet.LoadCreds(args[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	op, err := fleet.Dial(args[0], c, "", fleet.RoleOperator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer op.Close()
+	ds := operate(t.Context(), op, hosts, time.Unix(0, startNs), time.Unix(0, deadlineNs))
+	b, _ := json.Marshal(ds)
+	if err := os.WriteFile(args[5], b, 0o600); err != nil {
+		t.Fatal(err)
+	}
 }
