@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -17,9 +16,9 @@ import (
 	"time"
 
 	"github.com/charmbracelet/x/exp/teatest"
-	bolt "go.etcd.io/bbolt"
 
 	"warden/engine/fleet"
+	"warden/engine/fleet/fleettest"
 	"warden/storage"
 	"warden/themes"
 	"warden/tui"
@@ -83,6 +82,23 @@ type fleetRig struct {
 	extra    []string // flags every fleet command and serve gets (--fleet-domain)
 	runsMu   sync.Mutex
 	runProcs []*exec.Cmd
+}
+
+// setUp builds warden into r.bin, stages the hello module and
+// initialises the fleet with admin's credentials.
+func (r *fleetRig) setUp() {
+	r.t.Helper()
+	if out, err := exec.Command(goTool(r.t), "build", "-o", r.bin, ".").CombinedOutput(); err != nil {
+		r.t.Fatalf("go build: %v\n%s", err, out)
+	}
+	r.hello = filepath.Join(r.base, "modules", "hello")
+	os.MkdirAll(filepath.Dir(r.hello), 0o755)
+	if out, err := exec.Command("cp", "-a", filepath.Join("..", "..", "examples", "modules", "hello"), r.hello).CombinedOutput(); err != nil {
+		r.t.Fatalf("copy hello: %v: %s", err, out)
+	}
+	if res := r.fleet("admin", "init"); res.code != 0 {
+		r.t.Fatalf("fleet init with admin's credentials: %s", res)
+	}
 }
 
 func (r *fleetRig) creds(user string) string { return filepath.Join(r.natsDir, "creds", user) }
@@ -283,17 +299,7 @@ func TestFleetEndToEnd(t *testing.T) {
 			}
 		}
 	})
-	if out, err := exec.Command(goTool(t), "build", "-o", r.bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	r.hello = filepath.Join(base, "modules", "hello")
-	os.MkdirAll(filepath.Dir(r.hello), 0o755)
-	if out, err := exec.Command("cp", "-a", filepath.Join("..", "..", "examples", "modules", "hello"), r.hello).CombinedOutput(); err != nil {
-		t.Fatalf("copy hello: %v: %s", err, out)
-	}
-	if res := r.fleet("admin", "init"); res.code != 0 {
-		t.Fatalf("fleet init: %s", res)
-	}
+	r.setUp()
 
 	// A bad fleet config refuses to start and says which setting.
 	if res := r.cmd("--data-dir", filepath.Join(base, "bad"), "serve", "--fleet", r.url, "--fleet-creds", r.creds("hosta")); res.code != 2 || !strings.Contains(res.stderr, "--fleet-host") {
@@ -510,7 +516,7 @@ func TestFleetEndToEnd(t *testing.T) {
 	// verify is TestVerifyFromAnchor's).
 	witnessed := headA()
 	r.stop("hosta")
-	rewriteReceipt(t, filepath.Join(r.hosts["hosta"].data, "warden.db"), 1, "nothing to see here")
+	fleettest.RewriteReceipt(t, filepath.Join(r.hosts["hosta"].data, "warden.db"), 1, "nothing to see here")
 	if res := r.cmd("--data-dir", r.hosts["hosta"].data, "receipts", "verify"); res.code != 0 {
 		t.Fatalf("the rewrite should leave A's chain self-consistent: %s", res)
 	}
@@ -606,62 +612,6 @@ func consoleApprove(t *testing.T, r *fleetRig, marker string) {
 		return bytes.Contains(seen, []byte("LAST CHECKPOINT")) && bytes.Contains(seen, []byte("hosta                up")) &&
 			bytes.Contains(seen, []byte("hostb                up")) && bytes.Contains(seen, []byte("hostc                up"))
 	}, teatest.WithDuration(20*time.Second), teatest.WithCheckInterval(50*time.Millisecond))
-}
-
-// rewriteReceipt is root on a host rewriting history: it changes receipt
-// seq's summary in the bbolt file and re-hashes every receipt after it,
-// so the chain is consistent again and only a witness can tell.
-func rewriteReceipt(t *testing.T, dbPath string, seq uint64, summary string) {
-	t.Helper()
-	db, err := bolt.Open(dbPath, 0o600, &bolt.Options{Timeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	err = db.Update(func(tx *bolt.Tx) error {
-		b := tx.Bucket([]byte("receipts"))
-		if b == nil {
-			return fmt.Errorf("no receipts bucket")
-		}
-		prev := ""
-		c := b.Cursor()
-		for k, v := c.First(); k != nil; k, v = c.Next() {
-			if len(k) != 8 {
-				continue
-			}
-			var rc storage.Receipt
-			if err := json.Unmarshal(v, &rc); err != nil {
-				return err
-			}
-			s := binary.BigEndian.Uint64(k)
-			if s < seq {
-				prev = rc.Hash
-				continue
-			}
-			if s == seq {
-				rc.Summary = summary
-			} else {
-				rc.Prev = prev
-			}
-			if rc.Hash, err = rc.ComputeHash(); err != nil {
-				return err
-			}
-			prev = rc.Hash
-			var nb bytes.Buffer
-			enc := json.NewEncoder(&nb)
-			enc.SetEscapeHTML(false)
-			if err := enc.Encode(rc); err != nil {
-				return err
-			}
-			if err := b.Put(append([]byte(nil), k...), bytes.TrimSuffix(nb.Bytes(), []byte("\n"))); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 // stopPID stops a test's nats-server and waits (at most 10 s) until it

@@ -13,6 +13,8 @@ import (
 
 	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nkeys"
+
+	"warden/engine/fleet/fleettest"
 )
 
 // natsOperatorMode is a nats-server in operator (JWT) mode: an operator,
@@ -20,7 +22,7 @@ import (
 // MEMORY resolver, as `nsc` and a decentralised deployment set it up.
 type natsOperatorMode struct {
 	dir, url string
-	acct     nkeys.KeyPair
+	trust    *fleettest.Trust
 }
 
 // startNatsOperatorMode writes the trust chain and the config (plus
@@ -35,46 +37,26 @@ func startNatsOperatorMode(t *testing.T, dir, extra string) *natsOperatorMode {
 		natsServer(t, filepath.Join(dir, "install")) // installs it (or fails under CI, skips elsewhere)
 		stopPIDFile(filepath.Join(dir, "install", "nats.pid"))
 	}
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	op, err := nkeys.CreateOperator()
-	must(err)
-	opPub, _ := op.PublicKey()
-	opJWT, err := jwt.NewOperatorClaims(opPub).Encode(op)
-	must(err)
-	account := func(name string, js bool) (nkeys.KeyPair, string, string) {
-		kp, err := nkeys.CreateAccount()
-		must(err)
-		pub, _ := kp.PublicKey()
-		ac := jwt.NewAccountClaims(pub)
-		ac.Name = name
-		if js {
-			ac.Limits.JetStreamLimits = jwt.JetStreamLimits{MemoryStorage: -1, DiskStorage: -1, Streams: -1, Consumer: -1}
-		}
-		tok, err := ac.Encode(op)
-		must(err)
-		return kp, pub, tok
-	}
-	_, sysPub, sysJWT := account("SYS", false)
-	acct, acctPub, acctJWT := account("WARDEN", true)
+	tr := fleettest.NewTrust(t)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
-	must(err)
+	if err != nil {
+		t.Fatal(err)
+	}
 	addr := l.Addr().String()
 	l.Close()
-	opFile := filepath.Join(dir, "operator.jwt")
-	must(os.WriteFile(opFile, []byte(opJWT), 0o600))
-	conf := fmt.Sprintf("listen: %s\noperator: %q\nsystem_account: %s\nresolver: MEMORY\nresolver_preload: {\n  %s: %q\n  %s: %q\n}\n%s\n",
-		addr, opFile, sysPub, sysPub, sysJWT, acctPub, acctJWT, extra)
-	must(os.WriteFile(filepath.Join(dir, "nats.conf"), []byte(conf), 0o600))
+	conf := tr.ServerConfig(t, addr, filepath.Join(dir, "operator.jwt"), extra)
+	if err := os.WriteFile(filepath.Join(dir, "nats.conf"), []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	logf, err := os.Create(filepath.Join(dir, "nats.log"))
-	must(err)
+	if err != nil {
+		t.Fatal(err)
+	}
 	srv := exec.Command(server, "-c", filepath.Join(dir, "nats.conf"))
 	srv.Stdout, srv.Stderr = logf, logf
-	must(srv.Start())
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { srv.Process.Signal(syscall.SIGTERM); srv.Wait(); logf.Close() })
 	waitUntil(t, "nats-server in operator mode", 10*time.Second, func() bool {
 		c, err := net.Dial("tcp", addr)
@@ -83,7 +65,7 @@ func startNatsOperatorMode(t *testing.T, dir, extra string) *natsOperatorMode {
 		}
 		return err == nil
 	}, func() string { b, _ := os.ReadFile(filepath.Join(dir, "nats.log")); return string(b) })
-	return &natsOperatorMode{dir: dir, url: "nats://" + addr, acct: acct}
+	return &natsOperatorMode{dir: dir, url: "nats://" + addr, trust: tr}
 }
 
 func stopPIDFile(path string) {
@@ -139,30 +121,8 @@ func memberPerms(name, role, domain string) func(*jwt.UserClaims) {
 // creds dir, signed by signer; it returns the seed.
 func (n *natsOperatorMode) creds(t *testing.T, name string, signer nkeys.KeyPair, exp time.Time, perms func(*jwt.UserClaims)) string {
 	t.Helper()
-	kp, _ := nkeys.CreateUser()
-	pub, _ := kp.PublicKey()
-	seed, _ := kp.Seed()
-	uc := jwt.NewUserClaims(pub)
-	uc.Name = name
-	if !exp.IsZero() {
-		uc.Expires = exp.Unix()
-	}
-	if perms != nil {
-		perms(uc)
-	}
-	tok, err := uc.Encode(signer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := jwt.FormatUserConfig(tok, seed)
-	if err != nil {
-		t.Fatal(err)
-	}
 	os.MkdirAll(filepath.Join(n.dir, "creds"), 0o700)
-	if err := os.WriteFile(filepath.Join(n.dir, "creds", name), b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return string(seed)
+	return n.trust.Creds(t, filepath.Join(n.dir, "creds", name), name, signer, exp, perms)
 }
 
 // newJWTFleetRig is a fleet rig over a server in operator mode: admin,
@@ -181,20 +141,10 @@ func newJWTFleetRig(t *testing.T, domain string) (*fleetRig, *natsOperatorMode) 
 	if domain != "" {
 		r.extra = []string{"--fleet-domain", domain}
 	}
-	n.creds(t, "admin", n.acct, time.Time{}, nil)
-	n.creds(t, "alice", n.acct, time.Time{}, memberPerms("alice", "operator", domain))
-	n.creds(t, "hosta", n.acct, time.Time{}, hostPerms("hosta", domain))
-	if out, err := exec.Command(goTool(t), "build", "-o", r.bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	r.hello = filepath.Join(base, "modules", "hello")
-	os.MkdirAll(filepath.Dir(r.hello), 0o755)
-	if out, err := exec.Command("cp", "-a", filepath.Join("..", "..", "examples", "modules", "hello"), r.hello).CombinedOutput(); err != nil {
-		t.Fatalf("copy hello: %v: %s", err, out)
-	}
-	if res := r.fleet("admin", "init"); res.code != 0 {
-		t.Fatalf("fleet init with admin's creds file: %s", res)
-	}
+	n.creds(t, "admin", n.trust.Account, time.Time{}, nil)
+	n.creds(t, "alice", n.trust.Account, time.Time{}, memberPerms("alice", "operator", domain))
+	n.creds(t, "hosta", n.trust.Account, time.Time{}, hostPerms("hosta", domain))
+	r.setUp()
 	return r, n
 }
 
@@ -236,7 +186,7 @@ func TestFleetJWTCreds(t *testing.T) {
 	jwtJoinDecide(t, r)
 
 	bad := filepath.Join(r.base, "bad")
-	expiredSeed := n.creds(t, "expired", n.acct, time.Now().Add(-time.Minute), hostPerms("hosta", ""))
+	expiredSeed := n.creds(t, "expired", n.trust.Account, time.Now().Add(-time.Minute), hostPerms("hosta", ""))
 	res := r.cmd("--data-dir", bad, "serve", "--fleet", r.url, "--fleet-creds", r.creds("expired"), "--fleet-host", "hosta")
 	if res.code != 1 || !strings.Contains(res.stderr, "expired at") || !strings.Contains(res.stderr, "ask the fleet's admin for a new creds file") {
 		t.Errorf("serve with an expired creds file: %s", res)

@@ -195,7 +195,12 @@ func rssKiB(pid int) int {
 // that every request arrived exactly once and every decision was
 // answered, and reports (does not assert) the console's frame time with
 // everything pending, the decision round trip p50/p99 and the server's
-// memory.
+// memory. Each slow decision is split into its legs (operator to host,
+// host, host to operator). WARDEN_FLEET_LOAD_LOCKSTEP=1 starts every sim's
+// periodic work in the same instant (plain tickers: the worst case the
+// hosts' jitter avoids); WARDEN_FLEET_LOAD_OPERATOR=process decides from
+// a process of its own; WARDEN_FLEET_LOAD_TRACE=FILE writes every
+// decision's legs (µs) to FILE.
 func TestFleetLoad(t *testing.T) {
 	hosts := envInt("WARDEN_FLEET_LOAD_HOSTS", 20)
 	secs := envInt("WARDEN_FLEET_LOAD_SECONDS", 12)

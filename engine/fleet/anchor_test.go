@@ -1,73 +1,14 @@
 package fleet
 
 import (
-	"bytes"
-	"encoding/binary"
-	"encoding/json"
-	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
 	"warden/engine"
+	"warden/engine/fleet/fleettest"
 	"warden/storage"
 )
-
-// rewriteReceipt edits receipt seq's summary in a closed data dir's store
-// and re-hashes the chain after it, as root on the host could: the
-// host's own `receipts verify` then finds nothing.
-func rewriteReceipt(t *testing.T, data string, seq uint64, summary string) {
-	t.Helper()
-	db, err := bolt.Open(filepath.Join(data, storage.DBFile), 0o600, &bolt.Options{Timeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	err = db.Update(func(tx *bolt.Tx) error {
-		b := tx.Bucket([]byte("receipts"))
-		if b == nil {
-			return fmt.Errorf("no receipts bucket")
-		}
-		prev := ""
-		c := b.Cursor()
-		for k, v := c.First(); k != nil; k, v = c.Next() {
-			if len(k) != 8 {
-				continue
-			}
-			var rc storage.Receipt
-			if err := json.Unmarshal(v, &rc); err != nil {
-				return err
-			}
-			if s := binary.BigEndian.Uint64(k); s < seq {
-				prev = rc.Hash
-				continue
-			} else if s == seq {
-				rc.Summary = summary
-			} else {
-				rc.Prev = prev
-			}
-			if rc.Hash, err = rc.ComputeHash(); err != nil {
-				return err
-			}
-			prev = rc.Hash
-			var nb bytes.Buffer
-			enc := json.NewEncoder(&nb)
-			enc.SetEscapeHTML(false)
-			if err := enc.Encode(rc); err != nil {
-				return err
-			}
-			if err := b.Put(append([]byte(nil), k...), bytes.TrimSuffix(nb.Bytes(), []byte("\n"))); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
 
 // TestVerifyFromAnchor: a verify anchors at the newest checkpoint that
 // matched; the next one checks only what was witnessed after it. A
@@ -148,7 +89,7 @@ func TestVerifyFromAnchor(t *testing.T) {
 	down()
 
 	// A rewrite before the anchor: not seen from it, seen with Full.
-	rewriteReceipt(t, data, 5, "nothing to see here")
+	fleettest.RewriteReceipt(t, filepath.Join(data, storage.DBFile), 5, "nothing to see here")
 	up()
 	res, err = op.Verify(ctx, v, VerifyOptions{From: from})
 	if err != nil || res[0].Status != "verified" {
@@ -161,7 +102,7 @@ func TestVerifyFromAnchor(t *testing.T) {
 	down()
 
 	// A rewrite after the anchor: found from the anchor.
-	rewriteReceipt(t, data, anchor.Seq+10, "nor here")
+	fleettest.RewriteReceipt(t, filepath.Join(data, storage.DBFile), anchor.Seq+10, "nor here")
 	up()
 	defer down()
 	res, err = op.Verify(ctx, v, VerifyOptions{From: from})
