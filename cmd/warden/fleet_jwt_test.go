@@ -2,12 +2,10 @@ package main
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -38,34 +36,7 @@ func startNatsOperatorMode(t *testing.T, dir, extra string) *natsOperatorMode {
 		stopPIDFile(filepath.Join(dir, "install", "nats.pid"))
 	}
 	tr := fleettest.NewTrust(t)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	conf := tr.ServerConfig(t, addr, filepath.Join(dir, "operator.jwt"), extra)
-	if err := os.WriteFile(filepath.Join(dir, "nats.conf"), []byte(conf), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	logf, err := os.Create(filepath.Join(dir, "nats.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := exec.Command(server, "-c", filepath.Join(dir, "nats.conf"))
-	srv.Stdout, srv.Stderr = logf, logf
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Process.Signal(syscall.SIGTERM); srv.Wait(); logf.Close() })
-	waitUntil(t, "nats-server in operator mode", 10*time.Second, func() bool {
-		c, err := net.Dial("tcp", addr)
-		if err == nil {
-			c.Close()
-		}
-		return err == nil
-	}, func() string { b, _ := os.ReadFile(filepath.Join(dir, "nats.log")); return string(b) })
-	return &natsOperatorMode{dir: dir, url: "nats://" + addr, trust: tr}
+	return &natsOperatorMode{dir: dir, url: tr.Serve(t, server, dir, extra), trust: tr}
 }
 
 func stopPIDFile(path string) {

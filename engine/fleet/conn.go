@@ -194,8 +194,11 @@ func connect(server string, creds Creds, name string, retry bool, errs func(erro
 	if retry {
 		// A host keeps trying for ever, from the first dial on: the
 		// fleet being away never stops it.
+		// Nor do refused credentials: nats.go gives up after the same
+		// auth error twice, but an expired user JWT is renewed by
+		// replacing the creds file, which every reconnect reads again.
 		opts = append(opts, nats.MaxReconnects(-1), nats.ReconnectWait(500*time.Millisecond), nats.RetryOnFailedConnect(true),
-			nats.ReconnectBufSize(-1))
+			nats.ReconnectBufSize(-1), nats.IgnoreAuthErrorAbort())
 	}
 	if errs != nil {
 		opts = append(opts, nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { errs(err) }))

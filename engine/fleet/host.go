@@ -62,6 +62,10 @@ type Host struct {
 
 	decideMu sync.Mutex // one fleet decision at a time (roles are per actor)
 
+	errMu     sync.Mutex // the last asynchronous error logged, and when
+	lastErr   string
+	lastErrAt time.Time
+
 	mu    sync.Mutex
 	state hostState
 	// pinned is set once the fleet accepted this host's key.
@@ -138,7 +142,7 @@ func Join(e *engine.Engine, o HostOptions) (*Host, error) {
 	if probe != nil {
 		probe.Close()
 	}
-	h.nc, err = connect(o.URL, o.Creds, "warden host "+o.Name, true, func(err error) { h.logf("fleet: %v", err) },
+	h.nc, err = connect(o.URL, o.Creds, "warden host "+o.Name, true, h.asyncError,
 		nats.ConnectHandler(func(nc *nats.Conn) { // the first connection, when it came late
 			h.logf("fleet: connected to %s; publishing the backlog", nc.ConnectedUrlRedacted())
 			h.poke()
@@ -182,6 +186,29 @@ func Join(e *engine.Engine, o HostOptions) (*Host, error) {
 	go h.publishLoop()
 	go h.heartbeatLoop()
 	return h, nil
+}
+
+// asyncError logs what the server said out of turn: a refused publish,
+// or credentials that expired while joined (the host keeps retrying, and
+// a new creds file in place logs it in again: no restart needed).
+func (h *Host) asyncError(err error) {
+	// A host retrying refused credentials hears the same error at each
+	// retry (twice a second): say it once a minute.
+	h.errMu.Lock()
+	repeat := err.Error() == h.lastErr && time.Since(h.lastErrAt) < time.Minute
+	if !repeat {
+		h.lastErr, h.lastErrAt = err.Error(), time.Now()
+	}
+	h.errMu.Unlock()
+	if repeat {
+		return
+	}
+	if errors.Is(err, nats.ErrAuthExpired) || strings.Contains(strings.ToLower(err.Error()), "expired") {
+		h.logf("fleet: the fleet's server says this host's credentials expired (%v): working offline; %s, and put it at %s: the host logs in with it at its next retry",
+			err, newCreds, h.o.Creds.File)
+		return
+	}
+	h.logf("fleet: %v", err)
 }
 
 // Close stops publishing and hangs up (what was not acknowledged yet is

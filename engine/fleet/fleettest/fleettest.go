@@ -9,7 +9,11 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -159,5 +163,43 @@ func RewriteReceipt(t testing.TB, dbPath string, seq uint64, summary string) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Serve starts server (the nats-server binary) in operator mode on
+// loopback with the config ServerConfig writes into dir, plus extra
+// lines, and returns its URL once it accepts connections. The test's
+// cleanup stops it.
+func (tr *Trust) Serve(t testing.TB, server, dir, extra string) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	conf := filepath.Join(dir, "nats.conf")
+	if err := os.WriteFile(conf, []byte(tr.ServerConfig(t, addr, filepath.Join(dir, "operator.jwt"), extra)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	logf, err := os.Create(filepath.Join(dir, "nats.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := exec.Command(server, "-c", conf)
+	srv.Stdout, srv.Stderr = logf, logf
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Process.Signal(syscall.SIGTERM); srv.Wait(); logf.Close() })
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			return "nats://" + addr
+		}
+		if time.Now().After(deadline) {
+			b, _ := os.ReadFile(filepath.Join(dir, "nats.log"))
+			t.Fatalf("nats-server in operator mode did not come up on %s:\n%s", addr, b)
+		}
 	}
 }
