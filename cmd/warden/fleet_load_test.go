@@ -335,6 +335,15 @@ func TestFleetLoad(t *testing.T) {
 		_ = m.View()
 		frames = append(frames, time.Since(f0))
 	}
+	// Which frames were slow (the first one sorts the whole queue).
+	order := make([]int, len(frames))
+	for i := range order {
+		order[i] = i
+	}
+	sort.Slice(order, func(i, j int) bool { return frames[order[i]] > frames[order[j]] })
+	for _, i := range order[:min(3, len(order))] {
+		t.Logf("slow frame: #%d of %d, %s", i, len(frames), frames[i])
+	}
 	sort.Slice(frames, func(i, j int) bool { return frames[i] < frames[j] })
 	sort.Slice(rtts, func(i, j int) bool { return rtts[i] < rtts[j] })
 	pct := func(ds []time.Duration, p float64) time.Duration {
