@@ -21,14 +21,15 @@ import (
 
 // fleetFlags are how a fleet member connects (every `warden fleet` verb).
 type fleetFlags struct {
-	url, creds, ca, name, role string
+	url, creds, ca, domain, name, role string
 }
 
 func (f *fleetFlags) bind(c *cobra.Command) {
 	c.PersistentFlags().StringVar(&f.url, "fleet", "", "the fleet's NATS URL, nats://HOST:4222 or tls://HOST:4222 (default $WARDEN_FLEET)")
 	c.PersistentFlags().StringVar(&f.creds, "fleet-creds", "", "your fleet credentials: a NATS creds file, an nkey seed or user:password (default $WARDEN_FLEET_CREDS)")
 	c.PersistentFlags().StringVar(&f.ca, "fleet-ca", "", "PEM file of a private CA that signed the fleet server's certificate (default $WARDEN_FLEET_CA)")
-	c.PersistentFlags().StringVar(&f.name, "name", "", "your fleet name (default: the user of user:password credentials)")
+	c.PersistentFlags().StringVar(&f.domain, "fleet-domain", "", "the JetStream domain of the fleet's stream, for leaf nodes with JetStream of their own (default $WARDEN_FLEET_DOMAIN)")
+	c.PersistentFlags().StringVar(&f.name, "name", "", "your fleet name (default: the user of user:password credentials, or the name in a NATS creds file)")
 	c.PersistentFlags().StringVar(&f.role, "role", fleet.RoleOperator, "the role your credentials carry: operator (decides) or viewer (watches)")
 }
 
@@ -53,6 +54,13 @@ func (f *fleetFlags) dial() (*fleet.Client, error) {
 		return nil, err
 	}
 	creds.CA = f.ca
+	if f.domain == "" {
+		f.domain = os.Getenv("WARDEN_FLEET_DOMAIN")
+	}
+	if f.domain != "" && !fleet.ValidName(f.domain) {
+		return nil, usageError{fmt.Errorf("--fleet-domain %q: one NATS subject token of letters, digits, '-' and '_'", f.domain)}
+	}
+	creds.Domain = f.domain
 	return fleet.Dial(f.url, creds, f.name, f.role)
 }
 
@@ -94,6 +102,17 @@ and $WARDEN_FLEET_CA.`,
 		defer cancel()
 		return fn(ctx, cl)
 	}
+	// withView is with, over the fleet's last 24 h (every checkpoint
+	// with allCheckpoints, else each host's newest).
+	withView := func(allCheckpoints bool, fn func(context.Context, *fleet.Client, *fleet.View) error) error {
+		return with(func(ctx context.Context, cl *fleet.Client) error {
+			v, err := cl.Load(ctx, allCheckpoints)
+			if err != nil {
+				return err
+			}
+			return fn(ctx, cl, v)
+		})
+	}
 
 	var maxBytes int64
 	var replicas int
@@ -123,39 +142,28 @@ and $WARDEN_FLEET_CA.`,
 		Short: "Every host: up or down, last heartbeat, running hooks, pending requests, last checkpoint",
 		Args:  args(cobra.NoArgs),
 		RunE: func(*cobra.Command, []string) error {
-			return with(func(ctx context.Context, cl *fleet.Client) error {
-				v, err := cl.Load(ctx, false)
-				if err != nil {
-					return err
-				}
+			return withView(false, func(ctx context.Context, cl *fleet.Client, v *fleet.View) error {
 				hs, err := cl.Hosts(ctx, v)
 				if err != nil {
 					return err
 				}
-				if a.json {
-					return a.emitJSON(map[string]any{"hosts": nonNil(hs)})
-				}
-				if len(hs) == 0 {
-					a.printf("no host has joined yet (on a host: `warden serve --fleet URL --fleet-creds FILE --fleet-host NAME`)\n")
-					return nil
-				}
-				tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "HOST\tSTATE\tHEARTBEAT\tRUNNING\tPENDING\tCHECKPOINT")
-				for _, h := range hs {
-					state, beat, running, cp := "down", "never", "-", "-"
-					if h.Up {
-						state = "up"
-					}
-					if hb := h.Heartbeat; hb != nil {
-						beat = ago(hb.At) + " (v" + safe(hb.Version) + ")"
-						running = strconv.Itoa(hb.Running)
-					}
-					if h.LastCheckpoint != nil {
-						cp = fmt.Sprintf("seq %d, %s", h.LastCheckpoint.Seq, ago(h.LastCheckpoint.At))
-					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", safe(h.Host), state, beat, running, h.Pending, cp)
-				}
-				return tw.Flush()
+				return a.fleetListing(map[string]any{"hosts": nonNil(hs)}, len(hs),
+					"no host has joined yet (on a host: `warden serve --fleet URL --fleet-creds FILE --fleet-host NAME`)",
+					"HOST\tSTATE\tHEARTBEAT\tRUNNING\tPENDING\tCHECKPOINT", func(i int) string {
+						h := hs[i]
+						state, beat, running, cp := "down", "never", "-", "-"
+						if h.Up {
+							state = "up"
+						}
+						if hb := h.Heartbeat; hb != nil {
+							beat = ago(hb.At) + " (v" + safe(hb.Version) + ")"
+							running = strconv.Itoa(hb.Running)
+						}
+						if h.LastCheckpoint != nil {
+							cp = fmt.Sprintf("seq %d, %s", h.LastCheckpoint.Seq, ago(h.LastCheckpoint.At))
+						}
+						return fmt.Sprintf("%s\t%s\t%s\t%s\t%d\t%s", safe(h.Host), state, beat, running, h.Pending, cp)
+					})
 			})
 		},
 	}
@@ -166,27 +174,15 @@ and $WARDEN_FLEET_CA.`,
 		Short: "One queue across hosts: pending requests first (oldest first)",
 		Args:  args(cobra.NoArgs),
 		RunE: func(*cobra.Command, []string) error {
-			return with(func(ctx context.Context, cl *fleet.Client) error {
-				v, err := cl.Load(ctx, false)
-				if err != nil {
-					return err
-				}
-				rs := v.Requests(all, time.Now())
-				if a.json {
-					return a.emitJSON(map[string]any{"requests": nonNil(rs), "duplicates": v.Duplicates()})
-				}
-				if len(rs) == 0 {
-					a.printf("no pending request in the fleet (--all shows the decided ones)\n")
-					return nil
-				}
-				tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "HOST\tID\tSTATE\tFROM\tASKS")
+			return withView(false, func(_ context.Context, _ *fleet.Client, v *fleet.View) error {
 				now := time.Now()
-				for _, r := range rs {
-					fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", safe(r.Host), r.Request.ID, safe(requestState(r, now)),
-						safe(r.Request.Requester.Module+"/"+r.Request.Requester.Hook), safe(engine.RequestSummary(r.Request)))
-				}
-				return tw.Flush()
+				rs := v.Requests(all, now)
+				return a.fleetListing(map[string]any{"requests": nonNil(rs), "duplicates": v.Duplicates()}, len(rs),
+					"no pending request in the fleet (--all shows the decided ones)", "HOST\tID\tSTATE\tFROM\tASKS", func(i int) string {
+						r := rs[i]
+						return fmt.Sprintf("%s\t%d\t%s\t%s\t%s", safe(r.Host), r.Request.ID, safe(requestState(r, now)),
+							safe(r.Request.Requester.Module+"/"+r.Request.Requester.Hook), safe(engine.RequestSummary(r.Request)))
+					})
 			})
 		},
 	}
@@ -197,25 +193,12 @@ and $WARDEN_FLEET_CA.`,
 		Short: "Run summaries across hosts, newest first",
 		Args:  args(cobra.NoArgs),
 		RunE: func(*cobra.Command, []string) error {
-			return with(func(ctx context.Context, cl *fleet.Client) error {
-				v, err := cl.Load(ctx, false)
-				if err != nil {
-					return err
-				}
+			return withView(false, func(_ context.Context, _ *fleet.Client, v *fleet.View) error {
 				rs := v.Runs(100)
-				if a.json {
-					return a.emitJSON(map[string]any{"runs": nonNil(rs)})
-				}
-				if len(rs) == 0 {
-					a.printf("no runs in the fleet yet\n")
-					return nil
-				}
-				tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "HOST\tRUN\tHOOK\tSTATUS\tSTARTED")
-				for _, r := range rs {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", safe(r.Host), safe(r.Run.ID), safe(r.Run.Module+"/"+r.Run.Hook), safe(r.Run.Status), ago(r.Run.Started))
-				}
-				return tw.Flush()
+				return a.fleetListing(map[string]any{"runs": nonNil(rs)}, len(rs), "no runs in the fleet yet", "HOST\tRUN\tHOOK\tSTATUS\tSTARTED", func(i int) string {
+					r := rs[i]
+					return fmt.Sprintf("%s\t%s\t%s\t%s\t%s", safe(r.Host), safe(r.Run.ID), safe(r.Run.Module+"/"+r.Run.Hook), safe(r.Run.Status), ago(r.Run.Started))
+				})
 			})
 		},
 	}
@@ -272,6 +255,7 @@ and $WARDEN_FLEET_CA.`,
 	}
 	deny.Flags().String("reason", "", "why (reaches the hook; recorded on the host)")
 
+	var fullVerify bool
 	verify := &cobra.Command{
 		Use:   "verify [HOST]",
 		Short: "Ask each host for its chain's hashes at every witnessed checkpoint and compare",
@@ -280,21 +264,38 @@ signature against the key pinned at the host's first join, and asks the host
 (over its fleet subject) for its chain's hashes at those seqs, recomputed
 from its receipts. A mismatch names the host and the first bad checkpoint.
 A host that does not answer is UNVERIFIED, never reported as fine. Exit 1
-unless every host verified.`,
+unless every host verified.
+
+Like ` + "`receipts verify`" + `, it starts from the newest checkpoint of each host
+that an earlier verify (yours, kept in <data-dir>/fleet/verified.json)
+found to match, so the host recomputes only what was added since; a
+rewrite before that checkpoint is then not seen. --full checks every host
+from its first receipt again.`,
+		Example: `  warden fleet verify           # each host, from the checkpoint verified last
+  warden fleet verify hostb --full`,
 		Args: args(cobra.MaximumNArgs(1)),
 		RunE: func(_ *cobra.Command, argv []string) error {
 			only := ""
 			if len(argv) == 1 {
 				only = argv[0]
 			}
-			return with(func(ctx context.Context, cl *fleet.Client) error {
-				v, err := cl.Load(ctx, true)
+			dir, err := engine.ResolveDataDir(a.dataDir)
+			if err != nil {
+				return err
+			}
+			anchors := fleet.LoadAnchors(filepath.Join(dir, "fleet", fleet.AnchorsFile))
+			return withView(true, func(ctx context.Context, cl *fleet.Client, v *fleet.View) error {
+				res, err := cl.Verify(ctx, v, fleet.VerifyOptions{Only: only, Full: fullVerify, From: anchors.For(ff.url)})
 				if err != nil {
 					return err
 				}
-				res, err := cl.Verify(ctx, v, only)
-				if err != nil {
-					return err
+				for _, r := range res {
+					if r.Status == "verified" && r.Anchor != nil {
+						anchors.Set(ff.url, r.Host, *r.Anchor)
+					}
+				}
+				if err := anchors.Save(); err != nil {
+					fmt.Fprintf(a.stderr, "warden: %v; the next verify checks from seq 1\n", err)
 				}
 				bad := 0
 				for _, r := range res {
@@ -321,6 +322,8 @@ unless every host verified.`,
 			})
 		},
 	}
+
+	verify.Flags().BoolVar(&fullVerify, "full", false, "check every host's chain from its first receipt, not from the checkpoint verified last")
 
 	forget := &cobra.Command{
 		Use:   "forget HOST",
@@ -393,13 +396,14 @@ func nonNil[T any](s []T) []T {
 }
 
 // fleetJoin is serve's --fleet, --fleet-creds and --fleet-host.
-type fleetJoin struct{ url, creds, host, ca string }
+type fleetJoin struct{ url, creds, host, ca, domain string }
 
 func (f *fleetJoin) bind(c *cobra.Command) {
 	c.Flags().StringVar(&f.url, "fleet", "", "join the fleet at this NATS URL (nats://HOST:4222, tls://HOST:4222)")
 	c.Flags().StringVar(&f.creds, "fleet-creds", "", "this host's fleet credentials: a NATS creds file, an nkey seed or user:password (0600)")
 	c.Flags().StringVar(&f.ca, "fleet-ca", "", "PEM file of a private CA that signed the fleet server's certificate")
 	c.Flags().StringVar(&f.host, "fleet-host", "", "this host's name in the fleet (letters, digits, - and _)")
+	c.Flags().StringVar(&f.domain, "fleet-domain", "", "the JetStream domain of the fleet's stream (leaf nodes running JetStream of their own)")
 }
 
 // or fills what the flags left unset from the config file's fleet:.
@@ -416,6 +420,9 @@ func (f fleetJoin) or(cfg fleetJoin) fleetJoin {
 	if f.ca == "" {
 		f.ca = cfg.ca
 	}
+	if f.domain == "" {
+		f.domain = cfg.domain
+	}
 	return f
 }
 
@@ -430,6 +437,39 @@ func parseFleetSettings(n ast.Node, bad func(line int, key, format string, args 
 		values = []*ast.MappingValueNode{v}
 	default:
 		return f, bad(line(n), "", "want a mapping {url: nats://HOST:4222, creds: /ABS/FILE, host: NAME}, got %s", n.Type())
+	}
+	absolute := func(what string) func(string) string {
+		return func(v string) string {
+			if !filepath.IsAbs(v) {
+				return "want an absolute path to " + what
+			}
+			return ""
+		}
+	}
+	name := func(what string) func(string) string {
+		return func(v string) string {
+			if !fleet.ValidName(v) {
+				return "want " + what + "1-64 letters, digits, '-' or '_'"
+			}
+			return ""
+		}
+	}
+	// Each key of fleet:, what it must be (a problem, "" when fine), and
+	// where it goes.
+	fields := map[string]struct {
+		check func(string) string
+		dest  *string
+	}{
+		"url": {func(v string) string {
+			if err := fleet.CheckURL(v); err != nil {
+				return err.Error()
+			}
+			return ""
+		}, &f.url},
+		"creds":  {absolute("this host's fleet credentials"), &f.creds},
+		"ca":     {absolute("the CA's PEM file"), &f.ca},
+		"host":   {name(""), &f.host},
+		"domain": {name("the JetStream domain: "), &f.domain},
 	}
 	seen := map[string]bool{}
 	for _, mv := range values {
@@ -449,30 +489,14 @@ func parseFleetSettings(n ast.Node, bad func(line int, key, format string, args 
 		if !ok {
 			return f, bad(line(kn), ks.Value, "want a string")
 		}
-		switch ks.Value {
-		case "url":
-			if err := fleet.CheckURL(v.Value); err != nil {
-				return f, bad(line(kn), ks.Value, "%v", err)
-			}
-			f.url = v.Value
-		case "creds":
-			if !filepath.IsAbs(v.Value) {
-				return f, bad(line(kn), ks.Value, "want an absolute path to this host's fleet credentials")
-			}
-			f.creds = v.Value
-		case "ca":
-			if !filepath.IsAbs(v.Value) {
-				return f, bad(line(kn), ks.Value, "want an absolute path to the CA's PEM file")
-			}
-			f.ca = v.Value
-		case "host":
-			if !fleet.ValidName(v.Value) {
-				return f, bad(line(kn), ks.Value, "want 1-64 letters, digits, '-' or '_'")
-			}
-			f.host = v.Value
-		default:
-			return f, bad(line(kn), ks.Value, "unknown key (fleet: knows url, creds, ca, host)")
+		field, ok := fields[ks.Value]
+		if !ok {
+			return f, bad(line(kn), ks.Value, "unknown key (fleet: knows url, creds, ca, host, domain)")
 		}
+		if problem := field.check(v.Value); problem != "" {
+			return f, bad(line(kn), ks.Value, "%s", problem)
+		}
+		*field.dest = v.Value
 	}
 	return f, nil
 }
@@ -483,7 +507,7 @@ func fleetCheck(dataDir string, f fleetJoin) engine.Check {
 	if err != nil {
 		return engine.Check{Name: "fleet", Status: "problem", Detail: err.Error(), Fix: "give --fleet-creds FILE (mode 0600)"}
 	}
-	creds.CA = f.ca
+	creds.CA, creds.Domain = f.ca, f.domain
 	return fleet.Probe(dataDir, fleet.HostOptions{URL: f.url, Creds: creds, Name: f.host})
 }
 
@@ -501,6 +525,8 @@ func (f fleetJoin) check() error {
 		return usageError{errors.New("--fleet needs --fleet-host NAME (this host's name in the fleet)")}
 	case !fleet.ValidName(f.host):
 		return usageError{fmt.Errorf("--fleet-host %q: use 1-64 letters, digits, '-' or '_'", f.host)}
+	case f.domain != "" && !fleet.ValidName(f.domain):
+		return usageError{fmt.Errorf("--fleet-domain %q: one NATS subject token of letters, digits, '-' and '_'", f.domain)}
 	}
 	if err := fleet.CheckURL(f.url); err != nil {
 		return usageError{fmt.Errorf("--fleet: %v", err)}
@@ -518,11 +544,30 @@ func (a *app) joinFleet(e *engine.Engine, f fleetJoin) (*fleet.Host, error) {
 	if err != nil {
 		return nil, err
 	}
-	creds.CA = f.ca
+	creds.CA, creds.Domain = f.ca, f.domain
 	logf := func(format string, args ...any) { fmt.Fprintln(a.stderr, safe(fmt.Sprintf(format, args...))) }
 	h, err := fleet.Join(e, fleet.HostOptions{URL: f.url, Creds: creds, Name: f.host, Version: version, Logf: logf})
 	if err != nil {
 		return nil, fmt.Errorf("joining the fleet: %w", err)
 	}
 	return h, nil
+}
+
+// fleetListing prints a fleet verb's answer: obj as JSON with --json;
+// else empty when there are no rows, or a table of header and n rows
+// (tab-separated cells, already made safe for the terminal).
+func (a *app) fleetListing(obj map[string]any, n int, empty, header string, row func(i int) string) error {
+	if a.json {
+		return a.emitJSON(obj)
+	}
+	if n == 0 {
+		a.printf("%s\n", empty)
+		return nil
+	}
+	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, header)
+	for i := range n {
+		fmt.Fprintln(tw, row(i))
+	}
+	return tw.Flush()
 }

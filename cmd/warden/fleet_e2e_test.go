@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -17,9 +16,9 @@ import (
 	"time"
 
 	"github.com/charmbracelet/x/exp/teatest"
-	bolt "go.etcd.io/bbolt"
 
 	"warden/engine/fleet"
+	"warden/engine/fleet/fleettest"
 	"warden/storage"
 	"warden/themes"
 	"warden/tui"
@@ -80,8 +79,26 @@ type fleetRig struct {
 	url      string
 	hello    string
 	hosts    map[string]*fleetHost
+	extra    []string // flags every fleet command and serve gets (--fleet-domain)
 	runsMu   sync.Mutex
 	runProcs []*exec.Cmd
+}
+
+// setUp builds warden into r.bin, stages the hello module and
+// initialises the fleet with admin's credentials.
+func (r *fleetRig) setUp() {
+	r.t.Helper()
+	if out, err := exec.Command(goTool(r.t), "build", "-o", r.bin, ".").CombinedOutput(); err != nil {
+		r.t.Fatalf("go build: %v\n%s", err, out)
+	}
+	r.hello = filepath.Join(r.base, "modules", "hello")
+	os.MkdirAll(filepath.Dir(r.hello), 0o755)
+	if out, err := exec.Command("cp", "-a", filepath.Join("..", "..", "examples", "modules", "hello"), r.hello).CombinedOutput(); err != nil {
+		r.t.Fatalf("copy hello: %v: %s", err, out)
+	}
+	if res := r.fleet("admin", "init"); res.code != 0 {
+		r.t.Fatalf("fleet init with admin's credentials: %s", res)
+	}
 }
 
 func (r *fleetRig) creds(user string) string { return filepath.Join(r.natsDir, "creds", user) }
@@ -89,7 +106,8 @@ func (r *fleetRig) creds(user string) string { return filepath.Join(r.natsDir, "
 // fleet runs `warden fleet ARGS` as user (role from the flags given).
 func (r *fleetRig) fleet(user string, args ...string) result {
 	r.t.Helper()
-	full := append([]string{"fleet", "--fleet", r.url, "--fleet-creds", r.creds(user)}, args...)
+	// The operator's own data dir keeps what verify found to match.
+	full := append(append([]string{"fleet", "--data-dir", filepath.Join(r.base, "operator-"+user), "--fleet", r.url, "--fleet-creds", r.creds(user)}, r.extra...), args...)
 	return r.cmd(full...)
 }
 
@@ -119,7 +137,7 @@ func (r *fleetRig) start(name string) *fleetHost {
 		}
 	}
 	h.out = &lockedBuffer{}
-	h.srv = exec.Command(r.bin, "--data-dir", h.data, "serve", "--fleet", r.url, "--fleet-creds", r.creds(name), "--fleet-host", name)
+	h.srv = exec.Command(r.bin, append([]string{"--data-dir", h.data, "serve", "--fleet", r.url, "--fleet-creds", r.creds(name), "--fleet-host", name}, r.extra...)...)
 	h.srv.Stdout, h.srv.Stderr = h.out, h.out
 	if err := h.srv.Start(); err != nil {
 		r.t.Fatal(err)
@@ -281,17 +299,7 @@ func TestFleetEndToEnd(t *testing.T) {
 			}
 		}
 	})
-	if out, err := exec.Command(goTool(t), "build", "-o", r.bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	r.hello = filepath.Join(base, "modules", "hello")
-	os.MkdirAll(filepath.Dir(r.hello), 0o755)
-	if out, err := exec.Command("cp", "-a", filepath.Join("..", "..", "examples", "modules", "hello"), r.hello).CombinedOutput(); err != nil {
-		t.Fatalf("copy hello: %v: %s", err, out)
-	}
-	if res := r.fleet("admin", "init"); res.code != 0 {
-		t.Fatalf("fleet init: %s", res)
-	}
+	r.setUp()
 
 	// A bad fleet config refuses to start and says which setting.
 	if res := r.cmd("--data-dir", filepath.Join(base, "bad"), "serve", "--fleet", r.url, "--fleet-creds", r.creds("hosta")); res.code != 2 || !strings.Contains(res.stderr, "--fleet-host") {
@@ -493,18 +501,27 @@ func TestFleetEndToEnd(t *testing.T) {
 	if res := r.fleet("alice", "verify"); res.code != 0 || strings.Count(res.stdout, "VERIFIED") != 3 {
 		t.Fatalf("verify before any tampering: %s\n%s", res, r.logs())
 	}
+	// What matched is alice's to keep: the next verify starts there.
+	if fi, err := os.Stat(filepath.Join(r.base, "operator-alice", "fleet", fleet.AnchorsFile)); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("alice's verified checkpoints: %v %v", fi, err)
+	}
+	if res := r.fleet("alice", "verify", "hostb"); res.code != 0 || !strings.Contains(res.stdout, "verified before") {
+		t.Errorf("a second verify does not start from the checkpoint verified before: %s", res)
+	}
 
 	// Host A's receipts are rewritten after a checkpoint (the whole chain
 	// re-hashed, so A's own `receipts verify` finds nothing): the fleet
-	// names A and the checkpoint.
+	// names A and the checkpoint. The rewrite is before the checkpoint
+	// the last verify anchored at, so it takes --full (the anchored
+	// verify is TestVerifyFromAnchor's).
 	witnessed := headA()
 	r.stop("hosta")
-	rewriteReceipt(t, filepath.Join(r.hosts["hosta"].data, "warden.db"), 1, "nothing to see here")
+	fleettest.RewriteReceipt(t, filepath.Join(r.hosts["hosta"].data, "warden.db"), 1, "nothing to see here")
 	if res := r.cmd("--data-dir", r.hosts["hosta"].data, "receipts", "verify"); res.code != 0 {
 		t.Fatalf("the rewrite should leave A's chain self-consistent: %s", res)
 	}
 	r.start("hosta")
-	res := r.fleet("alice", "verify")
+	res := r.fleet("alice", "verify", "--full")
 	if res.code != 1 || !strings.Contains(res.stdout, "hosta: MISMATCH at checkpoint seq") || strings.Count(res.stdout, "VERIFIED") != 2 {
 		t.Errorf("verify after A's rewrite: %s", res)
 	}
@@ -516,7 +533,7 @@ func TestFleetEndToEnd(t *testing.T) {
 		} `json:"hosts"`
 		OK bool `json:"ok"`
 	}
-	res = r.fleet("alice", "verify", "--json")
+	res = r.fleet("alice", "verify", "--full", "--json")
 	if err := json.Unmarshal([]byte(res.stdout), &vj); err != nil || vj.OK {
 		t.Fatalf("verify --json: %v %s", err, res)
 	}
@@ -595,62 +612,6 @@ func consoleApprove(t *testing.T, r *fleetRig, marker string) {
 		return bytes.Contains(seen, []byte("LAST CHECKPOINT")) && bytes.Contains(seen, []byte("hosta                up")) &&
 			bytes.Contains(seen, []byte("hostb                up")) && bytes.Contains(seen, []byte("hostc                up"))
 	}, teatest.WithDuration(20*time.Second), teatest.WithCheckInterval(50*time.Millisecond))
-}
-
-// rewriteReceipt is root on a host rewriting history: it changes receipt
-// seq's summary in the bbolt file and re-hashes every receipt after it,
-// so the chain is consistent again and only a witness can tell.
-func rewriteReceipt(t *testing.T, dbPath string, seq uint64, summary string) {
-	t.Helper()
-	db, err := bolt.Open(dbPath, 0o600, &bolt.Options{Timeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	err = db.Update(func(tx *bolt.Tx) error {
-		b := tx.Bucket([]byte("receipts"))
-		if b == nil {
-			return fmt.Errorf("no receipts bucket")
-		}
-		prev := ""
-		c := b.Cursor()
-		for k, v := c.First(); k != nil; k, v = c.Next() {
-			if len(k) != 8 {
-				continue
-			}
-			var rc storage.Receipt
-			if err := json.Unmarshal(v, &rc); err != nil {
-				return err
-			}
-			s := binary.BigEndian.Uint64(k)
-			if s < seq {
-				prev = rc.Hash
-				continue
-			}
-			if s == seq {
-				rc.Summary = summary
-			} else {
-				rc.Prev = prev
-			}
-			if rc.Hash, err = rc.ComputeHash(); err != nil {
-				return err
-			}
-			prev = rc.Hash
-			var nb bytes.Buffer
-			enc := json.NewEncoder(&nb)
-			enc.SetEscapeHTML(false)
-			if err := enc.Encode(rc); err != nil {
-				return err
-			}
-			if err := b.Put(append([]byte(nil), k...), bytes.TrimSuffix(nb.Bytes(), []byte("\n"))); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 // stopPID stops a test's nats-server and waits (at most 10 s) until it

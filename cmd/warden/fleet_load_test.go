@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -61,14 +62,46 @@ func (h *simHost) next() uint64 {
 	return h.seq
 }
 
-func (h *simHost) run(ctx context.Context, d time.Duration) {
+// every is a sim's schedule for periodic work: a host's own (a random
+// phase, then period ±10%: fleet.FirstAfter, fleet.Jittered), or with
+// lockstep every sim firing at the same instant each period, the worst
+// case of hosts started together on plain tickers
+// (WARDEN_FLEET_LOAD_LOCKSTEP=1).
+type every struct {
+	t        *time.Timer
+	C        <-chan time.Time
+	period   time.Duration
+	lockstep bool
+}
+
+func newEvery(period time.Duration, lockstep bool) *every {
+	first := fleet.FirstAfter(period)
+	if lockstep {
+		first = period
+	}
+	e := &every{t: time.NewTimer(first), period: period, lockstep: lockstep}
+	e.C = e.t.C
+	return e
+}
+
+func (e *every) next() {
+	if e.lockstep {
+		e.t.Reset(e.period)
+	} else {
+		e.t.Reset(fleet.Jittered(e.period))
+	}
+}
+
+func (h *simHost) run(ctx context.Context, d time.Duration, lockstep bool) {
 	end := time.After(d)
-	reqT := time.NewTicker(time.Second)
-	cpT := time.NewTicker(fleet.CheckpointEvery)
-	hbT := time.NewTicker(fleet.HeartbeatEvery)
-	defer reqT.Stop()
-	defer cpT.Stop()
-	defer hbT.Stop()
+	// Requests come from hooks, at no shared instant across hosts; a
+	// sim makes one a second.
+	reqT := newEvery(time.Second, lockstep)
+	cpT := newEvery(fleet.CheckpointEvery, lockstep)
+	hbT := newEvery(fleet.HeartbeatEvery, lockstep)
+	defer reqT.t.Stop()
+	defer cpT.t.Stop()
+	defer hbT.t.Stop()
 	var id uint64
 	for {
 		select {
@@ -77,6 +110,7 @@ func (h *simHost) run(ctx context.Context, d time.Duration) {
 		case <-end:
 			return
 		case <-reqT.C:
+			reqT.next()
 			id++
 			now := time.Now().UTC()
 			r := storage.RequestRecord{ID: id, Subject: "module:sim", Requester: storage.Requester{Run: "r", Module: "sim", Hook: "go"},
@@ -88,10 +122,12 @@ func (h *simHost) run(ctx context.Context, d time.Duration) {
 			seq := h.next()
 			h.publish(ctx, fleet.KindRequest, fleet.Envelope{Host: h.name, Seq: seq, At: now, Request: &r})
 		case <-cpT.C:
+			cpT.next()
 			seq := h.next()
 			sc := fleet.Sign(fleet.Checkpoint{At: time.Now().UTC(), Hash: strings.Repeat("a", 64), Host: h.name, Seq: seq}, h.key)
 			h.publish(ctx, fleet.KindCheckpoint, fleet.Envelope{Host: h.name, Seq: seq, At: sc.At, Checkpoint: &sc})
 		case <-hbT.C:
+			hbT.next()
 			b, _ := json.Marshal(fleet.Heartbeat{Host: h.name, Version: "sim", At: time.Now().UTC()})
 			m := nats.NewMsg("$KV." + fleet.HostsBucket + "." + h.name)
 			m.Data = b
@@ -100,7 +136,14 @@ func (h *simHost) run(ctx context.Context, d time.Duration) {
 	}
 }
 
+// legs are when each host got a decision and answered it (wall-clock
+// ns, key "host/id"), to split a round trip into its legs: the operator
+// may run in another process (WARDEN_FLEET_LOAD_OPERATOR=process), and
+// both read the same machine's clock.
+var legs sync.Map
+
 func (h *simHost) onDecide(m *nats.Msg) {
+	got := time.Now().UnixNano()
 	var d fleet.Decision
 	json.Unmarshal(m.Data, &d)
 	toks := strings.Split(m.Subject, ".")
@@ -120,6 +163,7 @@ func (h *simHost) onDecide(m *nats.Msg) {
 	}
 	h.mu.Unlock()
 	b, _ := json.Marshal(rep)
+	legs.LoadOrStore(fmt.Sprintf("%s/%d", h.name, d.Request), [2]int64{got, time.Now().UnixNano()})
 	m.Respond(b)
 	if rep.Code == fleet.CodeOK {
 		seq := h.next()
@@ -151,10 +195,16 @@ func rssKiB(pid int) int {
 // that every request arrived exactly once and every decision was
 // answered, and reports (does not assert) the console's frame time with
 // everything pending, the decision round trip p50/p99 and the server's
-// memory.
+// memory. Each slow decision is split into its legs (operator to host,
+// host, host to operator). WARDEN_FLEET_LOAD_LOCKSTEP=1 starts every sim's
+// periodic work in the same instant (plain tickers: the worst case the
+// hosts' jitter avoids); WARDEN_FLEET_LOAD_OPERATOR=process decides from
+// a process of its own; WARDEN_FLEET_LOAD_TRACE=FILE writes every
+// decision's legs (µs) to FILE.
 func TestFleetLoad(t *testing.T) {
 	hosts := envInt("WARDEN_FLEET_LOAD_HOSTS", 20)
 	secs := envInt("WARDEN_FLEET_LOAD_SECONDS", 12)
+	lockstep := os.Getenv("WARDEN_FLEET_LOAD_LOCKSTEP") == "1"
 	if hosts > 200 {
 		t.Fatalf("WARDEN_FLEET_LOAD_HOSTS=%d: scripts/nats-test makes 200 host users (sim0000..sim0199)", hosts)
 	}
@@ -213,23 +263,32 @@ func TestFleetLoad(t *testing.T) {
 	start := time.Now()
 	for _, h := range sims {
 		wg.Add(1)
-		go func() { defer wg.Done(); h.run(ctx, time.Duration(secs)*time.Second) }()
+		go func() { defer wg.Done(); h.run(ctx, time.Duration(secs)*time.Second, lockstep) }()
 	}
-	// The operator decides a request of a random host 5 times a second
-	// (ids 1..secs exist by then), timing each round trip.
-	var rtts []time.Duration
-	var decideErrs []string
+	// The operator decides a request of a host 5 times a second, timing
+	// each round trip: here, or in a process of its own as a real
+	// operator's console is (WARDEN_FLEET_LOAD_OPERATOR=process), so the
+	// load generator's 200 hosts do not share its Go scheduler.
 	deadline := start.Add(time.Duration(secs) * time.Second)
-	time.Sleep(1500 * time.Millisecond) // request 1 exists on every host
-	for i := 0; time.Now().Before(deadline.Add(-2 * time.Second)); i++ {
-		time.Sleep(200 * time.Millisecond)
-		h := sims[i%hosts]
-		id := uint64(1 + int(time.Since(start).Seconds())/2)
-		t0 := time.Now()
-		rep, err := op.Decide(ctx, h.name, fleet.Decision{Request: id, Verdict: "approve-once"})
-		rtts = append(rtts, time.Since(t0))
-		if err != nil || (rep.Code != fleet.CodeOK && rep.Code != fleet.CodeAlreadyDecided) {
-			decideErrs = append(decideErrs, fmt.Sprintf("%s/%d: %v %+v", h.name, id, err, rep))
+	var decisions []decisionTiming
+	if os.Getenv("WARDEN_FLEET_LOAD_OPERATOR") == "process" {
+		decisions = operatorProcess(t, url, filepath.Join(dir, "creds", "alice"), hosts, start, deadline)
+	} else {
+		decisions = operate(ctx, op, hosts, start, deadline)
+	}
+	var rtts []time.Duration
+	type leg struct{ at, rtt, out, host, back time.Duration }
+	var slow []leg
+	var decideErrs []string
+	for _, d := range decisions {
+		rtts = append(rtts, time.Duration(d.RTT))
+		if d.Err != "" {
+			decideErrs = append(decideErrs, d.Err)
+		}
+		if l, ok := legs.Load(fmt.Sprintf("%s/%d", d.Host, d.ID)); ok {
+			ga := l.([2]int64)
+			slow = append(slow, leg{at: time.Duration(d.T0 - start.UnixNano()), rtt: time.Duration(d.RTT), out: time.Duration(ga[0] - d.T0),
+				host: time.Duration(ga[1] - ga[0]), back: time.Duration(d.T0 + d.RTT - ga[1])})
 		}
 	}
 	wg.Wait()
@@ -276,6 +335,15 @@ func TestFleetLoad(t *testing.T) {
 		_ = m.View()
 		frames = append(frames, time.Since(f0))
 	}
+	// Which frames were slow (the first one sorts the whole queue).
+	order := make([]int, len(frames))
+	for i := range order {
+		order[i] = i
+	}
+	sort.Slice(order, func(i, j int) bool { return frames[order[i]] > frames[order[j]] })
+	for _, i := range order[:min(3, len(order))] {
+		t.Logf("slow frame: #%d of %d, %s", i, len(frames), frames[i])
+	}
 	sort.Slice(frames, func(i, j int) bool { return frames[i] < frames[j] })
 	sort.Slice(rtts, func(i, j int) bool { return rtts[i] < rtts[j] })
 	pct := func(ds []time.Duration, p float64) time.Duration {
@@ -283,6 +351,17 @@ func TestFleetLoad(t *testing.T) {
 			return 0
 		}
 		return ds[min(int(float64(len(ds))*p), len(ds)-1)]
+	}
+	if f := os.Getenv("WARDEN_FLEET_LOAD_TRACE"); f != "" {
+		var b strings.Builder
+		for _, l := range slow {
+			fmt.Fprintf(&b, "%.3f %d %d %d %d\n", l.at.Seconds(), l.rtt.Microseconds(), l.out.Microseconds(), l.host.Microseconds(), l.back.Microseconds())
+		}
+		os.WriteFile(f, []byte(b.String()), 0o600)
+	}
+	sort.Slice(slow, func(i, j int) bool { return slow[i].rtt > slow[j].rtt })
+	for _, l := range slow[:min(5, len(slow))] {
+		t.Logf("slow decision at +%.2fs: %s = out %s + host %s + back %s", l.at.Seconds(), l.rtt, l.out, l.host, l.back)
 	}
 	si, _ := jetstreamInfo(ctx, op)
 	t.Logf("load: %d hosts x %d s (%.1f s): %d messages published (%.0f/s), %d requests, %d pending at the end",
@@ -312,4 +391,78 @@ func credsPassword(t *testing.T, path string) string {
 	}
 	_, p, _ := strings.Cut(strings.TrimSpace(string(b)), ":")
 	return p
+}
+
+// decisionTiming is one decision's round trip (wall-clock ns).
+type decisionTiming struct {
+	Host string `json:"host"`
+	ID   uint64 `json:"id"`
+	T0   int64  `json:"t0"`
+	RTT  int64  `json:"rtt"`
+	Err  string `json:"err,omitempty"`
+}
+
+// operate decides, 5 times a second until 2 s before deadline, request
+// 1+elapsed/2 of host sim<i mod hosts> (it exists by then on every host).
+func operate(ctx context.Context, op *fleet.Client, hosts int, start, deadline time.Time) []decisionTiming {
+	var out []decisionTiming
+	time.Sleep(time.Until(start.Add(1500 * time.Millisecond))) // request 1 exists on every host
+	for i := 0; time.Now().Before(deadline.Add(-2 * time.Second)); i++ {
+		time.Sleep(200 * time.Millisecond)
+		name := fmt.Sprintf("sim%04d", i%hosts)
+		id := uint64(1 + int(time.Since(start).Seconds())/2)
+		t0 := time.Now()
+		rep, err := op.Decide(ctx, name, fleet.Decision{Request: id, Verdict: "approve-once"})
+		d := decisionTiming{Host: name, ID: id, T0: t0.UnixNano(), RTT: int64(time.Since(t0))}
+		if err != nil || (rep.Code != fleet.CodeOK && rep.Code != fleet.CodeAlreadyDecided) {
+			d.Err = fmt.Sprintf("%s/%d: %v %+v", name, id, err, rep)
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// operatorProcess runs operate in a child process (this test binary,
+// TestFleetLoadOperator) and returns its timings.
+func operatorProcess(t *testing.T, url, creds string, hosts int, start, deadline time.Time) []decisionTiming {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "decisions.json")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestFleetLoadOperator$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "WARDEN_FLEET_LOAD_CHILD="+strings.Join([]string{url, creds, strconv.Itoa(hosts),
+		strconv.FormatInt(start.UnixNano(), 10), strconv.FormatInt(deadline.UnixNano(), 10), out}, ","))
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("the operator's process: %v\n%s", err, b)
+	}
+	var ds []decisionTiming
+	b, err := os.ReadFile(out)
+	if err != nil || json.Unmarshal(b, &ds) != nil {
+		t.Fatalf("the operator's process wrote no timings: %v", err)
+	}
+	return ds
+}
+
+// TestFleetLoadOperator is TestFleetLoad's operator in its own process
+// (WARDEN_FLEET_LOAD_OPERATOR=process); on its own it does nothing.
+func TestFleetLoadOperator(t *testing.T) {
+	args := strings.Split(os.Getenv("WARDEN_FLEET_LOAD_CHILD"), ",")
+	if len(args) != 6 {
+		t.Skip("the operator of TestFleetLoad with WARDEN_FLEET_LOAD_OPERATOR=process; nothing to do on its own")
+	}
+	hosts, _ := strconv.Atoi(args[2])
+	startNs, _ := strconv.ParseInt(args[3], 10, 64)
+	deadlineNs, _ := strconv.ParseInt(args[4], 10, 64)
+	c, err := fleet.LoadCreds(args[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	op, err := fleet.Dial(args[0], c, "", fleet.RoleOperator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer op.Close()
+	ds := operate(t.Context(), op, hosts, time.Unix(0, startNs), time.Unix(0, deadlineNs))
+	b, _ := json.Marshal(ds)
+	if err := os.WriteFile(args[5], b, 0o600); err != nil {
+		t.Fatal(err)
+	}
 }

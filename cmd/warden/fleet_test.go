@@ -60,15 +60,17 @@ func TestFleetCredsRefused(t *testing.T) {
 
 // TestFleetSettings: config.yaml's fleet: mapping, decoded strictly.
 func TestFleetSettings(t *testing.T) {
-	s, err := parseSettings("/c.yaml", []byte("fleet:\n  url: tls://nats.example:4222\n  creds: /etc/warden/fleet.creds\n  ca: /etc/warden/ca.pem\n  host: web1\n"))
-	if err != nil || s.Fleet != (fleetJoin{url: "tls://nats.example:4222", creds: "/etc/warden/fleet.creds", host: "web1", ca: "/etc/warden/ca.pem"}) {
+	s, err := parseSettings("/c.yaml", []byte("fleet:\n  url: tls://nats.example:4222\n  creds: /etc/warden/fleet.creds\n  ca: /etc/warden/ca.pem\n  host: web1\n  domain: hub\n"))
+	if err != nil || s.Fleet != (fleetJoin{url: "tls://nats.example:4222", creds: "/etc/warden/fleet.creds", host: "web1", ca: "/etc/warden/ca.pem", domain: "hub"}) {
 		t.Fatalf("fleet settings: %+v %v", s.Fleet, err)
 	}
 	for in, want := range map[string]string{
 		"fleet: x\n":                           "/c.yaml:1: fleet: want a mapping",
 		"fleet:\n  url: http://x:1\n":          "/c.yaml:2: fleet.url:",
 		"fleet:\n  creds: rel/creds\n":         "/c.yaml:2: fleet.creds: want an absolute path",
-		"fleet:\n  host: a.b\n":                "/c.yaml:2: fleet.host:",
+		"fleet:\n  host: a.b\n":                "/c.yaml:2: fleet.host: want 1-64 letters",
+		"fleet:\n  domain: hub.x\n":            "/c.yaml:2: fleet.domain: want the JetStream domain",
+		"fleet:\n  ca: ca.pem\n":               "/c.yaml:2: fleet.ca: want an absolute path to the CA's PEM file",
 		"fleet:\n  hots: a\n":                  "/c.yaml:2: fleet.hots: unknown key",
 		"fleet:\n  host: a\n  host: b\n":       "fleet.host: duplicated key",
 		"fleet:\n  url: [nats://x:1]\n":        "fleet.url: want a string",

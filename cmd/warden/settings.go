@@ -28,7 +28,7 @@ import (
 //	  cpu: 2.0
 //	  tmp: 512MiB
 //	  run_dir: 64MiB
-//	fleet: {url: tls://nats.example:4222, creds: /etc/warden/fleet.creds, host: web1}
+//	fleet: {url: tls://nats.example:4222, creds: /etc/warden/fleet.creds, host: web1, domain: hub}
 //
 // It is decoded strictly: an unknown key, a duplicated key or a value of
 // the wrong kind is an error naming the file, line and key.

@@ -32,6 +32,8 @@ type Client struct {
 	Name string // the member's fleet name (its decision subject's last token)
 	Role string // RoleOperator or RoleViewer
 
+	domain string // the fleet's JetStream domain ("" for none)
+
 	errMu   sync.Mutex
 	lastErr error // the last asynchronous error (a permissions violation)
 }
@@ -47,7 +49,7 @@ func Dial(url string, creds Creds, name, role string) (*Client, error) {
 	if role != RoleOperator && role != RoleViewer {
 		return nil, fmt.Errorf("bad role %q: want operator or viewer", role)
 	}
-	c := &Client{Name: name, Role: role}
+	c := &Client{Name: name, Role: role, domain: creds.Domain}
 	nc, err := connect(url, creds, "warden fleet "+role+" "+name, false, func(err error) {
 		c.errMu.Lock()
 		c.lastErr = err
@@ -57,9 +59,21 @@ func Dial(url string, creds Creds, name, role string) (*Client, error) {
 		return nil, err
 	}
 	c.nc = nc
-	if c.js, err = jetstream.New(nc); err != nil {
+	if c.js, err = creds.newJetStream(nc); err != nil {
 		nc.Close()
 		return nil, err
+	}
+	if c.domain != "" {
+		// A domain no server has (or one the member may not use) leaves
+		// every request unanswered: say so now, not after each verb's
+		// own wait.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if _, err := c.js.AccountInfo(ctx); err != nil {
+			nc.Close()
+			return nil, fmt.Errorf("no JetStream answers in domain %s (%v): check --fleet-domain against the `domain` of the jetstream block on the fleet's hub, and that your permissions allow %s.>",
+				c.domain, err, creds.jsAPI())
+		}
 	}
 	return c, nil
 }
@@ -94,7 +108,7 @@ func (c *Client) Init(ctx context.Context, o InitOptions) error {
 		MaxAge: StreamMaxAge, MaxBytes: maxBytes, Replicas: replicas, Discard: jetstream.DiscardOld, Duplicates: DupeWindow, MaxMsgSize: 1 << 20,
 	})
 	if err != nil {
-		return fmt.Errorf("creating stream %s: %v", StreamName, c.permission(err))
+		return fmt.Errorf("creating stream %s: %v", StreamName, c.permission(c.noFleet(err)))
 	}
 	if _, err := c.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: HostsBucket, Description: "warden fleet heartbeats",
 		TTL: HeartbeatTTL, History: 1, Storage: jetstream.FileStorage, Replicas: replicas}); err != nil {
@@ -122,7 +136,7 @@ type HostStatus struct {
 func (c *Client) Keys(ctx context.Context) (map[string]string, error) {
 	kv, err := c.js.KeyValue(ctx, KeysBucket)
 	if err != nil {
-		return nil, noFleet(err)
+		return nil, c.noFleet(err)
 	}
 	out := map[string]string{}
 	ks, err := kv.ListKeys(ctx)
@@ -141,7 +155,7 @@ func (c *Client) Keys(ctx context.Context) (map[string]string, error) {
 func (c *Client) Forget(ctx context.Context, host string) error {
 	kv, err := c.js.KeyValue(ctx, KeysBucket)
 	if err != nil {
-		return noFleet(err)
+		return c.noFleet(err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 8*time.Second)
 	defer cancel()
@@ -151,9 +165,13 @@ func (c *Client) Forget(ctx context.Context, host string) error {
 	return nil
 }
 
-func noFleet(err error) error {
+func (c *Client) noFleet(err error) error {
 	if errors.Is(err, jetstream.ErrBucketNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) {
 		return fmt.Errorf("the fleet is not set up (%v): an operator runs `warden fleet init`", err)
+	}
+	if c.domain != "" && (errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrJetStreamNotEnabled) ||
+		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout)) {
+		return fmt.Errorf("no JetStream answers in domain %s (%v): check --fleet-domain against the `domain` of the jetstream block on the fleet's hub", c.domain, err)
 	}
 	return err
 }
@@ -162,7 +180,7 @@ func noFleet(err error) error {
 func (c *Client) heartbeats(ctx context.Context) (map[string]Heartbeat, error) {
 	kv, err := c.js.KeyValue(ctx, HostsBucket)
 	if err != nil {
-		return nil, noFleet(err)
+		return nil, c.noFleet(err)
 	}
 	out := map[string]Heartbeat{}
 	ks, err := kv.ListKeys(ctx)
@@ -240,7 +258,7 @@ func (c *Client) WatchHosts(ctx context.Context) (*HostWatch, error) {
 	for _, b := range []string{HostsBucket, KeysBucket} {
 		kv, err := c.js.KeyValue(ctx, b)
 		if err != nil {
-			return nil, noFleet(err)
+			return nil, c.noFleet(err)
 		}
 		kw, err := kv.WatchAll(ctx)
 		if err != nil {
@@ -340,7 +358,7 @@ func (c *Client) Load(ctx context.Context, allCheckpoints bool) (*View, error) {
 func (c *Client) Follow(ctx context.Context, v *View, o FollowOptions) error {
 	s, err := c.js.Stream(ctx, StreamName)
 	if err != nil {
-		return noFleet(err)
+		return c.noFleet(err)
 	}
 	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{"warden.host.*.evt." + o.Kind}}
 	switch {
@@ -437,11 +455,28 @@ type Verification struct {
 	BadSeq  uint64    `json:"badSeq,omitempty"`
 	BadAt   time.Time `json:"badAt,omitzero"`
 	Message string    `json:"message"`
+	// From is the checkpoint seq this verify started from (one an
+	// earlier verify found to match); 0 when it checked from seq 1.
+	From uint64 `json:"from,omitempty"`
+	// Anchor is the newest checkpoint that matched: where the next
+	// verify may start (nil unless Status is "verified").
+	Anchor *Anchor `json:"anchor,omitempty"`
+}
+
+// VerifyOptions say which hosts a verify checks and from where.
+type VerifyOptions struct {
+	Only string // one host ("" for every host)
+	// From is, per host, the checkpoint an earlier verify found to
+	// match: the host's chain is checked from there on. A rewrite before
+	// it is then not seen; Full ignores From and checks from seq 1.
+	From map[string]Anchor
+	Full bool
 }
 
 // Verify asks each host that has checkpoints for its hashes at every
 // witnessed seq and compares them with the signed checkpoints.
-func (c *Client) Verify(ctx context.Context, v *View, only string) ([]Verification, error) {
+func (c *Client) Verify(ctx context.Context, v *View, o VerifyOptions) ([]Verification, error) {
+	only := o.Only
 	keys, err := c.Keys(ctx)
 	if err != nil {
 		return nil, err
@@ -463,7 +498,11 @@ func (c *Client) Verify(ctx context.Context, v *View, only string) ([]Verificati
 		if only != "" && host != only {
 			continue
 		}
-		out = append(out, c.verifyHost(ctx, host, keys[host], v.Checkpoints(host)))
+		var from *Anchor
+		if a, ok := o.From[host]; ok && !o.Full {
+			from = &a
+		}
+		out = append(out, c.verifyHost(ctx, host, keys[host], v.Checkpoints(host), from))
 	}
 	if only != "" && len(out) == 0 {
 		return nil, fmt.Errorf("no host %s in the fleet", only)
@@ -471,7 +510,7 @@ func (c *Client) Verify(ctx context.Context, v *View, only string) ([]Verificati
 	return out, nil
 }
 
-func (c *Client) verifyHost(ctx context.Context, host, key string, cps []SignedCheckpoint) Verification {
+func (c *Client) verifyHost(ctx context.Context, host, key string, cps []SignedCheckpoint, from *Anchor) Verification {
 	res := Verification{Host: host, Checkpoints: len(cps)}
 	pub, err := base64.StdEncoding.DecodeString(key)
 	if key == "" || err != nil || len(pub) != ed25519.PublicKeySize {
@@ -487,15 +526,34 @@ func (c *Client) verifyHost(ctx context.Context, host, key string, cps []SignedC
 		}
 		good = append(good, cp)
 	}
-	if len(good) == 0 {
+	if len(good) == 0 && from == nil {
 		res.Status, res.Message = "unverified", fmt.Sprintf("%s has published no checkpoint yet", host)
 		return res
+	}
+	if from != nil {
+		// Only what was witnessed after the anchor is checked; the
+		// anchor itself was checked before, and a second signed hash
+		// for its seq is a forked history.
+		var after []SignedCheckpoint
+		for _, cp := range good {
+			switch {
+			case cp.Seq == from.Seq && cp.Hash != from.Hash:
+				res.Status, res.BadSeq, res.BadAt = "mismatch", cp.Seq, cp.At
+				res.Message = fmt.Sprintf("%s: MISMATCH at checkpoint seq %d (%s): it signed hash %s, but the checkpoint verified before says %s; its history forked",
+					host, cp.Seq, cp.At.Format(time.RFC3339), cp.Hash[:min(16, len(cp.Hash))], from.Hash[:min(16, len(from.Hash))])
+				return res
+			case cp.Seq > from.Seq:
+				after = append(after, cp)
+			}
+		}
+		good = after
+		res.From = from.Seq
 	}
 	seqs := make([]uint64, len(good))
 	for i, cp := range good {
 		seqs[i] = cp.Seq
 	}
-	b, _ := json.Marshal(VerifyRequest{Seqs: seqs})
+	b, _ := json.Marshal(VerifyRequest{Seqs: seqs, From: from})
 	ctx, cancel := context.WithTimeout(ctx, VerifyTimeout)
 	defer cancel()
 	m, err := c.nc.RequestWithContext(ctx, VerifySubject(host), b)
@@ -511,6 +569,12 @@ func (c *Client) verifyHost(ctx context.Context, host, key string, cps []SignedC
 		return res
 	}
 	res.Head = vr.Head
+	if from != nil && vr.Head < from.Seq {
+		res.Status, res.BadSeq, res.BadAt = "mismatch", from.Seq, from.At
+		res.Message = fmt.Sprintf("%s: MISMATCH at checkpoint seq %d (%s): the host's chain now ends at %d; receipts were removed after they were witnessed",
+			host, from.Seq, from.At.Format(time.RFC3339), vr.Head)
+		return res
+	}
 	for _, cp := range good {
 		got, ok := vr.Hashes[cp.Seq]
 		if !ok || got != cp.Hash {
@@ -526,7 +590,19 @@ func (c *Client) verifyHost(ctx context.Context, host, key string, cps []SignedC
 		}
 	}
 	res.Status = "verified"
-	res.Message = fmt.Sprintf("%s: %d checkpoints match, up to seq %d", host, len(good), good[len(good)-1].Seq)
+	switch {
+	case from != nil && len(good) == 0:
+		res.Anchor = from
+		res.Message = fmt.Sprintf("%s: no checkpoint since seq %d, verified before (its chain goes on to %d); --full re-checks from seq 1", host, from.Seq, vr.Head)
+	case from != nil:
+		last := good[len(good)-1]
+		res.Anchor = &Anchor{Seq: last.Seq, Hash: last.Hash, At: last.At}
+		res.Message = fmt.Sprintf("%s: %d checkpoints match, from seq %d (verified before) up to seq %d; --full re-checks from seq 1", host, len(good), from.Seq, last.Seq)
+	default:
+		last := good[len(good)-1]
+		res.Anchor = &Anchor{Seq: last.Seq, Hash: last.Hash, At: last.At}
+		res.Message = fmt.Sprintf("%s: %d checkpoints match, up to seq %d", host, len(good), last.Seq)
+	}
 	return res
 }
 

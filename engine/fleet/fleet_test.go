@@ -110,13 +110,13 @@ func TestVerifyRefusesUnpinnedOrForeignSignatures(t *testing.T) {
 	cps := []SignedCheckpoint{Sign(Checkpoint{At: time.Now(), Hash: strings.Repeat("0", 64), Host: "web1", Seq: 1}, key),
 		Sign(Checkpoint{At: time.Now(), Hash: strings.Repeat("1", 64), Host: "web1", Seq: 2}, other)}
 	pinned := encodeKey(pub)
-	if v := c.verifyHost(t.Context(), "web1", pinned, cps); v.Status != "key-refused" || v.BadSeq != 2 {
+	if v := c.verifyHost(t.Context(), "web1", pinned, cps, nil); v.Status != "key-refused" || v.BadSeq != 2 {
 		t.Errorf("a checkpoint signed by another key: %+v", v)
 	}
-	if v := c.verifyHost(t.Context(), "web1", "", cps[:1]); v.Status != "key-refused" {
+	if v := c.verifyHost(t.Context(), "web1", "", cps[:1], nil); v.Status != "key-refused" {
 		t.Errorf("no pinned key: %+v", v)
 	}
-	if v := c.verifyHost(t.Context(), "web1", pinned, nil); v.Status != "unverified" {
+	if v := c.verifyHost(t.Context(), "web1", pinned, nil, nil); v.Status != "unverified" {
 		t.Errorf("no checkpoints: %+v", v)
 	}
 }

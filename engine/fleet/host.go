@@ -62,6 +62,10 @@ type Host struct {
 
 	decideMu sync.Mutex // one fleet decision at a time (roles are per actor)
 
+	errMu     sync.Mutex // the last asynchronous error logged, and when
+	lastErr   string
+	lastErrAt time.Time
+
 	mu    sync.Mutex
 	state hostState
 	// pinned is set once the fleet accepted this host's key.
@@ -138,7 +142,7 @@ func Join(e *engine.Engine, o HostOptions) (*Host, error) {
 	if probe != nil {
 		probe.Close()
 	}
-	h.nc, err = connect(o.URL, o.Creds, "warden host "+o.Name, true, func(err error) { h.logf("fleet: %v", err) },
+	h.nc, err = connect(o.URL, o.Creds, "warden host "+o.Name, true, h.asyncError,
 		nats.ConnectHandler(func(nc *nats.Conn) { // the first connection, when it came late
 			h.logf("fleet: connected to %s; publishing the backlog", nc.ConnectedUrlRedacted())
 			h.poke()
@@ -146,7 +150,7 @@ func Join(e *engine.Engine, o HostOptions) (*Host, error) {
 	if err != nil {
 		return nil, err
 	}
-	if h.js, err = jetstream.New(h.nc); err != nil {
+	if h.js, err = o.Creds.newJetStream(h.nc); err != nil {
 		h.nc.Close()
 		return nil, err
 	}
@@ -182,6 +186,29 @@ func Join(e *engine.Engine, o HostOptions) (*Host, error) {
 	go h.publishLoop()
 	go h.heartbeatLoop()
 	return h, nil
+}
+
+// asyncError logs what the server said out of turn: a refused publish,
+// or credentials that expired while joined (the host keeps retrying, and
+// a new creds file in place logs it in again: no restart needed).
+func (h *Host) asyncError(err error) {
+	// A host retrying refused credentials hears the same error at each
+	// retry (twice a second): say it once a minute.
+	h.errMu.Lock()
+	repeat := err.Error() == h.lastErr && time.Since(h.lastErrAt) < time.Minute
+	if !repeat {
+		h.lastErr, h.lastErrAt = err.Error(), time.Now()
+	}
+	h.errMu.Unlock()
+	if repeat {
+		return
+	}
+	if errors.Is(err, nats.ErrAuthExpired) || strings.Contains(strings.ToLower(err.Error()), "expired") {
+		h.logf("fleet: the fleet's server says this host's credentials expired (%v): working offline; %s, and put it at %s: the host logs in with it at its next retry",
+			err, newCreds, h.o.Creds.File)
+		return
+	}
+	h.logf("fleet: %v", err)
 }
 
 // Close stops publishing and hangs up (what was not acknowledged yet is
@@ -248,11 +275,19 @@ func (h *Host) pin(ctx context.Context) error {
 // pinnedKey reads the pinned key by a direct get; "" when none (never
 // pinned, or forgotten: last is then the delete marker's sequence).
 func (h *Host) pinnedKey(ctx context.Context) (last uint64, key string, err error) {
-	subj := "$JS.API.DIRECT.GET.KV_" + KeysBucket + ".$KV." + KeysBucket + "." + h.o.Name
+	subj := h.o.Creds.jsAPI() + ".DIRECT.GET.KV_" + KeysBucket + ".$KV." + KeysBucket + "." + h.o.Name
 	msg, err := h.nc.RequestWithContext(ctx, subj, nil)
 	if err != nil {
 		if errors.Is(err, nats.ErrNoResponders) {
+			if h.o.Creds.Domain != "" {
+				return 0, "", fmt.Errorf("no %s bucket answers in JetStream domain %s: check the domain (--fleet-domain, the hub's `jetstream { domain: ... }`), and that an operator ran `warden fleet init --fleet-domain %s`",
+					KeysBucket, h.o.Creds.Domain, h.o.Creds.Domain)
+			}
 			return 0, "", fmt.Errorf("the fleet has no %s bucket: an operator runs `warden fleet init` first", KeysBucket)
+		}
+		if h.o.Creds.Domain != "" {
+			return 0, "", fmt.Errorf("reading the fleet's pinned key: no answer in JetStream domain %s (%v): check --fleet-domain against the hub's `jetstream { domain: ... }`, and that this host may publish to %s",
+				h.o.Creds.Domain, err, subj)
 		}
 		return 0, "", fmt.Errorf("reading the fleet's pinned key: %v", err)
 	}
@@ -309,7 +344,9 @@ func (h *Host) publishLoop() {
 			}
 		}
 	}()
-	tick := time.NewTicker(CheckpointEvery)
+	// Timed checkpoints start at a random phase and vary by ±10%
+	// (jitter.go: hosts started together do not publish in lockstep).
+	tick := time.NewTimer(FirstAfter(CheckpointEvery))
 	defer tick.Stop()
 	backoff := 200 * time.Millisecond
 	for {
@@ -332,6 +369,7 @@ func (h *Host) publishLoop() {
 			return
 		case <-h.kick:
 		case <-tick.C:
+			tick.Reset(Jittered(CheckpointEvery))
 			if err := h.publishBacklog(true); err != nil && h.nc.IsConnected() && h.ctx.Err() == nil {
 				h.logf("fleet: checkpoint: %v", err)
 			}
@@ -512,17 +550,22 @@ func (h *Host) checkpoint(r *storage.Receipt) error {
 
 func (h *Host) heartbeatLoop() {
 	defer h.wg.Done()
-	t := time.NewTicker(HeartbeatEvery)
-	defer t.Stop()
+	// The first heartbeat goes out at once (the fleet sees the host
+	// join); the next at a random phase, then every period ±10%
+	// (jitter.go).
+	wait := FirstAfter(HeartbeatEvery)
 	for {
 		if h.nc.IsConnected() && h.pinned.Load() {
 			h.heartbeat()
 		}
+		t := time.NewTimer(wait)
 		select {
 		case <-h.ctx.Done():
+			t.Stop()
 			return
 		case <-t.C:
 		}
+		wait = Jittered(HeartbeatEvery)
 	}
 }
 
@@ -625,7 +668,8 @@ func (h *Host) onVerify(m *nats.Msg) {
 		m.Respond(b)
 	}()
 	var vr VerifyRequest
-	if len(m.Data) > maxVerifyRequestLen || json.Unmarshal(m.Data, &vr) != nil || len(vr.Seqs) > maxVerifySeqs {
+	if len(m.Data) > maxVerifyRequestLen || json.Unmarshal(m.Data, &vr) != nil || len(vr.Seqs) > maxVerifySeqs ||
+		vr.From != nil && (vr.From.Seq == 0 || len(vr.From.Hash) != 64) {
 		out.Error = "bad verify request"
 		return
 	}
@@ -645,11 +689,17 @@ func (h *Host) onVerify(m *nats.Msg) {
 	if len(head) == 1 {
 		out.Head = head[0].Seq
 	}
+	// From an anchor, the chain is recomputed from the receipt after it
+	// on, chaining from its hash (the verifier checked it before).
+	first, prev := uint64(1), storage.GenesisPrev
+	if vr.From != nil {
+		first, prev = vr.From.Seq+1, vr.From.Hash
+	}
 	// A chain up to verifyInMemory receipts is read in one go; a longer
 	// one a receipt at a time, up to the last witnessed seq, so a
 	// verify never holds a whole long chain in memory.
 	next := func() func() (storage.Receipt, bool, error) {
-		if out.Head <= verifyInMemory.Load() {
+		if vr.From == nil && out.Head <= verifyInMemory.Load() {
 			rs, err := h.e.Receipts(engine.ReceiptFilter{})
 			i := 0
 			return func() (storage.Receipt, bool, error) {
@@ -660,7 +710,7 @@ func (h *Host) onVerify(m *nats.Msg) {
 				return rs[i-1], true, nil
 			}
 		}
-		seq := uint64(0)
+		seq := first - 1
 		return func() (storage.Receipt, bool, error) {
 			if seq >= min(last, out.Head) {
 				return storage.Receipt{}, false, nil
@@ -673,7 +723,6 @@ func (h *Host) onVerify(m *nats.Msg) {
 			return r, err == nil, err
 		}
 	}()
-	prev := storage.GenesisPrev
 	for {
 		r, ok, err := next()
 		if err != nil {

@@ -33,12 +33,12 @@ import (
 // testNats starts a private nats-server -js (scripts/nats-test) in a
 // fresh dir and returns its URL and creds dir. Without nats-server the
 // test fails under CI and is skipped elsewhere, saying why.
-func testNats(t *testing.T) (url, creds string) {
+func testNats(t testing.TB) (url, creds string) {
 	t.Helper()
 	return testNatsIn(t, filepath.Join(t.TempDir(), "nats"))
 }
 
-func testNatsIn(t *testing.T, dir string) (url, creds string) {
+func testNatsIn(t testing.TB, dir string) (url, creds string) {
 	t.Helper()
 	var stderr bytes.Buffer
 	cmd := exec.Command("bash", filepath.Join("..", "..", "scripts", "nats-test"), dir)
@@ -63,7 +63,7 @@ func testNatsIn(t *testing.T, dir string) (url, creds string) {
 	return lines[len(lines)-1], filepath.Join(dir, "creds")
 }
 
-func mustCreds(t *testing.T, dir, user string) Creds {
+func mustCreds(t testing.TB, dir, user string) Creds {
 	t.Helper()
 	c, err := LoadCreds(filepath.Join(dir, user))
 	if err != nil {
@@ -136,13 +136,13 @@ func TestHostCheckpointsAndRejoin(t *testing.T) {
 		}
 		return false
 	})
-	res, err := op.Verify(ctx, v, "hostc")
+	res, err := op.Verify(ctx, v, VerifyOptions{Only: "hostc"})
 	if err != nil || len(res) != 1 || res[0].Status != "verified" {
 		t.Fatalf("verify: %+v %v", res, err)
 	}
 	// The same, reading the chain a receipt at a time (a long chain).
 	verifyInMemory.Store(0)
-	res2, err := op.Verify(ctx, v, "hostc")
+	res2, err := op.Verify(ctx, v, VerifyOptions{Only: "hostc"})
 	verifyInMemory.Store(100_000)
 	if err != nil || len(res2) != 1 || res2[0].Status != "verified" || res2[0].Head != res[0].Head {
 		t.Fatalf("verify a receipt at a time: %+v %v (in one go: %+v)", res2, err, res)

@@ -198,9 +198,23 @@ type DecisionReply struct {
 	Request *storage.RequestRecord `json:"request,omitempty"`
 }
 
-// VerifyRequest asks a host for its chain's hashes at Seqs.
+// VerifyRequest asks a host for its chain's hashes at Seqs. With From,
+// the host recomputes from the receipt after From.Seq on, chaining from
+// From.Hash, instead of from its first receipt (a host that does not know
+// From answers from its first: the same hashes, more slowly).
 type VerifyRequest struct {
 	Seqs []uint64 `json:"seqs"`
+	From *Anchor  `json:"from,omitempty"`
+}
+
+// Anchor is a checkpoint a verify already found to match: its signature
+// checked against the pinned key and the host's chain recomputed to its
+// hash. A later verify starts there, and so checks only what was added
+// since; `warden fleet verify --full` starts from the first receipt.
+type Anchor struct {
+	Seq  uint64    `json:"seq"`
+	Hash string    `json:"hash"`
+	At   time.Time `json:"at"` // when the checkpoint was made
 }
 
 // VerifyReply is a host's chain hashes, recomputed from the receipts'

@@ -1,0 +1,131 @@
+package fleet
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nkeys"
+
+	"warden/engine"
+	"warden/engine/fleet/fleettest"
+)
+
+// creds writes user name's creds file into dir, signed by signer.
+func creds(t *testing.T, tr *fleettest.Trust, dir, name string, signer nkeys.KeyPair, exp time.Time) (string, string) {
+	p := filepath.Join(dir, name+".creds")
+	return p, tr.Creds(t, p, name, signer, exp, nil)
+}
+
+// TestLoadCredsJWT: a creds file that cannot log in is refused before
+// any dial, saying why and what to do, and never showing its seed.
+func TestLoadCredsJWT(t *testing.T) {
+	dir := t.TempDir()
+	tr := fleettest.NewTrust(t)
+	good, goodSeed := creds(t, tr, dir, "alice", tr.Account, time.Now().Add(time.Hour))
+	c, err := LoadCreds(good)
+	if err != nil || !c.jwt || c.name() != "alice" {
+		t.Fatalf("a good creds file: %+v %v", c, err)
+	}
+	expired, seed := creds(t, tr, dir, "old", tr.Account, time.Now().Add(-time.Hour))
+	_, err = LoadCreds(expired)
+	if err == nil || !strings.Contains(err.Error(), "expired at") || !strings.Contains(err.Error(), "ask the fleet's admin") {
+		t.Errorf("an expired JWT: %v", err)
+	}
+	if err != nil && strings.Contains(err.Error(), seed) {
+		t.Errorf("the error shows the seed: %v", err)
+	}
+	b, _ := os.ReadFile(good)
+	cut := filepath.Join(dir, "cut.creds")
+	os.WriteFile(cut, b[:strings.Index(string(b), "NKEY Seed")], 0o600) // the JWT alone
+	if _, err := LoadCreds(cut); err == nil || !strings.Contains(err.Error(), "without its user's nkey seed") {
+		t.Errorf("a JWT without its seed: %v", err)
+	}
+	_, otherSeed := creds(t, tr, dir, "bob", tr.Account, time.Time{})
+	mixed := filepath.Join(dir, "mixed.creds")
+	os.WriteFile(mixed, []byte(strings.Replace(string(b), goodSeed, otherSeed, 1)), 0o600)
+	if _, err := LoadCreds(mixed); err == nil || !strings.Contains(err.Error(), "not the key of the JWT's user alice") || strings.Contains(err.Error(), otherSeed) {
+		t.Errorf("alice's JWT with bob's seed: %v", err)
+	}
+	gj, _ := nkeys.ParseDecoratedJWT(b)
+	mangled := filepath.Join(dir, "mangled.creds")
+	os.WriteFile(mangled, []byte(strings.Replace(string(b), gj, "not.a-jwt", 1)), 0o600)
+	if _, err := LoadCreds(mangled); err == nil || !strings.Contains(err.Error(), "malformed") {
+		t.Errorf("a mangled JWT: %v", err)
+	}
+}
+
+// TestJWTCredsRenewed: a host whose user JWT expires while it is joined
+// is cut off by the server; once a new creds file is in place (same
+// path), the host logs in with it and publishes again, without a restart.
+func TestJWTCredsRenewed(t *testing.T) {
+	testNats(t) // installs nats-server (or fails under CI / skips)
+	server, err := exec.LookPath("nats-server")
+	if err != nil {
+		server = "/usr/sbin/nats-server"
+	}
+	dir := t.TempDir()
+	tr := fleettest.NewTrust(t)
+	url := tr.Serve(t, server, dir, fmt.Sprintf("jetstream: { store_dir: %q }", filepath.Join(dir, "js")))
+	adminFile, _ := creds(t, tr, dir, "admin", tr.Account, time.Time{})
+	ac, _ := LoadCreds(adminFile)
+	admin, err := Dial(url, ac, "", RoleOperator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	if err := admin.Init(t.Context(), InitOptions{MaxBytes: 64 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	// JWT expiry has a resolution of a second; leave the join time.
+	hostFile, _ := creds(t, tr, dir, "web1", tr.Account, time.Now().Add(3*time.Second))
+	hc, err := LoadCreds(hostFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := engine.Open(engine.Options{DataDir: filepath.Join(dir, "data")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	var logMu sync.Mutex
+	var logs []string
+	h, err := Join(e, HostOptions{URL: url, Creds: hc, Name: "web1", Version: "test", Logf: func(f string, a ...any) {
+		logMu.Lock()
+		logs = append(logs, fmt.Sprintf(f, a...))
+		logMu.Unlock()
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	logged := func(s string) bool {
+		logMu.Lock()
+		defer logMu.Unlock()
+		return strings.Contains(strings.Join(logs, "\n"), s)
+	}
+	waitFor(t, "the server to cut off the expired host", 15*time.Second, func() bool { return logged("credentials expired") })
+	time.Sleep(2 * time.Second) // it keeps retrying with the expired file meanwhile
+	renewed := time.Now()
+	tr.Creds(t, hostFile+".new", "web1", tr.Account, time.Time{}, nil)
+	if err := os.Rename(hostFile+".new", hostFile); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "a heartbeat with the renewed creds file", 20*time.Second, func() bool {
+		hs, err := admin.heartbeats(t.Context())
+		return err == nil && hs["web1"].At.After(renewed)
+	})
+	logMu.Lock()
+	t.Logf("the host's log:\n%s", strings.Join(logs, "\n"))
+	for _, l := range logs {
+		if strings.Contains(l, "SU") {
+			t.Errorf("a log line shows what looks like a seed: %s", l)
+		}
+	}
+	logMu.Unlock()
+}
