@@ -432,8 +432,6 @@ func (a *App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case drillMsg:
 		a.drillTo(msg)
 		return a, nil
-	case pagerFileMsg:
-		return a, a.pager(msg)
 	case pagerDoneMsg:
 		if msg.err != nil {
 			a.sh.setStatus("the pager failed: "+OneLine(msg.err.Error())+" (set $PAGER to one that works)", true)
