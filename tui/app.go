@@ -343,7 +343,9 @@ func (a *App) Close() {
 
 // Init starts waiting for events and the clock.
 func (a *App) Init() tea.Cmd {
-	return tea.Batch(a.waitEvents(), tick())
+	// New read what is shown in place; what the run shown's title
+	// needs beyond it is read now, off the UI goroutine.
+	return tea.Batch(a.waitEvents(), tick(), a.streams.lookUpDests(a.streams.want))
 }
 
 func tick() tea.Cmd {
@@ -419,8 +421,7 @@ func (a *App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return a, a.tookOver(msg)
 	case jumpToRunMsg:
 		a.setTab(tabStreams)
-		a.streams.show(msg.run)
-		return a, nil
+		return a, a.streams.show(msg.run)
 	case openOverlayMsg:
 		a.overlay = msg.ov
 		return a, nil
@@ -430,8 +431,7 @@ func (a *App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case quitNowMsg:
 		return a, a.quit()
 	case drillMsg:
-		a.drillTo(msg)
-		return a, nil
+		return a, a.drillTo(msg)
 	case pagerDoneMsg:
 		if msg.err != nil {
 			a.sh.setStatus("the pager failed: "+OneLine(msg.err.Error())+" (set $PAGER to one that works)", true)
@@ -666,9 +666,9 @@ func (a *App) handleEvents(evs []engine.Event) tea.Cmd {
 			a.reload()
 			a.sh.setStatus(fmt.Sprintf("caught up from storage (missed %d events)", ev.Missed), false)
 		case engine.EventLines:
-			a.streams.lines(ev.Lines)
+			cmds = append(cmds, a.streams.lines(ev.Lines))
 		case engine.EventRun:
-			a.streams.runEvent(*ev.Run)
+			cmds = append(cmds, a.streams.runEvent(*ev.Run))
 			a.modules.runEvent(*ev.Run)
 		case engine.EventReceipt:
 			a.receipts.add(*ev.Receipt)

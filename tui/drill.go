@@ -36,17 +36,19 @@ type drillMsg struct {
 func drill(m drillMsg) tea.Cmd { return func() tea.Msg { return m } }
 
 // drillTo follows a drillMsg.
-func (a *App) drillTo(m drillMsg) {
+func (a *App) drillTo(m drillMsg) tea.Cmd {
 	a.trail = append(a.trail, crumb{tab: a.tab, label: m.from})
+	var cmd tea.Cmd
 	switch {
 	case m.request != 0:
 		a.tab = tabRequests
 		a.requests.selectID(m.request)
 	case m.run != "":
 		a.tab = tabStreams
-		a.streams.show(m.run)
+		cmd = a.streams.show(m.run)
 	}
 	a.layout()
+	return cmd
 }
 
 // back walks the trail one step back; false when there is none.
