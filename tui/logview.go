@@ -175,7 +175,7 @@ func (v *logView) open(run string) {
 		}
 	}
 	st := states[run]
-	*v = logView{sh: v.sh, run: run, follow: true, wrap: v.wrap, level: st.level, invert: st.invert, query: st.query, width: v.width, height: v.height, paints: v.paints, states: states}
+	*v = logView{sh: v.sh, src: v.src, run: run, follow: true, wrap: v.wrap, level: st.level, invert: st.invert, query: st.query, width: v.width, height: v.height, paints: v.paints, states: states}
 	v.refreshMeta()
 	v.loadTail()
 }
