@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
 
@@ -152,16 +151,17 @@ func (p *streamsPane) destsRead(m destsMsg) {
 
 // endWindow is how many receipts runEnd looks at from where a run's end
 // was written.
-const endWindow = 256
+const endWindow = 32
 
 // runEnd finds an ended run's hook.end receipt by the time it ended.
 // Receipts are stored by seq, and a receipt's time grows with its seq
-// (both are taken as it is appended, and hook.end is appended in the
-// commit that records the run's end, after Ended was taken), so a binary
-// search of point reads finds where the end was written, and a walk of
-// endWindow receipts from a second before finds it: log2(receipts) + a
-// few reads, however long the log. A clock that stepped back can put it
-// outside the window: then the walk from the run's start.
+// (both are taken in the write transaction that appends it), and
+// hook.end is appended in the commit that records the run's end, after
+// Ended was taken: so a binary search of point reads finds the first
+// receipt at or after Ended, and hook.end is among the few appended from
+// there. That is log2(receipts) + 1 reads, however long the log. A clock
+// that stepped back can put it outside the window: then the walk from
+// the run's start.
 func runEnd(e engine.Facade, r engine.RunRecord) (engine.Receipt, bool, error) {
 	if r.Ended == nil {
 		return engine.Receipt{}, false, nil
@@ -170,7 +170,7 @@ func runEnd(e engine.Facade, r engine.RunRecord) (engine.Receipt, bool, error) {
 	if err != nil || len(newest) == 0 {
 		return engine.Receipt{}, false, err
 	}
-	from := r.Ended.Add(-time.Second)
+	from := *r.Ended
 	lo, hi := uint64(1), newest[0].Seq+1 // the first seq at or after from is in [lo, hi]
 	for lo < hi {
 		mid := lo + (hi-lo)/2
