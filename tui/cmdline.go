@@ -109,7 +109,7 @@ func (a *App) runCommand(line string) tea.Cmd {
 			kind = v
 		}
 		a.setTab(tabReceipts)
-		a.receipts.showKind(kindFilter(kind))
+		return a.receipts.showKind(kindFilter(kind))
 	case "run":
 		if len(args) < 2 {
 			return a.cmdError("usage: :run MODULE HOOK [name=value …]")
@@ -205,9 +205,9 @@ func (a *App) messagesOverlay() *overlay {
 }
 
 // showKind shows the receipts of a kind ("" for all).
-func (p *receiptsPane) showKind(kind string) {
+func (p *receiptsPane) showKind(kind string) tea.Cmd {
 	p.kind, p.atEnd = kind, true
-	p.reload()
+	return p.refresh(false)
 }
 
 // startRaw runs a hook with inputs as typed (name=value, converted by the

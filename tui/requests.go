@@ -65,6 +65,9 @@ type requestsPane struct {
 	// confirmTool: the request is an MCP tool call, so t may approve the
 	// whole tool instead of exactly these arguments.
 	confirmTool bool
+
+	// loadGen tells the current read of the requests from stale ones.
+	loadGen uint64
 }
 
 func newRequestsPane(sh *shared) *requestsPane {
@@ -72,16 +75,69 @@ func newRequestsPane(sh *shared) *requestsPane {
 		filter: newPromptInput("filter › ", "module, hook, subject or operation", 128)}
 }
 
+// reload reads the requests in place: New does it, before the program
+// runs. Update reads with refresh.
 func (p *requestsPane) reload() {
 	rs, err := listRequests(p.sh.e, maxRequests)
-	if err != nil {
-		p.sh.errStatus(err)
+	p.loaded(requestsLoadedMsg{gen: p.loadGen, rs: rs, err: err})
+}
+
+// requestsLoadedMsg is a read of the requests.
+type requestsLoadedMsg struct {
+	gen uint64
+	rs  []engine.Request
+	err error
+}
+
+// refresh reads the requests off the UI goroutine (a decision that
+// failed, after missed events, a take-over).
+func (p *requestsPane) refresh() tea.Cmd {
+	p.loadGen++
+	gen, e := p.loadGen, p.sh.e
+	return func() tea.Msg {
+		rs, err := listRequests(e, maxRequests)
+		return requestsLoadedMsg{gen: gen, rs: rs, err: err}
+	}
+}
+
+func (p *requestsPane) loaded(m requestsLoadedMsg) {
+	if m.gen != p.loadGen {
+		return // a later read is out
+	}
+	if m.err != nil {
+		p.sh.errStatus(m.err)
 		return
 	}
 	cur := p.selectedID()
-	p.reqs = rs
+	// What came as events while the read was out is newer than the
+	// read: a request asked after it, a decision made after it.
+	decided := map[uint64]engine.Request{}
+	top := maxID(m.rs)
+	var later []engine.Request
+	for _, r := range p.reqs {
+		switch {
+		case r.ID > top:
+			later = append(later, r)
+		case r.Decision != nil:
+			decided[r.ID] = r
+		}
+	}
+	for i, r := range m.rs {
+		if d, ok := decided[r.ID]; ok && r.Decision == nil {
+			m.rs[i] = d
+		}
+	}
+	p.reqs = append(m.rs, later...)
 	p.sort()
 	p.selectID(cur)
+}
+
+// maxID is the highest request id in rs (0 for none).
+func maxID(rs []engine.Request) (id uint64) {
+	for _, r := range rs {
+		id = max(id, r.ID)
+	}
+	return id
 }
 
 // sort: pending first (oldest first, the most urgent), then decided,
@@ -263,7 +319,9 @@ func (p *requestsPane) keys() keyMap {
 func (p *requestsPane) update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
 	case decidedMsg:
-		p.decided(msg)
+		return p.decided(msg)
+	case requestsLoadedMsg:
+		p.loaded(msg)
 	case alwaysRuleMsg:
 		if msg.err != nil {
 			p.sh.errStatus(msg.err)
@@ -412,11 +470,10 @@ func (p *requestsPane) decide(id uint64, verdict, reason string) tea.Cmd {
 }
 
 // decided shows a decision's outcome.
-func (p *requestsPane) decided(m decidedMsg) {
+func (p *requestsPane) decided(m decidedMsg) tea.Cmd {
 	if m.err != nil {
 		p.sh.errStatus(m.err)
-		p.reload()
-		return
+		return p.refresh()
 	}
 	p.upsert(m.r)
 	p.selectID(m.id)
@@ -428,6 +485,7 @@ func (p *requestsPane) decided(m decidedMsg) {
 		msg += fmt.Sprintf(" · %d more to answer", n)
 	}
 	p.sh.setStatus(msg, false)
+	return nil
 }
 
 // requesterField names who asked: a hook's run, or an MCP client's tool
