@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -84,5 +85,58 @@ func TestStreamsStalePageDropped(t *testing.T) {
 	d.keys("down")
 	if view := d.view(); !strings.Contains(view, "END 5000 lines") {
 		t.Errorf("the long run does not open:\n%s", view)
+	}
+}
+
+// TestReceiptsStaleFilterReadDropped: a kind filter's read that comes
+// after the operator chose another kind does not replace the list.
+func TestReceiptsStaleFilterReadDropped(t *testing.T) {
+	e := newEngine(t)
+	addModule(t, e, "m", map[string]string{"quick": "true"}, nil)
+	runHook(t, e, "m", "quick")
+	if err := e.SetConfig("local:test", "m", "k", "v"); err != nil {
+		t.Fatal(err)
+	}
+	d := newDriver(t, e, 120, 30)
+	d.keys("3", "/", "hook.end")
+	_, held := d.app.Update(keyMsg("enter")) // its read, held here
+	d.keys("/")
+	for range len("hook.end") {
+		d.keys("backspace")
+	}
+	d.keys("config.set", "enter")
+	d.send(held())
+	p := d.app.receipts
+	if p.kind != "config.set" || len(p.rs) != 1 || p.rs[0].Kind != "config.set" {
+		kinds := make([]string, len(p.rs))
+		for i, r := range p.rs {
+			kinds[i] = r.Kind
+		}
+		t.Errorf("filter %q shows %v", p.kind, kinds)
+	}
+}
+
+// TestReceiptsOlderPageThenMove: up past the first receipt held reads
+// the page above and moves onto its last receipt, as before the read
+// left the UI goroutine.
+func TestReceiptsOlderPageThenMove(t *testing.T) {
+	e := newEngine(t)
+	addModule(t, e, "m", map[string]string{"quick": "true"}, nil)
+	for i := range receiptsLoad + 20 {
+		if err := e.SetConfig("local:test", "m", "k", fmt.Sprint(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := newDriver(t, e, 120, 30)
+	d.keys("3")
+	p := d.app.receipts
+	if len(p.rs) != receiptsLoad {
+		t.Fatalf("held %d", len(p.rs))
+	}
+	p.sel, p.atEnd = 0, false // the first of the newest page held
+	first := p.rs[0].Seq
+	d.keys("up")
+	if p.sel < 0 || p.sel >= len(p.rs) || p.rs[p.sel].Seq != first-1 {
+		t.Errorf("after up: cursor on seq %d, want %d (held %d)", p.rs[p.sel].Seq, first-1, len(p.rs))
 	}
 }
