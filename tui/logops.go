@@ -25,8 +25,9 @@ import (
 //   - Opening another run supersedes: what waited is dropped and the
 //     outcome of the one out (gen no longer current) is thrown away, so a
 //     page read for a run no longer shown never replaces the one shown.
-//   - The UI goroutine draws only views it holds; a copy shares no memory
-//     the operation writes (win is capped, widths and states copied).
+//   - The UI goroutine draws only views it holds; a copy run off it
+//     shares no memory the operation writes (win capped, widths and
+//     states copied).
 //   - Layout (size, styles) belongs to the UI: an outcome keeps the
 //     view's current size and paints.
 
@@ -72,14 +73,18 @@ func (v *logView) store() lineSource {
 	return v.sh.e
 }
 
-// clone is a copy of the view reading from src that an operation may
-// change on another goroutine without touching v.
-func (v *logView) clone(src lineSource) *logView {
+// clone is a copy of the view reading from src. A private one may be
+// changed on another goroutine without touching v; a shared one (a try
+// on the UI goroutine, either dropped or shown in v's place) shares the
+// window and its widths cache, which only ever gain what is true.
+func (v *logView) clone(src lineSource, private bool) *logView {
 	c := *v
 	c.src = src
-	c.win = v.win[:len(v.win):len(v.win)] // an append copies
-	c.widths = append([]int32(nil), v.widths...)
 	c.states = maps.Clone(v.states)
+	if private {
+		c.win = v.win[:len(v.win):len(v.win)] // an append copies
+		c.widths = append([]int32(nil), v.widths...)
+	}
 	return &c
 }
 
@@ -102,7 +107,7 @@ func (p *streamsPane) supersedeLog(op logOp) tea.Cmd {
 
 func (p *streamsPane) runLog(op logOp) tea.Cmd {
 	try := &localOnly{}
-	c := p.log.clone(try)
+	c := p.log.clone(try, false)
 	then := op(c)
 	if !try.read {
 		p.applyLog(c)
@@ -110,7 +115,7 @@ func (p *streamsPane) runLog(op logOp) tea.Cmd {
 	}
 	p.logGen++
 	p.logBusy = true
-	gen, c := p.logGen, p.log.clone(p.sh.e)
+	gen, c := p.logGen, p.log.clone(p.sh.e, true)
 	return func() tea.Msg {
 		then := op(c)
 		return logDoneMsg{gen: gen, v: c, then: then}

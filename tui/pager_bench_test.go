@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	tea "github.com/charmbracelet/bubbletea"
 )
 
 // BenchmarkPagerFirstScreen measures o on a stored 1,000,000-line
@@ -55,6 +57,32 @@ func BenchmarkPagerFirstScreen(b *testing.B) {
 			go feed(w, write)
 			firstScreen(r)
 			r.Close()
+		}
+	})
+}
+
+// BenchmarkStreamsKeyMove measures a key that moves the cursor within
+// the window held (down, then up, in the middle of 100,000 lines):
+// through the pane (the operation tried on a copy that cannot read, then
+// shown) against the move on the view itself (what Update did before),
+// the baseline, in the same run.
+func BenchmarkStreamsKeyMove(b *testing.B) {
+	a, _, _ := benchConsole(b, "seq 1 100000", 120, 40)
+	p := a.streams
+	p.focusLog = true
+	p.log.goTo(50_000)
+	b.Run("view-move", func(b *testing.B) {
+		for b.Loop() {
+			p.log.move(1)
+			p.log.move(-1)
+		}
+	})
+	down, up := keyMsg("down").(tea.KeyMsg), keyMsg("up").(tea.KeyMsg)
+	b.Run("pane-key", func(b *testing.B) {
+		for b.Loop() {
+			if p.key(down) != nil || p.key(up) != nil {
+				b.Fatal("a move within the window read storage")
+			}
 		}
 	})
 }

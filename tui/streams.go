@@ -377,7 +377,7 @@ func (p *streamsPane) resize(w, h int) {
 	// resize cannot answer with a command: the next update does it.
 	p.log.placeCursor()
 	try := &localOnly{}
-	p.log.clone(try).fillAhead()
+	p.log.clone(try, false).fillAhead()
 	p.fillDue = try.read
 }
 
