@@ -328,7 +328,7 @@ func (a *App) reload() {
 // refresh re-reads everything off the UI goroutine (after missed
 // events, a take-over); each pane shows its part as it lands.
 func (a *App) refresh() tea.Cmd {
-	return tea.Batch(a.countMCP(), a.streams.refresh(), a.requests.refresh(), a.receipts.refresh(false),
+	return tea.Batch(a.countMCP(), a.streams.refresh(), a.requests.refresh(), a.receipts.refresh(a.receipts.kind, false, false),
 		a.modules.refresh(nil), a.hands.refresh(""))
 }
 

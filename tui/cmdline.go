@@ -206,8 +206,7 @@ func (a *App) messagesOverlay() *overlay {
 
 // showKind shows the receipts of a kind ("" for all).
 func (p *receiptsPane) showKind(kind string) tea.Cmd {
-	p.kind, p.atEnd = kind, true
-	return p.refresh(false)
+	return p.refresh(kind, true, false)
 }
 
 // startRaw runs a hook with inputs as typed (name=value, converted by the

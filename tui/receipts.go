@@ -84,20 +84,24 @@ func (p *receiptsPane) reload() {
 // receiptsLoadedMsg is a read of the newest receipts of a kind.
 type receiptsLoadedMsg struct {
 	gen      uint64
+	kind     string
 	rs       []engine.Receipt
 	err      error
+	newest   bool // the cursor goes to the newest (a filter chosen)
 	announce bool // say how many the filter shows
 }
 
-// refresh reads the newest receipts of the kind off the UI goroutine
-// (a filter set or cleared, after missed events, a take-over).
-func (p *receiptsPane) refresh(announce bool) tea.Cmd {
+// refresh reads the newest receipts of kind off the UI goroutine (a
+// filter set or cleared, after missed events, a take-over). The pane
+// shows the kind with its receipts, once they are read: never a kind
+// over another kind's list.
+func (p *receiptsPane) refresh(kind string, newest, announce bool) tea.Cmd {
 	p.loadGen++
 	p.olderOut = false
-	gen, e, kind := p.loadGen, p.sh.e, p.kind
+	gen, e := p.loadGen, p.sh.e
 	return func() tea.Msg {
 		rs, err := e.Receipts(engine.ReceiptFilter{Kind: kind, Limit: receiptsLoad})
-		return receiptsLoadedMsg{gen: gen, rs: rs, err: err, announce: announce}
+		return receiptsLoadedMsg{gen: gen, kind: kind, rs: rs, err: err, newest: newest, announce: announce}
 	}
 }
 
@@ -109,9 +113,14 @@ func (p *receiptsPane) loaded(m receiptsLoadedMsg) {
 		p.sh.errStatus(m.err)
 		return
 	}
-	// Receipts that came as events after the read stay.
+	// Receipts of the kind that came as events after the read stay.
+	held := p.rs
+	p.kind = m.kind
+	if m.newest {
+		p.atEnd = true
+	}
 	rs := m.rs
-	for _, r := range p.rs {
+	for _, r := range held {
 		if (len(rs) == 0 || r.Seq > rs[len(rs)-1].Seq) && p.matches(&r) {
 			rs = append(rs, r)
 		}
@@ -204,9 +213,7 @@ func (p *receiptsPane) key(msg tea.KeyMsg) tea.Cmd {
 	if p.filter.Active() {
 		cmd, outcome, kind := p.filter.Update(msg)
 		if outcome == promptSubmitted {
-			p.kind = kindFilter(kind)
-			p.atEnd = true
-			return tea.Batch(cmd, p.refresh(true))
+			return tea.Batch(cmd, p.refresh(kindFilter(kind), true, true))
 		}
 		return cmd
 	}
@@ -230,9 +237,7 @@ func (p *receiptsPane) key(msg tea.KeyMsg) tea.Cmd {
 		return p.filter.Open(p.kind)
 	case key.Matches(msg, k.Clear):
 		if p.kind != "" {
-			p.kind = ""
-			p.atEnd = true
-			return p.refresh(false)
+			return p.refresh("", true, false)
 		}
 	case key.Matches(msg, k.Drill) && p.sel < len(p.rs):
 		r := p.rs[p.sel]
