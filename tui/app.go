@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -251,8 +252,45 @@ type App struct {
 	takingOver  bool
 	owned       []engine.Facade // engines opened by a takeover, closed by Close
 
-	// mcpClients is how many MCP clients are connected (header count).
+	// mcpClients is how many MCP clients are connected (header count);
+	// mcpGen tells the current count's read from stale ones.
 	mcpClients int
+	mcpGen     uint64
+
+	// quitChecking: q asked the engine which runs a quit would cancel;
+	// heldKeys are the keys typed since, for when it answers, or typed
+	// while the shown pane's first read is out (see holdingKeys).
+	quitChecking bool
+	heldKeys     []tea.KeyMsg
+}
+
+// holdingKeys: keys wait, in order, while a quit is being checked or the
+// shown pane's first read is out, so that keys typed together ("3c",
+// "q y") act on what they were typed for.
+func (a *App) holdingKeys() bool {
+	switch {
+	case a.quitChecking:
+		return true
+	case a.tab == tabReceipts:
+		return a.receipts.firstOut
+	case a.tab == tabRequests:
+		return a.requests.firstOut
+	}
+	return false
+}
+
+// replayHeld gives the held keys their turn, once nothing holds them.
+func (a *App) replayHeld() tea.Cmd {
+	if a.holdingKeys() {
+		return nil
+	}
+	held := a.heldKeys
+	a.heldKeys = nil
+	cmds := make([]tea.Cmd, 0, len(held))
+	for _, k := range held {
+		cmds = append(cmds, a.key(k))
+	}
+	return tea.Batch(cmds...)
 }
 
 // New makes the console for an open engine. It subscribes to events and
@@ -313,9 +351,12 @@ func (a *App) applyThemeStyles() {
 	}
 }
 
-// reload re-reads everything from storage (start, and after missed events).
+// reload reads everything from storage in place: New does it, before
+// the program runs.
 func (a *App) reload() {
-	a.countMCP()
+	if ss, err := a.sh.e.MCPSessions(); err == nil {
+		a.mcpClients = len(ss)
+	}
 	a.streams.reload()
 	a.requests.reload()
 	a.receipts.reload()
@@ -323,11 +364,28 @@ func (a *App) reload() {
 	a.hands.reload()
 }
 
+// refresh re-reads everything off the UI goroutine (after missed
+// events, a take-over); each pane shows its part as it lands.
+func (a *App) refresh() tea.Cmd {
+	return tea.Batch(a.countMCP(), a.streams.refresh(), a.requests.refresh(), a.receipts.refresh(a.receipts.kind, false, false),
+		a.modules.refresh(nil), a.hands.refresh(""))
+}
+
+// mcpCountMsg is how many MCP clients are connected.
+type mcpCountMsg struct {
+	gen uint64
+	n   int
+	err error
+}
+
 // countMCP re-reads how many MCP clients are connected (`warden mcp
 // serve` sessions), for the header.
-func (a *App) countMCP() {
-	if ss, err := a.sh.e.MCPSessions(); err == nil {
-		a.mcpClients = len(ss)
+func (a *App) countMCP() tea.Cmd {
+	a.mcpGen++
+	gen, e := a.mcpGen, a.sh.e
+	return func() tea.Msg {
+		ss, err := e.MCPSessions()
+		return mcpCountMsg{gen: gen, n: len(ss), err: err}
 	}
 }
 
@@ -352,7 +410,9 @@ func (a *App) Close() {
 
 // Init starts waiting for events and the clock.
 func (a *App) Init() tea.Cmd {
-	return tea.Batch(a.waitEvents(), tick())
+	// New read what is shown in place; what the run shown's title
+	// needs beyond it is read now, off the UI goroutine.
+	return tea.Batch(a.waitEvents(), tick(), a.streams.lookUpDests(a.streams.want))
 }
 
 func tick() tea.Cmd {
@@ -399,7 +459,10 @@ func (a *App) waitEvents() tea.Cmd {
 }
 
 // Update handles a message.
-func (a *App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+func (a *App) Update(msg tea.Msg) (_ tea.Model, cmd tea.Cmd) {
+	if _, isKey := msg.(tea.KeyMsg); !isKey && len(a.heldKeys) > 0 {
+		defer func() { cmd = tea.Batch(cmd, a.replayHeld()) }()
+	}
 	var cmds []tea.Cmd
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
@@ -431,8 +494,7 @@ func (a *App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return a, nil
 	case jumpToRunMsg:
 		a.setTab(tabStreams)
-		a.streams.show(msg.run)
-		return a, nil
+		return a, a.streams.show(msg.run)
 	case openOverlayMsg:
 		a.overlay = msg.ov
 		return a, nil
@@ -441,11 +503,15 @@ func (a *App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return a, nil
 	case quitNowMsg:
 		return a, a.quit()
-	case drillMsg:
-		a.drillTo(msg)
+	case quitCheckedMsg:
+		return a, a.quitChecked(msg)
+	case mcpCountMsg:
+		if msg.gen == a.mcpGen && msg.err == nil {
+			a.mcpClients = msg.n
+		}
 		return a, nil
-	case pagerFileMsg:
-		return a, a.pager(msg)
+	case drillMsg:
+		return a, a.drillTo(msg)
 	case pagerDoneMsg:
 		if msg.err != nil {
 			a.sh.setStatus("the pager failed: "+OneLine(msg.err.Error())+" (set $PAGER to one that works)", true)
@@ -490,6 +556,13 @@ func (a *App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 }
 
 func (a *App) key(msg tea.KeyMsg) tea.Cmd {
+	if a.holdingKeys() {
+		if msg.String() == "ctrl+c" && slices.ContainsFunc(a.heldKeys, func(k tea.KeyMsg) bool { return k.String() == "ctrl+c" }) {
+			return a.quit() // twice, and the engine has not answered: the operator means it
+		}
+		a.heldKeys = append(a.heldKeys, msg)
+		return nil
+	}
 	if a.gone != nil && msg.String() == "t" && !a.takingOver {
 		return a.takeover()
 	}
@@ -555,22 +628,19 @@ func (a *App) key(msg tea.KeyMsg) tea.Cmd {
 		case key.Matches(msg, a.keys.Tab2):
 			// 2 lands on the request that needs an answer: the oldest
 			// pending one, whatever was selected before.
-			a.setTab(tabRequests)
+			show := a.setTab(tabRequests)
 			if a.requests.selectOldestPending() {
 				a.sh.setStatus(a.requests.clearedNote(), false)
 			}
-			return nil
+			return show
 		case key.Matches(msg, a.keys.Next):
-			a.setTab((a.tab + 1) % tabCount)
-			return nil
+			return a.setTab((a.tab + 1) % tabCount)
 		case key.Matches(msg, a.keys.Prev):
-			a.setTab((a.tab + tabCount - 1) % tabCount)
-			return nil
+			return a.setTab((a.tab + tabCount - 1) % tabCount)
 		}
 		for i, b := range a.keys.tabs()[:tabCount] {
 			if key.Matches(msg, b) {
-				a.setTab(i)
-				return nil
+				return a.setTab(i)
 			}
 		}
 	}
@@ -586,21 +656,68 @@ func (a *App) quit() tea.Cmd {
 // askQuit quits at once when nothing would be lost, and asks first when
 // runs this console's engine is running would be cancelled by it (a
 // console attached to another warden's engine leaves its runs alone).
+//
+// Whether they are still going is the engine's word, not the list's (the
+// event that a run ended may not have been drawn yet), asked off the UI
+// goroutine. Keys typed meanwhile wait for the answer, so a y typed
+// right after q answers the question; ctrl+c twice quits at once.
 func (a *App) askQuit() tea.Cmd {
 	if a.attachedPID != 0 || a.gone != nil {
 		return a.quit()
 	}
-	var runs []engine.RunRecord
-	for _, r := range a.streams.runningRuns() {
-		// The engine's word, not the list's: the event that a run
-		// ended may not have been drawn yet.
-		if now, err := a.sh.e.Run(r.ID); err != nil || now.Status == engine.RunRunning {
-			runs = append(runs, r)
-		}
-	}
-	if len(runs) == 0 {
+	going := a.streams.runningRuns()
+	if len(going) == 0 {
 		return a.quit()
 	}
+	a.quitChecking = true
+	return a.checkQuit(going, 0)
+}
+
+// quitHearing bounds how many frames a quit waits to hear that runs the
+// engine says ended did end, so that the last frame drawn is true.
+const quitHearing = 30
+
+// checkQuit asks the engine which of going still run.
+func (a *App) checkQuit(going []engine.RunRecord, tries int) tea.Cmd {
+	e := a.sh.e
+	return func() tea.Msg {
+		var runs []engine.RunRecord
+		for _, r := range going {
+			if now, err := e.Run(r.ID); err != nil || now.Status == engine.RunRunning {
+				runs = append(runs, r)
+			}
+		}
+		return quitCheckedMsg{runs: runs, tries: tries}
+	}
+}
+
+// quitCheckedMsg: the runs a quit would cancel, as the engine says.
+type quitCheckedMsg struct {
+	runs  []engine.RunRecord
+	tries int
+}
+
+// quitChecked quits, or asks first about the runs still going; then the
+// keys typed meanwhile act.
+func (a *App) quitChecked(m quitCheckedMsg) tea.Cmd {
+	if !a.quitChecking {
+		return nil // quit already (ctrl+c)
+	}
+	if len(m.runs) == 0 {
+		if going := a.streams.runningRuns(); len(going) > 0 && m.tries < quitHearing {
+			// Ended, the engine says, but the events saying so are not
+			// drawn yet: a frame more for them.
+			return tea.Tick(frame, func(time.Time) tea.Msg { return a.checkQuit(going, m.tries+1)() })
+		}
+		return a.quit()
+	}
+	a.quitChecking = false
+	a.confirm = a.quitQuestion(m.runs)
+	return a.replayHeld()
+}
+
+// quitQuestion asks whether to quit and cancel runs.
+func (a *App) quitQuestion(runs []engine.RunRecord) *confirmation {
 	names := make([]string, 0, 3)
 	for i, r := range runs {
 		if i == 3 {
@@ -623,22 +740,24 @@ func (a *App) askQuit() tea.Cmd {
 		}
 		return quitNowMsg{}
 	}
-	a.confirm = &confirmation{question: fmt.Sprintf("quit and cancel %s (%s)?", what, strings.Join(names, ", ")),
+	return &confirmation{question: fmt.Sprintf("quit and cancel %s (%s)?", what, strings.Join(names, ", ")),
 		detail: "they are going in this console's engine", yes: yes, quitting: true}
-	return nil
 }
 
-// setTab shows tab t. A tab chosen by hand starts a new trail.
-func (a *App) setTab(t int) {
+// setTab shows tab t. A tab chosen by hand starts a new trail. The
+// command is the tab's first read, when it has not been shown before.
+func (a *App) setTab(t int) tea.Cmd {
 	a.tab = t
+	var cmd tea.Cmd
 	switch t {
 	case tabRequests:
-		a.requests.show()
+		cmd = a.requests.show()
 	case tabReceipts:
-		a.receipts.show()
+		cmd = a.receipts.show()
 	}
 	a.trail = nil
 	a.layout()
+	return cmd
 }
 
 func (a *App) mouse(msg tea.MouseMsg) tea.Cmd {
@@ -652,8 +771,7 @@ func (a *App) mouse(msg tea.MouseMsg) tea.Cmd {
 	if msg.Y == 1 && msg.Action == tea.MouseActionPress && msg.Button == tea.MouseButtonLeft {
 		for i, r := range a.tabX {
 			if msg.X >= r[0] && msg.X < r[1] {
-				a.setTab(i)
-				return nil
+				return a.setTab(i)
 			}
 		}
 		return nil
@@ -684,12 +802,12 @@ func (a *App) handleEvents(evs []engine.Event) tea.Cmd {
 	for _, ev := range evs {
 		switch ev.Kind {
 		case engine.EventMissed:
-			a.reload()
+			cmds = append(cmds, a.refresh())
 			a.sh.setStatus(fmt.Sprintf("caught up from storage (missed %d events)", ev.Missed), false)
 		case engine.EventLines:
-			a.streams.lines(ev.Lines)
+			cmds = append(cmds, a.streams.lines(ev.Lines))
 		case engine.EventRun:
-			a.streams.runEvent(*ev.Run)
+			cmds = append(cmds, a.streams.runEvent(*ev.Run))
 			a.modules.runEvent(*ev.Run)
 		case engine.EventReceipt:
 			a.receipts.add(*ev.Receipt)
@@ -703,7 +821,7 @@ func (a *App) handleEvents(evs []engine.Event) tea.Cmd {
 			case strings.HasPrefix(kind, engine.KindFamilyHands):
 				refreshHands = true
 			case kind == engine.KindMCPConnect || kind == engine.KindMCPDisconnect:
-				a.countMCP()
+				cmds = append(cmds, a.countMCP())
 			}
 		case engine.EventRequest:
 			if a.requests.upsert(*ev.Request) {
@@ -797,13 +915,13 @@ func (a *App) tookOver(m takeoverMsg) tea.Cmd {
 	if !a.sh.opts.NoAttach {
 		a.detach = m.e.AttachOperator()
 	}
-	a.reload()
+	cmd := a.refresh()
 	if m.pid != 0 {
 		a.sh.setStatus(fmt.Sprintf("attached to pid %d, which took the data dir over first", m.pid), false)
 	} else {
 		a.sh.setStatus("took over the data dir: this console holds it and serves other warden commands", false)
 	}
-	return a.waitEvents()
+	return tea.Batch(cmd, a.waitEvents())
 }
 
 // View draws the whole frame.

@@ -92,13 +92,13 @@ func (a *App) runCommand(line string) tea.Cmd {
 	name, args := strings.ToLower(f[0]), f[1:]
 	switch name {
 	case "runs", "streams", "run-list":
-		a.setTab(tabStreams)
+		return a.setTab(tabStreams)
 	case "requests", "reqs":
-		a.setTab(tabRequests)
+		return a.setTab(tabRequests)
 	case "modules", "mods":
-		a.setTab(tabModules)
+		return a.setTab(tabModules)
 	case "hands":
-		a.setTab(tabHands)
+		return a.setTab(tabHands)
 	case "receipts":
 		kind := ""
 		for _, arg := range args {
@@ -108,8 +108,8 @@ func (a *App) runCommand(line string) tea.Cmd {
 			}
 			kind = v
 		}
-		a.setTab(tabReceipts)
-		a.receipts.showKind(kindFilter(kind))
+		a.setTab(tabReceipts) // its first read gives way to the kind's
+		return a.receipts.showKind(kindFilter(kind))
 	case "run":
 		if len(args) < 2 {
 			return a.cmdError("usage: :run MODULE HOOK [name=value …]")
@@ -131,12 +131,13 @@ func (a *App) runCommand(line string) tea.Cmd {
 		if err != nil {
 			return a.cmdError(fmt.Sprintf("%q is not a request number (usage: :%s N)", args[0], name))
 		}
-		a.setTab(tabRequests)
-		a.requests.selectID(id)
+		show := a.setTab(tabRequests)
+		a.requests.selectOrAwait(id)
+		verdict := engine.Deny
 		if name == "approve" {
-			return a.requests.decide(id, engine.ApproveOnce, strings.Join(args[1:], " "))
+			verdict = engine.ApproveOnce
 		}
-		return a.requests.decide(id, engine.Deny, strings.Join(args[1:], " "))
+		return tea.Batch(show, a.requests.decide(id, verdict, strings.Join(args[1:], " ")))
 	case "theme":
 		if len(args) != 1 {
 			return a.cmdError("usage: :theme NAME (" + strings.Join(themes.Names(), ", ") + ")")
@@ -205,9 +206,8 @@ func (a *App) messagesOverlay() *overlay {
 }
 
 // showKind shows the receipts of a kind ("" for all).
-func (p *receiptsPane) showKind(kind string) {
-	p.kind, p.atEnd = kind, true
-	p.reload()
+func (p *receiptsPane) showKind(kind string) tea.Cmd {
+	return p.refresh(kind, true, false)
 }
 
 // startRaw runs a hook with inputs as typed (name=value, converted by the

@@ -3,9 +3,6 @@ package tui
 import (
 	"encoding/json"
 	"fmt"
-	"io"
-	"os"
-	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
@@ -38,18 +35,20 @@ type drillMsg struct {
 func drill(m drillMsg) tea.Cmd { return func() tea.Msg { return m } }
 
 // drillTo follows a drillMsg.
-func (a *App) drillTo(m drillMsg) {
+func (a *App) drillTo(m drillMsg) tea.Cmd {
 	a.trail = append(a.trail, crumb{tab: a.tab, label: m.from})
+	var cmd tea.Cmd
 	switch {
 	case m.request != 0:
 		a.tab = tabRequests
-		a.requests.show()
-		a.requests.selectID(m.request)
+		cmd = a.requests.show()
+		a.requests.selectOrAwait(m.request)
 	case m.run != "":
 		a.tab = tabStreams
-		a.streams.show(m.run)
+		cmd = a.streams.show(m.run)
 	}
 	a.layout()
+	return cmd
 }
 
 // back walks the trail one step back; false when there is none.
@@ -143,122 +142,6 @@ func (a *App) copySelected() tea.Cmd {
 	case tabHands:
 		if r, ok := a.hands.current(); ok {
 			return a.copyText("hands root", r.Root)
-		}
-	}
-	return nil
-}
-
-// pagerDoneMsg is the pager's exit.
-type pagerDoneMsg struct{ err error }
-
-// pagerFileMsg is a file written for the pager.
-type pagerFileMsg struct {
-	path string
-	err  error
-}
-
-// openPager shows the selected run's whole stream, or the selected
-// receipt or request as JSON, in $PAGER (less when unset). The text is
-// written to a private file first, off the UI goroutine, each line
-// escaped as the console draws it: a pager gets no raw hook bytes.
-func (a *App) openPager() tea.Cmd {
-	if a.sh.opts.NoPager {
-		a.sh.setStatus("o opens a pager on the machine running warden, not over SSH: c copies the selection instead", true)
-		return nil
-	}
-	e := a.sh.e
-	var write func(w io.Writer) error
-	switch a.tab {
-	case tabStreams:
-		run := a.streams.log.run
-		if !a.streams.focusLog || run == "" {
-			run = a.streams.selectedID()
-		}
-		if run == "" {
-			return nil
-		}
-		write = func(w io.Writer) error { return writeStream(e, run, w) }
-	case tabReceipts:
-		if p := a.receipts; p.sel < len(p.rs) {
-			r := p.rs[p.sel]
-			write = func(w io.Writer) error { return writeJSON(w, r) }
-		}
-	case tabRequests:
-		if r, ok := a.requests.current(); ok {
-			write = func(w io.Writer) error { return writeJSON(w, r) }
-		}
-	}
-	if write == nil {
-		return nil
-	}
-	return func() tea.Msg {
-		f, err := os.CreateTemp("", "warden-pager-*.txt") // 0600
-		if err != nil {
-			return pagerFileMsg{err: err}
-		}
-		err = write(f)
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			os.Remove(f.Name())
-		}
-		return pagerFileMsg{path: f.Name(), err: err}
-	}
-}
-
-// pager runs $PAGER on a written file and removes the file after.
-func (a *App) pager(m pagerFileMsg) tea.Cmd {
-	if m.err != nil {
-		a.sh.setStatus("cannot write the text for the pager: "+OneLine(m.err.Error()), true)
-		return nil
-	}
-	name := os.Getenv("PAGER")
-	args := strings.Fields(name)
-	if len(args) == 0 {
-		args = []string{"less"}
-	}
-	c := exec.Command(args[0], append(args[1:], m.path)...)
-	c.Env = append(os.Environ(), "LESSSECURE=1")
-	return tea.ExecProcess(c, func(err error) tea.Msg {
-		os.Remove(m.path)
-		return pagerDoneMsg{err}
-	})
-}
-
-// writeStream writes a run's stored lines, a page at a time, escaped.
-func writeStream(e engine.Facade, run string, w io.Writer) error {
-	m, err := e.StreamInfo(run)
-	if err != nil {
-		return err
-	}
-	for from := m.First; from < m.Lines; {
-		lines, err := e.StreamLines(run, from, 5000)
-		if err != nil {
-			return err
-		}
-		if len(lines) == 0 {
-			break
-		}
-		for _, l := range lines {
-			if _, err := fmt.Fprintf(w, "%7d %-7s %s\n", l.N+1, l.Level, safe(l.Text)); err != nil {
-				return err
-			}
-		}
-		from = lines[len(lines)-1].N + 1
-	}
-	return nil
-}
-
-// writeJSON writes v as indented JSON, its strings escaped for a terminal.
-func writeJSON(w io.Writer, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if _, err := io.WriteString(w, safe(l)+"\n"); err != nil {
-			return err
 		}
 	}
 	return nil

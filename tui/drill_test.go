@@ -2,11 +2,14 @@ package tui
 
 import (
 	"encoding/base64"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"warden/engine"
 )
@@ -83,26 +86,91 @@ func TestCopyIsOSC52(t *testing.T) {
 	}
 }
 
-// TestPagerGetsEscapedText: o writes the stream for $PAGER with every
-// line escaped as the console draws it.
+// TestPagerGetsEscapedText: o feeds the stream to $PAGER's stdin with
+// every line escaped as the console draws it, and leaves no file behind.
 func TestPagerGetsEscapedText(t *testing.T) {
 	e := newEngine(t)
 	addModule(t, e, "evil", map[string]string{"esc": `printf 'pwn \033]0;title\007 done\n'`}, nil)
 	o := runHook(t, e, "evil", "esc")
-	out := filepath.Join(t.TempDir(), "paged")
-	// The pager copies what it is given.
-	t.Setenv("PAGER", "cp -t "+filepath.Dir(out)+" --")
+	dir := t.TempDir()
+	out := filepath.Join(dir, "paged")
+	// The pager copies what it reads.
+	t.Setenv("PAGER", pagerScript(t, `cat > "`+out+`"`))
+	t.Setenv("TMPDIR", dir)
 	c := startConsole(t, e)
 	c.wait("pwn")
 	c.keys("o")
 	c.wait("Runs (1)") // redrawn after the pager
 	c.final()
-	matches, _ := filepath.Glob(filepath.Join(filepath.Dir(out), "warden-pager-*"))
-	if len(matches) != 1 {
-		t.Fatalf("the pager got %d files", len(matches))
+	raw, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
 	}
-	raw, _ := os.ReadFile(matches[0])
 	if strings.ContainsAny(string(raw), "\x1b\x07") || !strings.Contains(string(raw), "pwn ␛]0;title␇ done") {
 		t.Errorf("run %s paged as %q", o.Run.ID, raw)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, "warden-pager-*")); len(left) > 0 {
+		t.Errorf("files left for the pager: %v", left)
+	}
+}
+
+// pagerScript writes a pager that runs sh code on its stdin.
+func pagerScript(t *testing.T, code string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "pager")
+	if err := os.WriteFile(p, []byte("#!/bin/sh\n"+code+"\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// pageCounter is the real engine, counting the stream pages read.
+type pageCounter struct {
+	engine.Facade
+	pages atomic.Int32
+}
+
+func (c *pageCounter) StreamLines(run string, from uint64, n int) ([]engine.Line, error) {
+	c.pages.Add(1)
+	return c.Facade.StreamLines(run, from, n)
+}
+
+// TestPagerQuitEarly: a pager that quits after a few lines (head) over a
+// long stream hands the console back, and the feeder stops there: it
+// read a few pages of the stream, not all of it, and is gone.
+func TestPagerQuitEarly(t *testing.T) {
+	real := newEngine(t)
+	const lines = 200_000
+	addModule(t, real, "big", map[string]string{"out": fmt.Sprintf(`awk 'BEGIN{for(i=1;i<=%d;i++) print "line " i " \033[31mred\033[0m"}'`, lines)}, nil)
+	runHook(t, real, "big", "out")
+	e := &pageCounter{Facade: real}
+	out := filepath.Join(t.TempDir(), "head")
+	t.Setenv("PAGER", pagerScript(t, `head -n 5 > "`+out+`"`))
+	c := startConsole(t, e)
+	c.wait("line 200000")
+	c.keys("o")
+	c.wait("Runs (1)")
+	c.keys("3") // the console answers keys again
+	c.wait("hook.end")
+	// The feeder is gone while the console still runs (closing it would
+	// stop the feeder too).
+	deadline := time.Now().Add(30 * time.Second)
+	for pagerFeeders.Load() != 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := pagerFeeders.Load(); n != 0 {
+		t.Fatalf("%d feeders still running after the pager quit", n)
+	}
+	c.final()
+	if n, all := e.pages.Load(), int32(lines/feedPage); n >= all/2 {
+		t.Errorf("the feeder read %d pages of %d for a pager that read 5 lines", n, all)
+	}
+	raw, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Split(strings.TrimSuffix(string(raw), "\n"), "\n")
+	if len(got) != 5 || !strings.Contains(got[0], "line 1 ␛[31mred␛[0m") || strings.ContainsAny(string(raw), "\x1b") {
+		t.Errorf("the pager read %q", raw)
 	}
 }

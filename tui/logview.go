@@ -67,6 +67,9 @@ func severity(l engine.Level) levelFilter {
 
 type logView struct {
 	sh *shared
+	// src is where a copy made for an operation reads (logops.go); nil:
+	// the engine.
+	src lineSource
 
 	run         string
 	first, end  uint64 // storage holds lines [first, end)
@@ -172,13 +175,13 @@ func (v *logView) open(run string) {
 		}
 	}
 	st := states[run]
-	*v = logView{sh: v.sh, run: run, follow: true, wrap: v.wrap, level: st.level, invert: st.invert, query: st.query, width: v.width, height: v.height, paints: v.paints, states: states}
+	*v = logView{sh: v.sh, src: v.src, run: run, follow: true, wrap: v.wrap, level: st.level, invert: st.invert, query: st.query, width: v.width, height: v.height, paints: v.paints, states: states}
 	v.refreshMeta()
 	v.loadTail()
 }
 
 func (v *logView) refreshMeta() {
-	m, err := v.sh.e.StreamInfo(v.run)
+	m, err := v.store().StreamInfo(v.run)
 	if err != nil {
 		v.err = err.Error()
 		return
@@ -199,7 +202,7 @@ func (v *logView) setWindow(lines []engine.Line, lo, hi uint64) {
 // page reads a window's page of passing lines from line from on
 // (forward) or before it (backward), and the range it covers.
 func (v *logView) page(from uint64, backward bool) (lines []engine.Line, lo, hi uint64) {
-	s, err := v.sh.e.StreamScan(v.run, from, backward, v.lineFilter(), winPage, scanChunk)
+	s, err := v.store().StreamScan(v.run, from, backward, v.lineFilter(), winPage, scanChunk)
 	if err != nil {
 		v.err = err.Error()
 		return nil, from, from
@@ -591,7 +594,7 @@ func (v *logView) search(dir int) (found bool) {
 // searchFrom looks for the query from line from on (or before it).
 func (v *logView) searchFrom(from uint64, dir int) bool {
 	v.scanStop = false
-	s, err := v.sh.e.StreamScan(v.run, from, dir < 0, v.searchFilter(), 1, scanLimit)
+	s, err := v.store().StreamScan(v.run, from, dir < 0, v.searchFilter(), 1, scanLimit)
 	if err != nil {
 		v.err = err.Error()
 		return false

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	tea "github.com/charmbracelet/bubbletea"
+
 	"warden/engine"
 )
 
@@ -92,28 +94,122 @@ func (d destTracker) receipt(rc engine.Receipt) {
 // (an ended run, shown in a console that did not see it live).
 const knownKey = "\x00known:"
 
-// titleFor is title for a run record: an ended egress run this console
-// did not watch gets its destinations from its hook.end receipt, once.
-func (d destTracker) titleFor(e engine.Facade, r engine.RunRecord) string {
-	if r.Network == "egress" && r.Ended != nil && d[r.ID] == nil && d[knownKey+r.ID] == nil {
-		d[knownKey+r.ID] = []string{}
-		rs, err := e.Receipts(engine.ReceiptFilter{Kind: engine.KindHookEnd, Since: r.Started})
-		if err == nil {
-			for _, rc := range rs {
-				var det struct {
-					Run          string   `json:"run"`
-					Destinations []string `json:"destinations"`
-				}
-				if json.Unmarshal(rc.Details, &det) == nil && det.Run == r.ID {
-					for _, s := range det.Destinations {
-						d[r.ID] = append(d[r.ID], safe(OneLine(s)))
-					}
-					break
-				}
+// wants reports whether an ended egress run this console did not watch
+// needs its destinations read from its hook.end receipt, and marks it
+// asked: each is read once.
+func (d destTracker) wants(r engine.RunRecord) bool {
+	if r.Network != "egress" || r.Ended == nil || d[r.ID] != nil || d[knownKey+r.ID] != nil {
+		return false
+	}
+	d[knownKey+r.ID] = []string{}
+	return true
+}
+
+// destsMsg is an ended run's destinations, read from its hook.end.
+type destsMsg struct {
+	run   string
+	dests []string
+}
+
+// lookUpDests reads, off the UI goroutine, the destinations of a run
+// shown that wants them (destTracker.wants).
+func (p *streamsPane) lookUpDests(run string) tea.Cmd {
+	if p.dests == nil {
+		p.dests = destTracker{}
+	}
+	r, ok := p.record(run)
+	if !ok || !p.dests.wants(r) {
+		return nil
+	}
+	e := p.sh.e
+	return func() tea.Msg {
+		m := destsMsg{run: r.ID}
+		if rc, ok, err := runEnd(e, r); err == nil && ok {
+			var det struct {
+				Destinations []string `json:"destinations"`
+			}
+			if json.Unmarshal(rc.Details, &det) == nil {
+				m.dests = det.Destinations
 			}
 		}
+		return m
 	}
-	return d.title(r.ID)
+}
+
+// destsRead takes a run's destinations unless its receipts came first.
+func (p *streamsPane) destsRead(m destsMsg) {
+	if p.dests == nil {
+		p.dests = destTracker{}
+	}
+	if p.dests[m.run] != nil {
+		return
+	}
+	for _, s := range m.dests {
+		p.dests[m.run] = append(p.dests[m.run], safe(OneLine(s)))
+	}
+}
+
+// endWindow is how many receipts runEnd looks at from where a run's end
+// was written.
+const endWindow = 32
+
+// runEnd finds an ended run's hook.end receipt by the time it ended.
+// Receipts are stored by seq, and a receipt's time grows with its seq
+// (both are taken in the write transaction that appends it), and
+// hook.end is appended in the commit that records the run's end, after
+// Ended was taken: so a binary search of point reads finds the first
+// receipt at or after Ended, and hook.end is among the few appended from
+// there. That is log2(receipts) + 1 reads, however long the log. A clock
+// that stepped back can put it outside the window: then the walk from
+// the run's start.
+func runEnd(e engine.Facade, r engine.RunRecord) (engine.Receipt, bool, error) {
+	if r.Ended == nil {
+		return engine.Receipt{}, false, nil
+	}
+	newest, err := e.Receipts(engine.ReceiptFilter{Limit: 1})
+	if err != nil || len(newest) == 0 {
+		return engine.Receipt{}, false, err
+	}
+	from := *r.Ended
+	lo, hi := uint64(1), newest[0].Seq+1 // the first seq at or after from is in [lo, hi]
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		rc, err := e.Receipt(mid)
+		if err != nil {
+			return engine.Receipt{}, false, err
+		}
+		if rc.At.Before(from) {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	rs, err := e.Receipts(engine.ReceiptFilter{Kind: engine.KindHookEnd, AfterSeq: lo - 1, Before: lo + endWindow})
+	if err != nil {
+		return engine.Receipt{}, false, err
+	}
+	if rc, ok := endOf(rs, r.ID); ok {
+		return rc, true, nil
+	}
+	rs, err = e.Receipts(engine.ReceiptFilter{Kind: engine.KindHookEnd, Since: r.Started})
+	if err != nil {
+		return engine.Receipt{}, false, err
+	}
+	rc, ok := endOf(rs, r.ID)
+	return rc, ok, nil
+}
+
+// endOf is run's receipt among hook.end receipts.
+func endOf(rs []engine.Receipt, run string) (engine.Receipt, bool) {
+	for _, rc := range rs {
+		var det struct {
+			Run string `json:"run"`
+		}
+		if json.Unmarshal(rc.Details, &det) == nil && det.Run == run {
+			return rc, true
+		}
+	}
+	return engine.Receipt{}, false
 }
 
 // title is the Streams log title's part for a run's destinations.

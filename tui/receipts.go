@@ -52,8 +52,16 @@ type receiptsPane struct {
 	// shown: the pane has been on screen, so it holds the newest page and
 	// keeps it current. Until then it holds nothing and reads nothing.
 	shown  bool
+	// firstOut: the first read since shown is out; the app holds keys
+	// for the pane until it lands (a c typed with the 3 acts on a row).
+	firstOut bool
 	filter promptInput
 	h      int
+	// loadGen tells the current read of the receipts from stale ones
+	// (a filter changed again before the first read came).
+	loadGen uint64
+	// olderOut: the page above the first receipt held is being read.
+	olderOut bool
 }
 
 func newReceiptsPane(sh *shared) *receiptsPane {
@@ -71,14 +79,20 @@ func kindFilter(s string) string {
 }
 
 // show is called when the pane comes on screen: the first time, it reads
-// the newest page (every receipt until then included).
-func (p *receiptsPane) show() {
-	if !p.shown {
-		p.shown = true
-		p.reload()
+// the newest page (every receipt until then included), off the UI
+// goroutine.
+func (p *receiptsPane) show() tea.Cmd {
+	if p.shown {
+		return nil
 	}
+	p.shown = true
+	p.firstOut = true
+	return p.refresh(p.kind, false, false)
 }
 
+// reload reads the newest receipts of the kind in place: New does it,
+// before the program runs (nothing until the pane is first shown).
+// Update reads with refresh.
 func (p *receiptsPane) reload() {
 	if !p.shown {
 		return // read when first shown
@@ -88,6 +102,61 @@ func (p *receiptsPane) reload() {
 		p.sh.errStatus(err)
 		return
 	}
+	p.setReceipts(rs)
+}
+
+// receiptsLoadedMsg is a read of the newest receipts of a kind.
+type receiptsLoadedMsg struct {
+	gen      uint64
+	kind     string
+	rs       []engine.Receipt
+	err      error
+	newest   bool // the cursor goes to the newest (a filter chosen)
+	announce bool // say how many the filter shows
+}
+
+// refresh reads the newest receipts of kind off the UI goroutine (a
+// filter set or cleared, after missed events, a take-over). The pane
+// shows the kind with its receipts, once they are read: never a kind
+// over another kind's list.
+func (p *receiptsPane) refresh(kind string, newest, announce bool) tea.Cmd {
+	p.loadGen++
+	p.olderOut = false
+	gen, e := p.loadGen, p.sh.e
+	return func() tea.Msg {
+		rs, err := e.Receipts(engine.ReceiptFilter{Kind: kind, Limit: receiptsLoad})
+		return receiptsLoadedMsg{gen: gen, kind: kind, rs: rs, err: err, newest: newest, announce: announce}
+	}
+}
+
+func (p *receiptsPane) loaded(m receiptsLoadedMsg) {
+	if m.gen != p.loadGen {
+		return // the filter changed again: a later read is out
+	}
+	p.firstOut = false
+	if m.err != nil {
+		p.sh.errStatus(m.err)
+		return
+	}
+	// Receipts of the kind that came as events after the read stay.
+	held := p.rs
+	p.kind = m.kind
+	if m.newest {
+		p.atEnd = true
+	}
+	rs := m.rs
+	for _, r := range held {
+		if (len(rs) == 0 || r.Seq > rs[len(rs)-1].Seq) && p.matches(&r) {
+			rs = append(rs, r)
+		}
+	}
+	p.setReceipts(rs)
+	if m.announce && p.kind != "" {
+		p.sh.setStatus(fmt.Sprintf("%d receipts of kind %s", len(p.rs), p.kind), false)
+	}
+}
+
+func (p *receiptsPane) setReceipts(rs []engine.Receipt) {
 	p.rs, p.oldest = rs, len(rs) < receiptsLoad
 	if p.atEnd || p.sel >= len(p.rs) {
 		p.sel = len(p.rs) - 1
@@ -146,13 +215,20 @@ func (p *receiptsPane) update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
 	case verifiedMsg:
 		p.verified(msg)
+	case receiptsLoadedMsg:
+		p.loaded(msg)
+	case olderReceiptsMsg:
+		p.olderRead(msg)
 	case tea.KeyMsg:
 		return p.key(msg)
 	case tea.MouseMsg:
-		if i := listMouse(msg, 3, 2, p.off, len(p.rs), p.move); i >= 0 {
+		var cmd tea.Cmd
+		move := func(d int) { cmd = p.move(d) }
+		if i := listMouse(msg, 3, 2, p.off, len(p.rs), move); i >= 0 {
 			p.sel = i
 			p.atEnd = i == len(p.rs)-1
 		}
+		return cmd
 	}
 	return nil
 }
@@ -162,33 +238,31 @@ func (p *receiptsPane) key(msg tea.KeyMsg) tea.Cmd {
 	if p.filter.Active() {
 		cmd, outcome, kind := p.filter.Update(msg)
 		if outcome == promptSubmitted {
-			p.kind = kindFilter(kind)
-			p.atEnd = true
-			p.reload()
-			if p.kind != "" {
-				p.sh.setStatus(fmt.Sprintf("%d receipts of kind %s", len(p.rs), p.kind), false)
-			}
+			return tea.Batch(cmd, p.refresh(kindFilter(kind), true, true))
 		}
 		return cmd
 	}
 	page := max(p.h-3, 1)
 	if sel, ok := navKey(msg, k.KeyMap, p.sel, len(p.rs), page, nil); ok {
 		// Up past the first receipt held reads the page above (older
-		// shifts the cursor with what it prepends), then moves again.
-		if sel == 0 && key.Matches(msg, k.Up, k.PageUp, k.Top) && (p.sel == 0 || key.Matches(msg, k.Top) || p.sel-page < 0) && p.older() {
-			sel, _ = navKey(msg, k.KeyMap, p.sel, len(p.rs), page, nil)
+		// shifts the cursor with what it prepends), then moves again
+		// from where the key found it.
+		var cmd tea.Cmd
+		if sel == 0 && key.Matches(msg, k.Up, k.PageUp, k.Top) && (p.sel == 0 || key.Matches(msg, k.Top) || p.sel-page < 0) {
+			from := p.sel
+			cmd = p.older(func(n int) {
+				p.sel, _ = navKey(msg, k.KeyMap, from+n, len(p.rs), page, nil)
+			})
 		}
 		p.sel, p.atEnd = sel, sel == len(p.rs)-1
-		return nil
+		return cmd
 	}
 	switch {
 	case key.Matches(msg, k.Filter):
 		return p.filter.Open(p.kind)
 	case key.Matches(msg, k.Clear):
 		if p.kind != "" {
-			p.kind = ""
-			p.atEnd = true
-			p.reload()
+			return p.refresh("", true, false)
 		}
 	case key.Matches(msg, k.Drill) && p.sel < len(p.rs):
 		r := p.rs[p.sel]
@@ -242,33 +316,68 @@ func (p *receiptsPane) verified(m verifiedMsg) {
 	}
 }
 
-// older reads the page above the first receipt held; false when there
-// is none.
-func (p *receiptsPane) older() bool {
-	if p.oldest || len(p.rs) == 0 {
-		return false
-	}
-	rs, err := p.sh.e.Receipts(engine.ReceiptFilter{Kind: p.kind, Limit: receiptsLoad, Before: p.rs[0].Seq})
-	if err != nil {
-		p.sh.errStatus(err)
-		return false
-	}
-	p.oldest = len(rs) < receiptsLoad
-	p.rs = append(rs, p.rs...)
-	p.sel += len(rs)
-	p.off += len(rs)
-	return len(rs) > 0
+// olderReceiptsMsg is the page above the first receipt held.
+type olderReceiptsMsg struct {
+	gen    uint64
+	before uint64 // the first receipt held when asked
+	rs     []engine.Receipt
+	err    error
+	// then moves the cursor once the n receipts read are prepended, if
+	// it is still on the first row, where the key that asked left it.
+	then func(n int)
 }
 
-func (p *receiptsPane) move(d int) {
-	if len(p.rs) == 0 {
+// older reads the page above the first receipt held, off the UI
+// goroutine; nil when there is none or it is being read.
+func (p *receiptsPane) older(then func(n int)) tea.Cmd {
+	if p.oldest || len(p.rs) == 0 || p.olderOut {
+		return nil
+	}
+	p.olderOut = true
+	gen, e, kind, before := p.loadGen, p.sh.e, p.kind, p.rs[0].Seq
+	return func() tea.Msg {
+		rs, err := e.Receipts(engine.ReceiptFilter{Kind: kind, Limit: receiptsLoad, Before: before})
+		return olderReceiptsMsg{gen: gen, before: before, rs: rs, err: err, then: then}
+	}
+}
+
+// olderRead prepends a page of older receipts, the cursor on its receipt
+// (or moved on by the key that asked, if it stayed where that left it).
+func (p *receiptsPane) olderRead(m olderReceiptsMsg) {
+	if m.gen != p.loadGen || len(p.rs) == 0 || p.rs[0].Seq != m.before {
+		return // read again meanwhile
+	}
+	p.olderOut = false
+	if m.err != nil {
+		p.sh.errStatus(m.err)
 		return
 	}
+	p.oldest = len(m.rs) < receiptsLoad
+	if len(m.rs) == 0 {
+		return
+	}
+	atTop := p.sel == 0
+	p.rs = append(m.rs, p.rs...)
+	p.sel += len(m.rs)
+	p.off += len(m.rs)
+	if atTop && m.then != nil {
+		m.then(len(m.rs))
+	}
+	p.atEnd = p.sel == len(p.rs)-1
+}
+
+func (p *receiptsPane) move(d int) tea.Cmd {
+	if len(p.rs) == 0 {
+		return nil
+	}
+	var cmd tea.Cmd
 	if p.sel+d < 0 {
-		p.older()
+		from := p.sel
+		cmd = p.older(func(n int) { p.sel = min(max(from+n+d, 0), len(p.rs)-1) })
 	}
 	p.sel = min(max(p.sel+d, 0), len(p.rs)-1)
 	p.atEnd = p.sel == len(p.rs)-1
+	return cmd
 }
 
 // receiptDetail is a receipt in full, details pretty-printed.

@@ -71,6 +71,14 @@ type requestsPane struct {
 	// header, the Runs tab's answer line and :approve need), so the first
 	// frame does not wait on decoding up to maxRequests of history.
 	history bool
+	// loadGen tells the current read of the requests from stale ones.
+	loadGen uint64
+	// firstOut: the history's read is out; the app holds keys for the
+	// pane until it lands.
+	firstOut bool
+	// want is a request to select once the read out brings it (a
+	// drill-down to a decided request before the history was read).
+	want uint64
 }
 
 func newRequestsPane(sh *shared) *requestsPane {
@@ -79,24 +87,83 @@ func newRequestsPane(sh *shared) *requestsPane {
 }
 
 // show is called when the pane comes on screen: the first time, it reads
-// the decided history too.
-func (p *requestsPane) show() {
-	if !p.history {
-		p.history = true
-		p.reload()
+// the decided history too, off the UI goroutine.
+func (p *requestsPane) show() tea.Cmd {
+	if p.history {
+		return nil
+	}
+	p.history = true
+	p.firstOut = true
+	return p.refresh()
+}
+
+// reload reads the requests in place: New does it, before the program
+// runs. Update reads with refresh.
+func (p *requestsPane) reload() {
+	rs, err := listRequests(p.sh.e, maxRequests, p.history)
+	p.loaded(requestsLoadedMsg{gen: p.loadGen, rs: rs, err: err})
+}
+
+// requestsLoadedMsg is a read of the requests.
+type requestsLoadedMsg struct {
+	gen uint64
+	rs  []engine.Request
+	err error
+}
+
+// refresh reads the requests off the UI goroutine (the first showing, a
+// decision that failed, after missed events, a take-over).
+func (p *requestsPane) refresh() tea.Cmd {
+	p.loadGen++
+	gen, e, history := p.loadGen, p.sh.e, p.history
+	return func() tea.Msg {
+		rs, err := listRequests(e, maxRequests, history)
+		return requestsLoadedMsg{gen: gen, rs: rs, err: err}
 	}
 }
 
-func (p *requestsPane) reload() {
-	rs, err := listRequests(p.sh.e, maxRequests, p.history)
-	if err != nil {
-		p.sh.errStatus(err)
+func (p *requestsPane) loaded(m requestsLoadedMsg) {
+	if m.gen != p.loadGen {
+		return // a later read is out
+	}
+	p.firstOut = false
+	if m.err != nil {
+		p.sh.errStatus(m.err)
 		return
 	}
 	cur := p.selectedID()
-	p.reqs = rs
+	// What came as events while the read was out is newer than the
+	// read: a request asked after it, a decision made after it.
+	decided := map[uint64]engine.Request{}
+	top := maxID(m.rs)
+	var later []engine.Request
+	for _, r := range p.reqs {
+		switch {
+		case r.ID > top:
+			later = append(later, r)
+		case r.Decision != nil:
+			decided[r.ID] = r
+		}
+	}
+	for i, r := range m.rs {
+		if d, ok := decided[r.ID]; ok && r.Decision == nil {
+			m.rs[i] = d
+		}
+	}
+	p.reqs = append(m.rs, later...)
 	p.sort()
+	if p.want != 0 {
+		cur, p.want = p.want, 0
+	}
 	p.selectID(cur)
+}
+
+// maxID is the highest request id in rs (0 for none).
+func maxID(rs []engine.Request) (id uint64) {
+	for _, r := range rs {
+		id = max(id, r.ID)
+	}
+	return id
 }
 
 // sort: pending first (oldest first, the most urgent), then decided,
@@ -133,6 +200,15 @@ func (p *requestsPane) selectID(id uint64) {
 		if r.ID == id {
 			p.sel = i
 		}
+	}
+}
+
+// selectOrAwait selects request id, or, when it is not held yet (its
+// history is being read), once the read brings it.
+func (p *requestsPane) selectOrAwait(id uint64) {
+	p.selectID(id)
+	if len(p.reqs) == 0 || p.reqs[p.sel].ID != id {
+		p.want = id
 	}
 }
 
@@ -290,7 +366,9 @@ func (p *requestsPane) keys() keyMap {
 func (p *requestsPane) update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
 	case decidedMsg:
-		p.decided(msg)
+		return p.decided(msg)
+	case requestsLoadedMsg:
+		p.loaded(msg)
 	case alwaysRuleMsg:
 		if msg.err != nil {
 			p.sh.errStatus(msg.err)
@@ -444,11 +522,10 @@ func (p *requestsPane) decide(id uint64, verdict, reason string) tea.Cmd {
 }
 
 // decided shows a decision's outcome.
-func (p *requestsPane) decided(m decidedMsg) {
+func (p *requestsPane) decided(m decidedMsg) tea.Cmd {
 	if m.err != nil {
 		p.sh.errStatus(m.err)
-		p.reload()
-		return
+		return p.refresh()
 	}
 	p.upsert(m.r)
 	p.selectID(m.id)
@@ -463,6 +540,7 @@ func (p *requestsPane) decided(m decidedMsg) {
 		msg += " · " + p.clearedNote()
 	}
 	p.sh.setStatus(msg, false)
+	return nil
 }
 
 // requesterField names who asked: a hook's run, or an MCP client's tool

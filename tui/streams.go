@@ -71,6 +71,22 @@ type streamsPane struct {
 	// reason is the deny prompt for request denyID, asked from here.
 	reason promptInput
 	denyID uint64
+
+	// The log's reads run as operations (logops.go): logGen tells the
+	// current outcome from stale ones, logBusy says one is out, and
+	// logQueue holds those asked for meanwhile. want is the run the log
+	// shows, or is opening.
+	logGen   uint64
+	logBusy  bool
+	logQueue []logOp
+	want     string
+	// fillDue: a resize left the screen short of lines held; the next
+	// update reads them.
+	fillDue bool
+	// runsGen tells the current re-read of the runs from stale ones;
+	// olderAsked is the page of older runs being read ("" for none).
+	runsGen    uint64
+	olderAsked string
 }
 
 func newStreamsPane(sh *shared) *streamsPane {
@@ -79,20 +95,75 @@ func newStreamsPane(sh *shared) *streamsPane {
 		pendingFor: func(string) (engine.Request, bool) { return engine.Request{}, false }}
 }
 
+// reload reads the runs and opens the selected one's log in place: New
+// does it, before the program runs. Update re-reads with refresh.
 func (p *streamsPane) reload() {
-	runs, err := p.sh.e.RunsBefore("", max(runsPage, min(len(p.runs), maxRuns)))
+	runs, live, err := readRuns(p.sh.e, p.runsWanted())
+	p.setRuns(runs, live, err)
+	if id := p.selectedID(); id != "" {
+		p.want = id
+		p.log.open(id)
+	}
+}
+
+// runsWanted is how many of the newest runs a re-read reads.
+func (p *streamsPane) runsWanted() int { return max(runsPage, min(len(p.runs), maxRuns)) }
+
+// runsLoadedMsg is a re-read of the runs (refresh).
+type runsLoadedMsg struct {
+	gen        uint64
+	runs, live []engine.RunRecord
+	err        error
+}
+
+// readRuns reads the newest n runs and the runs still running.
+func readRuns(e engine.Facade, n int) (runs, live []engine.RunRecord, err error) {
+	runs, err = e.RunsBefore("", n)
 	if err != nil {
-		p.sh.errStatus(err)
-		return
+		return nil, nil, err
 	}
 	// Runs still running are always held, however far down the history
 	// they started: the header counts them and quitting warns of them.
-	live, err := p.sh.e.LiveRuns()
+	live, err = e.LiveRuns()
+	return runs, live, err
+}
+
+// refresh re-reads the runs off the UI goroutine (after missed events, a
+// take-over); the log of the selected run follows.
+func (p *streamsPane) refresh() tea.Cmd {
+	p.runsGen++
+	gen, e, n := p.runsGen, p.sh.e, p.runsWanted()
+	return func() tea.Msg {
+		runs, live, err := readRuns(e, n)
+		return runsLoadedMsg{gen: gen, runs: runs, live: live, err: err}
+	}
+}
+
+func (p *streamsPane) runsLoaded(m runsLoadedMsg) tea.Cmd {
+	if m.gen != p.runsGen {
+		return nil // a later re-read is out
+	}
+	if !p.setRuns(m.runs, m.live, m.err) {
+		return nil
+	}
+	if run := p.want; run != "" && run == p.selectedID() {
+		return p.doLog(forRun(run, func(v *logView) {
+			v.refreshMeta()
+			if v.follow {
+				v.loadTail()
+			}
+		}))
+	}
+	return p.openSelected()
+}
+
+// setRuns takes a read of the runs, keeping the selection on its run.
+func (p *streamsPane) setRuns(runs, live []engine.RunRecord, err error) bool {
 	if err != nil {
 		p.sh.errStatus(err)
-		return
+		return false
 	}
-	p.pageEnd = ""
+	p.pageEnd, p.olderAsked = "", ""
 	if len(runs) > 0 {
 		p.pageEnd = runs[len(runs)-1].ID
 	}
@@ -109,14 +180,7 @@ func (p *streamsPane) reload() {
 			p.sel = i
 		}
 	}
-	if p.log.run != "" && p.log.run == p.selectedID() {
-		p.log.refreshMeta()
-		if p.log.follow {
-			p.log.loadTail()
-		}
-		return
-	}
-	p.openSelected()
+	return true
 }
 
 func (p *streamsPane) selectedID() string {
@@ -126,14 +190,31 @@ func (p *streamsPane) selectedID() string {
 	return ""
 }
 
-func (p *streamsPane) openSelected() {
-	if id := p.selectedID(); id != "" && id != p.log.run {
-		p.log.open(id)
+func (p *streamsPane) openSelected() tea.Cmd {
+	if id := p.selectedID(); id != "" && id != p.want {
+		return p.open(id)
 	}
+	return nil
 }
 
-// show selects a run and focuses its log (e.g. after starting it).
-func (p *streamsPane) show(id string) {
+// open shows run's log, in place of whatever the log was reading.
+func (p *streamsPane) open(run string) tea.Cmd {
+	p.want = run
+	return tea.Batch(p.supersedeLog(func(v *logView) func() tea.Cmd {
+		v.open(run)
+		return nil
+	}), p.lookUpDests(run))
+}
+
+// runFoundMsg is a run's record, read to show it (show).
+type runFoundMsg struct {
+	rec engine.RunRecord
+	err error
+}
+
+// show selects a run and focuses its log (e.g. after starting it). A run
+// the list does not hold is read first.
+func (p *streamsPane) show(id string) tea.Cmd {
 	found := false
 	for i, r := range p.runs {
 		if r.ID == id {
@@ -141,15 +222,28 @@ func (p *streamsPane) show(id string) {
 		}
 	}
 	if !found {
-		if rec, err := p.sh.e.Run(id); err == nil {
-			p.runEvent(rec)
-			p.show(id)
-			return
+		e := p.sh.e
+		return func() tea.Msg {
+			rec, err := e.Run(id)
+			if err == nil && rec.ID != id {
+				err = fmt.Errorf("no run %s", id)
+			}
+			return runFoundMsg{rec: rec, err: err}
 		}
 	}
-	p.log.open(id)
 	p.focusLog = true
 	p.keepSel()
+	return p.open(id)
+}
+
+// runFound shows a run read for show.
+func (p *streamsPane) runFound(m runFoundMsg) tea.Cmd {
+	if m.err != nil {
+		p.sh.errStatus(m.err)
+		return nil
+	}
+	cmd := p.runEvent(m.rec)
+	return tea.Batch(cmd, p.show(m.rec.ID))
 }
 
 // runningRuns are the runs going now, newest first.
@@ -181,14 +275,14 @@ func (p *streamsPane) unjailedRunning() (n int) {
 }
 
 // runEvent records a run that started or ended.
-func (p *streamsPane) runEvent(rec engine.RunRecord) {
+func (p *streamsPane) runEvent(rec engine.RunRecord) tea.Cmd {
 	for i := range p.runs {
 		if p.runs[i].ID == rec.ID {
 			p.runs[i] = rec
-			if rec.ID == p.log.run && rec.Status != engine.RunRunning {
-				p.log.refreshMeta()
+			if rec.ID == p.want && rec.Status != engine.RunRunning {
+				return tea.Batch(p.doLog(forRun(rec.ID, (*logView).refreshMeta)), p.lookUpDests(rec.ID))
 			}
-			return
+			return nil
 		}
 	}
 	// New runs go on top; the selection stays on its run.
@@ -196,24 +290,27 @@ func (p *streamsPane) runEvent(rec engine.RunRecord) {
 	if len(p.runs) > maxRuns {
 		p.runs = p.runs[:maxRuns]
 	}
-	if p.log.run != "" || len(p.runs) > 1 {
+	if p.want != "" || len(p.runs) > 1 {
 		p.sel++
 	}
 	if p.sel >= len(p.runs) {
 		p.sel = len(p.runs) - 1
 	}
-	if p.log.run == "" {
+	var cmd tea.Cmd
+	if p.want == "" {
 		p.sel = 0
-		p.openSelected()
+		cmd = p.openSelected()
 	}
 	p.keepSel()
+	return cmd
 }
 
 // lines takes a batch of durable lines.
-func (p *streamsPane) lines(ev *engine.LinesEvent) {
-	if ev != nil && ev.Run == p.log.run {
-		p.log.appendLive(ev.Lines)
+func (p *streamsPane) lines(ev *engine.LinesEvent) tea.Cmd {
+	if ev == nil || ev.Run != p.want {
+		return nil
 	}
+	return p.doLog(forRun(ev.Run, func(v *logView) { v.appendLive(ev.Lines) }))
 }
 
 // receipt takes a durable receipt: a network.connect tells where a run
@@ -236,10 +333,10 @@ func (p *streamsPane) prompt() string {
 
 // pending is the question the run shown is waiting on, if any.
 func (p *streamsPane) pending() (engine.Request, bool) {
-	if p.log.run == "" {
+	if p.want == "" {
 		return engine.Request{}, false
 	}
-	return p.pendingFor(p.log.run)
+	return p.pendingFor(p.want)
 }
 
 func (p *streamsPane) keys() keyMap {
@@ -276,11 +373,35 @@ func (p *streamsPane) resize(w, h int) {
 	p.log.height = max(h-1, 1)
 	p.search.SetWidth(max(w-4, 10))
 	p.reason.SetWidth(max(w-44, 10))
-	p.log.scrollToCursor()
+	// Placing the cursor reads nothing; filling a taller screen may, and
+	// resize cannot answer with a command: the next update does it.
+	p.log.placeCursor()
+	try := &localOnly{}
+	p.log.clone(try, false).fillAhead()
+	p.fillDue = try.read
 }
 
 func (p *streamsPane) update(msg tea.Msg) tea.Cmd {
+	var fill tea.Cmd
+	if p.fillDue {
+		p.fillDue = false
+		fill = p.doLog(func(v *logView) func() tea.Cmd { v.fillAhead(); return nil })
+	}
+	return tea.Batch(fill, p.handle(msg))
+}
+
+func (p *streamsPane) handle(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
+	case logDoneMsg:
+		return p.logDone(msg)
+	case runsLoadedMsg:
+		return p.runsLoaded(msg)
+	case olderRunsMsg:
+		return p.olderRunsRead(msg)
+	case runFoundMsg:
+		return p.runFound(msg)
+	case destsMsg:
+		p.destsRead(msg)
 	case scanOnMsg:
 		return p.scannedOn(msg)
 	case cancelledMsg:
@@ -313,28 +434,39 @@ func (p *streamsPane) update(msg tea.Msg) tea.Cmd {
 		}
 		return p.key(msg)
 	case tea.MouseMsg:
-		p.mouse(msg)
+		return p.mouse(msg)
 	}
 	return nil
 }
 
 func (p *streamsPane) typingKey(msg tea.KeyMsg) tea.Cmd {
 	cmd, outcome, query := p.search.Update(msg)
-	if outcome == promptSubmitted {
-		p.log.query = query
-		p.log.scanStop = false
-		// Forward from the cursor, then (nothing after it) backward.
-		if p.log.query == "" || p.log.search(1) {
-			return cmd
-		}
-		if p.log.scanStop {
-			return tea.Batch(cmd, p.searchMiss(1))
-		}
-		if !p.log.search(-1) {
-			return tea.Batch(cmd, p.searchMiss(-1))
-		}
+	if outcome != promptSubmitted {
+		return cmd
 	}
-	return cmd
+	return tea.Batch(cmd, p.doLog(func(v *logView) func() tea.Cmd {
+		v.query = query
+		v.scanStop = false
+		// Forward from the cursor, then (nothing after it) backward.
+		if v.query == "" || v.search(1) {
+			return nil
+		}
+		if v.scanStop {
+			return func() tea.Cmd { return p.searchMiss(1) }
+		}
+		if !v.search(-1) {
+			return func() tea.Cmd { return p.searchMiss(-1) }
+		}
+		return nil
+	}))
+}
+
+// logKey is a key's change of the log view, with nothing to say after.
+func logKey(op func(v *logView)) logOp {
+	return func(v *logView) func() tea.Cmd {
+		op(v)
+		return nil
+	}
 }
 
 func (p *streamsPane) key(msg tea.KeyMsg) tea.Cmd {
@@ -346,8 +478,7 @@ func (p *streamsPane) key(msg tea.KeyMsg) tea.Cmd {
 	// Keys that act on the log whichever side has focus.
 	switch {
 	case key.Matches(msg, k.Follow):
-		v.setFollow(!v.follow)
-		return nil
+		return p.doLog(logKey(func(v *logView) { v.setFollow(!v.follow) }))
 	case key.Matches(msg, k.Search):
 		return p.search.Open(v.query)
 	case key.Matches(msg, k.Next), key.Matches(msg, k.Prev):
@@ -355,36 +486,48 @@ func (p *streamsPane) key(msg tea.KeyMsg) tea.Cmd {
 		if key.Matches(msg, k.Prev) {
 			dir = -1
 		}
-		v.scanStop = false
-		if v.query == "" {
-			p.sh.setStatus("no search yet: press / first", true)
-		} else if !v.search(dir) {
-			return p.searchMiss(dir)
-		}
-		return nil
+		return p.doLog(func(v *logView) func() tea.Cmd {
+			v.scanStop = false
+			switch {
+			case v.query == "":
+				return func() tea.Cmd { p.sh.setStatus("no search yet: press / first", true); return nil }
+			case !v.search(dir):
+				return func() tea.Cmd { return p.searchMiss(dir) }
+			}
+			return nil
+		})
 	case key.Matches(msg, k.Level):
-		v.level = (v.level + 1) % 4
-		v.refilter()
-		return p.filterOn()
+		return p.doLog(func(v *logView) func() tea.Cmd {
+			v.level = (v.level + 1) % 4
+			v.refilter()
+			return p.filterOn
+		})
 	case key.Matches(msg, k.Invert):
-		v.invert = !v.invert
-		if v.level == levelAll {
-			p.sh.setStatus("invert applies to a level filter: press l to choose one", false)
-		}
-		v.refilter()
-		return p.filterOn()
+		return p.doLog(func(v *logView) func() tea.Cmd {
+			v.invert = !v.invert
+			all := v.level == levelAll
+			v.refilter()
+			return func() tea.Cmd {
+				if all {
+					p.sh.setStatus("invert applies to a level filter: press l to choose one", false)
+				}
+				return p.filterOn()
+			}
+		})
 	case key.Matches(msg, k.Wrap):
-		v.wrap = !v.wrap
-		v.scrollToCursor()
-		return nil
+		return p.doLog(logKey(func(v *logView) {
+			v.wrap = !v.wrap
+			v.scrollToCursor()
+		}))
 	case key.Matches(msg, k.Cancel):
 		return p.cancelRun()
 	case key.Matches(msg, k.Clear):
 		if v.query != "" || v.level != levelAll || v.invert {
-			v.query, v.level, v.invert = "", levelAll, false
-			v.refilter()
-			p.sh.setStatus("search and filter cleared", false)
-			return nil
+			return p.doLog(func(v *logView) func() tea.Cmd {
+				v.query, v.level, v.invert = "", levelAll, false
+				v.refilter()
+				return func() tea.Cmd { p.sh.setStatus("search and filter cleared", false); return nil }
+			})
 		}
 		if p.focusLog && p.leftW > 0 {
 			p.focusLog = false
@@ -394,19 +537,19 @@ func (p *streamsPane) key(msg tea.KeyMsg) tea.Cmd {
 	if !p.focusLog {
 		switch {
 		case key.Matches(msg, k.Up):
-			p.selectRun(p.sel - 1)
+			return p.selectRun(p.sel - 1)
 		case key.Matches(msg, k.Down):
-			p.selectRun(p.sel + 1)
+			return p.selectRun(p.sel + 1)
 		case key.Matches(msg, k.PageUp):
-			p.selectRun(p.sel - page)
+			return p.selectRun(p.sel - page)
 		case key.Matches(msg, k.PageDown):
-			p.selectRun(p.sel + page)
+			return p.selectRun(p.sel + page)
 		case key.Matches(msg, k.Top):
-			p.selectRun(0)
+			return p.selectRun(0)
 		case key.Matches(msg, k.Bottom):
-			p.selectRun(len(p.runs) - 1)
+			return p.selectRun(len(p.runs) - 1)
 		case key.Matches(msg, k.Open), key.Matches(msg, k.Log):
-			if v.run != "" {
+			if p.want != "" {
 				p.focusLog = true
 			}
 		}
@@ -414,17 +557,17 @@ func (p *streamsPane) key(msg tea.KeyMsg) tea.Cmd {
 	}
 	switch {
 	case key.Matches(msg, k.Up):
-		v.move(-1)
+		return p.doLog(logKey(func(v *logView) { v.move(-1) }))
 	case key.Matches(msg, k.Down):
-		v.move(1)
+		return p.doLog(logKey(func(v *logView) { v.move(1) }))
 	case key.Matches(msg, k.PageUp):
-		v.move(-page)
+		return p.doLog(logKey(func(v *logView) { v.move(-page) }))
 	case key.Matches(msg, k.PageDown):
-		v.move(page)
+		return p.doLog(logKey(func(v *logView) { v.move(page) }))
 	case key.Matches(msg, k.Top):
-		v.home()
+		return p.doLog(logKey((*logView).home))
 	case key.Matches(msg, k.Bottom):
-		v.bottom()
+		return p.doLog(logKey((*logView).bottom))
 	case key.Matches(msg, k.Runs):
 		if p.leftW > 0 {
 			p.focusLog = false
@@ -479,30 +622,47 @@ func (p *streamsPane) filterOn() tea.Cmd {
 
 // scannedOn runs one more slice of a search or a filter.
 func (p *streamsPane) scannedOn(m scanOnMsg) tea.Cmd {
-	v := p.log
-	if m.gen != p.scanGen || m.run != v.run {
+	if m.gen != p.scanGen || m.run != p.want {
 		return nil // stopped, or another run is shown
 	}
+	// Esc while the slice was read stops it all the same.
+	stopped := func() bool { return m.gen != p.scanGen }
 	if m.filter {
-		if v.fetch(-1) && len(v.win) > 0 {
-			if v.follow {
+		return p.doLog(func(v *logView) func() tea.Cmd {
+			if v.run != m.run {
+				return nil
+			}
+			if v.fetch(-1) && len(v.win) > 0 && v.follow {
 				v.toEnd()
 			}
+			return func() tea.Cmd {
+				if stopped() {
+					return nil
+				}
+				if cmd := p.filterOn(); cmd != nil {
+					return cmd
+				}
+				p.sh.setStatus("", false)
+				return nil
+			}
+		})
+	}
+	return p.doLog(func(v *logView) func() tea.Cmd {
+		if v.run != m.run || v.query != m.query {
+			return nil
 		}
-		if cmd := p.filterOn(); cmd != nil {
-			return cmd
+		found := v.search(m.dir)
+		return func() tea.Cmd {
+			switch {
+			case stopped():
+				return nil
+			case found:
+				p.sh.setStatus("", false)
+				return nil
+			}
+			return p.searchMiss(m.dir)
 		}
-		p.sh.setStatus("", false)
-		return nil
-	}
-	if m.query != v.query {
-		return nil
-	}
-	if v.search(m.dir) {
-		p.sh.setStatus("", false)
-		return nil
-	}
-	return p.searchMiss(m.dir)
+	})
 }
 
 func (p *streamsPane) openLine() tea.Cmd {
@@ -545,26 +705,21 @@ type cancelledMsg struct {
 // cancelRun asks the engine to cancel the run shown, off the UI goroutine
 // (over a control socket it is a round trip).
 func (p *streamsPane) cancelRun() tea.Cmd {
-	id := p.log.run
+	id := p.want
 	if !p.focusLog {
 		id = p.selectedID()
 	}
 	if id == "" {
 		return nil
 	}
-	var rec engine.RunRecord
-	for _, r := range p.runs {
-		if r.ID == id {
-			rec = r
-		}
-	}
-	if rec.ID == "" {
-		if r, err := p.sh.e.Run(id); err == nil {
-			rec = r
-		}
-	}
+	// The list holds every run still running: one it does not hold is not.
+	rec, _ := p.record(id)
 	if rec.Status != engine.RunRunning {
-		p.sh.setStatus(fmt.Sprintf("run %s is not running (%s): nothing to cancel", id, rec.Status), false)
+		status := rec.Status
+		if status == "" {
+			status = "ended"
+		}
+		p.sh.setStatus(fmt.Sprintf("run %s is not running (%s): nothing to cancel", id, status), false)
 		return nil
 	}
 	e, actor := p.sh.e, p.sh.opts.Actor
@@ -572,40 +727,64 @@ func (p *streamsPane) cancelRun() tea.Cmd {
 	return ask(q, "the hook is stopped; its receipt says cancelled by you", false, func() tea.Msg { return cancelledMsg{run: id, err: e.CancelRun(actor, id)} })
 }
 
-func (p *streamsPane) selectRun(i int) {
+func (p *streamsPane) selectRun(i int) tea.Cmd {
 	if len(p.runs) == 0 {
-		return
+		return nil
 	}
+	var older tea.Cmd
 	if i >= len(p.runs) {
-		d := i - p.sel
-		p.olderRuns() // keeps p.sel on its run
-		i = p.sel + d
+		// Past the runs held: the selection goes to the last one now, and
+		// on by what is left once the next page is read.
+		last := len(p.runs) - 1
+		older = p.olderRuns(p.runs[last].ID, i-last)
 	}
 	p.sel = min(max(i, 0), len(p.runs)-1)
 	p.keepSel()
-	p.openSelected()
+	return tea.Batch(p.openSelected(), older)
 }
 
-// olderRuns reads the page of runs after the last page read, merged (by
-// id, which sorts by time) with the older live runs already held.
-func (p *streamsPane) olderRuns() {
-	if p.pageEnd == "" {
-		return
+// olderRunsMsg is the page of runs after the last page read.
+type olderRunsMsg struct {
+	after string // the page's end when asked
+	rs    []engine.RunRecord
+	err   error
+	from  string // the run selected when asked ...
+	left  int    // ... and how many rows further the selection goes
+}
+
+// olderRuns reads the page of runs after the last page read.
+func (p *streamsPane) olderRuns(from string, left int) tea.Cmd {
+	if p.pageEnd == "" || p.olderAsked == p.pageEnd {
+		return nil
 	}
-	rs, err := p.sh.e.RunsBefore(p.pageEnd, runsPage)
-	if err != nil {
-		p.sh.errStatus(err)
-		return
+	p.olderAsked = p.pageEnd
+	e, after := p.sh.e, p.pageEnd
+	return func() tea.Msg {
+		rs, err := e.RunsBefore(after, runsPage)
+		return olderRunsMsg{after: after, rs: rs, err: err, from: from, left: left}
 	}
-	if len(rs) == 0 {
-		return
+}
+
+// olderRunsRead merges a page of older runs (by id, which sorts by time)
+// with the older live runs already held, the selection on its run.
+func (p *streamsPane) olderRunsRead(m olderRunsMsg) tea.Cmd {
+	if m.after != p.pageEnd {
+		return nil // the list was read again meanwhile
 	}
-	p.pageEnd = rs[len(rs)-1].ID
+	p.olderAsked = ""
+	if m.err != nil {
+		p.sh.errStatus(m.err)
+		return nil
+	}
+	if len(m.rs) == 0 {
+		return nil
+	}
+	p.pageEnd = m.rs[len(m.rs)-1].ID
 	held := make(map[string]bool, len(p.runs))
 	for _, r := range p.runs {
 		held[r.ID] = true
 	}
-	for _, r := range rs {
+	for _, r := range m.rs {
 		if !held[r.ID] {
 			p.runs = append(p.runs, r)
 		}
@@ -617,13 +796,28 @@ func (p *streamsPane) olderRuns() {
 			p.sel = i
 		}
 	}
+	if m.left > 0 && cur == m.from {
+		return p.selectRun(p.sel + m.left)
+	}
+	p.keepSel()
+	return nil
+}
+
+// record is a held run's record.
+func (p *streamsPane) record(id string) (engine.RunRecord, bool) {
+	for _, r := range p.runs {
+		if r.ID == id {
+			return r, true
+		}
+	}
+	return engine.RunRecord{}, false
 }
 
 func (p *streamsPane) keepSel() {
 	p.off = scrollOff(p.off, p.sel, max(p.h-1, 1), len(p.runs))
 }
 
-func (p *streamsPane) mouse(msg tea.MouseMsg) {
+func (p *streamsPane) mouse(msg tea.MouseMsg) tea.Cmd {
 	onLeft := msg.X < p.leftW
 	switch msg.Button {
 	case tea.MouseButtonWheelUp, tea.MouseButtonWheelDown:
@@ -632,23 +826,23 @@ func (p *streamsPane) mouse(msg tea.MouseMsg) {
 			d = -3
 		}
 		if onLeft {
-			p.selectRun(p.sel + d/3)
-		} else {
-			p.log.move(d)
+			return p.selectRun(p.sel + d/3)
 		}
+		return p.doLog(logKey(func(v *logView) { v.move(d) }))
 	case tea.MouseButtonLeft:
 		if msg.Action != tea.MouseActionPress || msg.Y < 1 {
-			return
+			return nil
 		}
 		if onLeft {
 			p.focusLog = false
 			if i := p.off + msg.Y - 1; i < len(p.runs) {
-				p.selectRun(i)
+				return p.selectRun(i)
 			}
 		} else {
 			p.focusLog = true
 		}
 	}
+	return nil
 }
 
 // view draws the runs list and the selected run's log side by side.
@@ -728,12 +922,9 @@ func (p *streamsPane) logTitle(w int) string {
 	if v.run == "" {
 		return fit(th.Dim.Render("Stream"), w)
 	}
-	var r engine.RunRecord
-	if p.sel < len(p.runs) && p.runs[p.sel].ID == v.run {
-		r = p.runs[p.sel]
-	} else {
-		r, _ = p.sh.e.Run(v.run)
-	}
+	// Drawing reads nothing: the record is the list's (it holds every
+	// run shown: show adds one it lacked).
+	r, _ := p.record(v.run)
 	_, st := runGlyph(th, r.Status)
 	parts := []string{th.Title.Render(safe(r.Module + "/" + r.Hook)), st.Render(r.Status)}
 	switch {
@@ -761,7 +952,7 @@ func (p *streamsPane) logTitle(w int) string {
 	if p.dests == nil {
 		p.dests = destTracker{}
 	}
-	if d := p.dests.titleFor(p.sh.e, r); d != "" {
+	if d := p.dests.title(r.ID); d != "" {
 		parts = append(parts, th.Title.Render(d))
 	}
 	parts = append(parts, th.Dim.Render("run "+v.run))
