@@ -51,12 +51,12 @@ type receiptsPane struct {
 	oldest bool // no receipt of the kind is older than rs[0]
 	// shown: the pane has been on screen, so it holds the newest page and
 	// keeps it current. Until then it holds nothing and reads nothing.
-	shown  bool
+	shown bool
 	// firstOut: the first read since shown is out; the app holds keys
 	// for the pane until it lands (a c typed with the 3 acts on a row).
 	firstOut bool
-	filter promptInput
-	h      int
+	filter   promptInput
+	h        int
 	// loadGen tells the current read of the receipts from stale ones
 	// (a filter changed again before the first read came).
 	loadGen uint64
