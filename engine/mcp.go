@@ -184,7 +184,8 @@ func (e *Engine) GateMCP(ctx context.Context, actor Actor, c MCPCall) (MCPGate, 
 
 // ticketed gives an allowed gate its ticket.
 func (e *Engine) ticketed(subject string, c MCPCall, g MCPGate) MCPGate {
-	g.Ticket = e.tickets.issue(mcpTicket{subject: subject, session: c.Session, tool: c.Tool, via: g.Via, expires: time.Now().Add(mcpTicketTTL)})
+	g.Ticket = e.tickets.issue(mcpTicket{subject: subject, session: c.Session, tool: c.Tool, args: rawArgsDigest(c.Arguments),
+		via: g.Via, expires: time.Now().Add(mcpTicketTTL)})
 	return g
 }
 
