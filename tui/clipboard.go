@@ -12,6 +12,8 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
+
+	"warden/tui/termsafe"
 )
 
 // c copies to the clipboard of the terminal the console is drawn on. The
@@ -116,11 +118,15 @@ type copiedMsg struct {
 	err        error
 }
 
-// copyText puts text on the clipboard (see above) and says so.
+// copyText puts text on the clipboard (see above) and says so. The text
+// is what the screen shows: a hook's control bytes escaped, never raw, so
+// that pasting a copied line cannot end a shell's bracketed paste or run
+// what follows a carriage return.
 func (a *App) copyText(what, text string) tea.Cmd {
 	if text == "" {
 		return nil
 	}
+	text = termsafe.Text(text)
 	if a.sh.opts.Copy != nil {
 		a.sh.opts.Copy(ansi.SetSystemClipboard(text))
 		msg := fmt.Sprintf("copied %s to the clipboard (%d bytes)", what, len(text))

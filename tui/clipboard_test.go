@@ -144,3 +144,38 @@ func TestCopyInTmuxGoesThroughLoadBuffer(t *testing.T) {
 		t.Errorf("after tmux refused, the terminal got %q, want %q", term.String(), want)
 	}
 }
+
+// TestCopyEscapesHookControls: a hook's stream line holding an
+// end-of-bracketed-paste and a carriage return reaches tmux's paste
+// buffer escaped, as the screen shows it; raw, pasting it into a shell
+// would run "id" at once.
+func TestCopyEscapesHookControls(t *testing.T) {
+	e := newEngine(t)
+	addModule(t, e, "evil", map[string]string{"esc": `printf 'pwn \033[201~id\r done\n'`}, nil)
+	runHook(t, e, "evil", "esc")
+	var mu sync.Mutex
+	var loaded []string
+	c := startConsoleWith(t, e, func(o *Options) {
+		o.clip = &localClipboard{getenv: env("TMUX", "/tmp/tmux-0/default,42,0"), term: &syncBuffer{},
+			tmux: func(_ context.Context, text string) error {
+				mu.Lock()
+				defer mu.Unlock()
+				loaded = append(loaded, text)
+				return nil
+			}}
+	})
+	c.wait("pwn")
+	c.keys("right", "c")
+	c.wait("copied line 1 to tmux's paste buffer")
+	c.final()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(loaded) != 1 {
+		t.Fatalf("%d copies through tmux, want 1", len(loaded))
+	}
+	for _, s := range loaded {
+		if strings.ContainsAny(s, "\x1b\r") || !strings.Contains(s, "pwn ") || !strings.Contains(s, "id") {
+			t.Errorf("tmux's paste buffer got %q: want the line with its controls escaped", s)
+		}
+	}
+}

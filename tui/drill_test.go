@@ -49,7 +49,8 @@ func TestDrillDownAndBack(t *testing.T) {
 }
 
 // TestCopyIsOSC52: c copies the selection as an OSC 52 sequence of
-// warden's own, the text base64-encoded inside it, whatever it holds.
+// warden's own, the text base64-encoded inside it, and the text is what
+// the screen shows: a hook's own escape sequences escaped.
 func TestCopyIsOSC52(t *testing.T) {
 	e := newEngine(t)
 	addModule(t, e, "evil", map[string]string{"esc": `printf 'pwn \033]52;c;ZXZpbA==\007 done\n'`}, nil)
@@ -81,8 +82,8 @@ func TestCopyIsOSC52(t *testing.T) {
 		}
 	}
 	line, _ := base64.StdEncoding.DecodeString(strings.TrimSuffix(strings.TrimPrefix(seqs[0], "\x1b]52;c;"), "\x07"))
-	if string(line) != "pwn \x1b]52;c;ZXZpbA==\x07 done" {
-		t.Errorf("copied %q", line)
+	if string(line) != "pwn ␛]52;c;ZXZpbA==␇ done" {
+		t.Errorf("copied %q, want the line as drawn, its controls escaped", line)
 	}
 }
 

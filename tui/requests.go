@@ -471,7 +471,9 @@ func (p *requestsPane) move(d int) {
 }
 
 func (p *requestsPane) current() (engine.Request, bool) {
-	if p.sel >= 0 && p.sel < len(p.reqs) {
+	// A row the filter hides is never acted on, even when the cursor is
+	// left on it because nothing matches.
+	if p.sel >= 0 && p.sel < len(p.reqs) && !p.hidden(p.sel) {
 		return p.reqs[p.sel], true
 	}
 	return engine.Request{}, false

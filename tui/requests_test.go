@@ -3,6 +3,7 @@ package tui
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"warden/engine"
 )
@@ -130,4 +131,30 @@ func TestRequestsApproveAlways(t *testing.T) {
 		t.Errorf("policy after approve-always: %+v, %v", p, err)
 	}
 	c.golden(c.final())
+}
+
+// TestRequestsFilterMatchingNothingAnswersNothing: with a filter that
+// leaves no row ("no match for …"), y answers nothing: not the request
+// the cursor was left on.
+func TestRequestsFilterMatchingNothingAnswersNothing(t *testing.T) {
+	e := newEngine(t)
+	askModule(t, e)
+	c := startConsole(t, e)
+	h1 := startAsk(t, e)
+	c.wait("🔔 request 1 · 2 to answer")
+	c.keys("2", "/", "zzz-nothing", "enter")
+	c.wait("no match for zzz-nothing")
+	c.keys("y")
+	time.Sleep(500 * time.Millisecond)
+	rs, err := e.Requests(engine.RequestFilter{All: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rs {
+		if r.Decision != nil {
+			t.Errorf("request %d was answered (%s) while the filter showed no request at all", r.ID, r.Decision.Verdict)
+		}
+	}
+	e.Deny("local:test", 1, "cleanup")
+	h1.Wait()
 }
