@@ -81,7 +81,7 @@ func (p *Proxy) adopt(fds []int) error {
 		return errors.New("this run's listeners were already handed over")
 	}
 	var lns []net.Listener
-	for _, fd := range fds {
+	for i, fd := range fds {
 		f := os.NewFile(uintptr(fd), "egress-listener")
 		ln, err := net.FileListener(f) // a dup: f is closed below either way
 		f.Close()
@@ -89,6 +89,7 @@ func (p *Proxy) adopt(fds []int) error {
 			for _, l := range lns {
 				l.Close()
 			}
+			closeFDs(fds[i+1:])
 			return err
 		}
 		lns = append(lns, ln)

@@ -88,6 +88,8 @@ func (c *Cache) Resolve(ctx context.Context, host string) ([]netip.Addr, error) 
 // LookupTTL resolves host with Go's resolver (the host's resolv.conf and
 // /etc/hosts) and reads the TTLs of the DNS answers it received on the
 // way: the smallest of them, or 0 when no DNS answer over UDP was seen.
+// A name Go's resolver cannot answer goes to the system's (NSS) with TTL
+// 0, so it is resolved as it always was, and never cached.
 func LookupTTL(ctx context.Context, host string) ([]netip.Addr, time.Duration, error) {
 	var t ttlWatch
 	r := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, address string) (net.Conn, error) {
@@ -103,6 +105,13 @@ func LookupTTL(ctx context.Context, host string) ([]netip.Addr, time.Duration, e
 		return c, nil
 	}}
 	addrs, err := r.LookupNetIP(ctx, "ip", host)
+	if err != nil && ctx.Err() == nil {
+		// A name only the host's NSS knows (mDNS, LDAP, NIS): ask the
+		// system's resolver as before the cache, and keep nothing.
+		if sys, serr := net.DefaultResolver.LookupNetIP(ctx, "ip", host); serr == nil {
+			return sys, 0, nil
+		}
+	}
 	return addrs, t.ttl(), err
 }
 
