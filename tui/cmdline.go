@@ -204,9 +204,10 @@ func (a *App) messagesOverlay() *overlay {
 	return o
 }
 
-// showKind shows the receipts of a kind ("" for all).
+// showKind shows the receipts of a kind ("" for all), every one of them
+// (a text filter is cleared).
 func (p *receiptsPane) showKind(kind string) {
-	p.kind, p.atEnd = kind, true
+	p.kind, p.query, p.typed, p.atEnd = kind, "", kind, true
 	p.reload()
 }
 

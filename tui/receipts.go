@@ -18,9 +18,14 @@ import (
 // pane it does not draw), older pages as the cursor goes above the first
 // one held. New receipts are added as they come, up to maxReceipts; the
 // whole log stays in storage.
+//
+// / filters by text too (receiptsfilter.go): the rows held are filtered
+// at once, and older receipts are read off the UI goroutine, receiptsScan
+// at a time, until a screen of matches is found or the chain's start.
 const (
 	receiptsLoad = 100
 	maxReceipts  = 2000
+	receiptsScan = 500
 )
 
 type receiptsKeys struct {
@@ -33,7 +38,7 @@ func newReceiptsKeys() receiptsKeys {
 		KeyMap: DefaultKeyMap().withEnds("oldest", "newest"),
 		Detail: key.NewBinding(key.WithKeys("d"), key.WithHelp("d", "detail")),
 		Drill:  key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "open run/request")),
-		Filter: key.NewBinding(key.WithKeys("/", "K"), key.WithHelp("/", "filter by kind")),
+		Filter: key.NewBinding(key.WithKeys("/", "K"), key.WithHelp("/", "filter")),
 		Clear:  key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "clear filter")),
 		Verify: key.NewBinding(key.WithKeys("v"), key.WithHelp("v", "verify chain")),
 	}
@@ -41,12 +46,18 @@ func newReceiptsKeys() receiptsKeys {
 
 type receiptsPane struct {
 	paneBase
-	sh     *shared
-	k      receiptsKeys
+	sh *shared
+	k  receiptsKeys
+	// rs is what the pane holds, oldest first. rs[sparse:] is every
+	// receipt of the kind from rs[sparse].Seq to the newest; rs[:sparse]
+	// are only the text filter's matches among the older receipts the
+	// background scan read (it does not hold what did not match).
 	rs     []engine.Receipt
+	sparse int
 	kind   string // filter: exact kind, or a prefix ending in "."
-	sel    int
-	off    int
+	sel    int    // index into rs; with a text filter, a row it shows
+	off    int    // index into the rows shown (visible())
+	textFilter
 	atEnd  bool // the cursor follows new receipts
 	oldest bool // no receipt of the kind is older than rs[0]
 	// shown: the pane has been on screen, so it holds the newest page and
@@ -57,7 +68,7 @@ type receiptsPane struct {
 }
 
 func newReceiptsPane(sh *shared) *receiptsPane {
-	return &receiptsPane{sh: sh, k: newReceiptsKeys(), filter: newPromptInput("kind › ", "hook. request. policy. hands. module.add …", 64), atEnd: true, h: 20}
+	return &receiptsPane{sh: sh, k: newReceiptsKeys(), filter: newPromptInput("filter › ", "text (smart case), or a kind: hook. request.decide kind=mcp.", 128), atEnd: true, h: 20}
 }
 
 // kindFilter turns what the operator typed into an engine filter: a bare
@@ -88,9 +99,10 @@ func (p *receiptsPane) reload() {
 		p.sh.errStatus(err)
 		return
 	}
-	p.rs, p.oldest = rs, len(rs) < receiptsLoad
+	p.rs, p.oldest, p.sparse = rs, len(rs) < receiptsLoad, 0
+	p.restart()
 	if p.atEnd || p.sel >= len(p.rs) {
-		p.sel = len(p.rs) - 1
+		p.sel = p.lastShown()
 	}
 	p.sel = max(p.sel, 0)
 }
@@ -118,11 +130,13 @@ func (p *receiptsPane) add(r engine.Receipt) {
 		drop := len(p.rs) - receiptsLoad
 		p.rs = append([]engine.Receipt(nil), p.rs[drop:]...)
 		p.oldest = false
+		p.sparse = max(p.sparse-drop, 0)
+		p.from = p.rs[0].Seq // what was dropped is read again if wanted
 		p.sel = max(p.sel-drop, 0)
-		p.off = max(p.off-drop, 0)
+		p.off = 0
 	}
 	if p.atEnd {
-		p.sel = len(p.rs) - 1
+		p.sel = p.lastShown()
 	}
 }
 
@@ -136,7 +150,7 @@ func (p *receiptsPane) keys() keyMap {
 		return p.filter.KeyMap()
 	}
 	short := []key.Binding{k.Up, k.Down, k.Drill, k.Detail, k.Filter, k.Verify}
-	if p.kind != "" {
+	if p.kind != "" || p.query != "" {
 		short = append(short, k.Clear)
 	}
 	return keyMap{short: short, full: [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom}, {k.Drill, k.Detail, k.Filter, k.Clear, k.Verify}}}
@@ -146,12 +160,15 @@ func (p *receiptsPane) update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
 	case verifiedMsg:
 		p.verified(msg)
+	case receiptsScanMsg:
+		return p.scanned(msg)
 	case tea.KeyMsg:
 		return p.key(msg)
 	case tea.MouseMsg:
-		if i := listMouse(msg, 3, 2, p.off, len(p.rs), p.move); i >= 0 {
-			p.sel = i
-			p.atEnd = i == len(p.rs)-1
+		vis := p.visible()
+		if i := listMouse(msg, 3, 2, p.off, len(vis), p.move); i >= 0 {
+			p.sel = vis[i]
+			p.atEnd = i == len(vis)-1
 		}
 	}
 	return nil
@@ -160,18 +177,16 @@ func (p *receiptsPane) update(msg tea.Msg) tea.Cmd {
 func (p *receiptsPane) key(msg tea.KeyMsg) tea.Cmd {
 	k := p.k
 	if p.filter.Active() {
-		cmd, outcome, kind := p.filter.Update(msg)
+		cmd, outcome, typed := p.filter.Update(msg)
 		if outcome == promptSubmitted {
-			p.kind = kindFilter(kind)
-			p.atEnd = true
-			p.reload()
-			if p.kind != "" {
-				p.sh.setStatus(fmt.Sprintf("%d receipts of kind %s", len(p.rs), p.kind), false)
-			}
+			return tea.Batch(cmd, p.setFilter(typed))
 		}
 		return cmd
 	}
 	page := max(p.h-3, 1)
+	if p.query != "" {
+		return p.keyFiltered(msg, page)
+	}
 	if sel, ok := navKey(msg, k.KeyMap, p.sel, len(p.rs), page, nil); ok {
 		// Up past the first receipt held reads the page above (older
 		// shifts the cursor with what it prepends), then moves again.
@@ -181,23 +196,25 @@ func (p *receiptsPane) key(msg tea.KeyMsg) tea.Cmd {
 		p.sel, p.atEnd = sel, sel == len(p.rs)-1
 		return nil
 	}
+	return p.action(msg)
+}
+
+// action handles the keys that are not moves.
+func (p *receiptsPane) action(msg tea.KeyMsg) tea.Cmd {
+	k := p.k
 	switch {
 	case key.Matches(msg, k.Filter):
-		return p.filter.Open(p.kind)
+		return p.filter.Open(p.typed)
 	case key.Matches(msg, k.Clear):
-		if p.kind != "" {
-			p.kind = ""
-			p.atEnd = true
-			p.reload()
-		}
-	case key.Matches(msg, k.Drill) && p.sel < len(p.rs):
+		p.clearFilter()
+	case key.Matches(msg, k.Drill) && p.sel < len(p.rs) && !p.hidden(p.sel):
 		r := p.rs[p.sel]
 		if run, req := receiptTarget(r); run != "" || req != 0 {
 			return drill(drillMsg{from: "#" + fmt.Sprint(r.Seq), run: run, request: req})
 		}
 		fallthrough // nothing to open: its detail
 	case key.Matches(msg, k.Detail):
-		if p.sel < len(p.rs) {
+		if p.sel < len(p.rs) && !p.hidden(p.sel) {
 			r := p.rs[p.sel]
 			return openOverlay(textOverlay(p.sh, fmt.Sprintf("receipt %d · %s", r.Seq, r.Kind), receiptDetail(r)))
 		}
@@ -255,13 +272,21 @@ func (p *receiptsPane) older() bool {
 	}
 	p.oldest = len(rs) < receiptsLoad
 	p.rs = append(rs, p.rs...)
+	if len(rs) > 0 {
+		p.from = rs[0].Seq
+	}
 	p.sel += len(rs)
 	p.off += len(rs)
 	return len(rs) > 0
 }
 
+// move is the mouse wheel: d rows among those shown.
 func (p *receiptsPane) move(d int) {
 	if len(p.rs) == 0 {
+		return
+	}
+	if p.query != "" {
+		p.moveFiltered(d)
 		return
 	}
 	if p.sel+d < 0 {
@@ -319,9 +344,14 @@ func receiptWidths(w int) receiptCols {
 func (p *receiptsPane) view(w, h int) string {
 	p.h = h
 	th := p.sh.th
+	vis := p.visible()
 	title := fmt.Sprintf("Receipts · newest %d", len(p.rs))
 	if p.kind != "" {
-		title += " of kind " + p.kind
+		title += " of kind " + plain(p.kind, 30)
+	}
+	empty := "  no receipts" + map[bool]string{true: " of kind " + plain(p.kind, 30), false: ""}[p.kind != ""]
+	if p.query != "" {
+		title, empty = p.filterTitle(len(vis))
 	}
 	c := receiptWidths(w)
 	cols := func(seq, at, rel, kind, actor, subj, sum string) string {
@@ -334,12 +364,16 @@ func (p *receiptsPane) view(w, h int) string {
 	}
 	out := []string{fit(th.Title.Render(title), w), fit("  "+th.TableHead.Render(cols("seq", "time", "", "kind", "actor", "subject", "summary")), w)}
 	rows := max(h-2, 1)
-	p.off = scrollOff(p.off, p.sel, rows, len(p.rs))
-	if len(p.rs) == 0 {
-		out = append(out, th.Dim.Render("  no receipts"+map[bool]string{true: " of kind " + p.kind, false: ""}[p.kind != ""]))
+	if len(vis) > 0 && p.hidden(p.sel) {
+		p.sel = vis[p.at(vis)] // the cursor rests on a row shown
+	}
+	p.off = scrollOff(p.off, p.at(vis), rows, len(vis))
+	if len(vis) == 0 {
+		out = append(out, th.Dim.Render(empty))
 	}
 	now := p.sh.now()
-	for i := p.off; i < len(p.rs) && len(out) < h; i++ {
+	for j := p.off; j < len(vis) && len(out) < h; j++ {
+		i := vis[j]
 		r := p.rs[i]
 		line := cols(fmt.Sprint(r.Seq), stamp(r.At, now), ago(r.At, now), r.Kind, p.sh.actorShort(string(r.Actor)), r.Subject, OneLine(r.Summary))
 		if i == p.sel {
