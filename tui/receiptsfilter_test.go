@@ -39,7 +39,7 @@ func TestReceiptsTextFilter(t *testing.T) {
 	c.wait(`0 matching "KEY1"`, `no receipts match "KEY1"`)
 	c.keys("/")
 	c.tm.Send(tea.KeyMsg{Type: tea.KeyCtrlU}) // / offers the last filter: clear it
-	c.keys("key1", "enter") // lower case: any case
+	c.keys("key1", "enter")                   // lower case: any case
 	c.wait(`10 matching "key1" of`, "all read")
 	view := c.final()
 	if n := receiptRows(view); n != 10 {
