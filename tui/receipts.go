@@ -170,6 +170,10 @@ func (p *receiptsPane) update(msg tea.Msg) tea.Cmd {
 			p.sel = vis[i]
 			p.atEnd = i == len(vis)-1
 		}
+		if p.wheelOlder {
+			p.wheelOlder = false
+			return p.readOlder()
+		}
 	}
 	return nil
 }
@@ -188,13 +192,26 @@ func (p *receiptsPane) key(msg tea.KeyMsg) tea.Cmd {
 		return p.keyFiltered(msg, page)
 	}
 	if sel, ok := navKey(msg, k.KeyMap, p.sel, len(p.rs), page, nil); ok {
-		// Up past the first receipt held reads the page above (older
-		// shifts the cursor with what it prepends), then moves again.
-		if sel == 0 && key.Matches(msg, k.Up, k.PageUp, k.Top) && (p.sel == 0 || key.Matches(msg, k.Top) || p.sel-page < 0) && p.older() {
-			sel, _ = navKey(msg, k.KeyMap, p.sel, len(p.rs), page, nil)
+		// Up past the first receipt held reads the page above, off the
+		// UI goroutine; when it comes, the cursor goes where the key
+		// meant (the row above, a page up, the top), unless it was moved
+		// meanwhile.
+		var cmd tea.Cmd
+		if sel == 0 && key.Matches(msg, k.Up, k.PageUp, k.Top) && (p.sel == 0 || key.Matches(msg, k.Top) || p.sel-page < 0) {
+			want := p.sel - 1
+			switch {
+			case key.Matches(msg, k.Top):
+				want = pendingTop
+			case key.Matches(msg, k.PageUp):
+				want = p.sel - page
+			}
+			cmd = p.readOlder()
+			if cmd != nil {
+				p.pending, p.pendingAt = want, 0
+			}
 		}
 		p.sel, p.atEnd = sel, sel == len(p.rs)-1
-		return nil
+		return cmd
 	}
 	return p.action(msg)
 }
@@ -259,28 +276,8 @@ func (p *receiptsPane) verified(m verifiedMsg) {
 	}
 }
 
-// older reads the page above the first receipt held; false when there
-// is none.
-func (p *receiptsPane) older() bool {
-	if p.oldest || len(p.rs) == 0 {
-		return false
-	}
-	rs, err := p.sh.e.Receipts(engine.ReceiptFilter{Kind: p.kind, Limit: receiptsLoad, Before: p.rs[0].Seq})
-	if err != nil {
-		p.sh.errStatus(err)
-		return false
-	}
-	p.oldest = len(rs) < receiptsLoad
-	p.rs = append(rs, p.rs...)
-	if len(rs) > 0 {
-		p.from = rs[0].Seq
-	}
-	p.sel += len(rs)
-	p.off += len(rs)
-	return len(rs) > 0
-}
-
-// move is the mouse wheel: d rows among those shown.
+// move is the mouse wheel: d rows among those shown. Past the first
+// receipt held it asks for the page above (update sends the read).
 func (p *receiptsPane) move(d int) {
 	if len(p.rs) == 0 {
 		return
@@ -289,8 +286,8 @@ func (p *receiptsPane) move(d int) {
 		p.moveFiltered(d)
 		return
 	}
-	if p.sel+d < 0 {
-		p.older()
+	if p.sel+d < 0 && !p.oldest {
+		p.wheelOlder = true
 	}
 	p.sel = min(max(p.sel+d, 0), len(p.rs)-1)
 	p.atEnd = p.sel == len(p.rs)-1
@@ -352,6 +349,8 @@ func (p *receiptsPane) view(w, h int) string {
 	empty := "  no receipts" + map[bool]string{true: " of kind " + plain(p.kind, 30), false: ""}[p.kind != ""]
 	if p.query != "" {
 		title, empty = p.filterTitle(len(vis))
+	} else if p.scanning {
+		title += " · reading older…"
 	}
 	c := receiptWidths(w)
 	cols := func(seq, at, rel, kind, actor, subj, sum string) string {

@@ -37,11 +37,17 @@ type textFilter struct {
 	from     uint64 // seq of the oldest receipt read; the next read is below it
 	read     int    // receipts the scan read below the page(s) held in full
 	scanning bool   // a read is under way
-	want     int    // matches wanted before the scan pauses
-	gen      int    // bumped at every change that makes a read in flight stale
-	cacheKey visKey // what vis and hide were computed for
-	vis      []int
-	hide     []bool
+	// pending is where the cursor goes when the page above comes (no
+	// text filter): an index relative to the first row held before it
+	// (-1 the row above), or pendingTop; pendingAt is the cursor it was
+	// asked from (a cursor moved since stays where it is).
+	pending, pendingAt int
+	wheelOlder         bool   // the wheel went above the first row held
+	want               int    // matches wanted before the scan pauses
+	gen                int    // bumped at every change that makes a read in flight stale
+	cacheKey           visKey // what vis and hide were computed for
+	vis                []int
+	hide               []bool
 }
 
 type visKey struct {
@@ -55,9 +61,13 @@ type visKey struct {
 type receiptsScanMsg struct {
 	gen    int
 	before uint64
+	limit  int
 	rs     []engine.Receipt
 	err    error
 }
+
+// pendingTop: the page above was asked for by g (the top).
+const pendingTop = -1 << 30
 
 // parseReceiptFilter splits a filter line into a kind (engine filter
 // form) and the text.
@@ -151,7 +161,7 @@ func (p *receiptsPane) restart() {
 	if len(p.rs) > 0 {
 		p.from = p.rs[0].Seq
 	}
-	p.read, p.scanning, p.want = 0, false, 0
+	p.read, p.scanning, p.want, p.pending, p.wheelOlder = 0, false, 0, 0, false
 	p.gen++
 }
 
@@ -237,19 +247,50 @@ func (p *receiptsPane) moveFiltered(d int) {
 	p.sel, p.atEnd = vis[j], j == len(vis)-1
 }
 
-// scanOlder reads the next slice of older receipts off the UI goroutine,
-// unless one is under way or there is nothing older.
+// scanOlder reads the next slice of older receipts for the text filter.
 func (p *receiptsPane) scanOlder() tea.Cmd {
-	if p.scanning || p.oldest || p.query == "" || p.from == 0 {
+	if p.query == "" {
+		return nil
+	}
+	return p.readOlder()
+}
+
+// readOlder reads the receipts above the oldest read, off the UI
+// goroutine (a page without a text filter, a slice with one), unless a
+// read is under way or there is nothing older.
+func (p *receiptsPane) readOlder() tea.Cmd {
+	if p.scanning || p.oldest || p.from == 0 {
 		return nil
 	}
 	p.scanning = true
+	limit := receiptsLoad
+	if p.query != "" {
+		limit = receiptsScan
+	}
 	e, gen := p.sh.e, p.gen
-	f := engine.ReceiptFilter{Kind: p.kind, Limit: receiptsScan, Before: p.from}
+	f := engine.ReceiptFilter{Kind: p.kind, Limit: limit, Before: p.from}
 	return func() tea.Msg {
 		rs, err := e.Receipts(f)
-		return receiptsScanMsg{gen: gen, before: f.Before, rs: rs, err: err}
+		return receiptsScanMsg{gen: gen, before: f.Before, limit: limit, rs: rs, err: err}
 	}
+}
+
+// paged takes the page above what is held (no text filter).
+func (p *receiptsPane) paged(rs []engine.Receipt) {
+	p.rs = append(rs, p.rs...)
+	n := len(rs)
+	if p.sel == p.pendingAt && p.pending != 0 {
+		if p.pending == pendingTop {
+			p.sel = 0
+		} else {
+			p.sel = min(max(n+p.pending, 0), max(len(p.rs)-1, 0))
+		}
+	} else {
+		p.sel += n
+	}
+	p.pending = 0
+	p.off += n // the rows on screen stay where they were
+	p.atEnd = p.sel == len(p.rs)-1
 }
 
 // scanned takes a slice read by scanOlder: its matches go above what is
@@ -263,11 +304,15 @@ func (p *receiptsPane) scanned(m receiptsScanMsg) tea.Cmd {
 		p.sh.errStatus(m.err)
 		return nil
 	}
-	p.oldest = len(m.rs) < receiptsScan
-	p.read += len(m.rs)
+	p.oldest = len(m.rs) < m.limit
 	if len(m.rs) > 0 {
 		p.from = m.rs[0].Seq
 	}
+	if p.query == "" {
+		p.paged(m.rs)
+		return nil
+	}
+	p.read += len(m.rs)
 	var found []engine.Receipt
 	for i := range m.rs {
 		if p.match(&m.rs[i]) {

@@ -207,3 +207,43 @@ func TestParseReceiptFilter(t *testing.T) {
 		}
 	}
 }
+
+// Paging up without a filter reads the page above as a command too: the
+// key returns at once with the title saying so, the answer puts the
+// cursor on the row above the first one held, and an answer that comes
+// after a kind filter re-read the list is dropped.
+func TestReceiptsOlderPageIsReadInTheBackground(t *testing.T) {
+	e := receiptsWithConfig(t, 3*receiptsLoad)
+	d := newDriver(t, e, 120, 30)
+	d.keys("3")
+	p := d.app.receipts
+	first := p.rs[0].Seq
+	d.keys("g") // the oldest row held (the read it asks for runs in the driver)
+	if p.rs[0].Seq >= first || p.sel != 0 {
+		t.Fatalf("g did not reach the page above: first held %d (was %d), cursor %d", p.rs[0].Seq, first, p.sel)
+	}
+	// Now by hand: up at the first row held returns the read, unrun.
+	p.sel = 0
+	held, top := len(p.rs), p.rs[0]
+	cmd := p.update(tea.KeyMsg{Type: tea.KeyUp})
+	if cmd == nil || len(p.rs) != held {
+		t.Fatalf("up at the first row held: cmd %v, %d held (was %d); want a command and nothing read yet", cmd != nil, len(p.rs), held)
+	}
+	if v := d.view(); !strings.Contains(v, "reading older…") {
+		t.Fatalf("the title does not say a read is going:\n%s", v)
+	}
+	d.send(cmd())
+	if len(p.rs) <= held || p.rs[p.sel].Seq != top.Seq-1 {
+		t.Fatalf("after the page came: %d held, cursor on seq %d; want more than %d, the cursor on seq %d (the row above)", len(p.rs), p.rs[p.sel].Seq, held, top.Seq-1)
+	}
+	// A read overtaken by a kind filter is dropped.
+	p.sel = 0
+	if cmd = p.update(tea.KeyMsg{Type: tea.KeyUp}); cmd == nil {
+		t.Fatal("up at the first row held with older receipts in storage asked for nothing")
+	}
+	p.setFilter("kind=hook")
+	d.send(cmd())
+	if len(p.rs) != 2 || p.rs[0].Kind != "hook.start" {
+		t.Fatalf("a stale page was added to the hook receipts: %d held, first %s", len(p.rs), p.rs[0].Kind)
+	}
+}
