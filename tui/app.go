@@ -217,8 +217,11 @@ type App struct {
 	streams       *streamsPane
 	requests      *requestsPane
 	receipts      *receiptsPane
-	modules       *modulesPane
-	hands         *handsPane
+	// later are commands asked for where none can be returned (setTab,
+	// reload); Update sends them with its own.
+	later   []tea.Cmd
+	modules *modulesPane
+	hands   *handsPane
 
 	keys     globalKeys
 	cmd      cmdline // the : command line
@@ -318,7 +321,7 @@ func (a *App) reload() {
 	a.countMCP()
 	a.streams.reload()
 	a.requests.reload()
-	a.receipts.reload()
+	a.afterUpdate(a.receipts.reload())
 	a.modules.reload(a.streams.runs)
 	a.hands.reload()
 }
@@ -399,7 +402,15 @@ func (a *App) waitEvents() tea.Cmd {
 }
 
 // Update handles a message.
-func (a *App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+func (a *App) Update(msg tea.Msg) (_ tea.Model, cmd tea.Cmd) {
+	defer func() {
+		// Reads asked for on the way (a pane shown by setTab, a reload)
+		// go out with whatever this message returns.
+		if len(a.later) > 0 {
+			cmd = tea.Batch(append(a.later, cmd)...)
+			a.later = nil
+		}
+	}()
 	var cmds []tea.Cmd
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
@@ -628,6 +639,13 @@ func (a *App) askQuit() tea.Cmd {
 	return nil
 }
 
+// afterUpdate sends c (a pane's read) when the Update under way returns.
+func (a *App) afterUpdate(c tea.Cmd) {
+	if c != nil {
+		a.later = append(a.later, c)
+	}
+}
+
 // setTab shows tab t. A tab chosen by hand starts a new trail.
 func (a *App) setTab(t int) {
 	a.tab = t
@@ -635,7 +653,7 @@ func (a *App) setTab(t int) {
 	case tabRequests:
 		a.requests.show()
 	case tabReceipts:
-		a.receipts.show()
+		a.afterUpdate(a.receipts.show())
 	}
 	a.trail = nil
 	a.layout()

@@ -109,7 +109,7 @@ func (a *App) runCommand(line string) tea.Cmd {
 			kind = v
 		}
 		a.setTab(tabReceipts)
-		a.receipts.showKind(kindFilter(kind))
+		return a.receipts.showKind(kindFilter(kind))
 	case "run":
 		if len(args) < 2 {
 			return a.cmdError("usage: :run MODULE HOOK [name=value …]")
@@ -206,9 +206,9 @@ func (a *App) messagesOverlay() *overlay {
 
 // showKind shows the receipts of a kind ("" for all), every one of them
 // (a text filter is cleared).
-func (p *receiptsPane) showKind(kind string) {
-	p.kind, p.query, p.typed, p.atEnd = kind, "", kind, true
-	p.reload()
+func (p *receiptsPane) showKind(kind string) tea.Cmd {
+	p.query, p.typed = "", kind
+	return p.rekind(kind)
 }
 
 // startRaw runs a hook with inputs as typed (name=value, converted by the

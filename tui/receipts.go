@@ -83,28 +83,77 @@ func kindFilter(s string) string {
 
 // show is called when the pane comes on screen: the first time, it reads
 // the newest page (every receipt until then included).
-func (p *receiptsPane) show() {
+func (p *receiptsPane) show() tea.Cmd {
 	if !p.shown {
 		p.shown = true
-		p.reload()
+		return p.reload()
+	}
+	return nil
+}
+
+// receiptsPageMsg is the newest page of the kind, read by reload.
+type receiptsPageMsg struct {
+	gen int
+	rs  []engine.Receipt
+	err error
+}
+
+// reload reads the newest page of the kind off the UI goroutine. What is
+// held stays on screen until it comes (receipts appended meanwhile are
+// kept aside and added after it); a scan or page read in flight is stale.
+func (p *receiptsPane) reload() tea.Cmd {
+	if !p.shown {
+		return nil // read when first shown
+	}
+	p.restart()
+	p.loading = true
+	e, gen, f := p.sh.e, p.gen, engine.ReceiptFilter{Kind: p.kind, Limit: receiptsLoad}
+	return func() tea.Msg {
+		rs, err := e.Receipts(f)
+		return receiptsPageMsg{gen: gen, rs: rs, err: err}
 	}
 }
 
-func (p *receiptsPane) reload() {
-	if !p.shown {
-		return // read when first shown
+// rekind shows another kind: what is held is of the old one, so it goes
+// at once; the newest page of the new kind is read.
+func (p *receiptsPane) rekind(kind string) tea.Cmd {
+	p.kind, p.rs, p.sparse, p.sel, p.off, p.atEnd = kind, nil, 0, 0, 0, true
+	return p.reload()
+}
+
+// loaded takes the newest page read by reload.
+func (p *receiptsPane) loaded(m receiptsPageMsg) tea.Cmd {
+	if m.gen != p.gen || !p.loading {
+		return nil // another read was asked for since
 	}
-	rs, err := p.sh.e.Receipts(engine.ReceiptFilter{Kind: p.kind, Limit: receiptsLoad})
-	if err != nil {
-		p.sh.errStatus(err)
-		return
+	p.loading = false
+	early := p.early
+	p.early = nil
+	if m.err != nil {
+		p.sh.errStatus(m.err)
+		return nil
 	}
-	p.rs, p.oldest, p.sparse = rs, len(rs) < receiptsLoad, 0
-	p.restart()
+	p.rs, p.oldest, p.sparse = m.rs, len(m.rs) < receiptsLoad, 0
+	p.from = 0
+	if len(p.rs) > 0 {
+		p.from = p.rs[0].Seq
+	}
+	for _, r := range early {
+		p.add(r)
+	}
 	if p.atEnd || p.sel >= len(p.rs) {
 		p.sel = p.lastShown()
 	}
 	p.sel = max(p.sel, 0)
+	if p.kindNote && p.query == "" {
+		p.sh.setStatus(fmt.Sprintf("%d receipts of kind %s", len(p.rs), p.kind), false)
+	}
+	p.kindNote = false
+	if p.query != "" {
+		p.want = max(p.h-2, 1)
+		return p.scanOlder()
+	}
+	return nil
 }
 
 func (p *receiptsPane) matches(r *engine.Receipt) bool {
@@ -120,6 +169,10 @@ func (p *receiptsPane) matches(r *engine.Receipt) bool {
 // add takes a receipt just appended.
 func (p *receiptsPane) add(r engine.Receipt) {
 	if !p.shown || !p.matches(&r) {
+		return
+	}
+	if p.loading {
+		p.early = append(p.early, r) // added after the page being read
 		return
 	}
 	if n := len(p.rs); n > 0 && p.rs[n-1].Seq >= r.Seq {
@@ -162,6 +215,8 @@ func (p *receiptsPane) update(msg tea.Msg) tea.Cmd {
 		p.verified(msg)
 	case receiptsScanMsg:
 		return p.scanned(msg)
+	case receiptsPageMsg:
+		return p.loaded(msg)
 	case tea.KeyMsg:
 		return p.key(msg)
 	case tea.MouseMsg:
@@ -223,7 +278,7 @@ func (p *receiptsPane) action(msg tea.KeyMsg) tea.Cmd {
 	case key.Matches(msg, k.Filter):
 		return p.filter.Open(p.typed)
 	case key.Matches(msg, k.Clear):
-		p.clearFilter()
+		return p.clearFilter()
 	case key.Matches(msg, k.Drill) && p.sel < len(p.rs) && !p.hidden(p.sel):
 		r := p.rs[p.sel]
 		if run, req := receiptTarget(r); run != "" || req != 0 {
@@ -343,11 +398,16 @@ func (p *receiptsPane) view(w, h int) string {
 	th := p.sh.th
 	vis := p.visible()
 	title := fmt.Sprintf("Receipts · newest %d", len(p.rs))
+	if p.loading {
+		title = "Receipts · reading the newest…"
+	}
 	if p.kind != "" {
 		title += " of kind " + plain(p.kind, 30)
 	}
 	empty := "  no receipts" + map[bool]string{true: " of kind " + plain(p.kind, 30), false: ""}[p.kind != ""]
-	if p.query != "" {
+	if p.loading {
+		empty = "  reading…"
+	} else if p.query != "" {
 		title, empty = p.filterTitle(len(vis))
 	} else if p.scanning {
 		title += " · reading older…"

@@ -42,7 +42,10 @@ type textFilter struct {
 	// (-1 the row above), or pendingTop; pendingAt is the cursor it was
 	// asked from (a cursor moved since stays where it is).
 	pending, pendingAt int
-	wheelOlder         bool   // the wheel went above the first row held
+	wheelOlder         bool // the wheel went above the first row held
+	loading            bool // reload's read is under way
+	early              []engine.Receipt
+	kindNote           bool   // say how many of the kind when the page comes
 	want               int    // matches wanted before the scan pauses
 	gen                int    // bumped at every change that makes a read in flight stale
 	cacheKey           visKey // what vis and hide were computed for
@@ -116,13 +119,13 @@ func (p *receiptsPane) setFilter(typed string) tea.Cmd {
 	kind, text := parseReceiptFilter(typed)
 	p.typed, p.atEnd = strings.TrimSpace(typed), true
 	if kind != p.kind {
-		p.kind, p.query = kind, text
-		p.reload()
-	} else {
 		p.query = text
-		p.restart()
-		p.sel = p.lastShown()
+		p.kindNote = kind != ""
+		return p.rekind(kind) // the text is applied when the page comes
 	}
+	p.query = text
+	p.restart()
+	p.sel = p.lastShown()
 	p.off = 0
 	switch {
 	case p.query != "":
@@ -135,18 +138,17 @@ func (p *receiptsPane) setFilter(typed string) tea.Cmd {
 }
 
 // clearFilter is esc: the whole newest page again, text and kind gone.
-func (p *receiptsPane) clearFilter() {
+func (p *receiptsPane) clearFilter() tea.Cmd {
 	if p.kind == "" && p.query == "" {
-		return
+		return nil
 	}
-	kind := p.kind
-	p.kind, p.query, p.typed, p.atEnd = "", "", "", true
-	if kind != "" {
-		p.reload()
-		return
+	p.query, p.typed, p.atEnd = "", "", true
+	if p.kind != "" {
+		return p.rekind("")
 	}
 	p.restart()
 	p.sel = p.lastShown()
+	return nil
 }
 
 // restart forgets the scan: what it held beyond the receipts read in
@@ -162,6 +164,7 @@ func (p *receiptsPane) restart() {
 		p.from = p.rs[0].Seq
 	}
 	p.read, p.scanning, p.want, p.pending, p.wheelOlder = 0, false, 0, 0, false
+	p.loading, p.early = false, nil
 	p.gen++
 }
 
@@ -259,7 +262,7 @@ func (p *receiptsPane) scanOlder() tea.Cmd {
 // goroutine (a page without a text filter, a slice with one), unless a
 // read is under way or there is nothing older.
 func (p *receiptsPane) readOlder() tea.Cmd {
-	if p.scanning || p.oldest || p.from == 0 {
+	if p.scanning || p.loading || p.oldest || p.from == 0 {
 		return nil
 	}
 	p.scanning = true

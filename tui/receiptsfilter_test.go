@@ -241,9 +241,39 @@ func TestReceiptsOlderPageIsReadInTheBackground(t *testing.T) {
 	if cmd = p.update(tea.KeyMsg{Type: tea.KeyUp}); cmd == nil {
 		t.Fatal("up at the first row held with older receipts in storage asked for nothing")
 	}
-	p.setFilter("kind=hook")
-	d.send(cmd())
+	kindRead := p.setFilter("kind=hook")
+	d.send(cmd(), kindRead()) // the page above comes after the filter changed, then the hook page
 	if len(p.rs) != 2 || p.rs[0].Kind != "hook.start" {
 		t.Fatalf("a stale page was added to the hook receipts: %d held, first %s", len(p.rs), p.rs[0].Kind)
+	}
+}
+
+// The newest page is read as a command when the pane is first shown:
+// the key returns at once, the title says a read is going, and a receipt
+// appended after the read but announced before it came is not lost.
+func TestReceiptsFirstPageIsACommand(t *testing.T) {
+	e := receiptsWithConfig(t, 3)
+	d := newDriver(t, e, 120, 30)
+	_, cmd := d.app.Update(keyMsg("3"))
+	p := d.app.receipts
+	if cmd == nil || len(p.rs) != 0 {
+		t.Fatalf("showing the pane: cmd %v, %d held; want a command and nothing read yet", cmd != nil, len(p.rs))
+	}
+	if v := d.view(); !strings.Contains(v, "Receipts · reading the newest…") {
+		t.Fatalf("the title does not say the page is being read:\n%s", v)
+	}
+	page := cmd() // read now; the next receipt comes after it
+	if err := e.SetConfig("local:test", "chatty", "late", "v"); err != nil {
+		t.Fatal(err)
+	}
+	all, err := e.Receipts(engine.ReceiptFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	late := all[len(all)-1]
+	p.add(late) // its event, before the page
+	d.send(page)
+	if len(p.rs) != len(all) || p.rs[len(p.rs)-1].Seq != late.Seq || p.rs[p.sel].Seq != late.Seq {
+		t.Fatalf("%d held, last %d, cursor on %d; want all %d, the late receipt %d last and selected", len(p.rs), p.rs[len(p.rs)-1].Seq, p.rs[p.sel].Seq, len(all), late.Seq)
 	}
 }
