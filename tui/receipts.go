@@ -280,14 +280,13 @@ func (p *receiptsPane) action(msg tea.KeyMsg) tea.Cmd {
 	case key.Matches(msg, k.Clear):
 		return p.clearFilter()
 	case key.Matches(msg, k.Drill) && p.sel < len(p.rs) && !p.hidden(p.sel):
-		r := p.rs[p.sel]
+		r, _ := p.selected()
 		if run, req := receiptTarget(r); run != "" || req != 0 {
 			return drill(drillMsg{from: "#" + fmt.Sprint(r.Seq), run: run, request: req})
 		}
 		fallthrough // nothing to open: its detail
 	case key.Matches(msg, k.Detail):
-		if p.sel < len(p.rs) && !p.hidden(p.sel) {
-			r := p.rs[p.sel]
+		if r, ok := p.selected(); ok {
 			return openOverlay(textOverlay(p.sh, fmt.Sprintf("receipt %d · %s", r.Seq, r.Kind), receiptDetail(r)))
 		}
 	case key.Matches(msg, k.Verify):

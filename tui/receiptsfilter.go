@@ -201,6 +201,15 @@ func (p *receiptsPane) hidden(i int) bool {
 	return i < len(p.hide) && p.hide[i]
 }
 
+// selected is the receipt under the cursor; false when no row is shown
+// (a filter that matched nothing leaves the cursor on a hidden one).
+func (p *receiptsPane) selected() (engine.Receipt, bool) {
+	if p.sel >= len(p.rs) || p.hidden(p.sel) {
+		return engine.Receipt{}, false
+	}
+	return p.rs[p.sel], true
+}
+
 // lastShown is the newest row shown (0 when none).
 func (p *receiptsPane) lastShown() int {
 	if vis := p.visible(); len(vis) > 0 {

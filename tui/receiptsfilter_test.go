@@ -277,3 +277,25 @@ func TestReceiptsFirstPageIsACommand(t *testing.T) {
 		t.Fatalf("%d held, last %d, cursor on %d; want all %d, the late receipt %d last and selected", len(p.rs), p.rs[len(p.rs)-1].Seq, p.rs[p.sel].Seq, len(all), late.Seq)
 	}
 }
+
+// A filter that matches nothing leaves nothing selected: enter, d and c
+// act on no hidden receipt.
+func TestReceiptsEmptyFilterSelectsNothing(t *testing.T) {
+	e := receiptsWithConfig(t, 3)
+	d := newDriver(t, e, 120, 30)
+	d.keys("3", "/", "no-such-thing", "enter")
+	p := d.app.receipts
+	if len(p.rs) == 0 {
+		t.Fatal("nothing held")
+	}
+	if r, ok := p.selected(); ok {
+		t.Fatalf("receipt %d is selected, though none is shown", r.Seq)
+	}
+	d.keys("enter", "d", "c")
+	if d.app.overlay != nil {
+		t.Fatalf("a key opened an overlay on a hidden receipt:\n%s", d.view())
+	}
+	if v := d.view(); strings.Contains(v, "copied") {
+		t.Fatalf("c copied a hidden receipt:\n%s", v)
+	}
+}
