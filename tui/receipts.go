@@ -149,11 +149,7 @@ func (p *receiptsPane) loaded(m receiptsPageMsg) tea.Cmd {
 		p.sh.setStatus(fmt.Sprintf("%d receipts of kind %s", len(p.rs), p.kind), false)
 	}
 	p.kindNote = false
-	if p.query != "" {
-		p.want = max(p.h-2, 1)
-		return p.scanOlder()
-	}
-	return nil
+	return p.findScreen()
 }
 
 func (p *receiptsPane) matches(r *engine.Receipt) bool {

@@ -129,8 +129,7 @@ func (p *receiptsPane) setFilter(typed string) tea.Cmd {
 	p.off = 0
 	switch {
 	case p.query != "":
-		p.want = max(p.h-2, 1)
-		return p.scanOlder()
+		return p.findScreen()
 	case p.kind != "":
 		p.sh.setStatus(fmt.Sprintf("%d receipts of kind %s", len(p.rs), p.kind), false)
 	}
@@ -337,6 +336,22 @@ func (p *receiptsPane) scanned(m receiptsScanMsg) tea.Cmd {
 		p.sel += len(found)
 		p.off += len(found) // the rows on screen stay where they were
 	}
+	return p.moreWanted()
+}
+
+// findScreen starts a text filter's search for a screen of matches:
+// older receipts are read only if what is held shows fewer.
+func (p *receiptsPane) findScreen() tea.Cmd {
+	if p.query == "" {
+		return nil
+	}
+	p.want = max(p.h-2, 1)
+	return p.moreWanted()
+}
+
+// moreWanted reads the next older slice while fewer matches than wanted
+// are held.
+func (p *receiptsPane) moreWanted() tea.Cmd {
 	if len(p.visible()) < p.want {
 		return p.scanOlder()
 	}

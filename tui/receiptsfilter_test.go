@@ -299,3 +299,30 @@ func TestReceiptsEmptyFilterSelectsNothing(t *testing.T) {
 		t.Fatalf("c copied a hidden receipt:\n%s", v)
 	}
 }
+
+// A text filter that fills a screen from what is held reads nothing
+// older, and offers it: going up past the first match reads the next
+// slice in the background.
+func TestReceiptsFilterPausesAtAScreen(t *testing.T) {
+	e := receiptsWithConfig(t, receiptsScan+100)
+	d := newDriver(t, e, 120, 30)
+	d.keys("3", "/", "config", "enter")
+	p := d.app.receipts
+	if p.read != 0 || len(p.rs) != receiptsLoad {
+		t.Fatalf("a full screen of matches held, yet %d more were read", p.read)
+	}
+	if v := d.view(); !strings.Contains(v, `100 matching "config" of 100 read · ↑ reads older`) {
+		t.Fatalf("the title does not offer older receipts:\n%s", v)
+	}
+	top := p.rs[0].Seq
+	d.keys("g") // the first match held; past it, the next slice
+	if p.read != receiptsScan || p.rs[0].Seq >= top {
+		t.Fatalf("g at the first match read %d (want %d), first held %d (was %d)", p.read, receiptsScan, p.rs[0].Seq, top)
+	}
+	if r, ok := p.selected(); !ok || r.Seq != top {
+		t.Fatalf("the cursor left the receipt it was on (%d): %+v", top, r.Seq)
+	}
+	if v := d.view(); !strings.Contains(v, `600 matching "config" of 600 read · ↑ reads older`) {
+		t.Fatalf("after the slice:\n%s", v)
+	}
+}
