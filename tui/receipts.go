@@ -57,9 +57,9 @@ type receiptsPane struct {
 	kind   string // filter: exact kind, or a prefix ending in "."
 	sel    int    // index into rs; with a text filter, a row it shows
 	off    int    // index into the rows shown (visible())
-	textFilter
+	receiptsReads
 	atEnd  bool // the cursor follows new receipts
-	oldest bool // no receipt of the kind is older than rs[0]
+	oldest bool // no receipt of the kind is older than the oldest read (from)
 	// shown: the pane has been on screen, so it holds the newest page and
 	// keeps it current. Until then it holds nothing and reads nothing.
 	shown  bool

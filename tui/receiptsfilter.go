@@ -30,8 +30,9 @@ import (
 var receiptFamilies = []string{"hook", "module", "hands", "policy", "request", "mcp", "network",
 	"secret", "config", "token", "trust", "access", "control", "stream"}
 
-// textFilter is the text filter's state in the receipts pane.
-type textFilter struct {
+// receiptsReads is the receipts pane's reads in flight (the newest page,
+// the page above, a text filter's slices) and its text filter.
+type receiptsReads struct {
 	typed    string // the filter line as typed, offered again by /
 	query    string // the text part ("" for none)
 	from     uint64 // seq of the oldest receipt read; the next read is below it
