@@ -272,7 +272,7 @@ func (a *App) holdingKeys() bool {
 	case a.quitChecking:
 		return true
 	case a.tab == tabReceipts:
-		return a.receipts.firstOut
+		return a.receipts.loading && len(a.receipts.rs) == 0
 	case a.tab == tabRequests:
 		return a.requests.firstOut
 	}
@@ -359,7 +359,7 @@ func (a *App) reload() {
 	}
 	a.streams.reload()
 	a.requests.reload()
-	a.receipts.reload()
+	// The receipts pane reads nothing until it is first shown.
 	a.modules.reload(a.streams.runs)
 	a.hands.reload()
 }
@@ -367,7 +367,7 @@ func (a *App) reload() {
 // refresh re-reads everything off the UI goroutine (after missed
 // events, a take-over); each pane shows its part as it lands.
 func (a *App) refresh() tea.Cmd {
-	return tea.Batch(a.countMCP(), a.streams.refresh(), a.requests.refresh(), a.receipts.refresh(a.receipts.kind, false, false),
+	return tea.Batch(a.countMCP(), a.streams.refresh(), a.requests.refresh(), a.receipts.reload(),
 		a.modules.refresh(nil), a.hands.refresh(""))
 }
 

@@ -205,9 +205,11 @@ func (a *App) messagesOverlay() *overlay {
 	return o
 }
 
-// showKind shows the receipts of a kind ("" for all).
+// showKind shows the receipts of a kind ("" for all), every one of them
+// (a text filter is cleared).
 func (p *receiptsPane) showKind(kind string) tea.Cmd {
-	return p.refresh(kind, true, false)
+	p.query, p.typed = "", kind
+	return p.rekind(kind)
 }
 
 // startRaw runs a hook with inputs as typed (name=value, converted by the

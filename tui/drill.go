@@ -113,8 +113,8 @@ func lineRequest(text string) uint64 {
 func (a *App) copySelected() tea.Cmd {
 	switch a.tab {
 	case tabReceipts:
-		if p := a.receipts; p.sel < len(p.rs) {
-			return a.copyText("receipt "+strconv.FormatUint(p.rs[p.sel].Seq, 10)+"'s hash", p.rs[p.sel].Hash)
+		if r, ok := a.receipts.selected(); ok {
+			return a.copyText("receipt "+strconv.FormatUint(r.Seq, 10)+"'s hash", r.Hash)
 		}
 	case tabStreams:
 		if a.streams.focusLog {

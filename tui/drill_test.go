@@ -63,7 +63,9 @@ func TestCopyIsOSC52(t *testing.T) {
 	c.wait("pwn")
 	c.keys("right", "c")
 	c.wait("copied line 1 to the clipboard")
-	c.keys("3", "c")
+	c.keys("3")
+	c.wait("Receipts · newest") // the page is read off the UI goroutine
+	c.keys("c")
 	c.wait("hash to the clipboard")
 	c.final()
 	mu.Lock()

@@ -58,8 +58,7 @@ func (a *App) openPager() tea.Cmd {
 		}
 		write = func(w io.Writer) error { return writeStream(e, run, w) }
 	case tabReceipts:
-		if p := a.receipts; p.sel < len(p.rs) {
-			r := p.rs[p.sel]
+		if r, ok := a.receipts.selected(); ok {
 			write = func(w io.Writer) error { return writeJSON(w, r) }
 		}
 	case tabRequests:

@@ -19,8 +19,8 @@ func TestReceiptsFilterDetailVerify(t *testing.T) {
 	c.keys("3")
 	c.wait("Receipts · newest", "hook.end")
 	c.keys("/")
-	c.wait("kind ›")
-	c.keys("hook", "enter")
+	c.wait("filter ›")
+	c.keys("hook.", "enter") // a kind: read by key range
 	c.wait("of kind hook.")
 	c.keys("up", "d") // the hook.start receipt in full
 	c.wait("receipt", "details")

@@ -18,9 +18,14 @@ import (
 // pane it does not draw), older pages as the cursor goes above the first
 // one held. New receipts are added as they come, up to maxReceipts; the
 // whole log stays in storage.
+//
+// / filters by text too (receiptsfilter.go): the rows held are filtered
+// at once, and older receipts are read off the UI goroutine, receiptsScan
+// at a time, until a screen of matches is found or the chain's start.
 const (
 	receiptsLoad = 100
 	maxReceipts  = 2000
+	receiptsScan = 500
 )
 
 type receiptsKeys struct {
@@ -33,7 +38,7 @@ func newReceiptsKeys() receiptsKeys {
 		KeyMap: DefaultKeyMap().withEnds("oldest", "newest"),
 		Detail: key.NewBinding(key.WithKeys("d"), key.WithHelp("d", "detail")),
 		Drill:  key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "open run/request")),
-		Filter: key.NewBinding(key.WithKeys("/", "K"), key.WithHelp("/", "filter by kind")),
+		Filter: key.NewBinding(key.WithKeys("/", "K"), key.WithHelp("/", "filter")),
 		Clear:  key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "clear filter")),
 		Verify: key.NewBinding(key.WithKeys("v"), key.WithHelp("v", "verify chain")),
 	}
@@ -41,31 +46,29 @@ func newReceiptsKeys() receiptsKeys {
 
 type receiptsPane struct {
 	paneBase
-	sh     *shared
-	k      receiptsKeys
+	sh *shared
+	k  receiptsKeys
+	// rs is what the pane holds, oldest first. rs[sparse:] is every
+	// receipt of the kind from rs[sparse].Seq to the newest; rs[:sparse]
+	// are only the text filter's matches among the older receipts the
+	// background scan read (it does not hold what did not match).
 	rs     []engine.Receipt
+	sparse int
 	kind   string // filter: exact kind, or a prefix ending in "."
-	sel    int
-	off    int
+	sel    int    // index into rs; with a text filter, a row it shows
+	off    int    // index into the rows shown (visible())
+	receiptsReads
 	atEnd  bool // the cursor follows new receipts
-	oldest bool // no receipt of the kind is older than rs[0]
+	oldest bool // no receipt of the kind is older than the oldest read (from)
 	// shown: the pane has been on screen, so it holds the newest page and
 	// keeps it current. Until then it holds nothing and reads nothing.
-	shown bool
-	// firstOut: the first read since shown is out; the app holds keys
-	// for the pane until it lands (a c typed with the 3 acts on a row).
-	firstOut bool
-	filter   promptInput
-	h        int
-	// loadGen tells the current read of the receipts from stale ones
-	// (a filter changed again before the first read came).
-	loadGen uint64
-	// olderOut: the page above the first receipt held is being read.
-	olderOut bool
+	shown  bool
+	filter promptInput
+	h      int
 }
 
 func newReceiptsPane(sh *shared) *receiptsPane {
-	return &receiptsPane{sh: sh, k: newReceiptsKeys(), filter: newPromptInput("kind › ", "hook. request. policy. hands. module.add …", 64), atEnd: true, h: 20}
+	return &receiptsPane{sh: sh, k: newReceiptsKeys(), filter: newPromptInput("filter › ", "text (smart case), or a kind: hook. request.decide kind=mcp.", 128), atEnd: true, h: 20}
 }
 
 // kindFilter turns what the operator typed into an engine filter: a bare
@@ -79,89 +82,74 @@ func kindFilter(s string) string {
 }
 
 // show is called when the pane comes on screen: the first time, it reads
-// the newest page (every receipt until then included), off the UI
-// goroutine.
+// the newest page (every receipt until then included).
 func (p *receiptsPane) show() tea.Cmd {
-	if p.shown {
-		return nil
-	}
-	p.shown = true
-	p.firstOut = true
-	return p.refresh(p.kind, false, false)
-}
-
-// reload reads the newest receipts of the kind in place: New does it,
-// before the program runs (nothing until the pane is first shown).
-// Update reads with refresh.
-func (p *receiptsPane) reload() {
 	if !p.shown {
-		return // read when first shown
+		p.shown = true
+		return p.reload()
 	}
-	rs, err := p.sh.e.Receipts(engine.ReceiptFilter{Kind: p.kind, Limit: receiptsLoad})
-	if err != nil {
-		p.sh.errStatus(err)
-		return
-	}
-	p.setReceipts(rs)
+	return nil
 }
 
-// receiptsLoadedMsg is a read of the newest receipts of a kind.
-type receiptsLoadedMsg struct {
-	gen      uint64
-	kind     string
-	rs       []engine.Receipt
-	err      error
-	newest   bool // the cursor goes to the newest (a filter chosen)
-	announce bool // say how many the filter shows
+// receiptsPageMsg is the newest page of the kind, read by reload.
+type receiptsPageMsg struct {
+	gen int
+	rs  []engine.Receipt
+	err error
 }
 
-// refresh reads the newest receipts of kind off the UI goroutine (a
-// filter set or cleared, after missed events, a take-over). The pane
-// shows the kind with its receipts, once they are read: never a kind
-// over another kind's list.
-func (p *receiptsPane) refresh(kind string, newest, announce bool) tea.Cmd {
-	p.loadGen++
-	p.olderOut = false
-	gen, e := p.loadGen, p.sh.e
+// reload reads the newest page of the kind off the UI goroutine. What is
+// held stays on screen until it comes (receipts appended meanwhile are
+// kept aside and added after it); a scan or page read in flight is stale.
+func (p *receiptsPane) reload() tea.Cmd {
+	if !p.shown {
+		return nil // read when first shown
+	}
+	p.restart()
+	p.loading = true
+	e, gen, f := p.sh.e, p.gen, engine.ReceiptFilter{Kind: p.kind, Limit: receiptsLoad}
 	return func() tea.Msg {
-		rs, err := e.Receipts(engine.ReceiptFilter{Kind: kind, Limit: receiptsLoad})
-		return receiptsLoadedMsg{gen: gen, kind: kind, rs: rs, err: err, newest: newest, announce: announce}
+		rs, err := e.Receipts(f)
+		return receiptsPageMsg{gen: gen, rs: rs, err: err}
 	}
 }
 
-func (p *receiptsPane) loaded(m receiptsLoadedMsg) {
-	if m.gen != p.loadGen {
-		return // the filter changed again: a later read is out
+// rekind shows another kind: what is held is of the old one, so it goes
+// at once; the newest page of the new kind is read.
+func (p *receiptsPane) rekind(kind string) tea.Cmd {
+	p.kind, p.rs, p.sparse, p.sel, p.off, p.atEnd = kind, nil, 0, 0, 0, true
+	return p.reload()
+}
+
+// loaded takes the newest page read by reload.
+func (p *receiptsPane) loaded(m receiptsPageMsg) tea.Cmd {
+	if m.gen != p.gen || !p.loading {
+		return nil // another read was asked for since
 	}
-	p.firstOut = false
+	p.loading = false
+	early := p.early
+	p.early = nil
 	if m.err != nil {
 		p.sh.errStatus(m.err)
-		return
+		return nil
 	}
-	// Receipts of the kind that came as events after the read stay.
-	held := p.rs
-	p.kind = m.kind
-	if m.newest {
-		p.atEnd = true
+	p.rs, p.oldest, p.sparse = m.rs, len(m.rs) < receiptsLoad, 0
+	p.from = 0
+	if len(p.rs) > 0 {
+		p.from = p.rs[0].Seq
 	}
-	rs := m.rs
-	for _, r := range held {
-		if (len(rs) == 0 || r.Seq > rs[len(rs)-1].Seq) && p.matches(&r) {
-			rs = append(rs, r)
-		}
+	for _, r := range early {
+		p.add(r)
 	}
-	p.setReceipts(rs)
-	if m.announce && p.kind != "" {
-		p.sh.setStatus(fmt.Sprintf("%d receipts of kind %s", len(p.rs), p.kind), false)
-	}
-}
-
-func (p *receiptsPane) setReceipts(rs []engine.Receipt) {
-	p.rs, p.oldest = rs, len(rs) < receiptsLoad
 	if p.atEnd || p.sel >= len(p.rs) {
-		p.sel = len(p.rs) - 1
+		p.sel = p.lastShown()
 	}
 	p.sel = max(p.sel, 0)
+	if p.kindNote && p.query == "" {
+		p.sh.setStatus(fmt.Sprintf("%d receipts of kind %s", len(p.rs), p.kind), false)
+	}
+	p.kindNote = false
+	return p.findScreen()
 }
 
 func (p *receiptsPane) matches(r *engine.Receipt) bool {
@@ -179,6 +167,10 @@ func (p *receiptsPane) add(r engine.Receipt) {
 	if !p.shown || !p.matches(&r) {
 		return
 	}
+	if p.loading {
+		p.early = append(p.early, r) // added after the page being read
+		return
+	}
 	if n := len(p.rs); n > 0 && p.rs[n-1].Seq >= r.Seq {
 		return // already read from storage
 	}
@@ -187,11 +179,13 @@ func (p *receiptsPane) add(r engine.Receipt) {
 		drop := len(p.rs) - receiptsLoad
 		p.rs = append([]engine.Receipt(nil), p.rs[drop:]...)
 		p.oldest = false
+		p.sparse = max(p.sparse-drop, 0)
+		p.from = p.rs[0].Seq // what was dropped is read again if wanted
 		p.sel = max(p.sel-drop, 0)
-		p.off = max(p.off-drop, 0)
+		p.off = 0
 	}
 	if p.atEnd {
-		p.sel = len(p.rs) - 1
+		p.sel = p.lastShown()
 	}
 }
 
@@ -205,7 +199,7 @@ func (p *receiptsPane) keys() keyMap {
 		return p.filter.KeyMap()
 	}
 	short := []key.Binding{k.Up, k.Down, k.Drill, k.Detail, k.Filter, k.Verify}
-	if p.kind != "" {
+	if p.kind != "" || p.query != "" {
 		short = append(short, k.Clear)
 	}
 	return keyMap{short: short, full: [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom}, {k.Drill, k.Detail, k.Filter, k.Clear, k.Verify}}}
@@ -215,20 +209,22 @@ func (p *receiptsPane) update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
 	case verifiedMsg:
 		p.verified(msg)
-	case receiptsLoadedMsg:
-		p.loaded(msg)
-	case olderReceiptsMsg:
-		p.olderRead(msg)
+	case receiptsScanMsg:
+		return p.scanned(msg)
+	case receiptsPageMsg:
+		return p.loaded(msg)
 	case tea.KeyMsg:
 		return p.key(msg)
 	case tea.MouseMsg:
-		var cmd tea.Cmd
-		move := func(d int) { cmd = p.move(d) }
-		if i := listMouse(msg, 3, 2, p.off, len(p.rs), move); i >= 0 {
-			p.sel = i
-			p.atEnd = i == len(p.rs)-1
+		vis := p.visible()
+		if i := listMouse(msg, 3, 2, p.off, len(vis), p.move); i >= 0 {
+			p.sel = vis[i]
+			p.atEnd = i == len(vis)-1
 		}
-		return cmd
+		if p.wheelOlder {
+			p.wheelOlder = false
+			return p.readOlder()
+		}
 	}
 	return nil
 }
@@ -236,43 +232,57 @@ func (p *receiptsPane) update(msg tea.Msg) tea.Cmd {
 func (p *receiptsPane) key(msg tea.KeyMsg) tea.Cmd {
 	k := p.k
 	if p.filter.Active() {
-		cmd, outcome, kind := p.filter.Update(msg)
+		cmd, outcome, typed := p.filter.Update(msg)
 		if outcome == promptSubmitted {
-			return tea.Batch(cmd, p.refresh(kindFilter(kind), true, true))
+			return tea.Batch(cmd, p.setFilter(typed))
 		}
 		return cmd
 	}
 	page := max(p.h-3, 1)
+	if p.query != "" {
+		return p.keyFiltered(msg, page)
+	}
 	if sel, ok := navKey(msg, k.KeyMap, p.sel, len(p.rs), page, nil); ok {
-		// Up past the first receipt held reads the page above (older
-		// shifts the cursor with what it prepends), then moves again
-		// from where the key found it.
+		// Up past the first receipt held reads the page above, off the
+		// UI goroutine; when it comes, the cursor goes where the key
+		// meant (the row above, a page up, the top), unless it was moved
+		// meanwhile.
 		var cmd tea.Cmd
 		if sel == 0 && key.Matches(msg, k.Up, k.PageUp, k.Top) && (p.sel == 0 || key.Matches(msg, k.Top) || p.sel-page < 0) {
-			from := p.sel
-			cmd = p.older(func(n int) {
-				p.sel, _ = navKey(msg, k.KeyMap, from+n, len(p.rs), page, nil)
-			})
+			want := p.sel - 1
+			switch {
+			case key.Matches(msg, k.Top):
+				want = pendingTop
+			case key.Matches(msg, k.PageUp):
+				want = p.sel - page
+			}
+			cmd = p.readOlder()
+			if cmd != nil {
+				p.pending, p.pendingAt = want, 0
+			}
 		}
 		p.sel, p.atEnd = sel, sel == len(p.rs)-1
 		return cmd
 	}
+	return p.action(msg)
+}
+
+// action handles the keys that are not moves.
+func (p *receiptsPane) action(msg tea.KeyMsg) tea.Cmd {
+	k := p.k
 	switch {
 	case key.Matches(msg, k.Filter):
-		return p.filter.Open(p.kind)
+		return p.filter.Open(p.typed)
 	case key.Matches(msg, k.Clear):
-		if p.kind != "" {
-			return p.refresh("", true, false)
-		}
-	case key.Matches(msg, k.Drill) && p.sel < len(p.rs):
-		r := p.rs[p.sel]
+		return p.clearFilter()
+	case key.Matches(msg, k.Drill) && p.sel < len(p.rs) && !p.hidden(p.sel):
+		r, _ := p.selected()
 		if run, req := receiptTarget(r); run != "" || req != 0 {
 			return drill(drillMsg{from: "#" + fmt.Sprint(r.Seq), run: run, request: req})
 		}
 		fallthrough // nothing to open: its detail
 	case key.Matches(msg, k.Detail):
-		if p.sel < len(p.rs) {
-			r := p.rs[p.sel]
+		if r, ok := p.selected(); ok {
 			return openOverlay(textOverlay(p.sh, fmt.Sprintf("receipt %d · %s", r.Seq, r.Kind), receiptDetail(r)))
 		}
 	case key.Matches(msg, k.Verify):
@@ -316,68 +326,21 @@ func (p *receiptsPane) verified(m verifiedMsg) {
 	}
 }
 
-// olderReceiptsMsg is the page above the first receipt held.
-type olderReceiptsMsg struct {
-	gen    uint64
-	before uint64 // the first receipt held when asked
-	rs     []engine.Receipt
-	err    error
-	// then moves the cursor once the n receipts read are prepended, if
-	// it is still on the first row, where the key that asked left it.
-	then func(n int)
-}
-
-// older reads the page above the first receipt held, off the UI
-// goroutine; nil when there is none or it is being read.
-func (p *receiptsPane) older(then func(n int)) tea.Cmd {
-	if p.oldest || len(p.rs) == 0 || p.olderOut {
-		return nil
-	}
-	p.olderOut = true
-	gen, e, kind, before := p.loadGen, p.sh.e, p.kind, p.rs[0].Seq
-	return func() tea.Msg {
-		rs, err := e.Receipts(engine.ReceiptFilter{Kind: kind, Limit: receiptsLoad, Before: before})
-		return olderReceiptsMsg{gen: gen, before: before, rs: rs, err: err, then: then}
-	}
-}
-
-// olderRead prepends a page of older receipts, the cursor on its receipt
-// (or moved on by the key that asked, if it stayed where that left it).
-func (p *receiptsPane) olderRead(m olderReceiptsMsg) {
-	if m.gen != p.loadGen || len(p.rs) == 0 || p.rs[0].Seq != m.before {
-		return // read again meanwhile
-	}
-	p.olderOut = false
-	if m.err != nil {
-		p.sh.errStatus(m.err)
-		return
-	}
-	p.oldest = len(m.rs) < receiptsLoad
-	if len(m.rs) == 0 {
-		return
-	}
-	atTop := p.sel == 0
-	p.rs = append(m.rs, p.rs...)
-	p.sel += len(m.rs)
-	p.off += len(m.rs)
-	if atTop && m.then != nil {
-		m.then(len(m.rs))
-	}
-	p.atEnd = p.sel == len(p.rs)-1
-}
-
-func (p *receiptsPane) move(d int) tea.Cmd {
+// move is the mouse wheel: d rows among those shown. Past the first
+// receipt held it asks for the page above (update sends the read).
+func (p *receiptsPane) move(d int) {
 	if len(p.rs) == 0 {
-		return nil
+		return
 	}
-	var cmd tea.Cmd
-	if p.sel+d < 0 {
-		from := p.sel
-		cmd = p.older(func(n int) { p.sel = min(max(from+n+d, 0), len(p.rs)-1) })
+	if p.query != "" {
+		p.moveFiltered(d)
+		return
+	}
+	if p.sel+d < 0 && !p.oldest {
+		p.wheelOlder = true
 	}
 	p.sel = min(max(p.sel+d, 0), len(p.rs)-1)
 	p.atEnd = p.sel == len(p.rs)-1
-	return cmd
 }
 
 // receiptDetail is a receipt in full, details pretty-printed.
@@ -428,9 +391,21 @@ func receiptWidths(w int) receiptCols {
 func (p *receiptsPane) view(w, h int) string {
 	p.h = h
 	th := p.sh.th
+	vis := p.visible()
 	title := fmt.Sprintf("Receipts · newest %d", len(p.rs))
+	if p.loading {
+		title = "Receipts · reading the newest…"
+	}
 	if p.kind != "" {
-		title += " of kind " + p.kind
+		title += " of kind " + plain(p.kind, 30)
+	}
+	empty := "  no receipts" + map[bool]string{true: " of kind " + plain(p.kind, 30), false: ""}[p.kind != ""]
+	if p.loading {
+		empty = "  reading…"
+	} else if p.query != "" {
+		title, empty = p.filterTitle(len(vis))
+	} else if p.scanning {
+		title += " · reading older…"
 	}
 	c := receiptWidths(w)
 	cols := func(seq, at, rel, kind, actor, subj, sum string) string {
@@ -443,12 +418,16 @@ func (p *receiptsPane) view(w, h int) string {
 	}
 	out := []string{fit(th.Title.Render(title), w), fit("  "+th.TableHead.Render(cols("seq", "time", "", "kind", "actor", "subject", "summary")), w)}
 	rows := max(h-2, 1)
-	p.off = scrollOff(p.off, p.sel, rows, len(p.rs))
-	if len(p.rs) == 0 {
-		out = append(out, th.Dim.Render("  no receipts"+map[bool]string{true: " of kind " + p.kind, false: ""}[p.kind != ""]))
+	if len(vis) > 0 && p.hidden(p.sel) {
+		p.sel = vis[p.at(vis)] // the cursor rests on a row shown
+	}
+	p.off = scrollOff(p.off, p.at(vis), rows, len(vis))
+	if len(vis) == 0 {
+		out = append(out, th.Dim.Render(empty))
 	}
 	now := p.sh.now()
-	for i := p.off; i < len(p.rs) && len(out) < h; i++ {
+	for j := p.off; j < len(vis) && len(out) < h; j++ {
+		i := vis[j]
 		r := p.rs[i]
 		line := cols(fmt.Sprint(r.Seq), stamp(r.At, now), ago(r.At, now), r.Kind, p.sh.actorShort(string(r.Actor)), r.Subject, OneLine(r.Summary))
 		if i == p.sel {

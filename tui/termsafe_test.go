@@ -98,7 +98,7 @@ func TestHostileTextIsEscapedInEveryPane(t *testing.T) {
 	c.keys("4") // Modules: the version in the styled title row
 	wait("hostile 1.0␛]0;pwned-by-version␇", "desc ␛]52;c;cm0gLXJmIH4=␇␛[2J safe␍EVIL end")
 	c.keys("3", "/") // Receipts: the module.add summary, and its detail
-	wait("kind ›")
+	wait("filter ›")
 	c.keys("module.add", "enter")
 	wait("of kind module.add")
 	c.keys("enter")
