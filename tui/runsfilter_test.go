@@ -198,3 +198,22 @@ func TestSlashHintsSayWhichSide(t *testing.T) {
 		t.Errorf("on the log: hints %q", short)
 	}
 }
+
+// TestShowClearsARunsFilterHidingTheRun: a run shown on purpose (started
+// from Modules, drilled to) is not left hidden under the cursor.
+func TestShowClearsARunsFilterHidingTheRun(t *testing.T) {
+	e := newEngine(t)
+	filteredRuns(t, e)
+	p := newStreamsPane(testShared(e))
+	p.resize(100, 30)
+	p.reload()
+	p.setRunQuery("one")
+	other := p.runs[0] // beta/other, hidden by "one"
+	if !p.hidden(0) || p.selectedID() == other.ID {
+		t.Fatalf("beta/other is not hidden by the filter")
+	}
+	p.show(other.ID)
+	if p.runQuery != "" || p.selectedID() != other.ID || !p.focusLog {
+		t.Errorf("show left the filter %q, selection %q (want %s)", p.runQuery, p.selectedID(), other.ID)
+	}
+}
