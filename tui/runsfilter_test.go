@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -216,4 +217,31 @@ func TestShowClearsARunsFilterHidingTheRun(t *testing.T) {
 	if p.runQuery != "" || p.selectedID() != other.ID || !p.focusLog {
 		t.Errorf("show left the filter %q, selection %q (want %s)", p.runQuery, p.selectedID(), other.ID)
 	}
+}
+
+// BenchmarkRunsFilter: what a runs filter costs a frame over maxRuns
+// runs with inputs; the baseline decodes each run's inputs every time,
+// as the filter would without inputsText.
+func BenchmarkRunsFilter(b *testing.B) {
+	p := newStreamsPane(testShared(nil))
+	for i := range maxRuns {
+		p.runs = append(p.runs, engine.RunRecord{ID: fmt.Sprintf("20261201T0928%02d-e3a1f%d", i%60, i), Module: "chatty", Hook: "lines",
+			Actor: "local:root", Status: engine.RunSucceeded, Inputs: []byte(`{"name":"x","count":3,"path":"/a/b"}`)})
+	}
+	p.runQuery = "count=3"
+	b.Run("decodeEachTime", func(b *testing.B) {
+		for range b.N {
+			shownRows(len(p.runs), func(i int) bool {
+				r := p.runs[i]
+				return !contains(strings.Join([]string{r.Module + "/" + r.Hook, r.ID, r.Status, r.Actor, inputsLine(r.Inputs)}, " "), p.runQuery)
+			})
+		}
+	})
+	b.Run("visible", func(b *testing.B) {
+		for range b.N {
+			if len(p.visible()) != maxRuns {
+				b.Fatal("the filter lost runs")
+			}
+		}
+	})
 }

@@ -73,10 +73,12 @@ type streamsPane struct {
 	// acted on (selectedID).
 	runFilter promptInput
 	runQuery  string
-	scanGen   int // the search or filter going on in slices (scanOnMsg)
-	w, h      int
-	leftW     int
-	dests     destTracker // destinations reached, per run (network.go)
+	// inputsSeen holds each run's inputsLine for the filter (inputsText).
+	inputsSeen map[string]string
+	scanGen    int // the search or filter going on in slices (scanOnMsg)
+	w, h       int
+	leftW      int
+	dests      destTracker // destinations reached, per run (network.go)
 	// pendingFor finds the oldest pending request a run asked (the app
 	// wires it to the Requests pane): it shows under the run's stream
 	// and y/n answer it there.
@@ -223,7 +225,24 @@ func (p *streamsPane) hidden(i int) bool {
 		return false
 	}
 	r := p.runs[i]
-	return !contains(strings.Join([]string{r.Module + "/" + r.Hook, r.ID, r.Status, r.Actor, inputsLine(r.Inputs)}, " "), p.runQuery)
+	return !contains(strings.Join([]string{r.Module + "/" + r.Hook, r.ID, r.Status, r.Actor, p.inputsText(r)}, " "), p.runQuery)
+}
+
+// inputsText is run r's inputs as inputsLine says them, decoded once per
+// run (a run's inputs never change) and not on every frame.
+func (p *streamsPane) inputsText(r engine.RunRecord) string {
+	if len(r.Inputs) == 0 {
+		return ""
+	}
+	if s, ok := p.inputsSeen[r.ID]; ok {
+		return s
+	}
+	if p.inputsSeen == nil || len(p.inputsSeen) >= 4*maxRuns {
+		p.inputsSeen = map[string]string{} // bounded: forget, decode again
+	}
+	s := inputsLine(r.Inputs)
+	p.inputsSeen[r.ID] = s
+	return s
 }
 
 // visible lists the indexes of the runs the filter leaves, in order.
