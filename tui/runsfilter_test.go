@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	tea "github.com/charmbracelet/bubbletea"
+
 	"warden/engine"
 )
 
@@ -244,4 +246,27 @@ func BenchmarkRunsFilter(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestRunsFilterClickPicksAShownRow: a click on the runs list picks among
+// the rows on screen (the filter's), not by the unfiltered index.
+func TestRunsFilterClickPicksAShownRow(t *testing.T) {
+	e := newEngine(t)
+	filteredRuns(t, e)
+	p := newStreamsPane(testShared(e))
+	p.resize(100, 30)
+	p.reload()
+	p.setRunQuery("one")
+	p.view(100, 30)
+	// Row 2 under the title is the second match, alpha/one (unfiltered,
+	// it would be the hidden beta/other).
+	p.update(tea.MouseMsg{X: 2, Y: 2, Button: tea.MouseButtonLeft, Action: tea.MouseActionPress})
+	if r, _ := p.record(p.selectedID()); r.Module+"/"+r.Hook != "alpha/one" {
+		t.Errorf("the click picked %q, want alpha/one", r.Module+"/"+r.Hook)
+	}
+	// A click under the last shown row picks nothing.
+	p.update(tea.MouseMsg{X: 2, Y: 3, Button: tea.MouseButtonLeft, Action: tea.MouseActionPress})
+	if r, _ := p.record(p.selectedID()); r.Module+"/"+r.Hook != "alpha/one" {
+		t.Errorf("a click below the list moved the cursor to %q", r.Module+"/"+r.Hook)
+	}
 }
