@@ -859,7 +859,7 @@ func (p *streamsPane) stepRuns(d int) tea.Cmd {
 	var older tea.Cmd
 	if t >= len(vis) {
 		if len(vis) > 0 {
-			p.sel = vis[len(vis)-1]
+			p.sel = vis[len(vis)-1] // the page goes on from here
 		}
 		older = p.olderRuns(p.cursorID(), t-max(len(vis)-1, at))
 		t = len(vis) - 1
@@ -962,8 +962,7 @@ func (p *streamsPane) keepSel() {
 	p.off = scrollOff(p.off, shownAt(vis, p.sel), p.runRows(), len(vis))
 }
 
-// runRows is how many run rows the list draws (under its title, and a
-// "no match" row).
+// runRows is how many run rows the list draws (under its title).
 func (p *streamsPane) runRows() int {
 	return max(p.h-1, 1)
 }
