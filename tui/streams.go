@@ -27,6 +27,10 @@ type streamsKeys struct {
 	Follow, Search, Next, Prev  key.Binding
 	Level, Invert, Wrap, Cancel key.Binding
 	Clear                       key.Binding
+	// / means one thing per side: it filters the runs list while the
+	// list has focus, and searches the log while the log has. The
+	// short hints name the side's meaning; help (Search) names both.
+	Filter, FilterHint, SearchHint key.Binding
 }
 
 func newStreamsKeys() streamsKeys {
@@ -39,13 +43,17 @@ func newStreamsKeys() streamsKeys {
 		Log:    key.NewBinding(key.WithKeys("right"), key.WithHelp("→", "log")),
 		Open:   key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "open/whole line")),
 		Follow: key.NewBinding(key.WithKeys("f"), key.WithHelp("f", "follow")),
-		Search: key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "search")),
-		Next:   key.NewBinding(key.WithKeys("n"), key.WithHelp("n", "next match")),
-		Prev:   key.NewBinding(key.WithKeys("N"), key.WithHelp("N", "prev match")),
-		Level:  key.NewBinding(key.WithKeys("l"), key.WithHelp("l", "level filter")),
-		Invert: key.NewBinding(key.WithKeys("!"), key.WithHelp("!", "invert filter")),
-		Wrap:   key.NewBinding(key.WithKeys("w"), key.WithHelp("w", "wrap")),
-		Cancel: key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "cancel run")),
+		Search: key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "runs: filter, log: search")),
+		Filter: key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "filter the runs")),
+		// The same keys, as the status line's hints say them.
+		SearchHint: key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "search")),
+		FilterHint: key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "filter runs")),
+		Next:       key.NewBinding(key.WithKeys("n"), key.WithHelp("n", "next match")),
+		Prev:       key.NewBinding(key.WithKeys("N"), key.WithHelp("N", "prev match")),
+		Level:      key.NewBinding(key.WithKeys("l"), key.WithHelp("l", "level filter")),
+		Invert:     key.NewBinding(key.WithKeys("!"), key.WithHelp("!", "invert filter")),
+		Wrap:       key.NewBinding(key.WithKeys("w"), key.WithHelp("w", "wrap")),
+		Cancel:     key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "cancel run")),
 	}
 }
 
@@ -60,10 +68,17 @@ type streamsPane struct {
 	focusLog bool
 	log      *logView
 	search   promptInput
-	scanGen  int // the search or filter going on in slices (scanOnMsg)
-	w, h     int
-	leftW    int
-	dests    destTracker // destinations reached, per run (network.go)
+	// runFilter and runQuery: / on the runs list shows only the runs
+	// whose row holds the query (smart case); a run it hides is never
+	// acted on (selectedID).
+	runFilter promptInput
+	runQuery  string
+	// inputsSeen holds each run's inputsLine for the filter (inputsText).
+	inputsSeen map[string]string
+	scanGen    int // the search or filter going on in slices (scanOnMsg)
+	w, h       int
+	leftW      int
+	dests      destTracker // destinations reached, per run (network.go)
 	// pendingFor finds the oldest pending request a run asked (the app
 	// wires it to the Requests pane): it shows under the run's stream
 	// and y/n answer it there.
@@ -92,6 +107,7 @@ type streamsPane struct {
 func newStreamsPane(sh *shared) *streamsPane {
 	return &streamsPane{sh: sh, k: newStreamsKeys(), log: newLogView(sh), search: newPromptInput("/", "search this stream", 256), w: 80, h: 20,
 		reason:     newPromptInput("deny: reason (optional, enter to deny) › ", "", 500),
+		runFilter:  newPromptInput("filter runs › ", "module/hook, run id, status, actor or inputs", 128),
 		pendingFor: func(string) (engine.Request, bool) { return engine.Request{}, false }}
 }
 
@@ -146,7 +162,7 @@ func (p *streamsPane) runsLoaded(m runsLoadedMsg) tea.Cmd {
 	if !p.setRuns(m.runs, m.live, m.err) {
 		return nil
 	}
-	if run := p.want; run != "" && run == p.selectedID() {
+	if run := p.want; run != "" && run == p.cursorID() {
 		return p.doLog(forRun(run, func(v *logView) {
 			v.refreshMeta()
 			if v.follow {
@@ -172,7 +188,7 @@ func (p *streamsPane) setRuns(runs, live []engine.RunRecord, err error) bool {
 			runs = append(runs, r) // older than the page: live runs come newest first
 		}
 	}
-	cur := p.selectedID()
+	cur := p.cursorID()
 	p.runs = runs
 	p.sel = 0
 	for i, r := range runs {
@@ -183,12 +199,68 @@ func (p *streamsPane) setRuns(runs, live []engine.RunRecord, err error) bool {
 	return true
 }
 
+// selectedID is the run the cursor is on, when the filter shows it: a
+// run the filter hides is never opened, cancelled, copied or paged,
+// even when the cursor is left on it because nothing matches.
 func (p *streamsPane) selectedID() string {
+	if p.sel >= 0 && p.sel < len(p.runs) && !p.hidden(p.sel) {
+		return p.runs[p.sel].ID
+	}
+	return ""
+}
+
+// cursorID is the run the cursor is on, shown or not (to keep the cursor
+// on its run when the list is read again).
+func (p *streamsPane) cursorID() string {
 	if p.sel >= 0 && p.sel < len(p.runs) {
 		return p.runs[p.sel].ID
 	}
 	return ""
 }
+
+// hidden reports whether the runs filter hides run i. The text matched
+// is what the run's row and the log's title show of it.
+func (p *streamsPane) hidden(i int) bool {
+	if p.runQuery == "" {
+		return false
+	}
+	r := p.runs[i]
+	return !contains(strings.Join([]string{r.Module + "/" + r.Hook, r.ID, r.Status, r.Actor, p.inputsText(r)}, " "), p.runQuery)
+}
+
+// inputsText is run r's inputs as inputsLine says them, decoded once per
+// run (a run's inputs never change) and not on every frame.
+func (p *streamsPane) inputsText(r engine.RunRecord) string {
+	if len(r.Inputs) == 0 {
+		return ""
+	}
+	if s, ok := p.inputsSeen[r.ID]; ok {
+		return s
+	}
+	if p.inputsSeen == nil || len(p.inputsSeen) >= 4*maxRuns {
+		p.inputsSeen = map[string]string{} // bounded: forget, decode again
+	}
+	s := inputsLine(r.Inputs)
+	p.inputsSeen[r.ID] = s
+	return s
+}
+
+// visible lists the indexes of the runs the filter leaves, in order.
+func (p *streamsPane) visible() []int { return shownRows(len(p.runs), p.hidden) }
+
+// setRunQuery filters the runs list ("" shows it all): the cursor moves
+// to the nearest run the filter leaves, and the log follows it.
+func (p *streamsPane) setRunQuery(q string) tea.Cmd {
+	p.runQuery = q
+	if len(p.runs) > 0 {
+		p.sel = landOn(p.sel, 1, len(p.runs), p.hidden)
+	}
+	p.keepSel()
+	return p.openSelected()
+}
+
+// onRuns reports whether the runs list has focus (and is drawn).
+func (p *streamsPane) onRuns() bool { return !p.focusLog && p.leftW > 0 }
 
 func (p *streamsPane) openSelected() tea.Cmd {
 	if id := p.selectedID(); id != "" && id != p.want {
@@ -220,6 +292,11 @@ func (p *streamsPane) show(id string) tea.Cmd {
 		if r.ID == id {
 			p.sel, found = i, true
 		}
+	}
+	if found && p.hidden(p.sel) {
+		// The run asked for is shown, whatever the filter said.
+		p.runQuery = ""
+		p.sh.setStatus("runs filter cleared to show run "+id, false)
 	}
 	if !found {
 		e := p.sh.e
@@ -322,11 +399,16 @@ func (p *streamsPane) receipt(rc engine.Receipt) {
 	p.dests.receipt(rc)
 }
 
-func (p *streamsPane) capturing() bool { return p.search.Active() || p.reason.Active() }
+func (p *streamsPane) capturing() bool {
+	return p.search.Active() || p.reason.Active() || p.runFilter.Active()
+}
 
 func (p *streamsPane) prompt() string {
-	if p.reason.Active() {
+	switch {
+	case p.reason.Active():
 		return p.reason.View()
+	case p.runFilter.Active():
+		return p.runFilter.View()
 	}
 	return p.search.View()
 }
@@ -347,18 +429,25 @@ func (p *streamsPane) keys() keyMap {
 	if p.reason.Active() {
 		return p.reason.KeyMap()
 	}
+	if p.runFilter.Active() {
+		return p.runFilter.KeyMap()
+	}
+	search := k.SearchHint
+	if p.onRuns() {
+		search = k.FilterHint
+	}
 	if _, ok := p.pending(); ok && !p.sh.opts.Viewer {
 		ans := []key.Binding{
 			key.NewBinding(key.WithKeys("y"), key.WithHelp("y", "approve request")),
 			key.NewBinding(key.WithKeys("n"), key.WithHelp("n", "deny request")),
 		}
-		return keyMap{short: append(ans, k.Open, k.Follow, k.Search, k.Level, k.Cancel), full: [][]key.Binding{ans}}
+		return keyMap{short: append(ans, k.Open, k.Follow, search, k.Level, k.Cancel), full: [][]key.Binding{ans}}
 	}
 	nav := []key.Binding{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Runs, k.Log, k.Open, k.Clear}
 	logk := []key.Binding{k.Follow, k.Search, k.Next, k.Prev, k.Level, k.Invert, k.Wrap, k.Cancel}
-	short := []key.Binding{k.Open, k.Follow, k.Search, k.Next, k.Level, k.Invert, k.Wrap}
+	short := []key.Binding{k.Open, k.Follow, search, k.Next, k.Level, k.Invert, k.Wrap}
 	if !p.focusLog {
-		short = []key.Binding{k.Up, k.Down, k.Open, k.Follow, k.Search, k.Level, k.Cancel}
+		short = []key.Binding{k.Up, k.Down, k.Open, k.Follow, search, k.Cancel, k.Level}
 	}
 	return keyMap{short: short, full: [][]key.Binding{nav, logk}}
 }
@@ -372,6 +461,7 @@ func (p *streamsPane) resize(w, h int) {
 	p.log.width = w - p.leftW - min(p.leftW, 1)
 	p.log.height = max(h-1, 1)
 	p.search.SetWidth(max(w-4, 10))
+	p.runFilter.SetWidth(max(w-16, 10))
 	p.reason.SetWidth(max(w-44, 10))
 	// Placing the cursor reads nothing; filling a taller screen may, and
 	// resize cannot answer with a command: the next update does it.
@@ -420,6 +510,13 @@ func (p *streamsPane) handle(msg tea.Msg) tea.Cmd {
 		}
 		if p.search.Active() {
 			return p.typingKey(msg)
+		}
+		if p.runFilter.Active() {
+			cmd, outcome, q := p.runFilter.Update(msg)
+			if outcome == promptSubmitted {
+				return tea.Batch(cmd, p.setRunQuery(strings.TrimSpace(q)))
+			}
+			return cmd
 		}
 		if r, ok := p.pending(); ok {
 			// The run shown waits on a question: y and n answer it
@@ -479,6 +576,8 @@ func (p *streamsPane) key(msg tea.KeyMsg) tea.Cmd {
 	switch {
 	case key.Matches(msg, k.Follow):
 		return p.doLog(logKey(func(v *logView) { v.setFollow(!v.follow) }))
+	case key.Matches(msg, k.Filter) && p.onRuns():
+		return p.runFilter.Open(p.runQuery)
 	case key.Matches(msg, k.Search):
 		return p.search.Open(v.query)
 	case key.Matches(msg, k.Next), key.Matches(msg, k.Prev):
@@ -521,6 +620,10 @@ func (p *streamsPane) key(msg tea.KeyMsg) tea.Cmd {
 		}))
 	case key.Matches(msg, k.Cancel):
 		return p.cancelRun()
+	case key.Matches(msg, k.Clear) && !p.focusLog && p.runQuery != "":
+		// On the runs, esc clears their filter first.
+		p.sh.setStatus("runs filter cleared", false)
+		return p.setRunQuery("")
 	case key.Matches(msg, k.Clear):
 		if v.query != "" || v.level != levelAll || v.invert {
 			return p.doLog(func(v *logView) func() tea.Cmd {
@@ -537,17 +640,19 @@ func (p *streamsPane) key(msg tea.KeyMsg) tea.Cmd {
 	if !p.focusLog {
 		switch {
 		case key.Matches(msg, k.Up):
-			return p.selectRun(p.sel - 1)
+			return p.stepRuns(-1)
 		case key.Matches(msg, k.Down):
-			return p.selectRun(p.sel + 1)
+			return p.stepRuns(1)
 		case key.Matches(msg, k.PageUp):
-			return p.selectRun(p.sel - page)
+			return p.stepRuns(-page)
 		case key.Matches(msg, k.PageDown):
-			return p.selectRun(p.sel + page)
+			return p.stepRuns(page)
 		case key.Matches(msg, k.Top):
-			return p.selectRun(0)
+			return p.endRuns(0, 1)
 		case key.Matches(msg, k.Bottom):
-			return p.selectRun(len(p.runs) - 1)
+			return p.endRuns(len(p.runs)-1, -1)
+		case key.Matches(msg, k.Open) && p.selectedID() == "" && p.runQuery != "":
+			p.sh.setStatus(fmt.Sprintf("no run matches %q: esc clears the filter", p.runQuery), false)
 		case key.Matches(msg, k.Open), key.Matches(msg, k.Log):
 			if p.want != "" {
 				p.focusLog = true
@@ -710,6 +815,9 @@ func (p *streamsPane) cancelRun() tea.Cmd {
 		id = p.selectedID()
 	}
 	if id == "" {
+		if p.runQuery != "" {
+			p.sh.setStatus(fmt.Sprintf("no run matches %q: nothing to cancel (esc clears the filter)", p.runQuery), false)
+		}
 		return nil
 	}
 	// The list holds every run still running: one it does not hold is not.
@@ -727,20 +835,51 @@ func (p *streamsPane) cancelRun() tea.Cmd {
 	return ask(q, "the hook is stopped; its receipt says cancelled by you", false, func() tea.Msg { return cancelledMsg{run: id, err: e.CancelRun(actor, id)} })
 }
 
-func (p *streamsPane) selectRun(i int) tea.Cmd {
+// stepRuns moves the cursor d rows among the runs the filter shows.
+// Past the last one held, the cursor goes to the last shown now, and on
+// by what is left once the next page of older runs is read (a page
+// with no match reads the next, till the history ends).
+func (p *streamsPane) stepRuns(d int) tea.Cmd {
+	if len(p.runs) == 0 || d == 0 {
+		return nil
+	}
+	vis := p.visible()
+	// at is the cursor's place among the shown rows; a cursor on a hidden
+	// row sits between its shown neighbours.
+	at := 0
+	for _, i := range vis {
+		if i < p.sel {
+			at++
+		}
+	}
+	if d > 0 && (p.sel >= len(p.runs) || p.hidden(p.sel)) {
+		at--
+	}
+	t := at + d
+	var older tea.Cmd
+	if t >= len(vis) {
+		if len(vis) > 0 {
+			p.sel = vis[len(vis)-1] // the page goes on from here
+		}
+		older = p.olderRuns(p.cursorID(), t-max(len(vis)-1, at))
+		t = len(vis) - 1
+	}
+	if len(vis) > 0 {
+		p.sel = vis[max(t, 0)]
+	}
+	p.keepSel()
+	return tea.Batch(p.openSelected(), older)
+}
+
+// endRuns puts the cursor on the first (dir 1) or last (dir -1) run the
+// filter shows, from row i.
+func (p *streamsPane) endRuns(i, dir int) tea.Cmd {
 	if len(p.runs) == 0 {
 		return nil
 	}
-	var older tea.Cmd
-	if i >= len(p.runs) {
-		// Past the runs held: the selection goes to the last one now, and
-		// on by what is left once the next page is read.
-		last := len(p.runs) - 1
-		older = p.olderRuns(p.runs[last].ID, i-last)
-	}
-	p.sel = min(max(i, 0), len(p.runs)-1)
+	p.sel = landOn(i, dir, len(p.runs), p.hidden)
 	p.keepSel()
-	return tea.Batch(p.openSelected(), older)
+	return p.openSelected()
 }
 
 // olderRunsMsg is the page of runs after the last page read.
@@ -777,6 +916,9 @@ func (p *streamsPane) olderRunsRead(m olderRunsMsg) tea.Cmd {
 		return nil
 	}
 	if len(m.rs) == 0 {
+		if m.left > 0 && p.runQuery != "" {
+			p.sh.setStatus(fmt.Sprintf("no older run matches %q", p.runQuery), false)
+		}
 		return nil
 	}
 	p.pageEnd = m.rs[len(m.rs)-1].ID
@@ -789,7 +931,7 @@ func (p *streamsPane) olderRunsRead(m olderRunsMsg) tea.Cmd {
 			p.runs = append(p.runs, r)
 		}
 	}
-	cur := p.selectedID()
+	cur := p.cursorID()
 	sort.SliceStable(p.runs, func(i, j int) bool { return p.runs[i].ID > p.runs[j].ID })
 	for i, r := range p.runs {
 		if r.ID == cur {
@@ -797,7 +939,7 @@ func (p *streamsPane) olderRunsRead(m olderRunsMsg) tea.Cmd {
 		}
 	}
 	if m.left > 0 && cur == m.from {
-		return p.selectRun(p.sel + m.left)
+		return p.stepRuns(m.left)
 	}
 	p.keepSel()
 	return nil
@@ -813,8 +955,26 @@ func (p *streamsPane) record(id string) (engine.RunRecord, bool) {
 	return engine.RunRecord{}, false
 }
 
+// keepSel keeps the cursor on screen; the offset counts the rows the
+// filter shows.
 func (p *streamsPane) keepSel() {
-	p.off = scrollOff(p.off, p.sel, max(p.h-1, 1), len(p.runs))
+	vis := p.visible()
+	p.off = scrollOff(p.off, shownAt(vis, p.sel), p.runRows(), len(vis))
+}
+
+// runRows is how many run rows the list draws (under its title).
+func (p *streamsPane) runRows() int {
+	return max(p.h-1, 1)
+}
+
+// shownAt is row sel's place among the shown rows vis (the nearest shown
+// row before it when the filter hides it).
+func shownAt(vis []int, sel int) int {
+	at := sort.SearchInts(vis, sel)
+	if at < len(vis) && vis[at] == sel {
+		return at
+	}
+	return max(at-1, 0)
 }
 
 func (p *streamsPane) mouse(msg tea.MouseMsg) tea.Cmd {
@@ -826,7 +986,7 @@ func (p *streamsPane) mouse(msg tea.MouseMsg) tea.Cmd {
 			d = -3
 		}
 		if onLeft {
-			return p.selectRun(p.sel + d/3)
+			return p.stepRuns(d / 3)
 		}
 		return p.doLog(logKey(func(v *logView) { v.move(d) }))
 	case tea.MouseButtonLeft:
@@ -835,8 +995,11 @@ func (p *streamsPane) mouse(msg tea.MouseMsg) tea.Cmd {
 		}
 		if onLeft {
 			p.focusLog = false
-			if i := p.off + msg.Y - 1; i < len(p.runs) {
-				return p.selectRun(i)
+			// Rows on screen are the ones the filter leaves.
+			if vis := p.visible(); p.off+msg.Y-1 < len(vis) {
+				p.sel = vis[p.off+msg.Y-1]
+				p.keepSel()
+				return p.openSelected()
 			}
 		} else {
 			p.focusLog = true
@@ -878,12 +1041,16 @@ func (p *streamsPane) runsView(w, h int) string {
 	if p.focusLog {
 		title = th.Dim
 	}
-	out := []string{fit(title.Render(fmt.Sprintf("Runs (%d)", len(p.runs))), w)}
+	vis := p.visible()
+	out := []string{fit(title.Render(p.runsTitle(len(vis), w)), w)}
 	if len(p.runs) == 0 {
 		out = append(out, fit(th.Dim.Render(plain("no runs yet: 4 Modules → enter on a hook", w)), w))
+	} else if len(vis) == 0 {
+		out = append(out, fit(th.Dim.Render("no match for "+plain(p.runQuery, max(w-13, 1))), w))
 	}
 	now := p.sh.now()
-	for i := p.off; i < len(p.runs) && len(out) < h; i++ {
+	for k := p.off; k < len(vis) && len(out) < h; k++ {
+		i := vis[k]
 		r := p.runs[i]
 		glyph, st := runGlyph(th, r.Status)
 		dur := runDuration(r, now)
@@ -914,6 +1081,24 @@ func (p *streamsPane) runsView(w, h int) string {
 		out = append(out, strings.Repeat(" ", w))
 	}
 	return strings.Join(out, "\n")
+}
+
+// runsTitle is the runs list's title: with a filter, the filter, how to
+// clear it, and how many runs of those held it shows, shortened to what
+// w holds (the count last to go).
+func (p *streamsPane) runsTitle(shown, w int) string {
+	if p.runQuery == "" {
+		return fmt.Sprintf("Runs (%d)", len(p.runs))
+	}
+	count := fmt.Sprintf(" · %d of %d", shown, len(p.runs))
+	for _, f := range []string{"Runs · filter %s (esc clears)", "filter %s (esc clears)", "/%s (esc clears)", "/%s"} {
+		head := strings.Replace(f, "%s", "", 1)
+		qw := w - textWidth(head) - textWidth(count)
+		if qw >= min(textWidth(p.runQuery), 8) {
+			return strings.Replace(f, "%s", plain(p.runQuery, qw), 1) + count
+		}
+	}
+	return "/" + plain(p.runQuery, max(w-1-textWidth(count), 1)) + count
 }
 
 func (p *streamsPane) logTitle(w int) string {
