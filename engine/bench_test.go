@@ -49,9 +49,10 @@ func (o *opTimer) report() {
 	o.b.ReportMetric(float64(o.ds[len(o.ds)*99/100].Nanoseconds()), "p99-ns")
 }
 
-// BenchmarkStoreGetHookkit: config.get round trips through the SDK, the
-// socket, the broker, the run's Store handler and a storage read.
-func BenchmarkStoreGetHookkit(b *testing.B) {
+// idleRunConfig starts an idle unjailed run whose module config holds
+// region=eu-central and returns its config store, dialled as the hook's
+// SDK would; the run is cancelled when the benchmark ends.
+func idleRunConfig(b *testing.B) *hookkit.Store {
 	e := setupScripts(b, Options{},
 		map[string]string{"sleep.sh": "#!/bin/sh\nexec sleep 600\n"},
 		map[string]string{"idle": "    run: [./sleep.sh]\n    timeout: 20m\n    idle_timeout: 10m\n"})
@@ -62,16 +63,28 @@ func BenchmarkStoreGetHookkit(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer func() {
+	b.Cleanup(func() {
 		h.Cancel()
 		h.Wait()
-	}()
+	})
 	c, err := hookkit.Dial(h.r.brk.SocketPath(), h.r.token)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer c.Close()
-	cfg := c.Config()
+	b.Cleanup(func() { c.Close() })
+	return c.Config()
+}
+
+// p50ns is the median of d, in nanoseconds (d is sorted in place).
+func p50ns(d []time.Duration) float64 {
+	slices.Sort(d)
+	return float64(d[len(d)/2].Nanoseconds())
+}
+
+// BenchmarkStoreGetHookkit: config.get round trips through the SDK, the
+// socket, the broker, the run's Store handler and a storage read.
+func BenchmarkStoreGetHookkit(b *testing.B) {
+	cfg := idleRunConfig(b)
 	ot := newOpTimer(b)
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -114,26 +127,7 @@ func BenchmarkUnixPingPongBaseline(b *testing.B) {
 //
 //	go test ./engine/ -run '^$' -bench StoreGetVsPingPong -benchtime 20000x -count 3
 func BenchmarkStoreGetVsPingPong(b *testing.B) {
-	e := setupScripts(b, Options{},
-		map[string]string{"sleep.sh": "#!/bin/sh\nexec sleep 600\n"},
-		map[string]string{"idle": "    run: [./sleep.sh]\n    timeout: 20m\n    idle_timeout: 10m\n"})
-	if err := e.SetConfig(testActor, "testmod", "region", "eu-central"); err != nil {
-		b.Fatal(err)
-	}
-	h, err := e.StartRun(testActor, RunRequest{Module: "testmod", Hook: "idle", Jail: JailOff})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() {
-		h.Cancel()
-		h.Wait()
-	}()
-	c, err := hookkit.Dial(h.r.brk.SocketPath(), h.r.token)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
-	cfg := c.Config()
+	cfg := idleRunConfig(b)
 	ping := unixPingPong(b)
 	var gets, pings []time.Duration
 	b.ResetTimer()
@@ -151,11 +145,7 @@ func BenchmarkStoreGetVsPingPong(b *testing.B) {
 		pings = append(pings, time.Since(t0))
 	}
 	b.StopTimer()
-	p50 := func(d []time.Duration) float64 {
-		slices.Sort(d)
-		return float64(d[len(d)/2].Nanoseconds())
-	}
-	g, pp := p50(gets), p50(pings)
+	g, pp := p50ns(gets), p50ns(pings)
 	b.ReportMetric(g, "get-p50-ns")
 	b.ReportMetric(pp, "pingpong-p50-ns")
 	b.ReportMetric(g/pp, "ratio")

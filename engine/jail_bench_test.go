@@ -180,11 +180,7 @@ func BenchmarkJailedVsBare(b *testing.B) {
 		baseline = append(baseline, time.Since(t0))
 	}
 	b.StopTimer()
-	p50 := func(d []time.Duration) float64 {
-		slices.Sort(d)
-		return float64(d[len(d)/2].Nanoseconds())
-	}
-	j, bw := p50(jailed), p50(baseline)
+	j, bw := p50ns(jailed), p50ns(baseline)
 	b.ReportMetric(j, "jailed-p50-ns")
 	b.ReportMetric(bw, "bare-p50-ns")
 	b.ReportMetric(j/bw, "ratio")
