@@ -48,6 +48,9 @@ const (
 	KindNetworkConnect = storage.KindNetworkConnect
 )
 
+// KindFamilies are the families of every receipt kind, each ending in ".".
+func KindFamilies() []string { return storage.KindFamilies() }
+
 // ValidRunID reports whether id has the shape of a run id.
 func ValidRunID(id string) bool { return storage.ValidRunID(id) }
 

@@ -53,3 +53,11 @@ const (
 	KindFamilyMCP     = "mcp."
 	KindFamilyNetwork = "network."
 )
+
+// KindFamilies are the families of every kind above, each ending in ".",
+// for a view that must tell a kind from other text. A new family is added
+// here with its kinds.
+func KindFamilies() []string {
+	return []string{KindFamilyHook, KindFamilyModule, KindFamilyHands, KindFamilyPolicy, KindFamilyRequest,
+		KindFamilyMCP, KindFamilyNetwork, "secret.", "config.", "token.", "trust.", "access.", "control.", "stream."}
+}

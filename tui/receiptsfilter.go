@@ -27,8 +27,7 @@ import (
 
 // receiptFamilies are the kind families a typed token must start with to
 // read as a kind: "example.com" is text, "hook.end" a kind.
-var receiptFamilies = []string{"hook", "module", "hands", "policy", "request", "mcp", "network",
-	"secret", "config", "token", "trust", "access", "control", "stream"}
+var receiptFamilies = engine.KindFamilies()
 
 // receiptsReads is the receipts pane's reads in flight (the newest page,
 // the page above, a text filter's slices) and its text filter.
@@ -100,7 +99,7 @@ func kindLike(f string) bool {
 	}
 	known := false
 	for _, k := range receiptFamilies {
-		known = known || fam == k
+		known = known || fam+"." == k
 	}
 	if !known {
 		return false
