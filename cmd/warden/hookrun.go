@@ -70,16 +70,16 @@ prompt; without a terminal the answer is no.`,
 				}
 				sub := e.Subscribe()
 				defer sub.Close()
-				h, err := e.StartRun(engine.LocalActor(), req)
+				sigs := make(chan os.Signal, 1)
+				signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+				defer signal.Stop(sigs)
+				h, err := startCatching(e, req, sigs)
 				if err != nil {
 					return err
 				}
 				if !a.json {
 					fmt.Fprintf(a.stderr, "run %s of %s/%s started (jail %s)\n", h.ID, argv[0], argv[1], jailName(jail))
 				}
-				sigs := make(chan os.Signal, 1)
-				signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-				defer signal.Stop(sigs)
 				go func() {
 					select {
 					case sig := <-sigs:
@@ -431,6 +431,46 @@ func checkInputs(m *engine.Module, hook string, raw map[string]string) error {
 
 // signalReason is the cancel reason recorded when `warden hook run` is
 // stopped by sig.
+// startCatching starts the run with sigs already caught. The hook may be
+// running before StartRun answers; a SIGTERM or SIGINT in that window
+// used to kill this process, and the run was then cancelled as a hang-up,
+// not by the signal. Now such a signal cancels the run, for that signal,
+// as soon as it has an id. A start that is slow to answer (it may wait on
+// a permission request) does not hold the signal: after startGrace the
+// signal takes its default course, as before.
+func startCatching(e engine.Facade, req engine.RunRequest, sigs chan os.Signal) (*engine.RunHandle, error) {
+	type started struct {
+		h   *engine.RunHandle
+		err error
+	}
+	startc := make(chan started, 1)
+	go func() {
+		h, err := e.StartRun(engine.LocalActor(), req)
+		startc <- started{h, err}
+	}()
+	select {
+	case r := <-startc:
+		return r.h, r.err
+	case sig := <-sigs:
+		select {
+		case r := <-startc:
+			if r.err == nil {
+				r.h.CancelFor(signalReason(sig))
+			}
+			return r.h, r.err
+		case <-time.After(startGrace):
+			signal.Reset(sig)
+			if s, ok := sig.(syscall.Signal); ok {
+				syscall.Kill(os.Getpid(), s)
+			}
+			return nil, fmt.Errorf("%s while the run was starting", sig)
+		}
+	}
+}
+
+// startGrace is how long a signal waits for a run's start to answer.
+const startGrace = 2 * time.Second
+
 func signalReason(sig os.Signal) string {
 	if sig == syscall.SIGINT {
 		return "" // Ctrl-C: the operator's own cancel
