@@ -105,3 +105,5 @@ require (
 	golang.org/x/exp v0.0.0-20241108190413-2d47ceb2692f // indirect
 	golang.org/x/text v0.44.0 // indirect
 )
+
+replace github.com/charmbracelet/bubbletea => ./tui/third_party/bubbletea
