@@ -177,3 +177,23 @@ func TestPagerQuitEarly(t *testing.T) {
 		t.Errorf("the pager read %q", raw)
 	}
 }
+
+// TestPagerHandsBackALiveScreen: after a pager that exits at once (here
+// one that is not there, the commonest mistake in $PAGER) the console
+// draws again, every time. Bubble Tea v1.3.10 could stay frozen after an
+// exec that returned quickly (bubbletea #1778): its old render goroutine
+// stopped the ticker the new one waited on. third_party/bubbletea carries
+// the fix until upstream has it.
+func TestPagerHandsBackALiveScreen(t *testing.T) {
+	e := newEngine(t)
+	streamModule(t, e)
+	runHook(t, e, "chatty", "lines")
+	t.Setenv("PAGER", filepath.Join(t.TempDir(), "no-such-pager"))
+	c := startConsole(t, e)
+	c.wait("Runs (1)")
+	for i := 0; i < 40; i++ {
+		c.keys("o")
+		c.wait("the pager failed", "Runs (1)") // redrawn after the pager
+	}
+	c.final()
+}

@@ -33,6 +33,7 @@ type standardRenderer struct {
 	framerate          time.Duration
 	ticker             *time.Ticker
 	done               chan struct{}
+	listenerGone       chan struct{} // closed when the running listen() has returned
 	lastRender         string
 	lastRenderedLines  []string
 	linesRendered      int
@@ -96,15 +97,25 @@ func (r *standardRenderer) start() {
 	// the done channel and its corresponding sync.Once.
 	r.once = sync.Once{}
 
-	go r.listen()
+	r.listenerGone = make(chan struct{})
+	go r.listen(r.listenerGone)
+}
+
+// stopListener stops the listen goroutine and waits until it has returned,
+// so that its ticker.Stop() cannot land after the next start()'s
+// ticker.Reset(), which would leave the renderer frozen (warden's patch for
+// charmbracelet/bubbletea#1778).
+func (r *standardRenderer) stopListener() {
+	r.once.Do(func() {
+		r.done <- struct{}{}
+		<-r.listenerGone
+	})
 }
 
 // stop permanently halts the renderer, rendering the final frame.
 func (r *standardRenderer) stop() {
 	// Stop the renderer before acquiring the mutex to avoid a deadlock.
-	r.once.Do(func() {
-		r.done <- struct{}{}
-	})
+	r.stopListener()
 
 	// flush locks the mutex
 	r.flush()
@@ -131,9 +142,7 @@ func (r *standardRenderer) execute(seq string) {
 // kill halts the renderer. The final frame will not be rendered.
 func (r *standardRenderer) kill() {
 	// Stop the renderer before acquiring the mutex to avoid a deadlock.
-	r.once.Do(func() {
-		r.done <- struct{}{}
-	})
+	r.stopListener()
 
 	r.mtx.Lock()
 	defer r.mtx.Unlock()
@@ -144,7 +153,8 @@ func (r *standardRenderer) kill() {
 }
 
 // listen waits for ticks on the ticker, or a signal to stop the renderer.
-func (r *standardRenderer) listen() {
+func (r *standardRenderer) listen(gone chan struct{}) {
+	defer close(gone)
 	for {
 		select {
 		case <-r.done:
