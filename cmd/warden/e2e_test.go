@@ -217,7 +217,7 @@ func needTool(t *testing.T, name, fix string) {
 }
 
 // goTool finds the go command that builds the binary under test.
-func goTool(t *testing.T) string {
+func goTool(t testing.TB) string {
 	t.Helper()
 	if p, err := exec.LookPath("go"); err == nil {
 		return p
