@@ -193,9 +193,7 @@ func consoleHome(t *testing.T, prefix string, modules ...string) (base, bin, dat
 	base = privateDir(t, prefix)
 	bin = filepath.Join(base, "bin", "warden")
 	data = filepath.Join(base, "data")
-	if out, err := exec.Command(goTool(t), "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	buildWarden(t, bin)
 	for _, m := range modules {
 		dir := filepath.Join(base, "modules", m)
 		os.MkdirAll(filepath.Dir(dir), 0o755)

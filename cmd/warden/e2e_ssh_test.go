@@ -49,9 +49,7 @@ func TestSSHEndToEnd(t *testing.T) {
 	base := privateDir(t, "warden-e2e-ssh-")
 	bin := filepath.Join(base, "bin", "warden")
 	data := filepath.Join(base, "data")
-	if out, err := exec.Command(goTool(t), "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	buildWarden(t, bin)
 	hello := filepath.Join(base, "modules", "hello")
 	os.MkdirAll(filepath.Dir(hello), 0o755)
 	if out, err := exec.Command("cp", "-a", filepath.Join("..", "..", "examples", "modules", "hello"), hello).CombinedOutput(); err != nil {

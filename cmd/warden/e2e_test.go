@@ -34,10 +34,7 @@ func TestConsoleEndToEnd(t *testing.T) {
 	base := privateDir(t, "warden-e2e-")
 	bin := filepath.Join(base, "bin", "warden")
 	data := filepath.Join(base, "data")
-	build := exec.Command(goTool(t), "build", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	buildWarden(t, bin)
 	hello := filepath.Join(base, "modules", "hello")
 	os.MkdirAll(filepath.Dir(hello), 0o755)
 	if out, err := exec.Command("cp", "-a", filepath.Join("..", "..", "examples", "modules", "hello"), hello).CombinedOutput(); err != nil {
@@ -143,10 +140,7 @@ func TestConsoleHandsPodman(t *testing.T) {
 	base := privateDir(t, "warden-e2e-")
 	bin := filepath.Join(base, "bin", "warden")
 	data := filepath.Join(base, "data")
-	build := exec.Command(goTool(t), "build", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	buildWarden(t, bin)
 	handsRoot := filepath.Join(handstest.Base(t, sock), "task1")
 	tm := startConsole(t, base, bin, data, "", "WARDEN_TEST_PODMAN="+sock)
 	tm.waitFor(t, "1 Streams", 10*time.Second)
@@ -213,6 +207,16 @@ func needTool(t *testing.T, name, fix string) {
 			t.Fatalf("%s is missing in CI: the test command installs it (%s)", name, fix)
 		}
 		t.Skipf("%s is not installed: %s", name, fix)
+	}
+}
+
+// buildWarden builds the product's warden into bin with go build, as an
+// operator's copy is built (not this test binary, which links the tests'
+// packages too).
+func buildWarden(t testing.TB, bin string) {
+	t.Helper()
+	if out, err := exec.Command(goTool(t), "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
 	}
 }
 

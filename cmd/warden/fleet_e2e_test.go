@@ -88,9 +88,7 @@ type fleetRig struct {
 // initialises the fleet with admin's credentials.
 func (r *fleetRig) setUp() {
 	r.t.Helper()
-	if out, err := exec.Command(goTool(r.t), "build", "-o", r.bin, ".").CombinedOutput(); err != nil {
-		r.t.Fatalf("go build: %v\n%s", err, out)
-	}
+	buildWarden(r.t, r.bin)
 	r.hello = filepath.Join(r.base, "modules", "hello")
 	os.MkdirAll(filepath.Dir(r.hello), 0o755)
 	if out, err := exec.Command("cp", "-a", filepath.Join("..", "..", "examples", "modules", "hello"), r.hello).CombinedOutput(); err != nil {

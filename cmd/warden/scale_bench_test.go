@@ -338,18 +338,15 @@ func scaleStore(b *testing.B, n int) *scaleData {
 	return s
 }
 
-// buildProduct builds warden into bin with go build, as an operator's
-// copy is built, once per test process (a reused WARDEN_SCALE_DIR may
-// hold an earlier build's). Not this test binary: it links the tests'
-// packages too, and every verb it runs would pay for their start.
+// buildProduct builds warden into bin (buildWarden) once per test
+// process; a reused WARDEN_SCALE_DIR may hold an earlier build's. Not
+// this test binary: every verb it runs would pay for the start of the
+// tests' packages too.
 func buildProduct(b *testing.B, bin string) {
 	if productBuilt == bin {
 		return
 	}
-	os.MkdirAll(filepath.Dir(bin), 0o755)
-	if out, err := exec.Command(goTool(b), "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		b.Fatalf("go build: %v\n%s", err, out)
-	}
+	buildWarden(b, bin)
 	productBuilt = bin
 }
 

@@ -80,9 +80,7 @@ func TestServeSIGTERMCancelsRunningHook(t *testing.T) {
 	base := privateDir(t, "warden-serve-")
 	bin := filepath.Join(base, "bin", "warden")
 	data := filepath.Join(base, "data")
-	if out, err := exec.Command(goTool(t), "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	buildWarden(t, bin)
 	mod, marker := sleeperModule(t, base)
 	if out, err := exec.Command(bin, "--data-dir", data, "module", "add", mod).CombinedOutput(); err != nil {
 		t.Fatalf("module add: %v: %s", err, out)
@@ -252,9 +250,7 @@ func TestServeRunInputs(t *testing.T) {
 	base := privateDir(t, "warden-serve-run-")
 	bin := filepath.Join(base, "bin", "warden")
 	data := filepath.Join(base, "data")
-	if out, err := exec.Command(goTool(t), "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	buildWarden(t, bin)
 	if out, err := exec.Command(bin, "--data-dir", data, "module", "add", example(t, "hello")).CombinedOutput(); err != nil {
 		t.Fatalf("module add: %v: %s", err, out)
 	}
@@ -361,9 +357,7 @@ func TestServeSIGTERMGivesJailedHookItsGrace(t *testing.T) {
 	base := privateDir(t, "warden-serve-grace-")
 	bin := filepath.Join(base, "bin", "warden")
 	data := filepath.Join(base, "data")
-	if out, err := exec.Command(goTool(t), "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	buildWarden(t, bin)
 	mod := filepath.Join(base, "modules", "graceful")
 	out := filepath.Join(base, "out")
 	os.MkdirAll(mod, 0o755)

@@ -412,9 +412,7 @@ func TestSSHServeSIGTERMRestoresTerminals(t *testing.T) {
 	base := privateDir(t, "warden-ssh-term-")
 	bin := filepath.Join(base, "bin", "warden")
 	data := filepath.Join(base, "data")
-	if out, err := exec.Command(goTool(t), "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	buildWarden(t, bin)
 	op, opPub := sshTestKey(t)
 	vw, vwPub := sshTestKey(t)
 	operators := filepath.Join(base, "operators")
