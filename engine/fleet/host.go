@@ -444,7 +444,7 @@ func (h *Host) publishBacklog(timed bool) error {
 		}
 		h.mu.Unlock()
 		dirty = true
-		if r.Seq-lastCP >= CheckpointReceipts {
+		if countCheckpointDue(r.Seq, lastCP) {
 			if err := h.checkpoint(r); err != nil {
 				return err
 			}
@@ -467,6 +467,17 @@ func (h *Host) publishBacklog(timed bool) error {
 		}
 	}
 	return nil
+}
+
+// countCheckpointDue says whether receipt seq gets a checkpoint of its
+// own: the first receipt at or past each multiple of CheckpointReceipts
+// since the last checkpoint. Counting from the multiples, not from the
+// last checkpoint, keeps the witnessed seqs where an operator expects
+// them (100, 200, ...) whenever a timed checkpoint came in between, and
+// still leaves no more than CheckpointReceipts receipts unwitnessed. A
+// seq missing from the chain moves the checkpoint to the next one there.
+func countCheckpointDue(seq, lastCP uint64) bool {
+	return seq/CheckpointReceipts > lastCP/CheckpointReceipts
 }
 
 type outgoing struct {

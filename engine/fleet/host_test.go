@@ -111,16 +111,35 @@ func TestHostCheckpointsAndRejoin(t *testing.T) {
 		}
 		return h
 	}
-	h := join()
 	actor := engine.LocalActor()
 	var rev uint64
-	for i := 0; i < 150; i++ {
-		p, err := e.SetPolicy(actor, engine.Policy{Subject: "module:m", Network: i%2 == 0}, rev)
-		if err != nil {
-			t.Fatal(err)
+	setPolicies := func(n int) {
+		t.Helper()
+		for i := 0; i < n; i++ {
+			p, err := e.SetPolicy(actor, engine.Policy{Subject: "module:m", Network: i%2 == 0}, rev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rev = p.Revision
 		}
-		rev = p.Revision
 	}
+	// An earlier session published up to a timed checkpoint at the
+	// head, short of 100 (a timed one can land anywhere: its first tick
+	// is at a random phase). The count checkpoint still comes at seq 100.
+	setPolicies(37)
+	early, err := e.Receipts(engine.ReceiptFilter{Limit: 1})
+	if err != nil || len(early) != 1 || early[0].Seq >= 100 {
+		t.Fatalf("head after 37 changes: %+v %v", early, err)
+	}
+	seeded, _ := json.Marshal(hostState{Cursor: early[0].Seq, Checkpoint: &Checkpoint{At: time.Now().UTC(), Hash: early[0].Hash, Host: "hostc", Seq: early[0].Seq}})
+	if err := os.MkdirAll(filepath.Join(data, "fleet"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(data, "fleet", stateFile), seeded, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h := join()
+	setPolicies(113)
 	op, err := Dial(url, mustCreds(t, creds, "alice"), "", RoleOperator)
 	if err != nil {
 		t.Fatal(err)
@@ -497,4 +516,29 @@ func stopPID(pid int) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	syscall.Kill(pid, syscall.SIGKILL)
+}
+
+// TestCountCheckpointsLandOnTheHundreds: the count rule, apart from any
+// clock: a timed checkpoint between two hundreds does not move the next
+// count checkpoint, and a missing seq moves it to the next one present.
+func TestCountCheckpointsLandOnTheHundreds(t *testing.T) {
+	for _, c := range []struct {
+		seq, lastCP uint64
+		due         bool
+	}{
+		{99, 0, false},
+		{100, 0, true},
+		{100, 37, true}, // a timed checkpoint at 37 came first
+		{99, 37, false},
+		{137, 100, false},
+		{101, 0, true}, // seq 100 was not there
+		{101, 100, false},
+		{200, 100, true},
+		{250, 199, true},
+		{299, 200, false},
+	} {
+		if got := countCheckpointDue(c.seq, c.lastCP); got != c.due {
+			t.Errorf("seq %d after a checkpoint at %d: due %v, want %v", c.seq, c.lastCP, got, c.due)
+		}
+	}
 }

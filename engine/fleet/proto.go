@@ -50,7 +50,8 @@ const (
 	// DownAfter is how old a heartbeat may be before its host shows down.
 	DownAfter = 3 * HeartbeatEvery
 	// CheckpointEvery and CheckpointReceipts: a host checkpoints its
-	// chain every 100 receipts, or every 10 s when it has new ones.
+	// chain at every 100th receipt (seq 100, 200, ...), and every 10 s
+	// when it has new ones.
 	CheckpointEvery    = 10 * time.Second
 	CheckpointReceipts = 100
 	// DecideTimeout bounds an operator's wait for a host's answer.
