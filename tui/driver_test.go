@@ -1,6 +1,8 @@
 package tui
 
 import (
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,8 +12,8 @@ import (
 )
 
 // driver runs the App's Update loop by hand, for tests that look at
-// frames between keys. Commands run with a short timeout: those that
-// wait (ticks, blinks, the event reader) are dropped.
+// frames between keys. Each command runs to its end, except those that
+// wait by design (ticks, blinks, the event reader), which are dropped.
 type driver struct {
 	t   *testing.T
 	app *App
@@ -52,19 +54,88 @@ func (d *driver) run(cmd tea.Cmd) []tea.Msg {
 		return nil
 	}
 	ch := make(chan tea.Msg, 1)
-	go func() { ch <- cmd() }()
-	select {
-	case m := <-ch:
-		if m == nil {
-			return nil
+	id := make(chan string, 1)
+	go driverCommand(cmd, id, ch)
+	gid := <-id
+	look := time.NewTicker(100 * time.Millisecond)
+	defer look.Stop()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		select {
+		case m := <-ch:
+			if m == nil {
+				return nil
+			}
+			if _, ok := m.(tea.QuitMsg); ok {
+				return nil
+			}
+			return []tea.Msg{m}
+		case <-look.C:
+			stack, alive := goroutineStack(gid)
+			if !alive {
+				continue // it has just returned: its message is on ch
+			}
+			if waitsOnPurpose(stack) {
+				return nil
+			}
+			if time.Now().After(deadline) {
+				d.t.Fatalf("a console command ran for 20 s without returning:\n%s", stack)
+			}
 		}
-		if _, ok := m.(tea.QuitMsg); ok {
-			return nil
-		}
-		return []tea.Msg{m}
-	case <-time.After(100 * time.Millisecond):
-		return nil
 	}
+}
+
+// driverCommand runs one command on its own goroutine, first saying which
+// goroutine that is, so that the driver can look at what it waits on.
+func driverCommand(cmd tea.Cmd, id chan<- string, out chan<- tea.Msg) {
+	buf := make([]byte, 64)
+	buf = buf[:runtime.Stack(buf, false)]
+	f := strings.Fields(string(buf)) // "goroutine N [running]:"
+	id <- f[1]
+	out <- cmd()
+}
+
+// goroutineStack is the stack of goroutine gid, and whether it is alive.
+func goroutineStack(gid string) (string, bool) {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.HasPrefix(g, "goroutine "+gid+" [") {
+			return g, true
+		}
+	}
+	return "", false
+}
+
+// waitsOnPurpose tells a command that waits by design (a tick, a cursor
+// blink, the event reader, a job's next frame: the driver drops those, as
+// nothing the test does will end them) from one doing work that a loaded
+// machine has made slow (a storage read, a decision's fsync'd receipt:
+// the driver waits for those, so that a test never sees a frame from
+// before its own key's work).
+func waitsOnPurpose(stack string) bool {
+	// Closures are named after the function that made them, and a made
+	// inline one after its caller too ("(*App).tookOver.(*App).waitEvents
+	// .func1"), hence names without their package.
+	for _, w := range []string{
+		".Tick.func",               // bubbletea.Tick: the tick, a toast, spinners
+		".Every.func",              // bubbletea.Every
+		"(*Model).BlinkCmd.func",   // a text input's cursor
+		"(*App).waitEvents.func",   // the event reader
+		"(*progressJob).next.func", // a job's next frame
+	} {
+		if strings.Contains(stack, w) {
+			return true
+		}
+	}
+	return false
 }
 
 // typ types runes and named keys.
@@ -103,3 +174,22 @@ func keyMsg(k string) tea.Msg {
 }
 
 func (d *driver) view() string { return normalize(d.app.View()) }
+
+// TestDriverWaitsForWorkNotForTicks: the harness itself. Work made slow
+// by a loaded machine reaches Update; a tick that nothing will end is
+// dropped, as the event reader is.
+func TestDriverWaitsForWorkNotForTicks(t *testing.T) {
+	d := &driver{t: t}
+	type done struct{}
+	slow := func() tea.Msg { time.Sleep(400 * time.Millisecond); return done{} }
+	if got := d.run(slow); len(got) != 1 {
+		t.Fatalf("slow work was dropped: %v", got)
+	}
+	start := time.Now()
+	if got := d.run(tea.Tick(time.Hour, func(time.Time) tea.Msg { return done{} })); got != nil {
+		t.Fatalf("a tick reached Update: %v", got)
+	}
+	if waited := time.Since(start); waited > 10*time.Second {
+		t.Fatalf("the driver waited %s on an hour's tick", waited)
+	}
+}
