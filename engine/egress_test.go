@@ -179,8 +179,8 @@ func egressScenario(args []string) int {
 		fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\n\r\n", net.JoinHostPort(arg(1), arg(2)))
 		time.Sleep(time.Second)
 		c.Close()
-		time.Sleep(500 * time.Millisecond) // the bridge passes the close on
-		say("hangup done")
+		say("hangup closed")
+		time.Sleep(time.Minute) // the test cancels the run once the close has closed the request
 	case "tunnel":
 		_, status := connectTunnel(net.JoinHostPort(arg(1), arg(2)))
 		say("tunnel %s", status)
@@ -904,13 +904,29 @@ func TestEgressHangupClosesRequest(t *testing.T) {
 	w := newTLSWorld(t)
 	e := egressEngine(t, w, true, map[string]string{"hangup": egressHook("hangup", "other.test", strconv.Itoa(w.pong))})
 	defer e.AttachOperator()()
-	o, cs := runEgress(t, e, "hangup")
-	wantEscape(t, "bwrap", cs, "hangup", "hangup done")
-	rs, err := e.Requests(RequestFilter{All: true})
+	h, err := e.StartRun(testActor, RunRequest{Module: "testmod", Hook: "hangup", Jail: JailBwrap})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rs) != 1 || rs[0].Decision == nil || rs[0].Decision.Reason != "the hook closed the connection before a decision" {
+	// The hook lives on after its close: only the close can have decided
+	// the request (a run's end closes its requests too, for another reason).
+	var rs []Request
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if rs, err = e.Requests(RequestFilter{All: true}); err != nil {
+			t.Fatal(err)
+		}
+		if len(rs) == 1 && rs[0].Decision != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			h.Cancel()
+			t.Fatalf("the request stayed open after the hook closed its connection: %+v\n%s", rs, streamText(t, e, h.ID))
+		}
+	}
+	h.Cancel()
+	o := h.Wait()
+	wantEscape(t, "bwrap", checks(t, e, o.Run.ID), "hangup", "hangup closed")
+	if rs[0].Decision.Reason != "the hook closed the connection before a decision" {
 		t.Fatalf("requests: %+v", rs)
 	}
 	if c := connectReceipts(t, e, o.Run.ID); len(c) != 1 || c[0].Details["reason"] != "the hook closed the connection before a decision" {

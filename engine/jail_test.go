@@ -519,7 +519,7 @@ func TestJailEnvAllowList(t *testing.T) {
 func TestJailIdentityAndLifetime(t *testing.T) {
 	needJail(t)
 	marker := fmt.Sprintf("300.%09d", rand.IntN(1e9)) // sleep takes decimals
-	e := setupRun(t, map[string]string{"linger": escapeYAML("escape-linger", marker) + "    timeout: 3s\n"})
+	e := setupRun(t, map[string]string{"linger": escapeYAML("escape-linger", marker) + "    timeout: 6s\n"})
 	t.Cleanup(func() { killMarked(marker) })
 
 	h, err := e.StartRun(testActor, RunRequest{Module: "testmod", Hook: "linger", Jail: JailBwrap})

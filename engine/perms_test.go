@@ -115,7 +115,9 @@ func startPermsRun(t *testing.T, e *Engine, hook string) (*RunHandle, *Subscript
 }
 
 func permsYAML(scenario string, args ...string) string {
-	return escapeYAML(scenario, args...) + "    timeout: 2m\n    idle_timeout: 2s\n"
+	// 3 s idle: short enough that a test can sleep past it, long enough
+	// for a race-built child to start on a loaded machine.
+	return escapeYAML(scenario, args...) + "    timeout: 2m\n    idle_timeout: 3s\n"
 }
 
 func kinds(t *testing.T, e *Engine, kind string) []Receipt {
@@ -147,7 +149,7 @@ func TestPermsApproveOnceThenAskedAgain(t *testing.T) {
 	if d := first.Expires.Sub(first.Created); d > 2*time.Minute || d < time.Minute {
 		t.Errorf("expires %s after creation, want the run's deadline, 2m after its start", d)
 	}
-	time.Sleep(3 * time.Second) // past the 2s idle limit: the clock is paused
+	time.Sleep(4 * time.Second) // past the 3s idle limit: the clock is paused
 	if _, err := e.Approve(testActor, first.ID, "looked fine"); err != nil {
 		t.Fatal(err)
 	}

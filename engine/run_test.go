@@ -190,9 +190,10 @@ func TestIdleHookIsKilled(t *testing.T) {
 }
 
 func TestActiveHookOutlivesIdleLimit(t *testing.T) {
-	// Ticks every 400ms for 4.8s under a 2s idle limit. (The limit is not
-	// tighter because a race-enabled child can take a second to start.)
-	e := setupRun(t, map[string]string{"r": hookYAML("ticking", greetingOutput+"    idle_timeout: 2s\n")})
+	// Ticks every 400ms for 4.8s under a 3s idle limit. (The limit is not
+	// tighter because a race-enabled child can take a second or two to
+	// start on a loaded machine.)
+	e := setupRun(t, map[string]string{"r": hookYAML("ticking", greetingOutput+"    idle_timeout: 3s\n")})
 	o := run(t, e, "r", nil)
 	if !o.OK() {
 		t.Fatalf("a hook that keeps logging was killed: %s", o.Run.Error)
@@ -200,7 +201,7 @@ func TestActiveHookOutlivesIdleLimit(t *testing.T) {
 }
 
 func TestConfirmPausesIdleClock(t *testing.T) {
-	e := setupRun(t, map[string]string{"r": hookYAML("confirm-wait", greetingOutput+"    idle_timeout: 2s\n")})
+	e := setupRun(t, map[string]string{"r": hookYAML("confirm-wait", greetingOutput+"    idle_timeout: 3s\n")})
 	detach := e.AttachOperator()
 	defer detach()
 	sub := e.Subscribe()
@@ -224,7 +225,7 @@ func TestConfirmPausesIdleClock(t *testing.T) {
 			}
 		}
 	}
-	time.Sleep(5 * time.Second) // well past the idle limit
+	time.Sleep(5 * time.Second) // well past the 3s idle limit
 	if _, err := e.DecideRequest("local:test", id, ApproveOnce, ""); err != nil {
 		t.Fatalf("%v (run: %+v)", err, h.Wait().Run)
 	}
@@ -236,7 +237,9 @@ func TestConfirmPausesIdleClock(t *testing.T) {
 }
 
 func TestOverallTimeoutKillsProcessGroup(t *testing.T) {
-	e := setupRun(t, map[string]string{"r": hookYAML("grandchild", "    timeout: 1s\n    idle_timeout: 1m\n")})
+	// 3 s: the race-built child must start and name its grandchild
+	// first, which can take a second on a loaded machine.
+	e := setupRun(t, map[string]string{"r": hookYAML("grandchild", "    timeout: 3s\n    idle_timeout: 1m\n")})
 	o := run(t, e, "r", nil)
 	if o.OK() || !strings.Contains(o.Run.Error, "timeout") {
 		t.Fatalf("status %s, error %q", o.Run.Status, o.Run.Error)

@@ -82,17 +82,18 @@ func TestJWTCredsRenewed(t *testing.T) {
 	if err := admin.Init(t.Context(), InitOptions{MaxBytes: 64 << 20}); err != nil {
 		t.Fatal(err)
 	}
-	// JWT expiry has a resolution of a second; leave the join time.
-	hostFile, _ := creds(t, tr, dir, "web1", tr.Account, time.Now().Add(3*time.Second))
-	hc, err := LoadCreds(hostFile)
-	if err != nil {
-		t.Fatal(err)
-	}
 	e, err := engine.Open(engine.Options{DataDir: filepath.Join(dir, "data")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer e.Close()
+	// JWT expiry has a resolution of a second; leave the join time (a
+	// loaded machine can take a few seconds to join).
+	hostFile, _ := creds(t, tr, dir, "web1", tr.Account, time.Now().Add(6*time.Second))
+	hc, err := LoadCreds(hostFile)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var logMu sync.Mutex
 	var logs []string
 	h, err := Join(e, HostOptions{URL: url, Creds: hc, Name: "web1", Version: "test", Logf: func(f string, a ...any) {
