@@ -83,10 +83,7 @@ func TestConsoleDailyE2E(t *testing.T) {
 	startTick := func() {
 		tm.keys(t, "4")
 		tm.waitFor(t, "Modules (2)", 10*time.Second)
-		for i := 0; i < 4 && !strings.Contains(tm.capture(t), "▸   tick "); i++ {
-			tm.keys(t, "Down")
-			time.Sleep(100 * time.Millisecond)
-		}
+		tm.moveTo(t, "the tick hook", func(s string) bool { return strings.Contains(s, "▸   tick ") })
 		tm.waitRe(t, `▸\s+tick\s+`, 10*time.Second)
 		tm.keys(t, "Enter")
 		tm.waitFor(t, "run tick/tick now, jailed (bubblewrap)? [Y/n]", 10*time.Second)

@@ -362,19 +362,40 @@ func (tm *tmuxConsole) wait(t *testing.T, what string, ok func(string) bool, tim
 // engine socket, image and access), moves the cursor onto it and takes it.
 func (tm *tmuxConsole) pick(t *testing.T, option string, timeout time.Duration) {
 	t.Helper()
-	s := tm.waitFor(t, option, timeout)
-	for range 20 {
-		if cursorOn(s, option) {
-			tm.keys(t, "Enter")
-			// The field moved on once the cursor line is gone.
-			tm.wait(t, "the field after "+option, func(s string) bool { return !cursorOn(s, option) }, 10*time.Second)
-			return
+	tm.waitFor(t, option, timeout)
+	tm.moveTo(t, option, func(s string) bool { return cursorOn(s, option) })
+	tm.keys(t, "Enter")
+	// The field moved on once the cursor line is gone.
+	tm.wait(t, "the field after "+option, func(s string) bool { return !cursorOn(s, option) }, 10*time.Second)
+}
+
+// moveTo presses Down, then Up, until the screen satisfies on. After each
+// key it waits for the frame that key drew (a loaded machine can take
+// longer than any fixed pause, and a second press meanwhile would move
+// past the line); a screen that does not change for a second means the
+// cursor is at the end of its list, and the search turns back.
+func (tm *tmuxConsole) moveTo(t *testing.T, what string, on func(string) bool) {
+	t.Helper()
+	s := tm.capture(t)
+	for _, key := range []string{"Down", "Up"} {
+		for range 30 {
+			if on(s) {
+				return
+			}
+			tm.keys(t, key)
+			before := s
+			for deadline := time.Now().Add(time.Second); s == before && time.Now().Before(deadline); {
+				time.Sleep(20 * time.Millisecond)
+				s = tm.capture(t)
+			}
+			if s == before {
+				break // the end of the list
+			}
 		}
-		tm.keys(t, "Down")
-		time.Sleep(100 * time.Millisecond)
-		s = tm.capture(t)
 	}
-	t.Fatalf("cannot move a select cursor onto %q; last screen:\n%s%s", option, s, tm.stderrTail())
+	if !on(s) {
+		t.Fatalf("cannot move a cursor onto %s; last screen:\n%s%s", what, s, tm.stderrTail())
+	}
 }
 
 // cursorOn reports whether a select's cursor (huh's "> ") is on the line
