@@ -254,7 +254,7 @@ echo ready
 while :; do sleep 0.1; done
 `
 	mod = shellModule(t, "graceful", map[string][2]string{
-		"wait":      {script, "    inputs: {out: path:rw}\n    timeout: 10m\n"},
+		"wait": {script, "    inputs: {out: path:rw}\n    timeout: 10m\n"},
 		// 3 s: the trap must be set before the timeout's SIGTERM, and a
 		// loaded machine can take a while to start the jailed shell.
 		"timed":     {script, "    inputs: {out: path:rw}\n    timeout: 3s\n"},
