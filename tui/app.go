@@ -505,6 +505,8 @@ func (a *App) Update(msg tea.Msg) (_ tea.Model, cmd tea.Cmd) {
 		return a, a.quit()
 	case quitCheckedMsg:
 		return a, a.quitChecked(msg)
+	case recheckQuitMsg:
+		return a, a.checkQuit(msg.going, msg.tries)
 	case mcpCountMsg:
 		if msg.gen == a.mcpGen && msg.err == nil {
 			a.mcpClients = msg.n
@@ -697,6 +699,13 @@ type quitCheckedMsg struct {
 	tries int
 }
 
+// recheckQuitMsg: a frame has passed; ask the engine again. (The tick
+// only waits: the engine is asked by a command of its own.)
+type recheckQuitMsg struct {
+	going []engine.RunRecord
+	tries int
+}
+
 // quitChecked quits, or asks first about the runs still going; then the
 // keys typed meanwhile act.
 func (a *App) quitChecked(m quitCheckedMsg) tea.Cmd {
@@ -707,7 +716,7 @@ func (a *App) quitChecked(m quitCheckedMsg) tea.Cmd {
 		if going := a.streams.runningRuns(); len(going) > 0 && m.tries < quitHearing {
 			// Ended, the engine says, but the events saying so are not
 			// drawn yet: a frame more for them.
-			return tea.Tick(frame, func(time.Time) tea.Msg { return a.checkQuit(going, m.tries+1)() })
+			return tea.Tick(frame, func(time.Time) tea.Msg { return recheckQuitMsg{going: going, tries: m.tries + 1} })
 		}
 		return a.quit()
 	}

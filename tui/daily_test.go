@@ -346,3 +346,29 @@ func TestRequestsFilterNeverHidesTheAnswered(t *testing.T) {
 	}
 	c.final()
 }
+
+// q when the engine says the runs the list shows as going have ended
+// (their end not heard yet) waits frames for the news, asks nothing,
+// and quits: the tick waits, each look at the engine is its own command.
+func TestQuitHearsARunEndedMeanwhile(t *testing.T) {
+	e := newEngine(t)
+	addModule(t, e, "waits", map[string]string{"long": "exec sleep 60"}, nil)
+	d := newDriver(t, e, 120, 30)
+	h, err := e.StartRun("local:test", engine.RunRequest{Module: "waits", Hook: "long", Jail: engine.JailOff})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.send(d.run(d.app.waitEvents())...) // the console hears the start
+	if len(d.app.streams.runningRuns()) != 1 {
+		t.Fatalf("the console does not show the run going:\n%s", d.view())
+	}
+	h.Cancel() // ... and not the end: no event reader runs
+	h.Wait()
+	d.keys("q")
+	if v := d.view(); strings.Contains(v, "quit and cancel") {
+		t.Fatalf("q asked about a run the engine says ended:\n%s", v)
+	}
+	if !d.app.closed {
+		t.Fatalf("q did not quit:\n%s", d.view())
+	}
+}

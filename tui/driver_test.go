@@ -115,21 +115,24 @@ func goroutineStack(gid string) (string, bool) {
 }
 
 // waitsOnPurpose tells a command that waits by design (a tick, a cursor
-// blink, the event reader, a job's next frame: the driver drops those, as
-// nothing the test does will end them) from one doing work that a loaded
-// machine has made slow (a storage read, a decision's fsync'd receipt:
+// blink, the event reader: the driver drops those, as nothing the test
+// does will end them) from one doing work that a loaded machine has made
+// slow (a storage read, a decision's fsync'd receipt, a job's progress:
 // the driver waits for those, so that a test never sees a frame from
-// before its own key's work).
+// before its own key's work). A tick does no work of its own in the
+// console (it returns a message; Update starts the work), so a stack
+// through a tick is a wait. A tick shorter than the driver's first look
+// (a spinner's) is delivered and re-armed, so a driver test never shows
+// a running spinner; teatest tests do.
 func waitsOnPurpose(stack string) bool {
 	// Closures are named after the function that made them, and a made
 	// inline one after its caller too ("(*App).tookOver.(*App).waitEvents
 	// .func1"), hence names without their package.
 	for _, w := range []string{
-		".Tick.func",               // bubbletea.Tick: the tick, a toast, spinners
-		".Every.func",              // bubbletea.Every
-		"(*Model).BlinkCmd.func",   // a text input's cursor
-		"(*App).waitEvents.func",   // the event reader
-		"(*progressJob).next.func", // a job's next frame
+		".Tick.func",             // bubbletea.Tick: the tick, a toast, spinners
+		".Every.func",            // bubbletea.Every
+		"(*Model).BlinkCmd.func", // a text input's cursor
+		"(*App).waitEvents.func", // the event reader
 	} {
 		if strings.Contains(stack, w) {
 			return true

@@ -370,10 +370,11 @@ func (tm *tmuxConsole) pick(t *testing.T, option string, timeout time.Duration) 
 }
 
 // moveTo presses Down, then Up, until the screen satisfies on. After each
-// key it waits for the frame that key drew (a loaded machine can take
-// longer than any fixed pause, and a second press meanwhile would move
-// past the line); a screen that does not change for a second means the
-// cursor is at the end of its list, and the search turns back.
+// key it waits for the cursor to move (a loaded machine can draw later
+// than any fixed pause, and a second press meanwhile would move past the
+// line). Only the cursor rows count: the console redraws every second
+// for its clocks ("12s ago"). A cursor that does not move for 3 s is at
+// the end of its list, and the search turns back.
 func (tm *tmuxConsole) moveTo(t *testing.T, what string, on func(string) bool) {
 	t.Helper()
 	s := tm.capture(t)
@@ -382,13 +383,13 @@ func (tm *tmuxConsole) moveTo(t *testing.T, what string, on func(string) bool) {
 			if on(s) {
 				return
 			}
+			rows := cursorRows(s)
 			tm.keys(t, key)
-			before := s
-			for deadline := time.Now().Add(time.Second); s == before && time.Now().Before(deadline); {
+			for deadline := time.Now().Add(3 * time.Second); cursorRows(s) == rows && time.Now().Before(deadline); {
 				time.Sleep(20 * time.Millisecond)
 				s = tm.capture(t)
 			}
-			if s == before {
+			if cursorRows(s) == rows {
 				break // the end of the list
 			}
 		}
@@ -396,6 +397,30 @@ func (tm *tmuxConsole) moveTo(t *testing.T, what string, on func(string) bool) {
 	if !on(s) {
 		t.Fatalf("cannot move a cursor onto %s; last screen:\n%s%s", what, s, tm.stderrTail())
 	}
+}
+
+// cursorRows says where the cursors are: each screen row that starts
+// with one (the console's "▸", huh's ">"; huh shows the fields before the
+// focused one the same way) and that row's text without digits (a list
+// that scrolls keeps its cursor on one row; clocks change only digits).
+func cursorRows(screen string) string {
+	var rows []string
+	noDigits := func(r rune) rune {
+		if r >= '0' && r <= '9' {
+			return -1
+		}
+		return r
+	}
+	for i, line := range strings.Split(screen, "\n") {
+		l := strings.TrimLeft(line, " │┃|")
+		for _, m := range []string{"▸", "> ", "❯"} {
+			if strings.HasPrefix(l, m) {
+				rows = append(rows, strconv.Itoa(i)+":"+strings.Map(noDigits, l))
+				break
+			}
+		}
+	}
+	return strings.Join(rows, "\n")
 }
 
 // cursorOn reports whether a select's cursor (huh's "> ") is on the line

@@ -167,7 +167,14 @@ func TestHostCheckpointsAndRejoin(t *testing.T) {
 		t.Fatalf("verify a receipt at a time: %+v %v (in one go: %+v)", res2, err, res)
 	}
 	// The stream holds each event once; leaving and joining again adds
-	// nothing already published.
+	// nothing already published. (Leave once the publisher has gone
+	// through the chain, so that the state it saves is at the head.)
+	head, _ := e.Receipts(engine.ReceiptFilter{Limit: 1})
+	waitFor(t, "the publisher at the head", 10*time.Second, func() bool {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return h.state.Cursor == head[0].Seq
+	})
 	h.Close()
 	// What the fleet acknowledged is remembered: the cursor is at the head.
 	last, _ := e.Receipts(engine.ReceiptFilter{Limit: 1})
@@ -499,8 +506,6 @@ func TestHugeRequestDoesNotBlock(t *testing.T) {
 	}
 }
 
-// stopPID stops a test's nats-server and waits (at most 10 s) until it
-// is gone.
 // pidGone: the process is gone, or a zombie its reaper has not got to
 // yet (it holds no port or file any more). A server started in the
 // background by scripts/nats-test is reparented, and its new parent may
@@ -510,10 +515,13 @@ func pidGone(pid int) bool {
 	if err != nil {
 		return true
 	}
-	_, rest, _ := strings.Cut(string(b), ") ")
-	return strings.HasPrefix(rest, "Z")
+	s := string(b)
+	i := strings.LastIndex(s, ") ") // the command name may hold ") " itself
+	return i >= 0 && strings.HasPrefix(s[i+2:], "Z")
 }
 
+// stopPID stops a test's nats-server and waits (at most 10 s) until it
+// is gone.
 func stopPID(pid int) {
 	syscall.Kill(pid, syscall.SIGTERM)
 	for i := 0; i < 200 && !pidGone(pid); i++ {
