@@ -188,11 +188,9 @@ func TestDriverWaitsForWorkNotForTicks(t *testing.T) {
 	if got := d.run(slow); len(got) != 1 {
 		t.Fatalf("slow work was dropped: %v", got)
 	}
-	start := time.Now()
+	// Were the tick taken for work, the driver would fail this test at
+	// its 20 s limit.
 	if got := d.run(tea.Tick(time.Hour, func(time.Time) tea.Msg { return done{} })); got != nil {
 		t.Fatalf("a tick reached Update: %v", got)
-	}
-	if waited := time.Since(start); waited > 10*time.Second {
-		t.Fatalf("the driver waited %s on an hour's tick", waited)
 	}
 }
