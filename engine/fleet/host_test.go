@@ -169,15 +169,14 @@ func TestHostCheckpointsAndRejoin(t *testing.T) {
 	// The stream holds each event once; leaving and joining again adds
 	// nothing already published. (Leave once the publisher has gone
 	// through the chain, so that the state it saves is at the head.)
-	head, _ := e.Receipts(engine.ReceiptFilter{Limit: 1})
+	last, _ := e.Receipts(engine.ReceiptFilter{Limit: 1})
 	waitFor(t, "the publisher at the head", 10*time.Second, func() bool {
 		h.mu.Lock()
 		defer h.mu.Unlock()
-		return h.state.Cursor == head[0].Seq
+		return h.state.Cursor == last[0].Seq
 	})
 	h.Close()
 	// What the fleet acknowledged is remembered: the cursor is at the head.
-	last, _ := e.Receipts(engine.ReceiptFilter{Limit: 1})
 	var st hostState
 	b, err := os.ReadFile(filepath.Join(data, "fleet", stateFile))
 	if err != nil || json.Unmarshal(b, &st) != nil || st.Cursor != last[0].Seq || st.Checkpoint == nil || st.Checkpoint.Seq < 100 {
