@@ -108,6 +108,18 @@ func (c *console) wait(subs ...string) {
 	}, teatest.WithDuration(15*time.Second), teatest.WithCheckInterval(20*time.Millisecond))
 }
 
+// heardEnd waits until the console has heard that its one run ended:
+// the Streams tab's title says END. The header's "0 running" is no sign
+// of it: the header is redrawn with it whenever the pending count changes
+// before the run starts, and a run that starts and ends within a frame
+// never redraws it. The console is left on tab back.
+func (c *console) heardEnd(back string) {
+	c.t.Helper()
+	c.keys("1")
+	c.wait("END ")
+	c.keys(back)
+}
+
 // final quits with q and returns the last frame, normalized. ctrl+c
 // after it says yes if q asked first: the console may not have heard
 // yet that the test's runs ended.

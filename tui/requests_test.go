@@ -77,7 +77,7 @@ func TestRequestsDenyWithReason(t *testing.T) {
 	c.keys("not today", "enter")
 	c.wait("deny by local:test")
 	o := h.Wait()
-	c.wait("0 running")
+	c.heardEnd("2")
 	// The run's stream says who denied it, and why.
 	if s := streamText(t, e, h.ID); !strings.Contains(s, "answer: false") ||
 		!strings.Contains(s, `request 1 (operator.confirm {"message":"Reboot now?"}): deny by local:test: not today`) {
@@ -122,7 +122,7 @@ func TestRequestsApproveAlways(t *testing.T) {
 		t.FailNow()
 	}
 	o := h.Wait()
-	c.wait("0 running")
+	c.heardEnd("2")
 	if !strings.Contains(streamText(t, e, h.ID), "network granted by local:test") {
 		t.Errorf("run %s: %s\n%s", o.Run.Status, o.Run.Error, streamText(t, e, h.ID))
 	}
