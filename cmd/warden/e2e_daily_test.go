@@ -163,6 +163,8 @@ func TestDemoUnderTmpHome(t *testing.T) {
 	for _, want := range []string{
 		"(not " + home + "/.local/share/warden: a directory others may write is on its path",
 		"module hello 1.0.0 added from",
+		"(the first build can take a few minutes)",
+		"   built in ",
 		"request.decide",
 		"export PATH=\"" + home + "/.local/bin:$PATH\" WARDEN_DATA_DIR=" + home + "/.local/state/warden-demo",
 	} {
