@@ -12,7 +12,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
 	"warden/engine"
@@ -139,7 +138,7 @@ func (a *app) mcpServe(ttl time.Duration, tail int) error {
 		}
 	}()
 	logf("mcp serve: session %s on %s (pid %d)", g.Session(), e.DataDir(), os.Getpid())
-	err = g.Run(ctx, &mcp.IOTransport{Reader: readCloser(a.stdin), Writer: writeCloser(a.stdout)})
+	err = g.Run(ctx, mcpgw.GuardedStdio(readCloser(a.stdin), writeCloser(a.stdout)))
 	if ctx.Err() != nil || err == io.EOF {
 		return nil
 	}
