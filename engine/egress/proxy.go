@@ -424,20 +424,35 @@ var errConnRefused = errors.New("connection refused")
 
 // relay copies both ways until both sides are done or nothing moves for
 // the idle timeout. It returns the bytes sent up (hook to world) and down.
+//
+// Once one direction ends (its reader saw EOF or an error), the other
+// gets only drainLinger without a byte before both sides close: a peer
+// that never closes its end after the hook hung up would otherwise keep
+// the connection, and its slot, for the whole idle timeout. A peer still
+// answering (a response after the hook's half-close) keeps it open, each
+// read giving it drainLinger more.
 func (p *Proxy) relay(c net.Conn, br *bufio.Reader, up net.Conn) (int64, int64) {
 	var last atomic.Int64
 	last.Store(time.Now().UnixNano())
+	var ended atomic.Int32 // directions done
 	var upN, downN int64
 	var wg sync.WaitGroup
 	wg.Add(2)
 	idle := p.cfg.IdleTimeout
-	copyDir := func(dst net.Conn, src net.Conn, r io.Reader, n *int64) {
+	linger := min(drainLinger, idle)
+	limit := func() time.Duration {
+		if ended.Load() > 0 {
+			return linger
+		}
+		return idle
+	}
+	copyDir := func(dst net.Conn, src net.Conn, r io.Reader, n *int64, other net.Conn) {
 		defer wg.Done()
 		bp := relayBufs.Get().(*[]byte)
 		defer relayBufs.Put(bp)
 		buf := *bp
 		for {
-			src.SetReadDeadline(time.Now().Add(idle))
+			src.SetReadDeadline(time.Now().Add(limit()))
 			k, err := r.Read(buf)
 			if k > 0 {
 				last.Store(time.Now().UnixNano())
@@ -448,28 +463,38 @@ func (p *Proxy) relay(c net.Conn, br *bufio.Reader, up net.Conn) (int64, int64) 
 			}
 			if err != nil {
 				var ne net.Error
-				if errors.As(err, &ne) && ne.Timeout() && time.Since(time.Unix(0, last.Load())) < idle {
+				if errors.As(err, &ne) && ne.Timeout() && time.Since(time.Unix(0, last.Load())) < limit() {
 					continue // the other direction is busy
 				}
 				break
 			}
 		}
-		// Half-close so the peer sees EOF; the other direction goes on.
+		quiet := time.Since(time.Unix(0, last.Load())) >= limit()
+		// Half-close so the peer sees EOF; the other direction may drain.
 		if cw, ok := dst.(interface{ CloseWrite() error }); ok {
 			cw.CloseWrite()
 		} else {
 			dst.Close()
 		}
-		if time.Since(time.Unix(0, last.Load())) >= idle {
+		if ended.Add(1) == 1 {
+			// Wake the other direction's read: from now on it waits
+			// only drainLinger for a byte.
+			other.SetReadDeadline(time.Now().Add(linger))
+		}
+		if quiet {
 			c.Close()
 			up.Close()
 		}
 	}
-	go copyDir(up, c, br, &upN)
-	go copyDir(c, up, up, &downN)
+	go copyDir(up, c, br, &upN, up)
+	go copyDir(c, up, up, &downN, c)
 	wg.Wait()
 	return upN, downN
 }
+
+// drainLinger is how long a connection stays open without a byte once
+// one side is done.
+const drainLinger = 5 * time.Second
 
 // relayBufs recycles relay buffers: a hook opening many short
 // connections would otherwise allocate two per connection.

@@ -310,3 +310,104 @@ func TestProxyHangupAbandonsDecision(t *testing.T) {
 		t.Fatal("the decision was not abandoned when the client hung up")
 	}
 }
+
+// stubbornServer reads what it is sent and never answers or closes: a
+// peer that ignores the hook's hang-up.
+func stubbornServer(t *testing.T) uint16 {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var held []net.Conn
+	var mu sync.Mutex
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		for _, c := range held {
+			c.Close()
+		}
+		mu.Unlock()
+	})
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c)
+			mu.Unlock()
+			go io.Copy(io.Discard, c)
+		}
+	}()
+	return uint16(ln.Addr().(*net.TCPAddr).Port)
+}
+
+// A hook that hangs up gets its slots back although the peer never
+// closes its end: the red team's 200 closed connections blocked every
+// new one (503) for the whole 2-minute idle timeout.
+func TestProxyHangupFreesSlot(t *testing.T) {
+	port := stubbornServer(t)
+	tp := startProxy(t, 3) // the default idle timeout, 2 minutes
+	for i := 0; i < 3; i++ {
+		c := tp.dial(t)
+		if code := socksConnect(t, c, "allowed.test", port); code != 0 {
+			t.Fatalf("connection %d: code %d", i, code)
+		}
+		io.WriteString(c, "bye\n")
+		c.Close()
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		c := tp.dial(t)
+		fmt.Fprintf(c, "CONNECT allowed.test:%d HTTP/1.1\r\n\r\n", port)
+		s := statusLine(t, bufio.NewReader(c))
+		c.Close()
+		if strings.HasPrefix(s, "HTTP/1.1 200") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("30 s after 3 hang-ups the slots are still taken: %q", s)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	if len(tp.recs) < 3 {
+		t.Errorf("records of the closed tunnels: %+v", tp.recs)
+	}
+}
+
+// A peer that answers after the hook's half-close still gets its answer
+// through: the linger counts from the last byte, not from the close.
+func TestProxyHalfCloseStillDrains(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		io.Copy(io.Discard, c) // until the hook's half-close
+		for i := 0; i < 3; i++ {
+			time.Sleep(time.Second)
+			io.WriteString(c, "late\n")
+		}
+	}()
+	tp := startProxy(t, 3)
+	c := tp.dial(t)
+	if code := socksConnect(t, c, "allowed.test", uint16(ln.Addr().(*net.TCPAddr).Port)); code != 0 {
+		t.Fatalf("code %d", code)
+	}
+	io.WriteString(c, "question\n")
+	c.(*net.UnixConn).CloseWrite()
+	got, _ := io.ReadAll(c)
+	if string(got) != "late\nlate\nlate\n" {
+		t.Errorf("after the half-close: %q", got)
+	}
+}
