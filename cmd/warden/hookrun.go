@@ -170,6 +170,7 @@ func (a *app) follow(e engine.Facade, sub *engine.Subscription, run string, from
 		cancel()
 	}()
 	drain()
+	w.Flush() // what the run said so far shows now, even if it says nothing more
 	for {
 		ev, err := sub.Next(ctx)
 		if err != nil {
