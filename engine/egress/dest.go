@@ -122,7 +122,7 @@ func Parse(s string) (Dest, error) {
 		return Dest{}, fmt.Errorf("destination %q: %v", s, err)
 	}
 	if _, err := netip.ParseAddr(name); err == nil || looksNumeric(name) {
-		return Dest{}, fmt.Errorf("destination %q: IP literals are refused in the list (a name is what an operator can review); write ip:%s if you mean that address", s, s)
+		return Dest{}, fmt.Errorf("destination %q: IP literals are refused in the list (a name is what an operator can review); write %s if you mean that address", s, ipEntryFor(name, d.Ports))
 	}
 	if name == "ip" {
 		return Dest{}, fmt.Errorf("destination %q: a host named ip would read as an ip: entry; write ip:A.B.C.D:PORT for an address", s)
@@ -213,6 +213,56 @@ func CanonicalName(host string) (string, error) {
 
 // looksNumeric: a last label of digits only is an address in disguise
 // ("1.2.3.4", "127.1", "0x7f.1" are all read as IPv4 by some resolver).
+// ipEntryFor is the ip: entry that names the address a numeric host
+// means, written out in full: 127.1 is 127.0.0.1 to the C library's
+// inet_aton, and ip: takes only the full dotted form. Ports are the
+// entry's one port, else PORT.
+func ipEntryFor(name string, ports []uint16) string {
+	port := "PORT"
+	if len(ports) == 1 {
+		port = strconv.Itoa(int(ports[0]))
+	}
+	if a, ok := atonAddr(name); ok {
+		return "ip:" + a.String() + ":" + port
+	}
+	return "ip:A.B.C.D:" + port
+}
+
+// atonAddr reads name as inet_aton does: one to four parts, each
+// decimal, 0x hex or 0-led octal, the last filling the bytes left.
+func atonAddr(name string) (netip.Addr, bool) {
+	parts := strings.Split(name, ".")
+	if len(parts) > 4 {
+		return netip.Addr{}, false
+	}
+	var b [4]byte
+	for i, part := range parts {
+		if part == "" || strings.HasPrefix(part, "0o") || strings.HasPrefix(part, "0b") || strings.Contains(part, "_") {
+			return netip.Addr{}, false
+		}
+		n, err := strconv.ParseUint(part, 0, 32)
+		if err != nil {
+			return netip.Addr{}, false
+		}
+		if i < len(parts)-1 {
+			if n > 255 {
+				return netip.Addr{}, false
+			}
+			b[i] = byte(n)
+			continue
+		}
+		left := 4 - i // bytes the last part fills
+		if left < 4 && n >= 1<<(8*left) {
+			return netip.Addr{}, false
+		}
+		for j := 3; j >= i; j-- {
+			b[j] = byte(n)
+			n >>= 8
+		}
+	}
+	return netip.AddrFrom4(b), true
+}
+
 func looksNumeric(name string) bool {
 	last := name[strings.LastIndexByte(name, '.')+1:]
 	if strings.HasPrefix(last, "0x") {

@@ -146,3 +146,30 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// The fix a refusal of a numeric host offers is an entry Parse takes,
+// naming the address the C library would connect to: the hint for
+// 127.1:443 was ip:127.1:443, which is refused too.
+func TestIPLiteralHintParses(t *testing.T) {
+	for in, want := range map[string]string{
+		"127.1:443":       "ip:127.0.0.1:443",
+		"0x7f.1:80":       "ip:127.0.0.1:80",
+		"010.0.0.1:22":    "ip:8.0.0.1:22",
+		"2130706433:443":  "ip:127.0.0.1:443",
+		"203.0.113.7:443": "ip:203.0.113.7:443",
+		"127.1":           "ip:127.0.0.1:PORT",
+		"1.2.3.4.5:443":   "ip:A.B.C.D:443",
+		"1.256.1:443":     "ip:A.B.C.D:443",
+	} {
+		_, err := Parse(in)
+		if err == nil || !strings.Contains(err.Error(), "write "+want+" if") {
+			t.Errorf("Parse(%q): %v; want the hint %s", in, err, want)
+			continue
+		}
+		if !strings.Contains(want, "PORT") && !strings.Contains(want, "A.B.C.D") {
+			if _, err := Parse(want); err != nil {
+				t.Errorf("the hint %s for %q is refused: %v", want, in, err)
+			}
+		}
+	}
+}
