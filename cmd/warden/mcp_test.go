@@ -633,7 +633,7 @@ func TestMCPInstallRoundTrip(t *testing.T) {
 	}
 	// --dry-run: the diff, and nothing changes.
 	r := c.ok("mcp", "install", "--client", "cursor", "--warden", bin, "--dry-run")
-	if !strings.Contains(r.stdout, "+++ b/"+paths["cursor"]) || !strings.Contains(r.stdout, "dry run: nothing was changed") {
+	if !strings.Contains(r.stdout, "+++ b/"+strings.TrimPrefix(paths["cursor"], "/")) || !strings.Contains(r.stdout, "dry run: nothing was changed") {
 		t.Errorf("dry run: %s", r)
 	}
 	if fileExists(paths["cursor"]) {

@@ -112,14 +112,19 @@ func (p *Plan) Diff() string {
 		j++
 	}
 	var out strings.Builder
-	from := "a/" + p.Path
+	// git's form: a/ and b/ before the path without its leading slash.
+	rel := strings.TrimPrefix(p.Path, "/")
+	from := "a/" + rel
 	if !p.Exists {
 		from = "/dev/null"
 	}
-	fmt.Fprintf(&out, "--- %s\n+++ b/%s\n", from, p.Path)
+	fmt.Fprintf(&out, "--- %s\n+++ b/%s\n", from, rel)
 	ctx := 3
 	start := max(0, i-ctx)
-	fmt.Fprintf(&out, "@@ -%d +%d @@\n", start+1, start+1)
+	end := min(len(a), len(a)-j+ctx) // trailing context in a
+	oldN := end - start
+	newN := oldN - (len(a) - j - i) + (len(b) - j - i)
+	fmt.Fprintf(&out, "@@ -%s +%s @@\n", hunkRange(start, oldN), hunkRange(start, newN))
 	for _, l := range a[start:i] {
 		out.WriteString(" " + l + "\n")
 	}
@@ -129,10 +134,20 @@ func (p *Plan) Diff() string {
 	for _, l := range b[i : len(b)-j] {
 		out.WriteString("+" + l + "\n")
 	}
-	for _, l := range a[len(a)-j : min(len(a), len(a)-j+ctx)] {
+	for _, l := range a[len(a)-j : end] {
 		out.WriteString(" " + l + "\n")
 	}
 	return out.String()
+}
+
+// hunkRange is one side of a unified diff's hunk header: the first line
+// (1-based) and the count; an empty side names the line before it, as
+// diff and patch expect (-0,0 for a new file).
+func hunkRange(start, n int) string {
+	if n == 0 {
+		return fmt.Sprintf("%d,0", start)
+	}
+	return fmt.Sprintf("%d,%d", start+1, n)
 }
 
 func splitLines(b []byte) []string {
