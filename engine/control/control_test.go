@@ -6,14 +6,17 @@ package control
 // uid ("dial-as"), so runs and refusals are real processes too.
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -38,7 +41,31 @@ func TestMain(m *testing.M) {
 		fmt.Println(err)
 		os.Exit(1)
 	}
+	if len(os.Args) > 3 && os.Args[1] == "hold-silent" {
+		os.Exit(holdSilent(os.Args[2], os.Args[3]))
+	}
 	os.Exit(m.Run())
+}
+
+// holdSilent opens n connections to the socket and says nothing on any
+// of them, as a red team's process did, until its stdin closes.
+func holdSilent(sock, count string) int {
+	n, _ := strconv.Atoi(count)
+	var held []net.Conn
+	for range n {
+		nc, err := net.Dial("unix", sock)
+		if err != nil {
+			fmt.Println(err)
+			return 1
+		}
+		held = append(held, nc)
+	}
+	fmt.Println("ready")
+	io.Copy(io.Discard, os.Stdin)
+	for _, nc := range held {
+		nc.Close()
+	}
+	return 0
 }
 
 // hookScenario is the hook side of the run tests.
@@ -529,5 +556,56 @@ func TestOtherUIDRefused(t *testing.T) {
 	last := rs[len(rs)-1]
 	if last.Kind != "control.refused" || last.Actor != "uid:60998" {
 		t.Fatalf("no refusal receipt; last receipt %+v", last)
+	}
+}
+
+// TestSilentConnectionsLockNobodyOut: 64 connections that never say
+// hello, from one process, locked every real client out ("too many
+// clients (64) attached"). Silent ones are counted apart, at most 4 a
+// process, so a client that says hello still attaches.
+func TestSilentConnectionsLockNobodyOut(t *testing.T) {
+	e, s := served(t)
+	sock := filepath.Join(e.DataDir(), engine.ControlSocket)
+	cmd := exec.Command(os.Args[0], "hold-silent", sock, "64")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { stdin.Close(); cmd.Wait() }()
+	if line, _ := bufio.NewReader(out).ReadString('\n'); line != "ready\n" {
+		t.Fatalf("the silent process: %q", line)
+	}
+	// The server has taken in what it will of them: 4 waiting (the rest
+	// refused at once, and their refusals counted nowhere).
+	waitFor(t, "the silent connections to be taken in", func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return len(s.silent) >= maxSilentPerPID
+	})
+	c, err := Dial(e.DataDir())
+	if err != nil {
+		t.Fatalf("a client that says hello, beside 64 silent connections: %v", err)
+	}
+	defer c.Close()
+	if _, err := c.Runs(0); err != nil {
+		t.Fatalf("a call: %v", err)
+	}
+}
+
+// waitFor polls cond for up to 20 s (a loaded machine's slow accept).
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); !cond(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not happen within 20 s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

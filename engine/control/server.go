@@ -54,7 +54,8 @@ type Server struct {
 	logf  func(string, ...any)
 
 	mu     sync.Mutex
-	conns  map[*conn]struct{}
+	conns  map[*conn]struct{} // clients that said hello: at most maxConns
+	silent map[*conn]struct{} // connections waiting for hello: at most maxSilent
 	closed bool
 	wg     sync.WaitGroup
 }
@@ -89,7 +90,7 @@ func Listen(e *engine.Engine, opts Options) (*Server, error) {
 		os.Remove(tmp)
 		return nil, fmt.Errorf("control socket: %w", err)
 	}
-	s := &Server{e: e, ln: ln, path: path, owner: owner, logf: opts.Logf, conns: map[*conn]struct{}{}}
+	s := &Server{e: e, ln: ln, path: path, owner: owner, logf: opts.Logf, conns: map[*conn]struct{}{}, silent: map[*conn]struct{}{}}
 	if s.logf == nil {
 		s.logf = func(string, ...any) {}
 	}
@@ -113,6 +114,9 @@ func (s *Server) Close() error {
 	conns := make([]*conn, 0, len(s.conns))
 	for c := range s.conns {
 		conns = append(conns, c)
+	}
+	for c := range s.silent {
+		c.nc.Close() // it has been told nothing, so it needs no goodbye
 	}
 	s.mu.Unlock()
 	// Remove the name first, so no client dials a server that is going.
@@ -229,9 +233,15 @@ func (s *Server) serve(nc *net.UnixConn) {
 	}
 	c := &conn{s: s, nc: nc, w: w, peer: p, calls: map[uint64]*call{}, subs: map[uint64]*engine.Subscription{},
 		detach: map[uint64]func(){}, asks: map[uint64]chan bool{}}
+	if why := s.admitSilent(c); why != "" {
+		refuse(why)
+		return
+	}
+	r, ok := c.hello()
 	s.mu.Lock()
+	delete(s.silent, c)
 	switch {
-	case s.closed:
+	case !ok || s.closed:
 		s.mu.Unlock()
 		return
 	case len(s.conns) >= maxConns:
@@ -246,7 +256,31 @@ func (s *Server) serve(nc *net.UnixConn) {
 		delete(s.conns, c)
 		s.mu.Unlock()
 	}()
-	c.run()
+	c.run(r)
+}
+
+// admitSilent counts c among the connections waiting for hello, or says
+// why it may not wait: too many wait in all, or from c's process.
+func (s *Server) admitSilent(c *conn) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return "the engine is stopping"
+	}
+	if len(s.silent) >= maxSilent {
+		return fmt.Sprintf("too many connections (%d) have not said hello yet; try again in a few seconds", maxSilent)
+	}
+	n := 0
+	for o := range s.silent {
+		if o.peer.pid == c.peer.pid {
+			n++
+		}
+	}
+	if n >= maxSilentPerPID {
+		return fmt.Sprintf("pid %d has %d connections that have not said hello yet; say hello on those first", c.peer.pid, n)
+	}
+	s.silent[c] = struct{}{}
+	return ""
 }
 
 // conn is one attached client.
@@ -275,33 +309,41 @@ type call struct {
 	run    *engine.RunHandle
 }
 
-func (c *conn) run() {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer func() {
-		cancel()
-		c.hangUp()
-		c.wg.Wait()
-	}()
+// hello reads the client's hello within helloWithin and checks it; a
+// bad one is refused here. It returns the reader the session goes on on.
+func (c *conn) hello() (*protocol.Reader, bool) {
 	r := protocol.NewReader(c.nc)
 	c.nc.SetReadDeadline(time.Now().Add(helloWithin))
 	line, err := r.ReadLine()
 	if err != nil {
-		return
+		return nil, false
 	}
 	c.nc.SetReadDeadline(time.Time{})
 	hello, err := decodeMessage(line)
 	switch {
 	case err != nil:
 		c.w.send(message{Op: opRefused, Error: &wireError{Code: codeProtocol, Message: err.Error()}})
-		return
+		return nil, false
 	case hello.Op != opHello:
 		c.w.send(message{Op: opRefused, Error: &wireError{Code: codeProtocol, Message: fmt.Sprintf("expected hello first, got %q", hello.Op)}})
-		return
+		return nil, false
 	case hello.Version != Version:
 		c.w.send(message{Op: opRefused, Error: &wireError{Code: codeProtocol, Message: fmt.Sprintf(
 			"this engine (pid %d) speaks control protocol %d, the client %d: use the same warden binary for both", os.Getpid(), Version, hello.Version)}})
-		return
+		return nil, false
 	}
+	return r, true
+}
+
+// run welcomes a client whose hello was taken and serves it until it
+// hangs up.
+func (c *conn) run(r *protocol.Reader) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer func() {
+		cancel()
+		c.hangUp()
+		c.wg.Wait()
+	}()
 	if c.w.send(message{Op: opWelcome, Version: Version, PID: os.Getpid(), Actor: string(c.peer.actor), DataDir: c.s.e.DataDir()}) != nil {
 		return
 	}

@@ -24,7 +24,13 @@ const (
 	maxReply    = 256 << 20
 	maxConns    = 64
 	helloWithin = 5e9 // ns: a connection that says nothing is closed
-	byeWithin   = 2e9 // ns: a client that will not take the goodbye is hung up on
+	// Connections that have not said hello yet are counted apart from
+	// maxConns, at most maxSilent in all and maxSilentPerPID from one
+	// process: 64 silent connections (one process reconnecting as each
+	// was closed) locked every real client out.
+	maxSilent       = 32
+	maxSilentPerPID = 4
+	byeWithin       = 2e9 // ns: a client that will not take the goodbye is hung up on
 )
 
 // Ops, client to server.
