@@ -395,6 +395,7 @@ func TestAttachedHookRunWhenServeStops(t *testing.T) {
 		notWant string
 	}{
 		{"sigterm", syscall.SIGTERM, "the engine stopped on purpose", "crashed"},
+		{"sighup", syscall.SIGHUP, "the engine stopped on purpose", "crashed"},
 		{"sigkill", syscall.SIGKILL, "crashed or was killed", "on purpose"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -430,14 +431,22 @@ func TestAttachedHookRunWhenServeStops(t *testing.T) {
 }
 
 // TestRunSIGTERMNotOperator (a short name: the run's socket path holds
-// it): a `hook run` stopped by SIGTERM
+// it): a `hook run` stopped by SIGTERM or SIGHUP (its terminal closed)
 // (`timeout 5 warden hook run …`, a supervisor) records its run as
 // cancelled by that signal, not "by the operator", whether the run is
 // its own engine's or a serve's it is attached to (the reason crosses
 // the control socket).
 func TestRunSIGTERMNotOperator(t *testing.T) {
-	for _, attached := range []bool{false, true} {
-		t.Run(map[bool]string{false: "own", true: "att"}[attached], func(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		sig      syscall.Signal
+		attached bool
+	}{
+		{"own", syscall.SIGTERM, false}, {"att", syscall.SIGTERM, true},
+		{"hown", syscall.SIGHUP, false}, {"hatt", syscall.SIGHUP, true},
+	} {
+		attached := tc.attached
+		t.Run(tc.name, func(t *testing.T) {
 			c := newCLI(t)
 			base := privateDir(t, "warden-sigterm-")
 			bin := wardenLink(t, base)
@@ -455,18 +464,20 @@ func TestRunSIGTERMNotOperator(t *testing.T) {
 			defer run.Process.Kill()
 			more := func() string { return "stdout:\n" + out.String() + "stderr:\n" + errb.String() }
 			waitUntil(t, "the hook's sleep", 10*time.Second, func() bool { return len(procsWith(marker)) > 0 }, more)
-			run.Process.Signal(syscall.SIGTERM)
+			run.Process.Signal(tc.sig)
 			err := run.Wait()
 			var ee *exec.ExitError
 			if !errors.As(err, &ee) || ee.ExitCode() != 1 {
-				t.Fatalf("hook run after SIGTERM: %v\n%s", err, more())
+				t.Fatalf("hook run after %s: %v\n%s", tc.sig, err, more())
 			}
 			var runs []storage.RunRecord
 			c.json(0, &runs, "hook", "runs")
-			want := fmt.Sprintf("cancelled by SIGTERM to warden hook run (pid %d), not by an operator", run.Process.Pid)
+			name := map[syscall.Signal]string{syscall.SIGTERM: "SIGTERM", syscall.SIGHUP: "SIGHUP"}[tc.sig]
+			want := fmt.Sprintf("cancelled by %s to warden hook run (pid %d), not by an operator", name, run.Process.Pid)
 			if len(runs) != 1 || runs[0].Status != storage.RunCancelled || runs[0].Error != want {
-				t.Fatalf("runs after SIGTERM: %+v\nwant error %q", runs, want)
+				t.Fatalf("runs after %s: %+v\nwant error %q", name, runs, want)
 			}
+			waitUntil(t, "the hook's processes to go", 10*time.Second, func() bool { return len(procsWith(marker)) == 0 }, more)
 		})
 	}
 }

@@ -71,7 +71,7 @@ prompt; without a terminal the answer is no.`,
 				sub := e.Subscribe()
 				defer sub.Close()
 				sigs := make(chan os.Signal, 1)
-				signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+				signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 				defer signal.Stop(sigs)
 				h, err := startCatching(e, req, sigs)
 				if err != nil {
@@ -477,8 +477,13 @@ func signalReason(sig os.Signal) string {
 		return "" // Ctrl-C: the operator's own cancel
 	}
 	name := sig.String()
-	if s, ok := sig.(syscall.Signal); ok && s == syscall.SIGTERM {
-		name = "SIGTERM"
+	if s, ok := sig.(syscall.Signal); ok {
+		switch s {
+		case syscall.SIGTERM:
+			name = "SIGTERM"
+		case syscall.SIGHUP: // the terminal closed, an ssh session dropped
+			name = "SIGHUP"
+		}
 	}
 	return fmt.Sprintf("cancelled by %s to warden hook run (pid %d), not by an operator", name, os.Getpid())
 }

@@ -93,9 +93,11 @@ released. A second signal during the shutdown kills it at once.`,
 // "serving", with SSH and the control socket already closed again.
 func (a *app) serve(sshAddr, operators string, run *engine.RunRequest, fl fleetJoin) error {
 	// Signals are caught before the engine opens, so that a SIGTERM
-	// arriving at any point from here on is a clean shutdown.
+	// arriving at any point from here on is a clean shutdown. SIGHUP (the
+	// terminal serve was started in closed, an ssh session dropped) is
+	// one too: its default killed serve with no grace for the hooks.
 	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
 
 	logf := func(format string, args ...any) { fmt.Fprintln(a.stderr, safe(fmt.Sprintf(format, args...))) }
