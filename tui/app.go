@@ -466,7 +466,7 @@ func (a *App) Update(msg tea.Msg) (_ tea.Model, cmd tea.Cmd) {
 	var cmds []tea.Cmd
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
-		a.width, a.height = msg.Width, msg.Height
+		a.width, a.height = clampSize(msg.Width, msg.Height)
 		a.layout()
 		return a, nil
 	case eventsMsg:

@@ -170,7 +170,7 @@ var fleetKeys = struct {
 func (f *Fleet) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
-		f.w, f.h = msg.Width, msg.Height
+		f.w, f.h = clampSize(msg.Width, msg.Height)
 	case fleetTick:
 		if now := f.opts.Now(); now.Sub(f.pruned) > time.Minute {
 			f.pruned = now
