@@ -1,7 +1,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"strings"
 	"text/tabwriter"
 
@@ -106,13 +109,18 @@ func operatorsChecks(path string) []engine.Check {
 // mcpClientChecks reports each MCP client whose usual config has a
 // "warden" entry, and whether the binary it runs is admitted (a client
 // would start whatever that path holds). Problems are warnings: warden
-// itself works either way.
+// itself works either way. A client whose config file does not exist is
+// not installed (or never configured), which is no problem: when no
+// client has a config, one quiet ok line says so.
 func mcpClientChecks() []engine.Check {
 	var out []engine.Check
 	for _, name := range mcpconf.ClientNames() {
 		cl := mcpconf.Clients[name]
 		path, err := cl.DefaultPath()
 		if err != nil {
+			continue
+		}
+		if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
 		check := "mcp client " + name
@@ -132,6 +140,10 @@ func mcpClientChecks() []engine.Check {
 			}
 			out = append(out, engine.Check{Name: check, Status: "ok", Detail: fmt.Sprintf("%s runs %s %v (admitted)", path, e.Command, e.Args)})
 		}
+	}
+	if len(out) == 0 {
+		out = append(out, engine.Check{Name: "mcp clients", Status: "ok",
+			Detail: "none configured (warden mcp install --client " + strings.Join(mcpconf.ClientNames(), "|") + ")"})
 	}
 	return out
 }

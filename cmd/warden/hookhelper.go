@@ -23,7 +23,8 @@ import (
 //
 // Exit codes: 0 success; 1 when the engine threw or refused (stderr says
 // `warden: <code>: <message>`) or could not be reached; 2 on usage, which
-// includes not running inside a hook at all.
+// includes not running inside a hook at all. `hook confirm` is the one
+// exception: its status is the operator's answer (see confirmNo).
 
 var errNotHook = errors.New("not running inside a warden hook (WARDEN_SOCKET/WARDEN_TOKEN unset)")
 
@@ -36,6 +37,7 @@ func (a *app) hookHelperCommands() []*cobra.Command {
 		a.hookStoreCommand("secret", "secrets", "visit_token"),
 		a.hookStoreCommand("config", "config", "greeting_word"),
 		a.hookCallCommand(),
+		a.hookConfirmCommand(),
 		a.hookResultCommand(),
 		a.hookEgressBridgeCommand(),
 	}
@@ -368,6 +370,78 @@ false; while it waits, the hook's idle clock is paused.`,
 		},
 	}
 	return c
+}
+
+// hook confirm's exit codes. A "no" must not look like success to a
+// shell `if`, and an engine failure must not look like a "no" the
+// operator gave: a script that cares (for instance to retry later) can
+// tell them apart.
+const (
+	confirmNo     = 1
+	confirmFailed = 3
+)
+
+func (a *app) hookConfirmCommand() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "confirm QUESTION",
+		Short: "Ask the operator a yes/no question; the exit status is the answer",
+		Long: `confirm asks the operator QUESTION (operator.confirm) and waits for the
+answer; while it waits, the hook's idle clock is paused. The exit status
+is the answer, so it reads naturally in a shell if:
+
+  0  the operator said yes
+  1  no: the operator said no, or the engine answered no for them (the
+     request expired, no operator was attached, or a policy refused it;
+     the run's stream says which)
+  2  usage (no QUESTION, or not running inside a hook)
+  3  no answer at all: the engine threw (the run ended, storage failed,
+     the broker could not be reached); stderr says why
+
+Nothing is printed on stdout unless --json, which prints {"confirmed":
+true|false} on a yes or a no. (` + "`warden hook call operator confirm`" + ` prints
+true or false and exits 0 either way: do not use it in an if.)`,
+		Example: `  if warden hook confirm "Store the token?"; then store_it; fi
+  warden hook confirm "Reboot now?" || exit 0
+  warden hook confirm "Wipe the cache?"; case $? in 0) wipe;; 1) echo kept;; *) exit 1;; esac`,
+		Args: args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			asJSON := a.json // withHook turns --json off for errors
+			var yes bool
+			err := a.withHook(func(c *hookkit.Client) error {
+				v, err := c.Call("operator", "confirm", argv[0])
+				if err != nil {
+					return err
+				}
+				if err := json.Unmarshal(v, &yes); err != nil {
+					return fmt.Errorf("operator.confirm answered %s, not true or false", v)
+				}
+				return nil
+			})
+			if err != nil {
+				return confirmErr(err)
+			}
+			if asJSON {
+				if err := writeJSON(a.stdout, map[string]bool{"confirmed": yes}); err != nil {
+					return &exitError{code: confirmFailed, err: err}
+				}
+			}
+			if !yes {
+				return &exitError{code: confirmNo} // silent: the "no" is the status
+			}
+			return nil
+		},
+	}
+	return c
+}
+
+// confirmErr keeps usage at 2 and moves every other failure from 1 to
+// confirmFailed, since 1 is the operator's "no".
+func confirmErr(err error) error {
+	var ee *exitError
+	if errors.As(err, &ee) && ee.code == 1 {
+		return &exitError{code: confirmFailed, err: ee.err}
+	}
+	return err
 }
 
 func (a *app) hookResultCommand() *cobra.Command {

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -81,6 +83,13 @@ func (f *fakeRun) Call(_ context.Context, c *protocol.Call) (json.RawMessage, *p
 	f.mu.Unlock()
 	switch c.Capability + "." + c.Method {
 	case "operator.confirm":
+		// The question picks the fake operator's answer.
+		switch string(b) {
+		case `["Deny me?"]`:
+			return json.RawMessage("false"), nil
+		case `["End the run?"]`:
+			return nil, &protocol.Error{Code: protocol.CodeRunEnded, Message: "operator.confirm: the run ended"}
+		}
 		return json.RawMessage("true"), nil
 	case "echo.args":
 		return b, nil
@@ -331,6 +340,61 @@ func TestHookHelperHelpHasExamples(t *testing.T) {
 			if sub.Runnable() && sub.Example == "" {
 				t.Errorf("%s has no example", sub.CommandPath())
 			}
+		}
+	}
+}
+
+// TestHookHelperConfirm: `hook confirm`'s exit status is the answer, so a
+// "no" is not success and an engine failure is not a "no".
+func TestHookHelperConfirm(t *testing.T) {
+	startFakeRun(t)
+	if code, out, errs := helper(t, "", "confirm", "Store it?"); code != 0 || out != "" {
+		t.Fatalf("yes: exit %d %q %s, want 0 and no output", code, out, errs)
+	}
+	if code, out, errs := helper(t, "", "confirm", "Deny me?"); code != 1 || out != "" || errs != "" {
+		t.Fatalf("no: exit %d %q %q, want 1 and nothing printed", code, out, errs)
+	}
+	if code, out, _ := helper(t, "", "--json", "confirm", "Deny me?"); code != 1 || out != "{\"confirmed\":false}\n" {
+		t.Fatalf("no --json: exit %d %q", code, out)
+	}
+	if code, out, _ := helper(t, "", "--json", "confirm", "Store it?"); code != 0 || out != "{\"confirmed\":true}\n" {
+		t.Fatalf("yes --json: exit %d %q", code, out)
+	}
+	if code, _, errs := helper(t, "", "confirm", "End the run?"); code != 3 || !strings.HasPrefix(errs, "warden: run_ended:") {
+		t.Fatalf("engine threw: exit %d %q, want 3", code, errs)
+	}
+	for _, argv := range [][]string{{"confirm"}, {"confirm", "a", "b"}} {
+		if code, _, _ := helper(t, "", argv...); code != 2 {
+			t.Errorf("%v: exit %d, want 2", argv, code)
+		}
+	}
+	t.Setenv("WARDEN_SOCKET", "")
+	if code, _, _ := helper(t, "", "confirm", "Store it?"); code != 2 {
+		t.Errorf("outside a hook: exit %d, want 2", code)
+	}
+}
+
+// TestHookHelperConfirmInShellIf: the idiom of the README, in a real sh
+// running the real binary: the branch taken follows the operator.
+func TestHookHelperConfirmInShellIf(t *testing.T) {
+	_, f := startFakeRun(t)
+	bin := wardenLink(t, t.TempDir())
+	script := `if warden hook confirm "$1"; then warden hook log yes; else warden hook log "no $?"; fi`
+	for _, tc := range []struct{ question, want string }{
+		{"Store it?", "info: yes"},
+		{"Deny me?", "info: no 1"},
+	} {
+		cmd := exec.Command("sh", "-c", script, "hook", tc.question)
+		cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(bin)+":"+os.Getenv("PATH"))
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%q: the hook script: %v %s", tc.question, err, out)
+		}
+		f.mu.Lock()
+		logs := slices.Clone(f.logs)
+		f.logs = nil
+		f.mu.Unlock()
+		if len(logs) != 1 || logs[0] != tc.want {
+			t.Errorf("%q: the hook logged %q, want %q", tc.question, logs, tc.want)
 		}
 	}
 }
