@@ -80,7 +80,7 @@ func New(name string, lim Limits) (*Group, error) {
 	case 1:
 		g.impl, err = newV1(name, lim)
 	case 2:
-		g.impl, err = newV2(sup.v2Mount, sup.v2Parent, name, lim)
+		g.impl, err = newV2Opts(sup.v2Mount, sup.v2Parent, name, lim, true, sup.v2Ancestor)
 	default:
 		return nil, fmt.Errorf("cgroup: resource limits cannot be enforced on this host: %s", sup.Detail)
 	}

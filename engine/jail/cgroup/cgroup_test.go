@@ -144,7 +144,16 @@ func TestPidsLimitAndDelete(t *testing.T) {
 			t.Errorf("pid %d outlived Delete", p)
 		}
 	}
-	for _, d := range g.impl.(*v1Group).dirs {
+	var dirs []string
+	switch impl := g.impl.(type) {
+	case *v1Group:
+		for _, d := range impl.dirs {
+			dirs = append(dirs, d)
+		}
+	case *v2Group:
+		dirs = []string{impl.dir}
+	}
+	for _, d := range dirs {
 		if _, err := os.Stat(d); !os.IsNotExist(err) {
 			t.Errorf("group dir %s still there: %v", d, err)
 		}
@@ -204,7 +213,7 @@ func TestV2PathWithoutControllers(t *testing.T) {
 	if syscall.Access(mount, 2) != nil {
 		t.Skip(mount + " is not writable")
 	}
-	g, err := newV2Opts(mount, "/", uniq(t), Limits{}, false)
+	g, err := newV2Opts(mount, "/", uniq(t), Limits{}, false, false)
 	if err != nil {
 		t.Fatal(err)
 	}

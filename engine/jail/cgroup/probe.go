@@ -26,8 +26,23 @@ type Support struct {
 	// cannot be enforced, with why ("cpu: no cpu controller ...").
 	Missing []string
 
+	// Route says which group runs' groups go under (RouteOwn,
+	// RouteAncestor; "" when Version is 0).
+	Route string
+
 	v2Mount, v2Parent string
+	v2Ancestor        bool // v2Parent is above this process's group
 }
+
+// Routes to a group for runs' groups.
+const (
+	// RouteV1: cgroup v1 hierarchies, this process's own groups.
+	RouteV1 = "cgroup v1"
+	// RouteOwn: this process's own cgroup v2 group, delegated to it.
+	RouteOwn = "own delegated group"
+	// RouteAncestor: a delegated ancestor of this process's group.
+	RouteAncestor = "delegated ancestor group"
+)
 
 var (
 	probeOnce sync.Once
@@ -61,7 +76,7 @@ func probeV1() Support {
 	if err != nil {
 		return v1Unusable("cannot read /proc/self/cgroup: " + err.Error())
 	}
-	s := Support{Version: 1}
+	s := Support{Version: 1, Route: RouteV1}
 	var where []string
 	for _, c := range []string{"memory", "pids", "cpu"} {
 		dir, ok := own[c]
@@ -85,6 +100,7 @@ func probeV1() Support {
 		where = append(where, dir)
 	}
 	if s.Version == 0 {
+		s.Route = ""
 		s.Detail = "cgroup v1: " + strings.Join(s.Missing, "; ")
 		return s
 	}
@@ -182,10 +198,16 @@ func unescapeMount(s string) string {
 	return b.String()
 }
 
-// probeV2 checks that this process's own group offers the memory and pids
-// controllers to children: already enabled for them, or available and
-// writable (then New moves this process to a leaf and enables them, as a
-// delegated subtree is meant to be used).
+// probeV2 finds the cgroup v2 group runs' groups go under: the nearest of
+// this process's own group and (not as root) its ancestors that is
+// delegated to this uid: writable, with the memory and pids controllers
+// available to it. In its own group, New then moves this process to a
+// leaf and enables the controllers, as a delegated subtree is meant to be
+// used (systemd's Delegate=yes); in an ancestor (a shell's group below a
+// delegated one), runs' groups go beside this process's group, which
+// stays as it is. Root takes its own group only: every group is writable
+// by root, and climbing out of the unit systemd put it in would hide it
+// from systemd.
 func probeV2(mount string) Support {
 	b, err := os.ReadFile("/proc/self/cgroup")
 	if err != nil {
@@ -200,8 +222,33 @@ func probeV2(mount string) Support {
 	if own == "" {
 		return v2Unusable("this process is in no cgroup v2 group")
 	}
-	dir := filepath.Join(mount, own)
-	s := Support{Version: 2, v2Mount: mount, v2Parent: own}
+	s := probeV2Group(mount, own, os.Geteuid())
+	if s.Version == 0 && os.Geteuid() != 0 {
+		for up := filepath.Dir(own); up != own && up != "/"; own, up = up, filepath.Dir(up) {
+			if unix.Access(filepath.Join(mount, up), unix.W_OK) != nil {
+				break // not delegated to us: nor is anything above it
+			}
+			if a := probeV2Group(mount, up, os.Geteuid()); a.Version != 0 {
+				if why := internalProcs(mount, up); why != "" {
+					s.Missing = append(s.Missing, why)
+					break
+				}
+				a.v2Ancestor = true
+				a.Route = RouteAncestor
+				a.Detail = "cgroup v2: runs' groups under " + filepath.Join(mount, up) + ", delegated to uid " + fmt.Sprint(os.Geteuid()) + " above warden's own group"
+				return a
+			}
+		}
+		s.Detail = "cgroup v2: " + strings.Join(s.Missing, "; ")
+	}
+	return s
+}
+
+// probeV2Group checks one group: memory and pids (and cpu) available in
+// its cgroup.controllers, and its control files writable.
+func probeV2Group(mount, group string, uid int) Support {
+	dir := filepath.Join(mount, group)
+	s := Support{Version: 2, v2Mount: mount, v2Parent: group, Route: RouteOwn}
 	ctl, _ := os.ReadFile(filepath.Join(dir, "cgroup.controllers"))
 	have := strings.Fields(string(ctl))
 	for _, c := range []string{"memory", "pids", "cpu"} {
@@ -214,16 +261,36 @@ func probeV2(mount string) Support {
 			s.CPU = true
 		}
 	}
-	if s.Version != 0 && unix.Access(filepath.Join(dir, "cgroup.subtree_control"), unix.W_OK) != nil {
-		why := fmt.Sprintf("%s is not writable by uid %d (give warden a delegated cgroup: systemd Delegate=yes)", dir, os.Geteuid())
-		return Support{Detail: "cgroup v2: " + why, Missing: []string{"memory: " + why, "pids: " + why, "cpu: " + why}}
+	if s.Version != 0 {
+		for _, f := range []string{"", "cgroup.subtree_control", "cgroup.procs"} {
+			if unix.Access(filepath.Join(dir, f), unix.W_OK) != nil {
+				why := fmt.Sprintf("%s is not writable by uid %d (give warden a delegated cgroup: systemd Delegate=yes)", filepath.Join(dir, f), uid)
+				return Support{Detail: "cgroup v2: " + why, Missing: []string{"memory: " + why, "pids: " + why, "cpu: " + why}}
+			}
+		}
 	}
 	if s.Version == 0 {
+		s.Route = ""
 		s.Detail = "cgroup v2: " + strings.Join(s.Missing, "; ")
 		return s
 	}
-	s.Detail = "cgroup v2: runs' groups under " + dir
+	s.Detail = "cgroup v2: runs' groups under " + dir + " (warden's own group, delegated: warden moves to a leaf of it)"
 	return s
+}
+
+// internalProcs says why an ancestor that holds processes of its own
+// cannot give controllers to runs' groups (cgroup v2 lets a group with
+// processes enable none for its children), or "" when it can.
+func internalProcs(mount, group string) string {
+	dir := filepath.Join(mount, group)
+	ctl, _ := os.ReadFile(filepath.Join(dir, "cgroup.subtree_control"))
+	if len(without([]string{"memory", "pids"}, strings.Fields(string(ctl)))) == 0 {
+		return ""
+	}
+	if procs, _ := readPids(filepath.Join(dir, "cgroup.procs")); len(procs) > 0 {
+		return fmt.Sprintf("memory: %s is delegated but holds processes of its own (%d), so it cannot give controllers to runs' groups: move them to a child group", dir, len(procs))
+	}
+	return ""
 }
 
 func v2Unusable(why string) Support {

@@ -39,15 +39,12 @@ func (g *v2Group) member(cgroupFile string) bool {
 	return false
 }
 
-// newV2 makes the run's group parent/name under mount. Its process is
-// placed with clone3's CLONE_INTO_CGROUP (see start).
-func newV2(mount, parent, name string, lim Limits) (*v2Group, error) {
-	return newV2Opts(mount, parent, name, lim, true)
-}
-
-// newV2Opts: with delegate false, the parent's controllers are taken as
-// they are (a test on a hierarchy that has none).
-func newV2Opts(mount, parent, name string, lim Limits, delegate bool) (*v2Group, error) {
+// newV2Opts makes the run's group parent/name under mount. Its process is
+// placed with clone3's CLONE_INTO_CGROUP (see start). With delegate
+// false, the parent's controllers are taken as they are (a test on a
+// hierarchy that has none); ancestor: parent is above this process's own
+// group, which stays where it is.
+func newV2Opts(mount, parent, name string, lim Limits, delegate, ancestor bool) (*v2Group, error) {
 	res := &cgroup2.Resources{}
 	if lim.Memory > 0 {
 		m := lim.Memory
@@ -63,7 +60,7 @@ func newV2Opts(mount, parent, name string, lim Limits, delegate bool) (*v2Group,
 		res.CPU = &cgroup2.CPU{Max: cgroup2.NewCPUMax(&quota, &period), Weight: &weight}
 	}
 	if delegate {
-		if err := delegateV2(mount, parent, res.EnabledControllers()); err != nil {
+		if err := delegateV2(mount, parent, res.EnabledControllers(), ancestor); err != nil {
 			return nil, err
 		}
 	}
@@ -87,8 +84,9 @@ func newV2Opts(mount, parent, name string, lim Limits, delegate bool) (*v2Group,
 // delegateV2 makes parent able to give controllers to children: if this
 // process sits in parent itself (and parent is not the root), it moves to
 // parent/warden-engine first, as systemd's Delegate=yes expects of a
-// service. Done once per parent.
-func delegateV2(mount, parent string, controllers []string) error {
+// service. An ancestor (probeV2 checked it holds no process) only gets
+// the controllers. Done once per parent.
+func delegateV2(mount, parent string, controllers []string, ancestor bool) error {
 	if len(controllers) == 0 {
 		return nil
 	}
@@ -100,7 +98,7 @@ func delegateV2(mount, parent string, controllers []string) error {
 	dir := filepath.Join(mount, parent)
 	ctl, _ := os.ReadFile(filepath.Join(dir, "cgroup.subtree_control"))
 	if missing := without(controllers, strings.Fields(string(ctl))); len(missing) > 0 {
-		if procs, _ := readPids(filepath.Join(dir, "cgroup.procs")); len(procs) > 0 && parent != "/" {
+		if procs, _ := readPids(filepath.Join(dir, "cgroup.procs")); len(procs) > 0 && parent != "/" && !ancestor {
 			leaf := filepath.Join(dir, engineLeaf)
 			if err := os.Mkdir(leaf, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 				return fmt.Errorf("making %s for warden itself: %w", leaf, err)
