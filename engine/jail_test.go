@@ -8,9 +8,10 @@ package engine
 // attempt works and that its CHECK line can say "ok": a jailed "blocked"
 // is then the jail's doing, not a broken test.
 //
-// The unjailed contrasts do what only root may (write to /usr/local, mount
-// a tmpfs, ...), so these tests want root, as warden's own deployment
-// does; they clean up after themselves.
+// Two unjailed contrasts do what only root may (write to /usr/local,
+// mount a tmpfs): as an ordinary user (scripts/uml-test) their jailed
+// halves still run, their contrasts are left out. They clean up after
+// themselves.
 
 import (
 	"bufio"
@@ -309,9 +310,13 @@ func escapeYAML(scenario string, args ...string) string {
 	return fmt.Sprintf("    run: [%s]\n", strings.Join(q, ", "))
 }
 
+// As an ordinary user, every attempt is still made in the jail; the three
+// whose unjailed contrasts only root can make (a write to /usr/local, a
+// mount, TIOCSTI into a terminal that is not the caller's controlling
+// one) have their contrasts left out, and the test says so.
 func TestJailEscapes(t *testing.T) {
 	needJail(t)
-	needRoot(t)
+	root := os.Geteuid() == 0
 	e := openTestEngine(t)
 
 	// A file in the data dir (0700 root): the run dir below it is in the
@@ -388,24 +393,25 @@ func TestJailEscapes(t *testing.T) {
 		why            string
 		before         func() // before each of the two runs
 		off            string // the unjailed CHECK line, when not "<scenario> ok"
+		rootOnly       bool   // only root can make the unjailed contrast
 	}{
-		{"read-data", "escape-read", "escape-read blocked: ENOENT", "the data dir is not in the plan", nil, ""},
-		{"read-vartmp", "escape-read", "escape-read blocked: ENOENT", "/var/tmp is not in the plan", nil, ""},
-		{"write-usr", "escape-write", "escape-write blocked: EROFS", "/usr is bound read-only", nil, ""},
-		{"write-module", "escape-write-module", "escape-write-module blocked: EROFS", "/module is bound read-only", nil, ""},
-		{"proc", "escape-proc", "escape-proc blocked: ENOENT", "the jail has its own pid namespace", nil, ""},
+		{"read-data", "escape-read", "escape-read blocked: ENOENT", "the data dir is not in the plan", nil, "", false},
+		{"read-vartmp", "escape-read", "escape-read blocked: ENOENT", "/var/tmp is not in the plan", nil, "", false},
+		{"write-usr", "escape-write", "escape-write blocked: EROFS", "/usr is bound read-only", nil, "", true},
+		{"write-module", "escape-write-module", "escape-write-module blocked: EROFS", "/module is bound read-only", nil, "", false},
+		{"proc", "escape-proc", "escape-proc blocked: ENOENT", "the jail has its own pid namespace", nil, "", false},
 		// No network grant: socket(AF_INET) fails in the seccomp filter
 		// (and there is no interface but lo in the jail's net namespace).
-		{"tcp", "escape-tcp", "escape-tcp blocked: EPERM", "no network grant", nil, ""},
-		{"tiocsti", "escape-tiocsti", "escape-tiocsti blocked: EPERM", "seccomp denies TIOCSTI", nil, ""},
-		{"ptrace", "escape-ptrace", "escape-ptrace blocked: EPERM", "seccomp denies ptrace", nil, ""},
-		{"mount", "escape-mount", "escape-mount blocked: EPERM", "seccomp denies mount", nil, ""},
-		{"unshare", "escape-unshare", "escape-unshare blocked: EPERM", "seccomp denies unshare", nil, ""},
-		{"keyctl", "escape-keyctl", "escape-keyctl blocked: EPERM", "seccomp denies keyctl", nil, ""},
+		{"tcp", "escape-tcp", "escape-tcp blocked: EPERM", "no network grant", nil, "", false},
+		{"tiocsti", "escape-tiocsti", "escape-tiocsti blocked: EPERM", "seccomp denies TIOCSTI", nil, "", true},
+		{"ptrace", "escape-ptrace", "escape-ptrace blocked: EPERM", "seccomp denies ptrace", nil, "", false},
+		{"mount", "escape-mount", "escape-mount blocked: EPERM", "seccomp denies mount", nil, "", true},
+		{"unshare", "escape-unshare", "escape-unshare blocked: EPERM", "seccomp denies unshare", nil, "", false},
+		{"keyctl", "escape-keyctl", "escape-keyctl blocked: EPERM", "seccomp denies keyctl", nil, "", false},
 		// hooks.Start marks inherited descriptors close-on-exec before any
 		// hook starts, so this one is blocked unjailed too: its contrast is
 		// TestInheritedFdWouldLeak, which execs without the executor.
-		{"fd", "escape-fd", "escape-fd blocked: EBADF", "inherited fds are close-on-exec", inheritable, "escape-fd blocked: EBADF"},
+		{"fd", "escape-fd", "escape-fd blocked: EBADF", "inherited fds are close-on-exec", inheritable, "escape-fd blocked: EBADF", false},
 	} {
 		t.Run(a.hook, func(t *testing.T) {
 			if a.before != nil {
@@ -414,6 +420,10 @@ func TestJailEscapes(t *testing.T) {
 			_, cs := escapeRun(t, e, a.hook, JailBwrap)
 			got := wantEscape(t, "bwrap", cs, a.scenario, a.jailed)
 			t.Logf("jailed:   %s  [%s]", got, a.why)
+			if a.rootOnly && !root {
+				t.Logf("unjailed: not tried: only root can make this contrast, uid %d is not", os.Geteuid())
+				return
+			}
 			if a.before != nil {
 				a.before()
 			}

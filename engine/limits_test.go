@@ -127,9 +127,10 @@ func wantLimitEnd(t *testing.T, e *Engine, o Outcome, stream, limit, text string
 	}
 }
 
+// As root, or as an ordinary user with a delegated cgroup v2 group
+// (scripts/uml-test runs both).
 func TestHostileHooksHitTheirLimits(t *testing.T) {
 	needLimits(t)
-	needRoot(t)
 	marker := fmt.Sprintf("300.%09d", rand.IntN(1e9)) // sleep takes decimals
 	t.Cleanup(func() { killMarked(marker); os.Remove("/tmp/fill-" + marker) })
 	mod := shellModule(t, "hostile", map[string][2]string{
@@ -175,6 +176,14 @@ echo "forked 2000"
 			wantNothingLeft(t, o.Run.ID, marker)
 
 			// The same hook unjailed gets past it: the limit stopped it.
+			// Under user-mode-linux (scripts/uml-test), where every fork
+			// and page fault is a trip through ptrace, 2,000 forks or a
+			// 1 GiB string take minutes unjailed: the host's own run of
+			// this test makes those two contrasts.
+			if os.Getenv("WARDEN_TEST_SLOW_KERNEL") != "" && (tc.hook == "fork" || tc.hook == "alloc") {
+				t.Logf("unjailed contrast left to the host's run: this kernel is user-mode-linux")
+				return
+			}
 			o, stream = hostileRun(t, e, "hostile", tc.hook, JailOff)
 			t.Logf("unjailed: %s in %s", o.Run.Status, o.Duration)
 			if !strings.Contains(stream, "  info "+tc.unjailed) || o.Run.Status != storage.RunSucceeded {
@@ -219,12 +228,11 @@ while :; do :; done
 	// limit for a while, and only a period over the limit throttles.)
 	stat := ""
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if dirs, _ := filepath.Glob("/sys/fs/cgroup/cpu/*warden/" + h.ID + "/cpu.stat"); len(dirs) > 0 {
-			b, _ := os.ReadFile(dirs[0])
-			stat = string(b)
-		} else if dirs, _ := filepath.Glob("/sys/fs/cgroup/cpu/*/*/*/warden/" + h.ID + "/cpu.stat"); len(dirs) > 0 {
-			b, _ := os.ReadFile(dirs[0])
-			stat = string(b)
+		// v1: the cpu hierarchy's group; v2: the one group.
+		for _, dir := range runGroupDirs(h.ID) {
+			if b, err := os.ReadFile(filepath.Join(dir, "cpu.stat")); err == nil {
+				stat = string(b)
+			}
 		}
 		if strings.Contains(stat, "nr_throttled") && !strings.Contains(stat, "nr_throttled 0\n") {
 			break
