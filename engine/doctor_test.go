@@ -2,6 +2,7 @@ package engine
 
 import (
 	"crypto/rand"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -52,6 +53,11 @@ func TestDoctorFreshDir(t *testing.T) {
 	}
 	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {
 		t.Errorf("doctor left the data dir %v, %v", fi.Mode(), err)
+	}
+	// The hooks' process limit: its value and the bound that set it.
+	np := doctorCheck(t, rep, "hook processes")
+	if want := fmt.Sprintf("RLIMIT_NPROC %d for hooks' uid, from %s", jail.HookNproc(), jail.HookNprocSource()); !strings.Contains(np.Detail, want) {
+		t.Errorf("hook processes check %q lacks %q", np.Detail, want)
 	}
 	// Doctor released the store: an engine opens at once.
 	e := openEngine(t, Options{DataDir: dir})
