@@ -227,3 +227,40 @@ func TestDoctorWhileHeld(t *testing.T) {
 		t.Errorf("store check while held: %+v", c)
 	}
 }
+
+// Doctor says, before any run, that user namespaces are refused and why:
+// user.max_user_namespaces 0, or Ubuntu's AppArmor restriction with no
+// profile for bwrap (read through a fake /proc/sys: this Debian kernel has
+// no AppArmor to show it).
+func TestDoctorUsernsRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name, file, detail, fix string
+	}{
+		{"max zero", "proc/sys/user/max_user_namespaces", "user.max_user_namespaces is 0", "sysctl -w user.max_user_namespaces=15000"},
+		{"apparmor", "proc/sys/kernel/apparmor_restrict_unprivileged_userns", "kernel.apparmor_restrict_unprivileged_userns is 1", "apparmor_parser -r /etc/apparmor.d/bwrap"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			write := func(p, v string) {
+				os.MkdirAll(filepath.Join(root, filepath.Dir(p)), 0o755)
+				if err := os.WriteFile(filepath.Join(root, p), []byte(v), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			write("proc/sys/user/max_user_namespaces", "15000\n")
+			write(tc.file, map[bool]string{true: "0\n", false: "1\n"}[tc.name == "max zero"])
+			rep := Doctor(DoctorOptions{DataDir: newDataDir(t), SysRoot: root})
+			if rep.OK() {
+				t.Errorf("doctor OK with user namespaces refused: %+v", rep)
+			}
+			c := doctorCheck(t, rep, "user namespaces")
+			if c.Status != "problem" || c.Warning || !strings.Contains(c.Detail, "unavailable, so every jailed run fails: "+tc.detail) || !strings.Contains(c.Fix, tc.fix) {
+				t.Errorf("user namespaces check %+v", c)
+			}
+		})
+	}
+	// The real host's: open here (the tests' jailed runs need it).
+	if c := doctorCheck(t, Doctor(DoctorOptions{DataDir: newDataDir(t)}), "user namespaces"); c.Status != "ok" {
+		t.Errorf("user namespaces on this host: %+v", c)
+	}
+}
