@@ -170,6 +170,12 @@ type activeRun struct {
 	hookErr    *protocol.ErrorBody
 	cancelWhy  string
 	cancelOnce sync.Once
+	// bwrap is the jail's bwrap (jailed runs only); seenOutput is set at
+	// the first output line, and usernsErr when that line is bwrap saying
+	// it could not create the user namespace (see jail.UsernsFailure).
+	bwrap      string
+	seenOutput bool
+	usernsErr  string
 
 	streamLater []storage.Line // lines said before the stream exists (StartRun's goroutine only)
 
@@ -422,6 +428,7 @@ func (e *Engine) spawnSpec(r *activeRun, pf preflighted) spawned {
 			sp.planErr = err
 		}
 		js := jl.Spawner(plan, r.network)
+		r.bwrap = jl.Bwrap.Path
 		if sp.planErr == nil {
 			sp.planErr = r.limit(js, sp.startDetails)
 		}
@@ -594,7 +601,7 @@ func (r *activeRun) finish(h *RunHandle, exit hooks.Exit) {
 	rec.Exit = &code
 
 	r.mu.Lock()
-	outputs, resultErr, hookErr, cancelWhy := r.outputs, r.resultErr, r.hookErr, r.cancelWhy
+	outputs, resultErr, hookErr, cancelWhy, usernsErr := r.outputs, r.resultErr, r.hookErr, r.cancelWhy, r.usernsErr
 	r.mu.Unlock()
 	lost, streamErr := r.ingest.failure()
 	switch {
@@ -615,6 +622,11 @@ func (r *activeRun) finish(h *RunHandle, exit hooks.Exit) {
 	case hookErr != nil:
 		rec.Status = storage.RunFailed
 		rec.Error = "the hook reported an error: " + hookErr.Name + ": " + hookErr.Message
+	case exit.Code != 0 && usernsErr != "":
+		// bwrap's raw "setting up uid map: Permission denied" says
+		// nothing of what to do: the run fails with why, and the fix.
+		rec.Status = storage.RunFailed
+		rec.Error = usernsErr
 	case exit.Code != 0:
 		rec.Status = storage.RunFailed
 		rec.Error = exit.Describe()
@@ -725,6 +737,19 @@ func (r *activeRun) streamFailed(err error) {
 
 // output is the executor's sink: stdout is info, stderr is warn.
 func (r *activeRun) output(lines []hooks.OutputLine) {
+	if r.bwrap != "" && len(lines) > 0 {
+		r.mu.Lock()
+		if !r.seenOutput {
+			// Only the first line of the run: bwrap dies before the hook
+			// starts, so its message, when it cannot set up the user
+			// namespace, is the first and only line.
+			r.seenOutput = true
+			if lines[0].Stderr {
+				r.usernsErr = jail.UsernsFailure(lines[0].Text, "/", r.bwrap)
+			}
+		}
+		r.mu.Unlock()
+	}
 	batch := make([]storage.Line, len(lines))
 	for i, l := range lines {
 		lvl := storage.LevelInfo

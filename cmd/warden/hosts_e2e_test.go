@@ -1,7 +1,8 @@
 package main
 
 // Hosts that are not this test machine's root: an ordinary user with a
-// hardened process limit. The real warden binary runs there, as an
+// hardened process limit, and a user namespace that refuses nested ones
+// (as a container may). The real warden binary runs in each, as an
 // operator's would.
 
 import (
@@ -12,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"warden/engine"
@@ -166,6 +168,80 @@ if ulimit -Hu $(( $(ulimit -Hu) + 1 )) 2>/dev/null; then echo "raised"; else ech
 	}
 	if !found {
 		t.Errorf("doctor --json has no hook processes check:\n%s", out)
+	}
+}
+
+// TestUsernsRefusedExplained: warden (root, as in a container) in a user
+// namespace whose user.max_user_namespaces is 0, so that the jail's bwrap
+// cannot create one. The run fails with one message that says so and what
+// to do, not bwrap's raw "Creating new namespace failed: ... (ENOSPC)";
+// doctor, in the same namespace, names the cause before any run. The
+// sysctl is the child namespace's own: the host's is never touched.
+func TestUsernsRefusedExplained(t *testing.T) {
+	needBwrap(t)
+	needRootFor(t, "a user namespace mapping uids 0-65535 (the hooks' 60999 too), which only root may write")
+	hostMax := string(must(os.ReadFile("/proc/sys/user/max_user_namespaces")))
+
+	base := sharedDir(t, "warden-userns-")
+	bin := filepath.Join(base, "warden")
+	buildWarden(t, bin)
+	data, home := filepath.Join(base, "data"), filepath.Join(base, "home")
+	for _, d := range []string{data, home} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mod := bashModule(t, base, "userns", "show", "echo the hook ran\n")
+	if out, err := exec.Command(bin, "--data-dir", data, "module", "add", mod).CombinedOutput(); err != nil {
+		t.Fatalf("module add: %v\n%s", err, out)
+	}
+	inRefusingNS := func(args ...string) (string, error) {
+		cmd := exec.Command("/bin/sh", append([]string{"-c", `echo 0 > /proc/sys/user/max_user_namespaces && exec "$@"`, "sh", bin, "--data-dir", data}, args...)...)
+		cmd.Env = hostEnv(home)
+		cmd.SysProcAttr = &syscall.SysProcAttr{
+			Cloneflags:                 syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS,
+			UidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 65536}},
+			GidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 65536}},
+			GidMappingsEnableSetgroups: true,
+		}
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	out, err := inRefusingNS("hook", "run", "userns", "show")
+	if err == nil || strings.Contains(out, "the hook ran") {
+		t.Fatalf("the hook ran with user namespaces refused: %v\n%s", err, out)
+	}
+	for _, want := range []string{
+		"failed in", "user namespaces refused, so the jail cannot start: user.max_user_namespaces is 0",
+		"sysctl -w user.max_user_namespaces=15000", "container",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the failed run does not say %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "failed in") && strings.HasSuffix(strings.TrimSpace(out), "exit code 1") {
+		t.Errorf("the run's error is bwrap's exit code, not the cause:\n%s", out)
+	}
+
+	out, _ = inRefusingNS("doctor", "--json")
+	var rep engine.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("doctor --json: %v\n%s", err, out)
+	}
+	found := false
+	for _, c := range rep.Checks {
+		if c.Name == "user namespaces" {
+			found = true
+			if c.Status != "problem" || !strings.Contains(c.Detail, "user.max_user_namespaces is 0") || !strings.Contains(c.Fix, "sysctl -w user.max_user_namespaces=15000") {
+				t.Errorf("doctor's user namespaces check %+v", c)
+			}
+		}
+	}
+	if !found || rep.OK() {
+		t.Errorf("doctor --json in the refusing namespace (OK %v):\n%s", rep.OK(), out)
+	}
+	if now := string(must(os.ReadFile("/proc/sys/user/max_user_namespaces"))); now != hostMax {
+		t.Fatalf("the host's user.max_user_namespaces changed: %q, was %q", now, hostMax)
 	}
 }
 
