@@ -170,12 +170,13 @@ type activeRun struct {
 	hookErr    *protocol.ErrorBody
 	cancelWhy  string
 	cancelOnce sync.Once
-	// bwrap is the jail's bwrap (jailed runs only); seenOutput is set at
-	// the first output line, and usernsErr when that line is bwrap saying
-	// it could not create the user namespace (see jail.UsernsFailure).
-	bwrap      string
-	seenOutput bool
-	usernsErr  string
+	// bwrap is the jail's bwrap (jailed runs only). lines counts the
+	// run's output lines, and firstErr is the first of stderr: when bwrap
+	// cannot set up the user namespace, its message is the run's one line
+	// (see usernsError).
+	bwrap    string
+	lines    int
+	firstErr string
 
 	streamLater []storage.Line // lines said before the stream exists (StartRun's goroutine only)
 
@@ -601,8 +602,9 @@ func (r *activeRun) finish(h *RunHandle, exit hooks.Exit) {
 	rec.Exit = &code
 
 	r.mu.Lock()
-	outputs, resultErr, hookErr, cancelWhy, usernsErr := r.outputs, r.resultErr, r.hookErr, r.cancelWhy, r.usernsErr
+	outputs, resultErr, hookErr, cancelWhy := r.outputs, r.resultErr, r.hookErr, r.cancelWhy
 	r.mu.Unlock()
+	usernsErr := r.usernsError(exit)
 	lost, streamErr := r.ingest.failure()
 	switch {
 	case streamErr != nil:
@@ -737,17 +739,14 @@ func (r *activeRun) streamFailed(err error) {
 
 // output is the executor's sink: stdout is info, stderr is warn.
 func (r *activeRun) output(lines []hooks.OutputLine) {
-	if r.bwrap != "" && len(lines) > 0 {
+	if r.bwrap != "" {
 		r.mu.Lock()
-		if !r.seenOutput {
-			// Only the first line of the run: bwrap dies before the hook
-			// starts, so its message, when it cannot set up the user
-			// namespace, is the first and only line.
-			r.seenOutput = true
-			if lines[0].Stderr {
-				r.usernsErr = jail.UsernsFailure(lines[0].Text, "/", r.bwrap)
+		for _, l := range lines {
+			if l.Stderr && r.firstErr == "" {
+				r.firstErr = l.Text
 			}
 		}
+		r.lines += len(lines)
 		r.mu.Unlock()
 	}
 	batch := make([]storage.Line, len(lines))
@@ -759,6 +758,20 @@ func (r *activeRun) output(lines []hooks.OutputLine) {
 		batch[i] = storage.Line{At: l.At, Level: lvl, Text: l.Text}
 	}
 	r.ingest.add(batch)
+}
+
+// usernsError is the run's error when bwrap could not create the jail's
+// user namespace: a failed jailed run whose one line of output is bwrap
+// saying so (it dies before the hook starts, and says one line). The error
+// names the cause and the fix (jail.UsernsFailure), where bwrap's raw
+// "setting up uid map: Permission denied" says neither. "" otherwise.
+func (r *activeRun) usernsError(exit hooks.Exit) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.bwrap == "" || exit.Code == 0 || r.lines != 1 || r.firstErr == "" {
+		return ""
+	}
+	return jail.UsernsFailure(r.firstErr, "/", r.bwrap)
 }
 
 // streamLine records one engine-made line in the run's stream.
