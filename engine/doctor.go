@@ -50,6 +50,10 @@ type DoctorOptions struct {
 	// Ceiling is the operator's ceiling of hooks' limits (config.yaml),
 	// shown with the limits check.
 	Ceiling hooks.Resources
+	// SysRoot is where the user namespace sysctls (/proc/sys/...) and
+	// AppArmor's loaded profiles are read from; "" is "/". Tests point it
+	// at a fake tree.
+	SysRoot string
 }
 
 // Doctor checks the data dir policy, the store and its schema, the trust
@@ -88,7 +92,7 @@ func Doctor(opts DoctorOptions) Report {
 		}
 	}
 	doctorBwrap(opts.BwrapPath, add, problem)
-	doctorKernel(add, problem)
+	doctorKernel(opts.SysRoot, opts.BwrapPath, add, problem)
 	if opts.EngineSocket != "" {
 		doctorEngine(opts.EngineSocket, add, problem)
 	}
@@ -226,12 +230,15 @@ func doctorBwrap(path string, add func(Check), problem func(string, string, stri
 
 // doctorKernel reports what the kernel gives the jail. Landlock is not
 // used yet; its ABI is reported so an operator knows what is available.
-func doctorKernel(add func(Check), problem func(string, string, string)) {
-	h := jail.ProbeHost()
+func doctorKernel(root, bwrap string, add func(Check), problem func(string, string, string)) {
+	if bwrap == "" {
+		bwrap = jail.DefaultBwrap
+	}
+	h := jail.ProbeHostAt(root, bwrap)
 	if h.UserNamespaces {
 		add(Check{Name: "user namespaces", Status: "ok", Detail: h.UserNSDetail})
 	} else {
-		problem("user namespaces", h.UserNSDetail+": the jail cannot map an unprivileged user", "sysctl -w kernel.unprivileged_userns_clone=1 user.max_user_namespaces=15000")
+		problem("user namespaces", "unavailable, so every jailed run fails: "+h.UserNSRefused.Problem, h.UserNSRefused.Fix)
 	}
 	if h.Seccomp {
 		add(Check{Name: "seccomp", Status: "ok", Detail: h.SeccompDetail})

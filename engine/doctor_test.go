@@ -2,6 +2,7 @@ package engine
 
 import (
 	"crypto/rand"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -52,6 +53,11 @@ func TestDoctorFreshDir(t *testing.T) {
 	}
 	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {
 		t.Errorf("doctor left the data dir %v, %v", fi.Mode(), err)
+	}
+	// The hooks' process limit: its value and the bound that set it.
+	np := doctorCheck(t, rep, "hook processes")
+	if want := fmt.Sprintf("RLIMIT_NPROC %d for hooks' uid, from %s", jail.HookNproc(), jail.HookNprocSource()); !strings.Contains(np.Detail, want) {
+		t.Errorf("hook processes check %q lacks %q", np.Detail, want)
 	}
 	// Doctor released the store: an engine opens at once.
 	e := openEngine(t, Options{DataDir: dir})
@@ -219,5 +225,42 @@ func TestDoctorWhileHeld(t *testing.T) {
 	c := doctorCheck(t, rep, "store")
 	if c.Status != "ok" || !strings.Contains(c.Detail, "in use") {
 		t.Errorf("store check while held: %+v", c)
+	}
+}
+
+// Doctor says, before any run, that user namespaces are refused and why:
+// user.max_user_namespaces 0, or Ubuntu's AppArmor restriction with no
+// profile for bwrap (read through a fake /proc/sys: this Debian kernel has
+// no AppArmor to show it).
+func TestDoctorUsernsRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name, file, detail, fix string
+	}{
+		{"max zero", "proc/sys/user/max_user_namespaces", "user.max_user_namespaces is 0", "sysctl -w user.max_user_namespaces=15000"},
+		{"apparmor", "proc/sys/kernel/apparmor_restrict_unprivileged_userns", "kernel.apparmor_restrict_unprivileged_userns is 1", "apparmor_parser -r /etc/apparmor.d/bwrap"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			write := func(p, v string) {
+				os.MkdirAll(filepath.Join(root, filepath.Dir(p)), 0o755)
+				if err := os.WriteFile(filepath.Join(root, p), []byte(v), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			write("proc/sys/user/max_user_namespaces", "15000\n")
+			write(tc.file, map[bool]string{true: "0\n", false: "1\n"}[tc.name == "max zero"])
+			rep := Doctor(DoctorOptions{DataDir: newDataDir(t), SysRoot: root})
+			if rep.OK() {
+				t.Errorf("doctor OK with user namespaces refused: %+v", rep)
+			}
+			c := doctorCheck(t, rep, "user namespaces")
+			if c.Status != "problem" || c.Warning || !strings.Contains(c.Detail, "unavailable, so every jailed run fails: "+tc.detail) || !strings.Contains(c.Fix, tc.fix) {
+				t.Errorf("user namespaces check %+v", c)
+			}
+		})
+	}
+	// The real host's: open here (the tests' jailed runs need it).
+	if c := doctorCheck(t, Doctor(DoctorOptions{DataDir: newDataDir(t)}), "user namespaces"); c.Status != "ok" {
+		t.Errorf("user namespaces on this host: %+v", c)
 	}
 }

@@ -93,7 +93,8 @@ func doctorLimits(ceiling hooks.Resources, add func(Check)) {
 		if os.Geteuid() != 0 {
 			how = "set through " + jail.DefaultPrlimit
 		}
-		add(Check{Name: "hook processes", Status: "ok", Detail: fmt.Sprintf("RLIMIT_NPROC %d for hooks' uid, %s (below pid_max: a second line of defence behind each run's pids limit)", jail.HookNproc(), how)})
+		add(Check{Name: "hook processes", Status: "ok", Detail: fmt.Sprintf("RLIMIT_NPROC %d for hooks' uid, from %s (the least of warden's cap %d, pid_max/4 and the hard limit warden started with: lowered, never raised), %s (a second line of defence behind each run's pids limit)",
+			jail.HookNproc(), jail.HookNprocSource(), jail.NprocCap, how)})
 	} else {
 		add(Check{Name: "hook processes", Status: "problem", Warning: true, Detail: jail.DefaultPrlimit + " is missing: hooks' RLIMIT_NPROC is not lowered (each run's pids limit still holds where cgroups do)", Fix: "apt-get install util-linux"})
 	}

@@ -170,6 +170,13 @@ type activeRun struct {
 	hookErr    *protocol.ErrorBody
 	cancelWhy  string
 	cancelOnce sync.Once
+	// bwrap is the jail's bwrap (jailed runs only). lines counts the
+	// run's output lines, and firstErr is the first of stderr: when bwrap
+	// cannot set up the user namespace, its message is the run's one line
+	// (see usernsError).
+	bwrap    string
+	lines    int
+	firstErr string
 
 	streamLater []storage.Line // lines said before the stream exists (StartRun's goroutine only)
 
@@ -422,6 +429,7 @@ func (e *Engine) spawnSpec(r *activeRun, pf preflighted) spawned {
 			sp.planErr = err
 		}
 		js := jl.Spawner(plan, r.network)
+		r.bwrap = jl.Bwrap.Path
 		if sp.planErr == nil {
 			sp.planErr = r.limit(js, sp.startDetails)
 		}
@@ -596,6 +604,7 @@ func (r *activeRun) finish(h *RunHandle, exit hooks.Exit) {
 	r.mu.Lock()
 	outputs, resultErr, hookErr, cancelWhy := r.outputs, r.resultErr, r.hookErr, r.cancelWhy
 	r.mu.Unlock()
+	usernsErr := r.usernsError(exit)
 	lost, streamErr := r.ingest.failure()
 	switch {
 	case streamErr != nil:
@@ -615,6 +624,11 @@ func (r *activeRun) finish(h *RunHandle, exit hooks.Exit) {
 	case hookErr != nil:
 		rec.Status = storage.RunFailed
 		rec.Error = "the hook reported an error: " + hookErr.Name + ": " + hookErr.Message
+	case exit.Code != 0 && usernsErr != "":
+		// bwrap's raw "setting up uid map: Permission denied" says
+		// nothing of what to do: the run fails with why, and the fix.
+		rec.Status = storage.RunFailed
+		rec.Error = usernsErr
 	case exit.Code != 0:
 		rec.Status = storage.RunFailed
 		rec.Error = exit.Describe()
@@ -725,6 +739,16 @@ func (r *activeRun) streamFailed(err error) {
 
 // output is the executor's sink: stdout is info, stderr is warn.
 func (r *activeRun) output(lines []hooks.OutputLine) {
+	if r.bwrap != "" {
+		r.mu.Lock()
+		for _, l := range lines {
+			if l.Stderr && r.firstErr == "" {
+				r.firstErr = l.Text
+			}
+		}
+		r.lines += len(lines)
+		r.mu.Unlock()
+	}
 	batch := make([]storage.Line, len(lines))
 	for i, l := range lines {
 		lvl := storage.LevelInfo
@@ -734,6 +758,20 @@ func (r *activeRun) output(lines []hooks.OutputLine) {
 		batch[i] = storage.Line{At: l.At, Level: lvl, Text: l.Text}
 	}
 	r.ingest.add(batch)
+}
+
+// usernsError is the run's error when bwrap could not create the jail's
+// user namespace: a failed jailed run whose one line of output is bwrap
+// saying so (it dies before the hook starts, and says one line). The error
+// names the cause and the fix (jail.UsernsFailure), where bwrap's raw
+// "setting up uid map: Permission denied" says neither. "" otherwise.
+func (r *activeRun) usernsError(exit hooks.Exit) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.bwrap == "" || exit.Code == 0 || r.lines != 1 || r.firstErr == "" {
+		return ""
+	}
+	return jail.UsernsFailure(r.firstErr, "/", r.bwrap)
 }
 
 // streamLine records one engine-made line in the run's stream.

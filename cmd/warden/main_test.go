@@ -15,6 +15,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"warden/engine"
+	"warden/engine/jail"
 	"warden/storage"
 )
 
@@ -113,6 +114,12 @@ func TestDoctor(t *testing.T) {
 	}
 	if !rep.OK() || rep.DataDir != c.dir {
 		t.Errorf("doctor --json: %+v", rep)
+	}
+	// The hooks' process limit, and which bound set it.
+	for _, ch := range rep.Checks {
+		if want := fmt.Sprintf("RLIMIT_NPROC %d for hooks' uid, from %s", jail.HookNproc(), jail.HookNprocSource()); ch.Name == "hook processes" && !strings.Contains(ch.Detail, want) {
+			t.Errorf("doctor --json: hook processes %q lacks %q", ch.Detail, want)
+		}
 	}
 
 	r = c.run("doctor", "--bwrap", "/nonexistent/bwrap")

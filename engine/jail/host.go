@@ -2,6 +2,7 @@ package jail
 
 import (
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"unsafe"
@@ -14,6 +15,8 @@ type HostSupport struct {
 	// UserNamespaces: unprivileged user namespaces can be created.
 	UserNamespaces bool
 	UserNSDetail   string
+	// UserNSRefused says why not, and what to do (nil when they can).
+	UserNSRefused *UsernsRefused
 	// Seccomp: filters with the errno action are available.
 	Seccomp       bool
 	SeccompDetail string
@@ -22,18 +25,21 @@ type HostSupport struct {
 }
 
 // ProbeHost reads what the kernel supports. It changes nothing.
-func ProbeHost() HostSupport {
+func ProbeHost() HostSupport { return ProbeHostAt("/", DefaultBwrap) }
+
+// ProbeHostAt is ProbeHost reading the user namespace sysctls under root
+// (a test's fake /proc/sys), for the jail's bwrap.
+func ProbeHostAt(root, bwrap string) HostSupport {
 	var h HostSupport
-	max := readInt("/proc/sys/user/max_user_namespaces")
-	clone := readInt("/proc/sys/kernel/unprivileged_userns_clone") // Debian's switch; absent elsewhere
-	switch {
-	case max == 0:
-		h.UserNSDetail = "user.max_user_namespaces is 0"
-	case clone == 0:
-		h.UserNSDetail = "kernel.unprivileged_userns_clone is 0"
-	default:
+	if u := ProbeUserns(root, bwrap); u != nil {
+		h.UserNSRefused = u
+		h.UserNSDetail = u.Problem
+	} else {
 		h.UserNamespaces = true
-		h.UserNSDetail = "max_user_namespaces " + strconv.Itoa(max)
+		h.UserNSDetail = "max_user_namespaces " + strconv.Itoa(readInt(filepath.Join(root, "/proc/sys/user/max_user_namespaces")))
+		if readInt(filepath.Join(root, "/proc/sys/kernel/apparmor_restrict_unprivileged_userns")) == 1 {
+			h.UserNSDetail += "; AppArmor restricts unprivileged user namespaces, and a profile for bwrap is loaded"
+		}
 	}
 	if b, err := os.ReadFile("/proc/sys/kernel/seccomp/actions_avail"); err == nil {
 		h.Seccomp = strings.Contains(string(b), "errno")

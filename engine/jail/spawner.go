@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path"
 	"strconv"
+	"sync"
 
 	"golang.org/x/sys/unix"
 
@@ -47,13 +48,60 @@ const DefaultPrlimit = "/usr/bin/prlimit"
 // of the hooks' host uid together, below the kernel's pid_max, so that
 // even with no cgroup to hold each run, hooks cannot exhaust the host's
 // pid space. It is the second line of defence behind each run's pids
-// limit.
-func HookNproc() int {
-	n := 8192
-	if max := readInt("/proc/sys/kernel/pid_max"); max > 0 && max/4 < n {
-		n = max / 4
+// limit. It is never above warden's own hard limit: an unprivileged
+// process cannot raise its hard limit, so asking for more would fail
+// every run (see hookNproc).
+func HookNproc() int { return int(hookNprocOnce().n) }
+
+// HookNprocSource says which bound set HookNproc: one of NprocFromHard,
+// NprocFromPidMax, NprocFromCap.
+func HookNprocSource() string { return hookNprocOnce().source }
+
+// Where HookNproc comes from.
+const (
+	NprocFromHard   = "your hard limit (ulimit -Hu)"
+	NprocFromPidMax = "pid_max/4"
+	NprocFromCap    = "warden's cap 8192"
+)
+
+// NprocCap is warden's own ceiling of the hooks' RLIMIT_NPROC.
+const NprocCap = 8192
+
+// hookNprocOnce reads the bounds once, when first asked: as root, New
+// lowers this process's hard limit to the value (holdNproc), and a second
+// look would then credit the hard limit with it.
+var hookNprocOnce = sync.OnceValue(func() nproc {
+	pidMax := uint64(0)
+	if m := readInt("/proc/sys/kernel/pid_max"); m > 0 {
+		pidMax = uint64(m)
 	}
-	return n
+	hard := uint64(unix.RLIM_INFINITY)
+	var cur unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NPROC, &cur); err == nil {
+		hard = cur.Max
+	}
+	n, source := hookNproc(pidMax, hard)
+	return nproc{n, source}
+})
+
+type nproc struct {
+	n      uint64
+	source string
+}
+
+// hookNproc is min(NprocCap, pidMax/4, hard), with the bound that won
+// (the cap on a tie with it, then pid_max). pidMax 0 means unknown;
+// hard is RLIM_INFINITY when unlimited. Never above hard: it is lowered,
+// never raised.
+func hookNproc(pidMax, hard uint64) (n uint64, source string) {
+	n, source = NprocCap, NprocFromCap
+	if pidMax > 0 && pidMax/4 < n {
+		n, source = pidMax/4, NprocFromPidMax
+	}
+	if hard < n {
+		n, source = hard, NprocFromHard
+	}
+	return n, source
 }
 
 // New admits bwrap (and setpriv, needed when warden runs as root).
@@ -80,7 +128,7 @@ func New(bwrapPath string) (*Jail, error) {
 }
 
 // holdNproc lowers this process's own RLIMIT_NPROC (soft and hard) to
-// HookNproc. As root, warden and the root half of the jail are exempt
+// HookNproc (never above the hard limit it had). As root, warden and the root half of the jail are exempt
 // from it (CAP_SYS_RESOURCE); every hook, an unprivileged uid by then,
 // inherits it and cannot raise it. That spares each run an exec of
 // prlimit (a few ms on a busy host). Never raised: only lowered.

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"warden/engine/hooks"
 )
 
@@ -292,5 +294,45 @@ func TestSpawnerTokenNotInProcCmdline(t *testing.T) {
 	}
 	if !sawSleep {
 		t.Errorf("the scan (%d passes) never saw the jailed sleep: it proves nothing", scans)
+	}
+}
+
+// The hooks' RLIMIT_NPROC is the least of warden's cap, pid_max/4 and the
+// hard limit warden has: lowered, never raised (an unprivileged user
+// cannot raise a hard limit, and asking to would fail every run).
+func TestHookNprocBounds(t *testing.T) {
+	inf := uint64(unix.RLIM_INFINITY)
+	for _, tc := range []struct {
+		pidMax, hard uint64
+		n            uint64
+		source       string
+	}{
+		{4194304, inf, 8192, NprocFromCap},   // a big host, no ulimit
+		{32768, inf, 8192, NprocFromCap},     // pid_max/4 ties the cap: the cap
+		{32768, 8192, 8192, NprocFromCap},    // so does the hard limit
+		{16384, inf, 4096, NprocFromPidMax},  // a small pid_max
+		{4194304, 5000, 5000, NprocFromHard}, // ulimit -u 5000 (limits.conf)
+		{4194304, 7977, 7977, NprocFromHard}, // a 2 GiB host's default
+		{16384, 3000, 3000, NprocFromHard},   // the hard limit below pid_max/4
+		{16384, 4095, 4095, NprocFromHard},   //
+		{16384, 4097, 4096, NprocFromPidMax}, //
+		{0, inf, 8192, NprocFromCap},         // pid_max unreadable
+		{0, 100, 100, NprocFromHard},         //
+		{4194304, 0, 0, NprocFromHard},       // never raised, even from 0
+	} {
+		n, source := hookNproc(tc.pidMax, tc.hard)
+		if n != tc.n || source != tc.source {
+			t.Errorf("hookNproc(pid_max %d, hard %d) = %d (%s), want %d (%s)", tc.pidMax, tc.hard, n, source, tc.n, tc.source)
+		}
+	}
+	var cur unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NPROC, &cur); err != nil {
+		t.Fatal(err)
+	}
+	if uint64(HookNproc()) > cur.Max {
+		t.Errorf("HookNproc %d is above this process's hard limit %d", HookNproc(), cur.Max)
+	}
+	if HookNprocSource() == "" {
+		t.Error("HookNprocSource is empty")
 	}
 }
