@@ -39,16 +39,12 @@ func needRootFor(t *testing.T, why string) {
 
 // sharedDir makes a fresh root-owned 0755 dir that an ordinary user can
 // reach and whose ancestors no one else can write (module dirs under
-// /tmp's world-writable ancestor are refused): a dot-dir in the package
-// dir, which go tooling ignores. privateDir's, under root's cache, is out
-// of an ordinary user's reach (/root is 0700).
+// /tmp's world-writable ancestor are refused): under /var/lib, not the
+// checkout, which may sit under /root (0700, out of an ordinary user's
+// reach, as privateDir's dirs are).
 func sharedDir(t *testing.T, prefix string) string {
 	t.Helper()
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir, err := os.MkdirTemp(wd, "."+prefix)
+	dir, err := os.MkdirTemp("/var/lib", "."+prefix)
 	if err != nil {
 		t.Fatal(err)
 	}
