@@ -151,3 +151,17 @@ func TestReachProblem(t *testing.T) {
 		}
 	}
 }
+
+// Docker bind-mounts docker-init at /sbin/docker-init: an image whose
+// /sbin is 0700 fails the same way (`stat /sbin/docker-init: permission
+// denied`), and init refuses it the same way. Its overlay2 storage makes
+// / 0755 whatever the image says.
+func TestInitRefusesImageWhoseSbinLocksOutTheUserOnDocker(t *testing.T) {
+	f := newFixture(t, handstest.Engine{Name: EngineDocker, Socket: handstest.Docker(t)})
+	ref := "warden-test/sbin0700:1"
+	importBroken(t, f.cli, ref, 0o755, map[string]fs.FileMode{"sbin/": 0o700})
+	opts := f.opts()
+	opts.Image = ref
+	_, err := Init(context.Background(), opts)
+	wantRefusedBeforeRoot(t, f, err, "/sbin is 0700", "/sbin/docker-init", "rebuild the image with /sbin at mode 0755")
+}
