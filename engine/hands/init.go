@@ -145,8 +145,19 @@ func Init(ctx context.Context, opts InitOptions) (InitResult, error) {
 		return InitResult{}, err
 	}
 	// Before the layout too: a missing image would otherwise burn the root.
-	if _, err := eng.cli.ImageInspect(ctx, opts.Image); cerrdefs.IsNotFound(err) {
+	img, err := eng.cli.ImageInspect(ctx, opts.Image)
+	if cerrdefs.IsNotFound(err) {
 		return InitResult{}, r.missingImage()
+	}
+	// And an image whose directories keep the container's user from its
+	// init: the start would fail only after the root is spent.
+	if err == nil && imageIDPattern().MatchString(img.ID) {
+		if err := eng.checkReach(ctx, img.ID, opts.Root); err != nil {
+			return InitResult{}, err
+		}
+		if err := r.interrupted(); err != nil {
+			return InitResult{}, err
+		}
 	}
 
 	if err := makeLayout(opts.Root); err != nil {
@@ -287,7 +298,14 @@ func (r *initRun) steps(ctx context.Context) error {
 		return err
 	}
 	if _, err := r.eng.cli.ContainerStart(ctx, id, client.ContainerStartOptions{}); err != nil {
-		return check(fmt.Errorf("start container %s: %w", ShortID(id), err))
+		err = fmt.Errorf("start container %s: %w", ShortID(id), err)
+		// What checkReach looks for before the root exists, in case the
+		// engine could not show it there.
+		if dir, bin := initDir(r.eng.id.Engine); strings.Contains(err.Error(), "stat "+bin+": permission denied") {
+			err = &FixError{Problem: err.Error() + " (the container's user, uid 10002, cannot search / or " + dir + " in this image)",
+				Fix: "give the image's / and " + dir + " mode 0755, then init a new root", Err: err}
+		}
+		return check(err)
 	}
 	o, c, err := r.eng.inspect(ctx, id, r.opts.Owner, r.root)
 	if err != nil {

@@ -4,6 +4,9 @@
 // Docker is $WARDEN_TEST_DOCKER when set (scripts/test starts one with
 // scripts/dockerd-test); otherwise the helper runs scripts/dockerd-test
 // itself. Podman likewise: $WARDEN_TEST_PODMAN, else scripts/podman-test.
+// PodmanDefaults is a second Podman service started the README's way,
+// with Podman's own defaults (storage driver, runtime, cgroup manager):
+// $WARDEN_TEST_PODMAN_DEFAULTS, else scripts/podman-test --defaults.
 // Without an engine a test is skipped, except in CI (CI=true), where a
 // missing engine is a failure.
 package handstest
@@ -15,9 +18,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -45,13 +50,29 @@ type found struct {
 	err    error
 }
 
-var engines = map[string]*found{"docker": {}, "podman": {}}
+var engines = map[string]*found{"docker": {}, "podman": {}, "podman-defaults": {}}
+
+// harnesses says how each test engine is found: the variable that names
+// its socket, and the script (with its arguments) that starts it.
+var harnesses = map[string]struct {
+	env, script string
+	args        []string
+}{
+	"docker":          {"WARDEN_TEST_DOCKER", "dockerd-test", nil},
+	"podman":          {"WARDEN_TEST_PODMAN", "podman-test", nil},
+	"podman-defaults": {"WARDEN_TEST_PODMAN_DEFAULTS", "podman-test", []string{"--defaults"}},
+}
 
 // Docker returns the socket of a running test Docker Engine with Image.
 func Docker(t testing.TB) string { return get(t, "docker") }
 
 // Podman returns the socket of a running test Podman service with Image.
 func Podman(t testing.TB) string { return get(t, "podman") }
+
+// PodmanDefaults returns the socket of a running Podman service with
+// Image, started with Podman's default flags (scripts/podman-test
+// --defaults), as the README tells operators to start it.
+func PodmanDefaults(t testing.TB) string { return get(t, "podman-defaults") }
 
 // Each runs fn as a subtest per engine (docker, podman); an engine that
 // is missing skips its subtest, or fails it in CI.
@@ -69,11 +90,9 @@ func get(t testing.TB, name string) string {
 	f := engines[name]
 	f.once.Do(func() { f.socket, f.err = find(name) })
 	if f.err != nil {
-		script := "scripts/dockerd-test"
-		env := "WARDEN_TEST_DOCKER"
-		if name == "podman" {
-			script, env = "scripts/podman-test", "WARDEN_TEST_PODMAN"
-		}
+		h := harnesses[name]
+		script := strings.Join(append([]string{"scripts/" + h.script}, h.args...), " ")
+		env := h.env
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("no %s engine for the hands tests (CI needs one: scripts/test starts it with %s): %v", name, script, f.err)
 		}
@@ -83,11 +102,9 @@ func get(t testing.TB, name string) string {
 }
 
 func find(name string) (string, error) {
-	env, scriptName := "WARDEN_TEST_DOCKER", "dockerd-test"
-	if name == "podman" {
-		env, scriptName = "WARDEN_TEST_PODMAN", "podman-test"
-	}
-	sock := os.Getenv(env)
+	h := harnesses[name]
+	scriptName := h.script
+	sock := os.Getenv(h.env)
 	if sock == "" {
 		script, err := harness(scriptName)
 		if err != nil {
@@ -95,7 +112,7 @@ func find(name string) (string, error) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
-		cmd := exec.CommandContext(ctx, "bash", script)
+		cmd := exec.CommandContext(ctx, "bash", append([]string{script}, h.args...)...)
 		var stderr strings.Builder
 		cmd.Stderr = &stderr
 		out, err := cmd.Output()
@@ -223,6 +240,15 @@ func Labelled(t testing.TB, cli *client.Client, root string) []string {
 // starts itself.
 func ImportImage(t testing.TB, cli *client.Client) {
 	t.Helper()
+	ImportImageWith(t, cli, Image, 0o755, nil)
+}
+
+// ImportImageWith imports a busybox image like Image as ref, with its
+// root directory ("./" of the layer) at mode root and the extra
+// directories dirs (e.g. "run/": 0o700), for images that are broken in
+// one way.
+func ImportImageWith(t testing.TB, cli *client.Client, ref string, root fs.FileMode, dirs map[string]fs.FileMode) {
+	t.Helper()
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	bb, err := os.ReadFile("/bin/busybox")
@@ -230,9 +256,17 @@ func ImportImage(t testing.TB, cli *client.Client) {
 		t.Fatalf("busybox-static: %v", err)
 	}
 	now := time.Now()
-	tw.WriteHeader(&tar.Header{Name: "./", Typeflag: tar.TypeDir, Mode: 0o755, ModTime: now})
+	tw.WriteHeader(&tar.Header{Name: "./", Typeflag: tar.TypeDir, Mode: int64(root.Perm()), ModTime: now})
 	tw.WriteHeader(&tar.Header{Name: "bin/", Typeflag: tar.TypeDir, Mode: 0o755, ModTime: now})
 	tw.WriteHeader(&tar.Header{Name: "tmp/", Typeflag: tar.TypeDir, Mode: 0o1777, ModTime: now})
+	names := make([]string, 0, len(dirs))
+	for name := range dirs {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		tw.WriteHeader(&tar.Header{Name: name, Typeflag: tar.TypeDir, Mode: int64(dirs[name].Perm()), ModTime: now})
+	}
 	tw.WriteHeader(&tar.Header{Name: "bin/busybox", Typeflag: tar.TypeReg, Mode: 0o755, Size: int64(len(bb)), ModTime: now})
 	tw.Write(bb)
 	for _, app := range []string{"sh", "ls", "cat", "echo", "sleep", "id", "touch", "mkdir", "rm", "true", "head", "tail", "wc", "stat", "df", "grep"} {
@@ -243,13 +277,13 @@ func ImportImage(t testing.TB, cli *client.Client) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	rc, err := cli.ImageImport(ctx, client.ImageImportSource{Source: &buf, SourceName: "-"}, Image, client.ImageImportOptions{})
+	rc, err := cli.ImageImport(ctx, client.ImageImportSource{Source: &buf, SourceName: "-"}, ref, client.ImageImportOptions{})
 	if err != nil {
-		t.Fatalf("import %s: %v", Image, err)
+		t.Fatalf("import %s: %v", ref, err)
 	}
 	io.Copy(io.Discard, rc)
 	rc.Close()
-	if _, err := cli.ImageInspect(ctx, Image); err != nil {
-		t.Fatalf("import %s: %v", Image, err)
+	if _, err := cli.ImageInspect(ctx, ref); err != nil {
+		t.Fatalf("import %s: %v", ref, err)
 	}
 }
