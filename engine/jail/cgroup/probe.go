@@ -275,6 +275,9 @@ func probeV2Group(mount, group string, uid int) Support {
 		return s
 	}
 	s.Detail = "cgroup v2: runs' groups under " + dir + " (warden's own group, delegated: warden moves to a leaf of it)"
+	if group == "/" {
+		s.Detail = "cgroup v2: runs' groups under " + dir + " (the root group)"
+	}
 	return s
 }
 
