@@ -222,26 +222,66 @@ func probeV2(mount string) Support {
 	if own == "" {
 		return v2Unusable("this process is in no cgroup v2 group")
 	}
-	s := probeV2Group(mount, own, os.Geteuid())
-	if s.Version == 0 && os.Geteuid() != 0 {
-		for up := filepath.Dir(own); up != own && up != "/"; own, up = up, filepath.Dir(up) {
-			if unix.Access(filepath.Join(mount, up), unix.W_OK) != nil {
-				break // not delegated to us: nor is anything above it
-			}
-			if a := probeV2Group(mount, up, os.Geteuid()); a.Version != 0 {
-				if why := internalProcs(mount, up); why != "" {
-					s.Missing = append(s.Missing, why)
-					break
-				}
-				a.v2Ancestor = true
-				a.Route = RouteAncestor
-				a.Detail = "cgroup v2: runs' groups under " + filepath.Join(mount, up) + ", delegated to uid " + fmt.Sprint(os.Geteuid()) + " above warden's own group"
-				return a
-			}
+	uid := os.Geteuid()
+	s := probeV2Group(mount, own, uid)
+	if uid == 0 {
+		return s
+	}
+	// An ordinary user's own group that holds other processes (the shell
+	// warden was started from) is taken only when no ancestor serves:
+	// taking it moves them all to warden's leaf.
+	if s.Version != 0 && own != "/" && !alone(mount, own) {
+		if a, _ := ancestorV2(mount, own, uid); a.Version != 0 {
+			return a
+		}
+		return s
+	}
+	if s.Version == 0 {
+		a, why := ancestorV2(mount, own, uid)
+		if a.Version != 0 {
+			return a
+		}
+		if why != "" {
+			s.Missing = append(s.Missing, why)
 		}
 		s.Detail = "cgroup v2: " + strings.Join(s.Missing, "; ")
 	}
 	return s
+}
+
+// ancestorV2 finds the nearest ancestor of group own that is delegated
+// to uid, climbing while the groups are writable by it. why says why a
+// delegated one found cannot serve.
+func ancestorV2(mount, own string, uid int) (s Support, why string) {
+	for up := filepath.Dir(own); up != own && up != "/"; own, up = up, filepath.Dir(up) {
+		if unix.Access(filepath.Join(mount, up), unix.W_OK) != nil {
+			break // not delegated to us: nor is anything above it
+		}
+		if a := probeV2Group(mount, up, uid); a.Version != 0 {
+			if why := internalProcs(mount, up); why != "" {
+				return Support{}, why
+			}
+			a.v2Ancestor = true
+			a.Route = RouteAncestor
+			a.Detail = fmt.Sprintf("cgroup v2: runs' groups under %s, delegated to uid %d, beside warden's own group", filepath.Join(mount, up), uid)
+			return a, ""
+		}
+	}
+	return Support{}, ""
+}
+
+// alone: the group's only process is this one.
+func alone(mount, group string) bool {
+	procs, err := readPids(filepath.Join(mount, group, "cgroup.procs"))
+	if err != nil {
+		return false
+	}
+	for _, p := range procs {
+		if p != os.Getpid() {
+			return false
+		}
+	}
+	return true
 }
 
 // probeV2Group checks one group: memory and pids (and cpu) available in
