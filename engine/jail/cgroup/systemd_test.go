@@ -67,9 +67,7 @@ func TestSystemdScope(t *testing.T) {
 	}
 	// Every thread moved with the process (cgroup.procs, not cgroup.threads).
 	tasks, _ := filepath.Glob("/proc/self/task/*/cgroup")
-	if len(tasks) < 2 {
-		t.Logf("only %d threads to check", len(tasks))
-	}
+	t.Logf("%d threads, each in the scope", len(tasks))
 	for _, f := range tasks {
 		b, err := os.ReadFile(f)
 		if err != nil {
