@@ -46,9 +46,12 @@ func systemdScope(ctx context.Context) (string, error) {
 	pid := os.Getpid()
 	name := fmt.Sprintf("warden-%d.scope", pid)
 
-	// Already there (a second call in the same process): nothing to do.
-	if own, err := sdOwnCgroup(); err == nil && filepath.Base(own) == name {
-		return own, nil
+	// Already there (a second call in the same process, maybe after the
+	// probe moved it into a leaf below the scope): nothing to ask.
+	if own, err := sdOwnCgroup(); err == nil {
+		if scope, ok := sdWithin(own, name); ok {
+			return scope, nil
+		}
 	}
 
 	conn, where, err := sdConnect(ctx, os.Geteuid())
@@ -70,14 +73,27 @@ func systemdScope(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("cgroup: %s refused the scope %s: %v; "+
 			"try `systemd-run %s--scope -p Delegate=yes true` to see why", where, name, err, sdUserFlag())
 	}
-	select {
-	case result := <-done:
-		if result != "done" {
-			return "", fmt.Errorf("cgroup: %s started the scope %s with result %q, not \"done\"; "+
-				"see `journalctl %s-u %s`", where, name, result, sdUserFlag(), name)
+	// JobRemoved says when the job is over. Should the signal not come
+	// (a private socket without a subscription), the move itself is as
+	// good an answer: poll for it too.
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+wait:
+	for {
+		select {
+		case result := <-done:
+			if result != "done" {
+				return "", fmt.Errorf("cgroup: %s started the scope %s with result %q, not \"done\"; "+
+					"see `journalctl %s-u %s`", where, name, result, sdUserFlag(), name)
+			}
+			break wait
+		case <-tick.C:
+			if own, err := sdOwnCgroup(); err == nil && filepath.Base(own) == name {
+				break wait
+			}
+		case <-ctx.Done():
+			return "", fmt.Errorf("cgroup: %s did not finish starting the scope %s: %v", where, name, ctx.Err())
 		}
-	case <-ctx.Done():
-		return "", fmt.Errorf("cgroup: %s did not finish starting the scope %s: %v", where, name, ctx.Err())
 	}
 
 	// systemd has written the pid to the scope's cgroup.procs by the time
@@ -230,6 +246,18 @@ func sdUserFlag() string {
 		return ""
 	}
 	return "--user "
+}
+
+// sdWithin reports whether cgroup path p is the group named name or
+// below it, and returns the path up to and including that group.
+func sdWithin(p, name string) (string, bool) {
+	parts := strings.Split(p, "/")
+	for i, part := range parts {
+		if part == name {
+			return strings.Join(parts[:i+1], "/"), true
+		}
+	}
+	return "", false
 }
 
 // sdOwnCgroup is this process's cgroup v2 path: the "0::" line of

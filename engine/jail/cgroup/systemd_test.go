@@ -110,6 +110,11 @@ func TestSystemdScope(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(leaf, "cgroup.procs"), []byte(strconv.Itoa(os.Getpid())), 0); err != nil {
 		t.Fatalf("moving into %s: %v", leaf, err)
 	}
+	// A second call, from the leaf below the scope, asks nothing and
+	// names the scope again (not "unit already exists").
+	if again, err := systemdScope(ctx); err != nil || again != got {
+		t.Fatalf("second call from %s/engine: %q, %v; want %q", got, again, err, got)
+	}
 	if err := os.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), []byte("+memory +pids"), 0); err != nil {
 		t.Fatalf("enabling memory and pids below the scope: %v", err)
 	}
@@ -125,6 +130,23 @@ func TestSystemdScope(t *testing.T) {
 	}
 	if err := os.WriteFile(filepath.Join(run, "memory.max"), []byte("67108864"), 0); err != nil {
 		t.Errorf("setting memory.max in a run's group: %v", err)
+	}
+}
+
+func TestSdWithin(t *testing.T) {
+	for _, c := range []struct {
+		p, want string
+		ok      bool
+	}{
+		{"/user.slice/u/app.slice/warden-7.scope", "/user.slice/u/app.slice/warden-7.scope", true},
+		{"/user.slice/u/app.slice/warden-7.scope/engine", "/user.slice/u/app.slice/warden-7.scope", true},
+		{"/user.slice/u/app.slice/warden-77.scope", "", false},
+		{"/user.slice/user-1000.slice/session-3.scope", "", false},
+	} {
+		got, ok := sdWithin(c.p, "warden-7.scope")
+		if got != c.want || ok != c.ok {
+			t.Errorf("sdWithin(%q) = %q, %v; want %q, %v", c.p, got, ok, c.want, c.ok)
+		}
 	}
 }
 
