@@ -141,9 +141,17 @@ echo "forked 2000"
 		// (b) 1 GiB in one string: twice memory 512MiB. (Not 2 GiB:
 		// perl takes ~24 s of system time for a string of 2^31 bytes
 		// here, against 1.3 s for 2^30, and the unjailed run below
-		// then met its 30 s idle limit under CI's load.)
-		"alloc": {`perl -e '$x = "x" x (1024**3); print "allocated 1GiB\n"'
-`, "    timeout: 60s\n"},
+		// then met its 30 s idle limit under CI's load.) A heartbeat
+		// beside it keeps the hook from looking idle while perl
+		// builds the string: under user-mode-linux on a loaded CI
+		// machine, the jailed run once met its 30 s idle limit before
+		// the memory limit. (Not in 64MiB steps that each print:
+		// under user-mode-linux those were killed at 3x64MiB with no
+		// oom_kill in the run's memory.events.)
+		"alloc": {`(while :; do echo "allocating"; sleep 2; done) &
+perl -e '$x = "x" x (1024**3); print "allocated 1GiB\n"'
+rc=$?; kill $!; exit $rc
+`, "    timeout: 90s\n"},
 		// (c) /tmp and the run dir filled: 100MiB each, past tmp 64MiB
 		// and run_dir 16MiB. (Unjailed, /tmp is the host's: the test
 		// removes the file.)
