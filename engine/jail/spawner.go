@@ -174,6 +174,7 @@ func (s *Spawner) Release() {
 	started := s.pid != 0
 	s.mu.Unlock()
 	if !started {
+		s.unblockHook()
 		s.Close()
 	}
 }
@@ -184,6 +185,7 @@ const (
 	fdPasswd  = 4
 	fdGroup   = 5
 	fdArgs    = 6
+	fdBlock   = 7 // bwrap --block-fd: the hook waits until its tmpfs are pinned
 )
 
 // Paths of the jail's own tools inside the outer layer.
@@ -235,6 +237,23 @@ func (s *Spawner) Command(sp hooks.Spawn) (*exec.Cmd, error) {
 
 	root := os.Geteuid() == 0
 	inner := s.innerArgs(sp, !root)
+	// The bwrap that lays out the mounts waits on fdBlock, after its
+	// pivot and before it execs anything more, until pinTmpfs holds the
+	// jail's sized tmpfs: a hook that fills /tmp and exits at once is
+	// then seen to have filled it, however fast it is.
+	block, unblock, err := os.Pipe()
+	if err != nil {
+		s.Release()
+		return nil, fmt.Errorf("jail: pipe for --block-fd: %w", err)
+	}
+	s.files = append(s.files, block)
+	s.mu.Lock()
+	s.unblock = unblock
+	s.mu.Unlock()
+	blockArgs := []string{"--block-fd", strconv.Itoa(fdBlock)}
+	if !root {
+		inner = append(blockArgs, inner...)
+	}
 	argsFile, err := memFile("bwrap-args", nulJoin(inner))
 	if err != nil {
 		s.Release()
@@ -244,7 +263,7 @@ func (s *Spawner) Command(sp hooks.Spawn) (*exec.Cmd, error) {
 
 	var argv []string
 	if root {
-		argv = append([]string{s.j.Bwrap.Path}, s.outerArgs()...)
+		argv = append(append([]string{s.j.Bwrap.Path}, blockArgs...), s.outerArgs()...)
 		argv = append(argv, "--", innerSetpriv,
 			"--reuid", strconv.Itoa(s.j.UID), "--regid", strconv.Itoa(s.j.GID), "--clear-groups",
 			"--inh-caps=-all", "--bounding-set=-all", "--",
@@ -261,7 +280,7 @@ func (s *Spawner) Command(sp hooks.Spawn) (*exec.Cmd, error) {
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = []string{"PATH=/usr/bin:/bin"} // bwrap's own; the hook's is set inside
-	cmd.ExtraFiles = []*os.File{seccomp, passwd, group, argsFile}
+	cmd.ExtraFiles = []*os.File{seccomp, passwd, group, argsFile, block}
 	return cmd, nil
 }
 

@@ -88,8 +88,8 @@ func TestSpawnerArgvShape(t *testing.T) {
 			}
 			defer s.Release()
 
-			if len(cmd.ExtraFiles) != 4 {
-				t.Fatalf("%d files handed to bwrap, want 4 (seccomp, passwd, group, args)", len(cmd.ExtraFiles))
+			if len(cmd.ExtraFiles) != 5 {
+				t.Fatalf("%d files handed to bwrap, want 5 (seccomp, passwd, group, args, block)", len(cmd.ExtraFiles))
 			}
 			inner := readArgsFile(t, cmd.ExtraFiles[fdArgs-3])
 			argv := cmd.Args

@@ -66,12 +66,24 @@ func (s *Spawner) Start(cmd *exec.Cmd) error {
 // pinCap bounds how long pinTmpfs looks for the jail's tmpfs.
 const pinCap = 10 * time.Second
 
+// pinDelay holds pinTmpfs back before it first looks: 0, but for the
+// test that stands in for a host too loaded to look at once.
+var pinDelay time.Duration
+
 // pinTmpfs opens the jail's /tmp and run dir as soon as bwrap has mounted
 // them, and keeps them open until Close: so a hook that fills one and
 // exits at once is still seen to have filled it (the tmpfs outlives the
 // jail's mount namespace while it is held).
+//
+// bwrap waits (--block-fd) until they are held, or until pinCap has
+// passed, so nothing of the hook runs before.
 func (s *Spawner) pinTmpfs(done <-chan struct{}) {
+	defer s.unblockHook()
+	wantTmp, wantRun := s.sizedTmpfs()
 	deadline := time.Now().Add(pinCap)
+	if pinDelay > 0 {
+		time.Sleep(pinDelay)
+	}
 	for time.Now().Before(deadline) {
 		root := s.jailRoot()
 		s.mu.Lock()
@@ -80,14 +92,14 @@ func (s *Spawner) pinTmpfs(done <-chan struct{}) {
 			return
 		}
 		if root != "" {
-			if s.tmpFD == nil {
+			if s.tmpFD == nil && wantTmp {
 				s.tmpFD = openTmpfs(root+"/tmp", s.res.Tmp)
 			}
-			if s.runFD == nil {
+			if s.runFD == nil && wantRun {
 				s.runFD = openTmpfs(root+RunTarget, s.res.RunDir)
 			}
 		}
-		pinned := s.tmpFD != nil && s.runFD != nil
+		pinned := (s.tmpFD != nil || !wantTmp) && (s.runFD != nil || !wantRun)
 		s.mu.Unlock()
 		if pinned {
 			return
@@ -100,15 +112,42 @@ func (s *Spawner) pinTmpfs(done <-chan struct{}) {
 	}
 }
 
-// openTmpfs opens dir if it is the jail's tmpfs of that size (before
-// bwrap has set up the jail, the path is somewhere else).
+// unblockHook lets bwrap go on to the hook (see pinTmpfs); idempotent.
+func (s *Spawner) unblockHook() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.unblock != nil {
+		s.unblock.Close() // bwrap's read of --block-fd returns: EOF
+		s.unblock = nil
+	}
+}
+
+// sizedTmpfs: the plan mounts /tmp, the run dir, as tmpfs of a size
+// (the ones pinTmpfs holds).
+func (s *Spawner) sizedTmpfs() (tmp, run bool) {
+	if s.plan == nil {
+		return false, false
+	}
+	for _, r := range s.plan.Rows {
+		if r.Mode == ModeTmpfs && r.Symlink == "" && s.tmpfsSize(r.Target) > 0 {
+			tmp = tmp || r.Target == "/tmp"
+			run = run || r.Target == RunTarget
+		}
+	}
+	return tmp, run
+}
+
+// openTmpfs opens dir if it is the jail's tmpfs of that size, rounded
+// up to whole blocks as the kernel does (before bwrap has set up the
+// jail, the path is somewhere else).
 func openTmpfs(dir string, size int64) *os.File {
 	f, err := os.OpenFile(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil
 	}
 	var st unix.Statfs_t
-	if unix.Fstatfs(int(f.Fd()), &st) != nil || st.Type != unix.TMPFS_MAGIC || size <= 0 || st.Blocks*uint64(st.Bsize) != uint64(size) {
+	if unix.Fstatfs(int(f.Fd()), &st) != nil || st.Type != unix.TMPFS_MAGIC || size <= 0 || st.Bsize <= 0 ||
+		st.Blocks != (uint64(size)+uint64(st.Bsize)-1)/uint64(st.Bsize) {
 		f.Close()
 		return nil
 	}
@@ -181,6 +220,7 @@ func (s *Spawner) Close() error {
 	s.tmpFD, s.runFD = nil, nil
 	s.closed = true
 	s.mu.Unlock()
+	s.unblockHook()
 	if s.group == nil {
 		return nil
 	}
@@ -301,6 +341,9 @@ type spawnerState struct {
 	inner int // bwrap's first child, in the jail's mount namespace
 	// tmpFD and runFD hold the jail's /tmp and run dir (see pinTmpfs).
 	tmpFD, runFD *os.File
-	done         chan struct{} // closed by Close: pinTmpfs stops
-	closed       bool          // Close has run: nothing more is pinned
+	// unblock is the write end of bwrap's --block-fd, closed once the
+	// tmpfs are pinned (or never will be).
+	unblock *os.File
+	done    chan struct{} // closed by Close: pinTmpfs stops
+	closed  bool          // Close has run: nothing more is pinned
 }

@@ -1,6 +1,7 @@
 package cgroup
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -267,5 +268,60 @@ func TestNewRefusesBadNames(t *testing.T) {
 		if _, err := New(n, Limits{}); err == nil {
 			t.Errorf("New(%q) accepted", n)
 		}
+	}
+}
+
+// With nothing delegated, the probe's third route is a scope from
+// systemd: taken when its group serves, and when it cannot be had, the
+// reason is in what doctor prints. (The real D-Bus exchange is
+// TestSystemdScope, in the guest scripts/uml-systemd boots.)
+func TestProbeAsksSystemdWhenNothingIsDelegated(t *testing.T) {
+	mount := t.TempDir() // this process's own group is not in it
+	scope := func(name, controllers string) string {
+		dir := filepath.Join(mount, "user.slice", name)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for f, body := range map[string]string{"cgroup.controllers": controllers, "cgroup.subtree_control": "", "cgroup.procs": ""} {
+			if err := os.WriteFile(filepath.Join(dir, f), []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return "/user.slice/" + name
+	}
+	served := scope("warden-1.scope", "cpu memory pids")
+	bare := scope("warden-2.scope", "cpu")
+	saved := askScope
+	t.Cleanup(func() { askScope = saved })
+
+	for _, tc := range []struct {
+		name   string
+		ask    func() (string, error)
+		route  string
+		detail string
+	}{
+		{"a scope that serves", func() (string, error) { return served, nil }, RouteSystemd, "runs' groups under " + filepath.Join(mount, served) + ", a scope the "},
+		{"no systemd", func() (string, error) {
+			return "", errors.New("cgroup: no systemd user session (unix:path=/run/user/1000/bus: no such file)")
+		}, "", "systemd: no systemd user session"},
+		{"a scope without memory", func() (string, error) { return bare, nil }, "", "systemd: its scope " + bare + " cannot serve: memory: the memory controller is not delegated"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			asked := 0
+			askScope = func() (string, error) { asked++; return tc.ask() }
+			s := probeV2(mount)
+			if asked != 1 {
+				t.Errorf("systemd asked %d times, want once", asked)
+			}
+			if s.Route != tc.route || !strings.Contains(s.Detail, tc.detail) {
+				t.Errorf("route %q, detail %q; want route %q, detail containing %q", s.Route, s.Detail, tc.route, tc.detail)
+			}
+			if tc.route == "" && (s.Version != 0 || !strings.Contains(strings.Join(s.Missing, "; "), tc.detail)) {
+				t.Errorf("version %d, missing %q: want no limits, and the reason %q", s.Version, s.Missing, tc.detail)
+			}
+			if tc.route != "" && (s.Version != 2 || !s.CPU || s.v2Parent != served || s.v2Ancestor) {
+				t.Errorf("version %d, cpu %v, parent %q, ancestor %v: want v2 in %s, used as warden's own group", s.Version, s.CPU, s.v2Parent, s.v2Ancestor, served)
+			}
+		})
 	}
 }

@@ -1,6 +1,7 @@
 package cgroup
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -42,7 +43,15 @@ const (
 	RouteOwn = "own delegated group"
 	// RouteAncestor: a delegated ancestor of this process's group.
 	RouteAncestor = "delegated ancestor group"
+	// RouteSystemd: a transient scope with Delegate=yes that systemd
+	// made for this process over D-Bus, used as RouteOwn.
+	RouteSystemd = "systemd scope"
 )
+
+// askScope asks systemd for a delegated scope holding this process
+// (systemdScope); a variable so that tests of the probe can stand in
+// for a systemd they do not have.
+var askScope = func() (string, error) { return systemdScope(context.Background()) }
 
 var (
 	probeOnce sync.Once
@@ -50,8 +59,11 @@ var (
 )
 
 // Probe finds, once per process, the cgroup version runs can use. It
-// changes nothing (on v2, moving this process to a leaf of its delegated
-// group happens at the first New).
+// changes nothing, but for one case: on cgroup v2 with no delegated group
+// of its own or above it, it asks systemd for a scope with Delegate=yes,
+// and this process moves into it (as `systemd-run --scope` would start
+// it). Moving this process to a leaf of its delegated group happens at
+// the first New.
 func Probe() Support {
 	probeOnce.Do(func() { probed = probe() })
 	return probed
@@ -224,19 +236,16 @@ func probeV2(mount string) Support {
 	}
 	uid := os.Geteuid()
 	s := probeV2Group(mount, own, uid)
-	if uid == 0 {
-		return s
-	}
 	// An ordinary user's own group that holds other processes (the shell
 	// warden was started from) is taken only when no ancestor serves:
 	// taking it moves them all to warden's leaf.
-	if s.Version != 0 && own != "/" && !alone(mount, own) {
+	if uid != 0 && s.Version != 0 && own != "/" && !alone(mount, own) {
 		if a, _ := ancestorV2(mount, own, uid); a.Version != 0 {
 			return a
 		}
 		return s
 	}
-	if s.Version == 0 {
+	if s.Version == 0 && uid != 0 {
 		a, why := ancestorV2(mount, own, uid)
 		if a.Version != 0 {
 			return a
@@ -244,9 +253,37 @@ func probeV2(mount string) Support {
 		if why != "" {
 			s.Missing = append(s.Missing, why)
 		}
+	}
+	if s.Version == 0 {
+		sc, why := scopeV2(mount, uid)
+		if sc.Version != 0 {
+			return sc
+		}
+		s.Missing = append(s.Missing, why)
 		s.Detail = "cgroup v2: " + strings.Join(s.Missing, "; ")
 	}
 	return s
+}
+
+// scopeV2 is the third route: a scope systemd delegates to this process
+// (the user's systemd for an ordinary user, PID 1 for root), probed as
+// this process's own group. why says why there is none.
+func scopeV2(mount string, uid int) (s Support, why string) {
+	scope, err := askScope()
+	if err != nil {
+		return Support{}, "systemd: " + strings.TrimPrefix(err.Error(), "cgroup: ")
+	}
+	s = probeV2Group(mount, scope, uid)
+	if s.Version == 0 {
+		return Support{}, fmt.Sprintf("systemd: its scope %s cannot serve: %s", scope, strings.Join(s.Missing, "; "))
+	}
+	who := "the user's systemd"
+	if uid == 0 {
+		who = "the system's systemd"
+	}
+	s.Route = RouteSystemd
+	s.Detail = fmt.Sprintf("cgroup v2: runs' groups under %s, a scope %s delegated to warden (Delegate=yes, asked over D-Bus: warden moves to a leaf of it)", filepath.Join(mount, scope), who)
+	return s, ""
 }
 
 // ancestorV2 finds the nearest ancestor of group own that is delegated
