@@ -109,7 +109,7 @@ func doctorLimits(ceiling hooks.Resources, add func(Check)) {
 	case sup.Version == 0:
 		add(Check{Name: "resource limits", Status: "problem", Warning: true,
 			Detail: "memory, pids and cpu limits of jailed runs cannot be enforced (runs go on with \"limits OFF\" in their receipts): " + joinReasons(sup.Missing),
-			Fix:    "run warden under systemd (dist/systemd/: Delegate=yes, docs/systemd.md), or from a login session whose user systemd can give it a scope, or as root on a host with the memory and pids cgroup controllers"})
+			Fix:    "run warden under systemd (examples/systemd/: Delegate=yes, docs/systemd.md), or from a login session whose user systemd can give it a scope, or as root on a host with the memory and pids cgroup controllers"})
 	case !sup.CPU:
 		add(Check{Name: "resource limits", Status: "ok", Detail: fmt.Sprintf("%s; memory and pids enforced (defaults: %s; ceiling: %s)", sup.Detail, def, ceiling)})
 		add(Check{Name: "cpu limit", Status: "problem", Warning: true, Detail: "the cpu limit of jailed runs cannot be enforced: " + joinReasons(sup.Missing),
