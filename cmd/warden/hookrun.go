@@ -18,7 +18,7 @@ import (
 
 	"warden/engine"
 	"warden/engine/hooks"
-	"warden/tui/termsafe"
+	"warden/engine/termsafe"
 )
 
 // hookCommand holds the operator's hook verbs (run, runs, logs) and the

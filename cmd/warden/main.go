@@ -14,8 +14,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"warden/engine"
+	"warden/engine/termsafe"
 	"warden/storage"
-	"warden/tui/termsafe"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".

@@ -341,6 +341,28 @@ func TestMCPGateway(t *testing.T) {
 		}
 	})
 
+	// The hook's own text (its stream's last lines) reaches the client
+	// escaped, bidi overrides and isolates included; structuredContent,
+	// meant for programs, stays exact.
+	t.Run("hostile text in the result", func(t *testing.T) {
+		env.attach()
+		word := "evil\u202egnp.exe\u2066x\u2069\u200b\u061c!"
+		ch := callAsync(ctx, cs, &mcp.CallToolParams{Name: "echo__say", Arguments: map[string]any{"word": word, "times": 1}})
+		req := env.pendingFor(subject, "echo__say")
+		env.warden("perms", "approve", strconv.FormatUint(req.ID, 10))
+		res := wait(t, ch)
+		if res.IsError {
+			t.Fatalf("approved call failed: %s", resultText(res))
+		}
+		txt := resultText(res)
+		if strings.ContainsAny(txt, "\u202e\u2066\u2069\u200b\u061c") || !strings.Contains(txt, "saying evil�gnp.exe�x���!") {
+			t.Errorf("the result's text reaches the client raw: %q", txt)
+		}
+		if said, _ := res.StructuredContent.(map[string]any)["said"].(string); said != word {
+			t.Errorf("structuredContent said %q, want the hook's output exactly, %q", said, word)
+		}
+	})
+
 	t.Run("denied with a reason", func(t *testing.T) {
 		env.attach()
 		ch := callAsync(ctx, cs, &mcp.CallToolParams{Name: "echo__say", Arguments: map[string]any{"word": "no", "times": 1}})

@@ -12,8 +12,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"warden/engine"
+	"warden/engine/termsafe"
 	"warden/tui"
-	"warden/tui/termsafe"
 )
 
 func (a *app) permsCommand() *cobra.Command {

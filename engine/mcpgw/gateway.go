@@ -20,6 +20,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"warden/engine"
+	"warden/engine/termsafe"
 )
 
 // Options configure a Gateway.
@@ -348,23 +349,12 @@ func (g *Gateway) tail(run string) string {
 	return strings.TrimSuffix(b.String(), "\n")
 }
 
-// safe escapes control characters (a hook's text is hostile).
-func safe(s string) string {
-	if !strings.ContainsFunc(s, isControl) {
-		return s
-	}
-	var b strings.Builder
-	for _, r := range s {
-		if isControl(r) {
-			fmt.Fprintf(&b, "\\x%02x", r)
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
-
-func isControl(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) }
+// safe is text a hook or a module author wrote, escaped by the one rule
+// every terminal-bound text of warden's follows (engine/termsafe): a
+// client may print it to a terminal, so no control, no bidi override or
+// isolate, no zero-width or other format character reaches it raw.
+// structuredContent is never passed through it: it stays exact.
+func safe(s string) string { return termsafe.String(s) }
 
 // progress relays the run's latest stream line as
 // notifications/progress, at most every 100 ms, while the call waits,

@@ -9,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"warden/engine"
+	"warden/engine/termsafe"
 )
 
 // The hands tools act on a hands root registered with `warden hands init`,
@@ -73,5 +74,5 @@ func (g *Gateway) handsCall(ctx context.Context, call engine.MCPCall) *mcp.CallT
 		structured = map[string]any{"written": true}
 	}
 	text, _ := json.Marshal(structured)
-	return &mcp.CallToolResult{StructuredContent: structured, Content: []mcp.Content{&mcp.TextContent{Text: safe(string(text))}}}
+	return &mcp.CallToolResult{StructuredContent: structured, Content: []mcp.Content{&mcp.TextContent{Text: string(termsafe.JSON(text))}}}
 }

@@ -11,9 +11,9 @@ import (
 	gossh "golang.org/x/crypto/ssh"
 
 	"warden/engine"
+	"warden/engine/termsafe"
 	"warden/themes"
 	"warden/tui"
-	"warden/tui/termsafe"
 )
 
 // Values a session's context carries from one middleware to the next.

@@ -22,7 +22,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"warden/tui/termsafe"
+	"warden/engine/termsafe"
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/ssh"

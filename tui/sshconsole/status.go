@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"warden/engine"
-	"warden/tui/termsafe"
+	"warden/engine/termsafe"
 )
 
 // safe is termsafe.String: every field below was written by a hook, a

@@ -9,7 +9,7 @@ import (
 	"github.com/charmbracelet/ssh"
 
 	"warden/engine"
-	"warden/tui/termsafe"
+	"warden/engine/termsafe"
 )
 
 // `ssh host VERB…` runs one of warden's read-only verbs with the key's
