@@ -122,10 +122,12 @@ type Engine struct {
 	// of what the limits cost.
 	noLimits bool
 
-	reqMu     sync.Mutex
-	tickets   mcpTickets // MCP calls GateMCP let through, not yet made
-	waiting   map[uint64]*waiter
-	operators atomic.Int64
+	reqMu   sync.Mutex
+	tickets mcpTickets // MCP calls GateMCP let through, not yet made
+	// mcpRefusals bounds the receipts of MCP sessions' refused calls.
+	mcpRefusals mcpRefusals
+	waiting     map[uint64]*waiter
+	operators   atomic.Int64
 
 	// roles are the registered roles of non-local actors (see SetRole).
 	rolesMu sync.RWMutex

@@ -145,12 +145,16 @@ func (e *Engine) GateMCP(ctx context.Context, actor Actor, c MCPCall) (MCPGate, 
 		var via string
 		var req Request
 		var refused *perms.Refusal
+		var noOperator bool
 		_, err = e.store.Update(func(tx *storage.Tx) error {
-			refused, req, allowed = nil, Request{}, false
+			refused, req, allowed, noOperator = nil, Request{}, false, false
 			now := time.Now()
 			var err error
 			if allowed, via, err = perms.Check(tx, op, consumer, now); err != nil || allowed {
 				return err
+			}
+			if noOperator = e.noOperator(); noOperator {
+				return nil // nobody would see a request: none is opened
 			}
 			req, err = perms.Open(tx, ask, now)
 			if errors.As(err, &refused) {
@@ -169,6 +173,10 @@ func (e *Engine) GateMCP(ctx context.Context, actor Actor, c MCPCall) (MCPGate, 
 			g = MCPGate{Outcome: MCPRefused, Message: refused.Message}
 			break
 		}
+		if noOperator {
+			g = MCPGate{Outcome: MCPNoOperator, Message: noOperatorMessage}
+			break
+		}
 		var superseded bool
 		g, superseded = e.awaitMCP(ctx, req, consumer, ttl)
 		if !superseded || attempt >= 8 {
@@ -181,6 +189,15 @@ func (e *Engine) GateMCP(ctx context.Context, actor Actor, c MCPCall) (MCPGate, 
 	}
 	return g, nil
 }
+
+// noOperatorMessage is what an MCP client is told when no console is
+// there to answer its call.
+const noOperatorMessage = "refused: no operator is attached to answer; open the warden console, or let the tool run without asking (approve-always)"
+
+// noOperator: no console (local, or an SSH session) is there to answer a
+// request; a serve waiting for SSH sessions that nobody has opened does
+// not count (see AttachStandingOperator).
+func (e *Engine) noOperator() bool { return e.operators.Load()-e.standing.Load() <= 0 }
 
 // ticketed gives an allowed gate its ticket.
 func (e *Engine) ticketed(subject string, c MCPCall, g MCPGate) MCPGate {
@@ -210,9 +227,9 @@ func (e *Engine) awaitMCP(ctx context.Context, req Request, consumer string, ttl
 	// An MCP client is told at once when no console (local, or an SSH
 	// session) is there to answer: a serve waiting for SSH sessions that
 	// nobody has opened does not count (see AttachStandingOperator).
-	if e.operators.Load()-e.standing.Load() <= 0 {
+	if e.noOperator() { // the last console went between the check and now
 		e.decide(internalActor, req.ID, Deny, "no operator attached")
-		g.Outcome, g.Message = MCPNoOperator, fmt.Sprintf("refused: no operator is attached to answer (request %d); open the warden console, or let the tool run without asking (approve-always)", req.ID)
+		g.Outcome, g.Message = MCPNoOperator, fmt.Sprintf("%s (request %d)", noOperatorMessage, req.ID)
 		return g, false
 	}
 	wctx, stop := context.WithDeadline(ctx, req.Expires)
@@ -289,7 +306,14 @@ func (e *Engine) receiptMCPGate(c MCPCall, subject string, g MCPGate) {
 	} else if g.Via != "" {
 		summary += " (" + g.Via + ")"
 	}
-	e.store.AppendReceipt(storage.Draft{Kind: storage.KindMCPGate, Actor: subject, Subject: c.Tool, Summary: summary, Details: details})
+	d := storage.Draft{Kind: storage.KindMCPGate, Actor: subject, Subject: c.Tool, Summary: summary, Details: details}
+	if g.Request == 0 && !g.Allowed {
+		// Refused before anyone was asked (the pending cap, no
+		// operator): bounded per session.
+		e.receiptMCPRefusal(c.Session, g.Outcome, d)
+		return
+	}
+	e.store.AppendReceipt(d)
 }
 
 // RefuseMCP receipts an MCP tool call refused before it was gated (its
@@ -300,10 +324,13 @@ func (e *Engine) RefuseMCP(actor Actor, c MCPCall, why string) error {
 		return err
 	}
 	subject := MCPSubject(c.Client)
-	_, err := e.store.AppendReceipt(storage.Draft{Kind: storage.KindMCPGate, Actor: subject, Subject: c.Tool,
+	if len(why) > 1024 { // the client's arguments may be quoted in it
+		why = why[:1024] + "…"
+	}
+	e.receiptMCPRefusal(c.Session, "invalid", storage.Draft{Kind: storage.KindMCPGate, Actor: subject, Subject: c.Tool,
 		Summary: fmt.Sprintf("%s call of %s: invalid arguments, nothing ran: %s", subject, c.Tool, why),
 		Details: map[string]any{"session": c.Session, "tool": c.Tool, "outcome": "invalid", "message": why}})
-	return err
+	return nil
 }
 
 // ApproveAlwaysTool decides an MCP tool call's request approve-always
@@ -392,6 +419,7 @@ func (e *Engine) HoldMCPSession(ctx context.Context, actor Actor, s MCPSession) 
 	e.mcp.mu.Lock()
 	delete(e.mcp.m, s.ID)
 	e.mcp.mu.Unlock()
+	e.flushMCPRefusals(s.ID)
 	e.store.AppendReceipt(storage.Draft{Kind: storage.KindMCPDisconnect, Actor: s.Client, Subject: s.ID,
 		Summary: fmt.Sprintf("MCP client %s disconnected (session %s)", s.Client, s.ID), Details: map[string]any{"session": s.ID}})
 	return nil
