@@ -263,13 +263,18 @@ func (er *egressRun) decide(ctx context.Context, host string, port uint16) egres
 			}
 			return egress.Verdict{Allow: true, AllowedBy: by, Via: via, Exempt: literal && !strings.Contains(via, "network true")}
 		}
-		r.say(storage.LevelWarn, fmt.Sprintf("request %d: network.connect %s needs a decision (`warden perms show %d`)", req.ID, dest, req.ID))
+		ask := fmt.Sprintf("Allow %s/%s to connect to %s (request %d)?", r.rec.Module, r.rec.Hook, dest, req.ID)
+		if req.Warning != "" {
+			r.say(storage.LevelWarn, fmt.Sprintf("request %d: network.connect %s needs a decision (`warden perms show %d`); warning: %s", req.ID, dest, req.ID, req.Warning))
+			ask = fmt.Sprintf("Allow %s/%s to connect to %s (request %d)? Warning: %s.", r.rec.Module, r.rec.Hook, dest, req.ID, req.Warning)
+		} else {
+			r.say(storage.LevelWarn, fmt.Sprintf("request %d: network.connect %s needs a decision (`warden perms show %d`)", req.ID, dest, req.ID))
+		}
 		list := dest
 		if p, _, err := e.Policy(subject); err == nil && len(p.NetworkAllow) > 0 {
 			list = strings.Join(append(append([]string{}, p.NetworkAllow...), dest), ",")
 		}
-		res, err := e.await(ctx, r, req,
-			fmt.Sprintf("Allow %s/%s to connect to %s (request %d)?", r.rec.Module, r.rec.Hook, dest, req.ID),
+		res, err := e.await(ctx, r, req, ask,
 			fmt.Sprintf("network.connect %s is not allowed by the policy of %s, and no operator is attached (no terminal, no console) to decide request %d, so it is denied (add it to the list with `warden perms policy set %s --network '%s' --revision N`)",
 				dest, subject, req.ID, subject, list))
 		if err != nil {

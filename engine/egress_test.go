@@ -971,3 +971,26 @@ func TestEgressQuickCheckFollowsThePolicy(t *testing.T) {
 		t.Fatalf("an exact rule: %+v %v", v, ok)
 	}
 }
+
+// A hook asking for an address the deny list refuses for names (here
+// cloud metadata, as an IP literal) opens a request that says approving
+// it passes the deny list: in the request, and in the run's stream where
+// the operator is told a decision is needed.
+func TestEgressAskForAnAddressWarns(t *testing.T) {
+	needJail(t)
+	w := newTLSWorld(t)
+	e := egressEngine(t, w, true, map[string]string{"meta": egressHook("get", "http://169.254.169.254:80/latest/meta-data/", "/module/ca.pem")})
+	o, cs := runEgress(t, e, "meta")
+	req, err := e.Request(1)
+	if err != nil || req.Operation != "network.connect" {
+		t.Fatalf("request 1 %+v %v, want the one for 169.254.169.254; the hook: %v\n%s", req, err, cs, streamText(t, e, o.Run.ID))
+	}
+	rs := []Request{req}
+	const want = "approving lets the hook reach ip:169.254.169.254:80 past the address deny list: 169.254.169.254 is link-local (cloud metadata lives at 169.254.169.254)"
+	if rs[0].Warning != want {
+		t.Errorf("request warning %q, want %q", rs[0].Warning, want)
+	}
+	if s := streamText(t, e, o.Run.ID); !strings.Contains(s, "needs a decision (`warden perms show 1`); warning: "+want) {
+		t.Errorf("the stream does not warn:\n%s", s)
+	}
+}

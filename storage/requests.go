@@ -55,12 +55,16 @@ type RequestRecord struct {
 	Requester Requester       `json:"requester"`
 	Operation string          `json:"operation"`
 	Content   json.RawMessage `json:"content"`
-	Digest    string          `json:"digest"`
-	Revision  uint64          `json:"revision"`
-	Created   time.Time       `json:"created"`
-	Expires   time.Time       `json:"expires"`
-	Decision  *Decision       `json:"decision,omitempty"`
-	Claim     *Claim          `json:"claim,omitempty"`
+	// Warning is the engine's word on what approving would open that an
+	// operator might not see in the content (an address on the egress
+	// deny list, or of this host); "" for none.
+	Warning  string    `json:"warning,omitempty"`
+	Digest   string    `json:"digest"`
+	Revision uint64    `json:"revision"`
+	Created  time.Time `json:"created"`
+	Expires  time.Time `json:"expires"`
+	Decision *Decision `json:"decision,omitempty"`
+	Claim    *Claim    `json:"claim,omitempty"`
 }
 
 // Pending reports whether the request still waits for a decision at now.

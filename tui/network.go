@@ -44,7 +44,11 @@ func (p *requestsPane) connectBanner(r engine.Request) []string {
 		return nil
 	}
 	th := p.sh.th
-	return []string{"", "   " + th.Title.Render("CONNECT  "+dest), "   " + th.Dim.Render(fmt.Sprintf("asked by %s/%s through its egress proxy; a: add it to the module's network list", safe(r.Requester.Module), safe(r.Requester.Hook))), ""}
+	out := []string{"", "   " + th.Title.Render("CONNECT  "+dest), "   " + th.Dim.Render(fmt.Sprintf("asked by %s/%s through its egress proxy; a: add it to the module's network list", safe(r.Requester.Module), safe(r.Requester.Hook)))}
+	if r.Warning != "" {
+		out = append(out, "   "+th.Denied.Render("warning: "+safe(r.Warning)))
+	}
+	return append(out, "")
 }
 
 // connectRule is what approve-always of a network request does.

@@ -176,3 +176,19 @@ func TestRequestsClickWhileFiltered(t *testing.T) {
 		t.Errorf("the click on the only row shown selected %+v", r)
 	}
 }
+
+// A request to connect to an address past the deny list carries the
+// engine's warning, and the detail shows it under the destination.
+func TestRequestsPaneShowsTheDenyListWarning(t *testing.T) {
+	e := newEngine(t)
+	p := newRequestsPane(testShared(e))
+	content, _ := json.Marshal(map[string]any{"host": "169.254.169.254", "port": 80})
+	now := time.Now()
+	r := engine.Request{ID: 8, Subject: "module:m", Operation: "network.connect", Content: content, Created: now, Expires: now.Add(time.Hour),
+		Warning: "approving lets the hook reach ip:169.254.169.254:80 past the address deny list: 169.254.169.254 is link-local"}
+	r.Requester.Run, r.Requester.Module, r.Requester.Hook = "r1", "m", "h"
+	p.upsert(r)
+	if view := p.view(160, 30); !strings.Contains(view, "warning: approving lets the hook reach ip:169.254.169.254:80 past the address deny list") {
+		t.Errorf("the detail does not warn:\n%s", view)
+	}
+}

@@ -247,6 +247,9 @@ func (a *app) permsShowCommand() *cobra.Command {
 				a.printf("request    %d\nsubject    %s\nrequester  %s\noperation  %s\ndigest     %s\nrevision   %d (the policy revision it was made against)\ncreated    %s (%s ago)\n",
 					r.ID, safe(r.Subject), safe(requester), safe(r.Operation), safe(r.Digest), r.Revision,
 					r.Created.Local().Format("2006-01-02 15:04:05"), tui.ShortDuration(now.Sub(r.Created)))
+				if r.Warning != "" {
+					a.printf("warning    %s\n", safe(r.Warning))
+				}
 				if r.Decision == nil {
 					a.printf("expires    %s (in %s)\ndecision   pending: `warden perms approve|approve-always|deny %d [--reason R]`\n",
 						r.Expires.Local().Format("2006-01-02 15:04:05"), tui.ShortDuration(r.Expires.Sub(now)), r.ID)

@@ -2,6 +2,7 @@ package egress
 
 import (
 	"fmt"
+	"net"
 	"net/netip"
 )
 
@@ -39,12 +40,70 @@ var denied = []struct {
 
 // DeniedAddr says why a resolved address is refused, or "" when it may be
 // connected to. IPv4-mapped IPv6 addresses are judged as IPv4.
+//
+// Besides the ranges above, every address of this host's own interfaces
+// is refused ("an address of this host"): a public address on eth0 reaches
+// whatever listens on 0.0.0.0 (sshd, `serve --ssh`, published container
+// ports) as surely as loopback does. They are read afresh for each
+// address judged, so one added a moment ago counts; when they cannot be
+// read, nothing public is reached (fail closed).
 func DeniedAddr(a netip.Addr) string {
 	a = a.Unmap()
+	if why := deniedRange(a); why != "" {
+		return why
+	}
+	own, err := hostAddrs()
+	if err != nil {
+		return fmt.Sprintf("this host's own addresses could not be read (%v), so %s, which may be one, is not reached", err, a)
+	}
+	for _, h := range own {
+		if h.Unmap() == a {
+			return fmt.Sprintf("%s is an address of this host", a)
+		}
+	}
+	return ""
+}
+
+// deniedRange is DeniedAddr's fixed part: the ranges of denied.
+func deniedRange(a netip.Addr) string {
 	for _, d := range denied {
 		if d.prefix.Contains(a) {
 			return fmt.Sprintf("%s is %s", a, d.what)
 		}
 	}
 	return ""
+}
+
+// IsHostAddr: a is an address of one of this host's interfaces (read
+// afresh), or on one of the fixed ranges that point back into the host
+// (loopback, unspecified). An operator asked about such an address is
+// told so.
+func IsHostAddr(a netip.Addr) bool {
+	a = a.Unmap()
+	if a.IsLoopback() || a.IsUnspecified() {
+		return true
+	}
+	own, _ := hostAddrs()
+	for _, h := range own {
+		if h.Unmap() == a {
+			return true
+		}
+	}
+	return false
+}
+
+// hostAddrs lists the addresses of this host's interfaces, from the
+// kernel (netlink) each time.
+func hostAddrs() ([]netip.Addr, error) {
+	as, err := net.InterfaceAddrs()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]netip.Addr, 0, len(as))
+	for _, a := range as {
+		if p, err := netip.ParsePrefix(a.String()); err == nil {
+			out = append(out, p.Addr())
+		}
+	}
+	return out, nil
 }

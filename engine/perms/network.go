@@ -3,7 +3,9 @@ package perms
 import (
 	"encoding/json"
 	"fmt"
+	"net/netip"
 	"strconv"
+	"strings"
 
 	"warden/engine/egress"
 	"warden/storage"
@@ -27,6 +29,29 @@ func (c Connect) Dest() string {
 		return "ip:" + egress.JoinHostPort(c.Host, c.Port)
 	}
 	return c.Host + ":" + strconv.Itoa(int(c.Port))
+}
+
+// Warning is what approving op would open that its content does not
+// say: for a connection to an address (an IP literal) that the deny list
+// refuses for names, or that is this host's own, approving it lets the
+// hook reach that address past the deny list. "" for anything else.
+func Warning(op Op) string {
+	if op.Operation != OpConnect {
+		return ""
+	}
+	var c Connect
+	if json.Unmarshal(op.Content, &c) != nil {
+		return ""
+	}
+	a, err := netip.ParseAddr(strings.Trim(c.Host, "[]"))
+	if err != nil {
+		return ""
+	}
+	why := egress.DeniedAddr(a)
+	if why == "" {
+		return ""
+	}
+	return fmt.Sprintf("approving lets the hook reach %s past the address deny list: %s", c.Dest(), why)
 }
 
 // ConnectOp is the operation of one connection to host:port.

@@ -71,3 +71,36 @@ func TestApproveAlwaysConnectAddsName(t *testing.T) {
 		t.Errorf("policy after approve-always: %+v", d.Policy)
 	}
 }
+
+// An operator asked about a connection to an address the deny list
+// refuses for names (cloud metadata, loopback, this host's own) is told,
+// in the request itself, that approving it passes the deny list: the
+// content alone ({"host":"169.254.169.254","port":80}) does not say so.
+func TestConnectRequestWarnsPastTheDenyList(t *testing.T) {
+	s := openStore(t)
+	now := time.Now()
+	for host, want := range map[string]string{
+		"169.254.169.254": "approving lets the hook reach ip:169.254.169.254:80 past the address deny list: 169.254.169.254 is link-local (cloud metadata lives at 169.254.169.254)",
+		"127.0.0.1":       "approving lets the hook reach ip:127.0.0.1:80 past the address deny list: 127.0.0.1 is loopback",
+		"::1":             "approving lets the hook reach ip:[::1]:80 past the address deny list: ::1 is loopback",
+		"93.184.215.14":   "",
+		"example.com":     "",
+	} {
+		op, err := ConnectOp("module:m", host, 80)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, err := open(t, s, op, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if req.Warning != want {
+			t.Errorf("%s: warning %q, want %q", host, req.Warning, want)
+		}
+		var back storage.RequestRecord
+		s.View(func(tx *storage.Tx) (err error) { back, err = tx.Request(req.ID); return err })
+		if back.Warning != want {
+			t.Errorf("%s: stored warning %q, want %q", host, back.Warning, want)
+		}
+	}
+}

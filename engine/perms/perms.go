@@ -345,7 +345,7 @@ func Open(tx *storage.Tx, a Ask, now time.Time) (storage.RequestRecord, error) {
 		return storage.RequestRecord{}, err
 	}
 	req := storage.RequestRecord{ID: id, Subject: op.Subject, Requester: a.Requester, Operation: op.Operation,
-		Content: op.Content, Digest: op.Digest, Revision: p.Revision, Created: now, Expires: expires}
+		Content: op.Content, Warning: Warning(op), Digest: op.Digest, Revision: p.Revision, Created: now, Expires: expires}
 	if err := tx.PutRequest(req); err != nil {
 		return req, err
 	}
