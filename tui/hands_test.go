@@ -193,7 +193,7 @@ func TestHandsFinishWizard(t *testing.T) {
 	c.keys("y")
 	c.wait("Hands finish · finished", "✓ finished: container")
 	view := maskHands(c.final(), sock)
-	for _, want := range []string{"✓ receipt", "✓ engine", "✓ stopped", "✓ finished", "phase finished written, every grant revoked"} {
+	for _, want := range []string{"✓ receipt", "✓ engine", "✓ stopped", "✓ finished", "phase finished written, every grant revoked", "the stopped container stays on the engine"} {
 		if !strings.Contains(view, want) {
 			t.Errorf("missing %q:\n%s", want, view)
 		}
