@@ -69,6 +69,7 @@ Nothing but MCP is written to stdout; diagnostics go to stderr.`,
 }
 
 func (a *app) mcpServe(ttl time.Duration, tail int) error {
+	a.sayNewDataDir()
 	e, err := a.openEngine()
 	if err != nil {
 		return err
