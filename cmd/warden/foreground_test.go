@@ -26,7 +26,9 @@ func ptyShell(t *testing.T, script string) (out func() string, done <-chan error
 	}
 	var mu sync.Mutex
 	var buf bytes.Buffer
+	read := make(chan struct{})
 	go func() {
+		defer close(read)
 		b := make([]byte, 4096)
 		for {
 			n, err := tty.Read(b)
@@ -39,7 +41,14 @@ func ptyShell(t *testing.T, script string) (out func() string, done <-chan error
 		}
 	}()
 	ch := make(chan error, 1)
-	go func() { ch <- cmd.Wait() }()
+	go func() {
+		err := cmd.Wait()
+		select { // what the shell wrote last, read (EIO once it is gone)
+		case <-read:
+		case <-time.After(5 * time.Second):
+		}
+		ch <- err
+	}()
 	t.Cleanup(func() {
 		cmd.Process.Kill()
 		tty.Close()
@@ -117,5 +126,48 @@ func TestHookRunInBackgroundNeverStops(t *testing.T) {
 	got = out()
 	if !strings.Contains(got, "branch: stored") || !strings.Contains(got, "run-exit=0") || strings.Contains(got, "Stopped") {
 		t.Errorf("the approved background run did not end well:\n%s", got)
+	}
+}
+
+// Started in the foreground, then stopped (as ctrl-z does) and sent to
+// the background with bg before the hook asks: the question is not read
+// at the terminal (a read there stopped the job again, "Stopped (tty
+// input)"), and the request waits for `warden perms approve ID`.
+func TestHookRunMovedToBackgroundNeverStops(t *testing.T) {
+	c := newCLI(t)
+	base := privateDir(t, "warden-bg2-")
+	bin := wardenLink(t, base)
+	pidFile := base + "/warden.pid"
+	c.ok("module", "add", mcpModule(t, base, "vault", "store", "    timeout: 1m\n",
+		`kill -TSTP "$(cat `+pidFile+`)"; sleep 1
+if warden hook confirm "Store it?"; then warden hook log "branch: stored"; else warden hook log "branch: not stored ($?)"; fi
+`))
+	// The hook stops the warden that runs it, as ctrl-z would: the shell
+	// gets the terminal back, and bg resumes the job in the background.
+	script := "set -m; " +
+		"(echo $BASHPID > " + pidFile + "; exec " + bin + " --data-dir " + c.dir + " hook run vault store --jail=off); echo fg-status=$?; bg; wait; echo run-exit=$?; sleep 0.2"
+	out, done := ptyShell(t, script)
+	re := regexp.MustCompile(`\? the hook asks \(request (\d+)\):`)
+	var id string
+	waitUntil(t, "the note on the request of a run sent to the background", 20*time.Second, func() bool {
+		if m := re.FindStringSubmatch(out()); m != nil {
+			id = m[1]
+			return true
+		}
+		return false
+	}, out)
+	if got := out(); strings.Contains(got, "[y/N]") || !strings.Contains(got, "fg-status=148") {
+		t.Errorf("the run was not stopped and sent to the background as ctrl-z and bg do, or it prompted:\n%s", got)
+	}
+	if b, err := exec.Command(bin, "--data-dir", c.dir, "perms", "approve", id).CombinedOutput(); err != nil {
+		t.Fatalf("perms approve %s: %v %s", id, err, b)
+	}
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the shell did not end:\n%s", out())
+	}
+	if got := out(); !strings.Contains(got, "branch: stored") || !strings.Contains(got, "run-exit=0") {
+		t.Errorf("the approved run did not end well:\n%s", got)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"text/tabwriter"
@@ -73,7 +74,7 @@ console or ` + "`warden perms approve ID`" + ` answers it.`,
 				switch {
 				case tty != nil:
 					defer tty.Close()
-					req.Confirm = ttyConfirm(tty)
+					req.Confirm = ttyConfirm(tty, backgroundConfirm(e, a.stderr, &runID))
 				case background:
 					req.Confirm = backgroundConfirm(e, a.stderr, &runID)
 				}
@@ -396,10 +397,15 @@ func openTTY(stdin io.Reader) (tty *os.File, background bool) {
 	return tty, false
 }
 
-// ttyConfirm asks operator.confirm questions at the terminal, one at a time.
-func ttyConfirm(tty *os.File) func(context.Context, string) (bool, error) {
+// ttyConfirm asks operator.confirm questions at the terminal, one at a
+// time. It reads the terminal only from the first question asked while
+// this process is in the terminal's foreground: a run moved to the
+// background before that (ctrl-z, bg) is not stopped by a read, and a
+// question asked there goes to background (never the terminal).
+func ttyConfirm(tty *os.File, background func(context.Context, string) (bool, error)) func(context.Context, string) (bool, error) {
 	lines := make(chan string)
-	go func() {
+	var reading sync.Once
+	read := func() {
 		r := bufio.NewReader(tty)
 		for {
 			s, err := r.ReadString('\n')
@@ -409,8 +415,12 @@ func ttyConfirm(tty *os.File) func(context.Context, string) (bool, error) {
 			}
 			lines <- strings.TrimSpace(s)
 		}
-	}()
+	}
 	return func(ctx context.Context, msg string) (bool, error) {
+		if !foreground(tty) {
+			return background(ctx, msg)
+		}
+		reading.Do(func() { go read() })
 		// The message is the hook's: escaped, on lines of its own, so it
 		// cannot clear the screen or overwrite the question with a CR.
 		// The [y/N] is ours, on a line the hook's text cannot reach.
