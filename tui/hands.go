@@ -34,6 +34,12 @@ type handsPane struct {
 	// (smart case), as in the other lists; the cursor skips the others.
 	filter promptInput
 	query  string
+	// lastInit is the last init wizard that did not end ready: i starts
+	// over from what was typed there.
+	lastInit *handsWizard
+	// notice says on the pane (not only in the status line, which fades)
+	// that a wizard was cancelled; the next wizard clears it.
+	notice string
 	// jobs are the wizards' engine calls still running (Close waits).
 	jobs []*progressJob
 	// live is each root's state as the engine last reported it (s, r,
@@ -295,8 +301,8 @@ func (p *handsPane) update(msg tea.Msg) tea.Cmd {
 				p.sh.setStatus("setting up a hands root needs an operator; this console is a viewer (ask an operator, or add your key as operator)", true)
 				return nil
 			}
-			w, cmd := newInitWizard(p.sh, p.w, p.h)
-			p.wiz = w
+			w, cmd := newInitWizard(p.sh, p.lastInit, p.w, p.h)
+			p.wiz, p.notice = w, ""
 			return cmd
 		case key.Matches(msg, p.k.Finish):
 			sel := ""
@@ -308,7 +314,7 @@ func (p *handsPane) update(msg tea.Msg) tea.Cmd {
 				p.sh.setStatus("no hands root to finish: every known root is finished (i starts a new one)", false)
 				return nil
 			}
-			p.wiz = w
+			p.wiz, p.notice = w, ""
 			return cmd
 		case key.Matches(msg, p.k.Up, p.k.Down, p.k.PageUp, p.k.PageDown, p.k.Top, p.k.Bottom):
 			p.sel, _ = navKey(msg, p.k.KeyMap, p.sel, len(p.roots), max(p.h-3, 1), p.hidden)
@@ -338,6 +344,18 @@ func (p *handsPane) wizard(msg tea.Msg) tea.Cmd {
 		return cmd
 	}
 	p.wiz = nil
+	if w.kind == wizInit {
+		p.lastInit = w
+		if w.stage == wsDone && w.err == nil {
+			p.lastInit = nil // ready: the next root is another one
+		}
+	}
+	if w.aborted {
+		p.notice = "✗ hands " + w.kind + " cancelled: nothing was done"
+		if w.kind == wizInit {
+			p.notice += " · i starts again with what you typed"
+		}
+	}
 	cmd = tea.Batch(cmd, p.refresh(w.root))
 	switch {
 	case w.showStatus && w.root != "":
@@ -441,8 +459,15 @@ func (p *handsPane) view(w, h int) string {
 	if p.busy != "" {
 		out = append(out, th.Dim.Render("asking the Docker engine about "+safe(p.busy)+" …"))
 	}
-	for len(out) < h-1 {
+	foot := h - 1
+	if p.notice != "" {
+		foot--
+	}
+	for len(out) < foot {
 		out = append(out, "")
+	}
+	if p.notice != "" {
+		out = append(out[:min(len(out), max(foot, 0))], th.StatusErr.Render(plain(p.notice, w)))
 	}
 	out = append(out, th.Dim.Render(plain("i sets up a new root · x finishes one · s shows live status and drift", w)))
 	return strings.Join(out[:h], "\n")

@@ -193,7 +193,7 @@ func TestHandsFinishWizard(t *testing.T) {
 	c.keys("y")
 	c.wait("Hands finish · finished", "✓ finished: container")
 	view := maskHands(c.final(), sock)
-	for _, want := range []string{"✓ receipt", "✓ engine", "✓ stopped", "✓ finished", "phase finished written, every grant revoked"} {
+	for _, want := range []string{"✓ receipt", "✓ engine", "✓ stopped", "✓ finished", "phase finished written, every grant revoked", "the stopped container stays on the engine"} {
 		if !strings.Contains(view, want) {
 			t.Errorf("missing %q:\n%s", want, view)
 		}
@@ -462,4 +462,86 @@ func TestHandsFailureViewSmall(t *testing.T) {
 			t.Errorf("line %d is %d wide", i, w)
 		}
 	}
+}
+
+// The last step starts on Init: after four filled steps, enter sets the
+// root up (it used to cancel it, said only in a status line that fades).
+func TestHandsInitWizardConfirmEnterInits(t *testing.T) {
+	sock := handsDocker(t)
+	root := handsBase(t, sock) + "/task1"
+	e := newEngine(t)
+	c := startConsole(t, e)
+	initThroughWizard(t, c, sock, root, engine.HandsAccessFiles)
+	c.keys("enter")
+	c.wait("Hands init · ready", "✓ ready: container")
+	if list, err := e.HandsList(); err != nil || len(list) != 1 || list[0].Phase != "ready" {
+		t.Errorf("enter on the last step: roots %+v %v", list, err)
+	}
+	c.final()
+}
+
+// Cancel on the last step: the pane says so (the status line fades), and
+// i starts over with every answer kept, each checked again.
+func TestHandsInitWizardCancelSaysSoAndKeepsAnswers(t *testing.T) {
+	sock := handsDocker(t)
+	root := handsBase(t, sock) + "/task1"
+	e := newEngine(t)
+	c := startConsole(t, e)
+	initThroughWizard(t, c, sock, root, engine.HandsAccessNone)
+	c.keys("right", "enter") // on Cancel
+	c.wait("Hands roots (0)", "✗ hands init cancelled: nothing was done · i starts again with what you typed")
+	if list, _ := e.HandsList(); len(list) != 0 {
+		t.Errorf("roots after Cancel: %+v", list)
+	}
+	c.keys("i")
+	c.wait("Hands init 1/5 · root", root+" is new and its ancestors are safe")
+	c.keys("enter")
+	c.wait("Hands init 2/5 · engine socket")
+	c.keys("enter")
+	c.wait("Hands init 3/5 · image")
+	c.keys("enter")
+	c.wait("Hands init 4/5 · access")
+	c.keys("enter")
+	c.wait("Hands init 5/5 · confirm", "root    "+root, "image   "+handstest.Image, "access  none")
+	c.quit()
+}
+
+// Starting over after a socket nobody answers on keeps the root and the
+// socket path typed (the path came back as an empty field with its
+// placeholder).
+func TestHandsInitWizardStartOverKeepsSocketPath(t *testing.T) {
+	e := newEngine(t)
+	dir := t.TempDir()
+	c := startConsole(t, e)
+	other := func() {
+		if n := len(engine.HandsSocketCandidates()); n > 0 {
+			c.wait("Hands init 2/5 · engine socket", "other path…")
+			c.downTo(n + 1)
+			c.keys("enter")
+		}
+	}
+	c.keys("5", "i")
+	c.wait("Hands init 1/5 · root")
+	c.keys(dir + "/r")
+	c.wait(dir+"/r", "is new and its ancestors")
+	c.keys("enter")
+	other()
+	c.wait("Engine socket path")
+	l := listenUnix(t, dir+"/dead.sock")
+	l.Close()
+	c.keys(dir + "/dead.sock")
+	c.wait("is a socket")
+	c.keys("enter")
+	c.wait("✗ the engine's images could not be listed")
+	c.keys("esc")
+	c.wait("✗ hands init cancelled: nothing was done")
+	c.keys("i")
+	c.wait("Hands init 1/5 · root", dir+"/r", "is new and its ancestors")
+	c.keys("enter")
+	if n := len(engine.HandsSocketCandidates()); n > 0 {
+		c.wait("Hands init 2/5 · engine socket", "other path…")
+		c.keys("enter") // still on other path…
+	}
+	c.wait("Engine socket path", dir+"/dead.sock", "is a socket")
+	c.quit()
 }

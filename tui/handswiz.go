@@ -101,6 +101,9 @@ type handsWizard struct {
 	closed     bool
 	showStatus bool
 	showFinish bool
+	// aborted: the operator cancelled before anything was done (esc, or
+	// Cancel on the last step); the pane says so until the next wizard.
+	aborted bool
 }
 
 func newWizard(sh *shared, kind string, w, h int) *handsWizard {
@@ -108,9 +111,14 @@ func newWizard(sh *shared, kind string, w, h int) *handsWizard {
 		spin: spinner.New(spinner.WithSpinner(spinner.MiniDot), spinner.WithStyle(sh.th.RunRunning))}
 }
 
-// newInitWizard opens the init wizard on its first form.
-func newInitWizard(sh *shared, w, h int) (*handsWizard, tea.Cmd) {
+// newInitWizard opens the init wizard on its first form. prev, when set,
+// is the last init wizard that did not end ready: starting over keeps
+// what was typed and chosen there (each field is checked again).
+func newInitWizard(sh *shared, prev *handsWizard, w, h int) (*handsWizard, tea.Cmd) {
 	z := newWizard(sh, wizInit, w, h)
+	if prev != nil {
+		z.root, z.socketChoice, z.socketPath, z.image, z.access = prev.root, prev.socketChoice, prev.socketPath, prev.image, prev.access
+	}
 	return z, z.open(formRoot)
 }
 
@@ -221,7 +229,10 @@ func (z *handsWizard) open(which int) tea.Cmd {
 				Title(z.title("access")),
 		)
 	case formConfirm:
-		z.confirmed = false
+		// Four steps were filled to get here: enter says Init (the
+		// operator still sees the summary above it; esc or Cancel
+		// cancels, and the pane says so).
+		z.confirmed = true
 		groups = append(groups, huh.NewGroup(
 			huh.NewNote().Title("Summary").Description(noteText(z.summary())),
 			huh.NewConfirm().Key("confirm").Title("Set up this hands root?").Affirmative("Init").Negative("Cancel").Value(&z.confirmed),
@@ -484,7 +495,7 @@ func (z *handsWizard) key(msg tea.KeyMsg) tea.Cmd {
 }
 
 func (z *handsWizard) cancelled() {
-	z.closed = true
+	z.closed, z.aborted = true, true
 	z.sh.setStatus("hands "+z.kind+" cancelled: nothing was done", false)
 }
 

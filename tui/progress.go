@@ -203,6 +203,10 @@ func (z *handsWizard) progressLines(w int) []string {
 			msg += ": " + z.finRes.Note
 		}
 		out = append(out, th.RunOK.Render(msg))
+		if z.finRes.ContainerKept {
+			// warden never removes it: say so, and how.
+			out = append(out, wrapHanging(th.Dim, "", "  ", "the stopped container stays on the engine ("+z.finRes.KeptWhy+"); remove it when done: "+safe(z.finRes.RemoveWith), w-2)...)
+		}
 		out = append(out, th.Dim.Render("s shows status and drift · enter closes"))
 	}
 	return out

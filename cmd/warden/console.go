@@ -60,6 +60,10 @@ func (a *app) console(c *cobra.Command, f consoleFlags) error {
 		c.Help()
 		return &exitError{code: 2, err: fmt.Errorf("the console needs a terminal; use a verb (see above) for scripts")}
 	}
+	// The terminal's background colour (the themes' adaptive colours),
+	// asked now, before the Program takes the terminal: no verb but the
+	// console asks it (tui/third_party/bubbletea/PATCHED.md).
+	lipgloss.HasDarkBackground()
 	if themes.NoColorWanted() {
 		// No colour, but keep bold and reverse so the selection shows.
 		lipgloss.SetColorProfile(termenv.ANSI)

@@ -47,6 +47,7 @@ binary exists (docker-init, or catatonit for Podman) and the API version.`,
 			if err := fl.check(); err != nil {
 				return err
 			}
+			a.sayNewDataDir() // doctor creates the store: say so first
 			rep := engine.Doctor(engine.DoctorOptions{DataDir: a.dataDir, BwrapPath: bwrap, EngineSocket: engineSocket, Ceiling: set.Limits,
 				Attach: func(dir string) (engine.Facade, int, error) {
 					c, err := control.Dial(dir)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
 
 	"warden/engine/fleet"
 	"warden/tui"
@@ -33,6 +34,7 @@ func runFleetConsole(a *app, cl *fleet.Client) error {
 		return err
 	}
 	m := tui.NewFleet(watchedSource{cl, hw}, v, tui.FleetOptions{Theme: th, Name: cl.Name, Role: cl.Role})
+	lipgloss.HasDarkBackground() // before the Program takes the terminal, as the console (console.go)
 	p := tea.NewProgram(m, tea.WithAltScreen(), tea.WithInput(a.stdin), tea.WithOutput(a.stdout))
 	if _, err := p.Run(); err != nil {
 		return err

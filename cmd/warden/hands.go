@@ -90,7 +90,10 @@ recorded one (same kind, daemon ID and storage), and stops exactly the recorded
 container, only if it carries this root's owner label and is still the
 recorded generation; it verifies the stop by inspection, writes phase
 finished and revokes every grant of the root's policy. Anything else is
-refused with what to do next.`,
+refused with what to do next. The stopped container stays on the engine
+(its logs and filesystem changes are evidence warden does not copy): finish
+prints the command that removes it (--json: containerKept, keptWhy,
+removeWith).`,
 		Example: `  warden hands finish --root $HOME/hands/task1`,
 		Args:    args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -108,7 +111,11 @@ refused with what to do next.`,
 				if !res.Stopped {
 					what = "not stopped: " + safe(res.Note)
 				}
-				return a.done(res, "hands %s finished: container %s %s; its grants are revoked\n", safe(res.Root), orNone12(res.ContainerID), what)
+				kept := ""
+				if res.ContainerKept {
+					kept = fmt.Sprintf("the stopped container stays on the engine (%s);\nremove it when you are done with it: %s\n", res.KeptWhy, safe(res.RemoveWith))
+				}
+				return a.done(res, "hands %s finished: container %s %s; its grants are revoked\n%s", safe(res.Root), orNone12(res.ContainerID), what, kept)
 			})
 		},
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -340,5 +341,35 @@ func TestDoctorEngineSocket(t *testing.T) {
 	r := c.run("doctor", "--engine-socket", missing)
 	if r.code != 1 || !strings.Contains(r.stdout, "no engine socket at "+missing) || !strings.Contains(r.stdout, "fix: start the engine") {
 		t.Errorf("doctor on a missing socket: %s", r)
+	}
+}
+
+// finish stops the container and leaves it on the engine: it says so, why,
+// and the command that removes it (text and --json), and that command,
+// run as printed, removes it.
+func TestHandsFinishSaysTheStoppedContainerStays(t *testing.T) {
+	sock := handstest.Docker(t)
+	c := newCLI(t)
+	base := handstest.Base(t, sock)
+	root, root2 := filepath.Join(base, "root"), filepath.Join(base, "root2")
+	var in hands.InitResult
+	c.json(0, &in, "hands", "init", "--root", root, "--engine-socket", sock, "--image", handstest.Image, "--access", "none")
+	var in2 hands.InitResult
+	c.json(0, &in2, "hands", "init", "--root", root2, "--engine-socket", sock, "--image", handstest.Image, "--access", "none")
+
+	rm := "docker -H unix://" + sock + " rm " + in.ContainerID
+	r := c.ok("hands", "finish", "--root", root)
+	if !strings.Contains(r.stdout, "the stopped container stays on the engine (warden never removes a container: the stopped one keeps its logs") ||
+		!strings.Contains(r.stdout, "remove it when you are done with it: "+rm+"\n") {
+		t.Errorf("finish does not say the container stays, or how to remove it:\n%s", r)
+	}
+	if out, err := exec.Command("sh", "-c", rm).CombinedOutput(); err != nil {
+		t.Errorf("the printed command %q: %v %s", rm, err, out)
+	}
+	var fin map[string]any
+	c.json(0, &fin, "hands", "finish", "--root", root2)
+	if fin["containerKept"] != true || fin["removeWith"] != "docker -H unix://"+sock+" rm "+in2.ContainerID ||
+		!strings.Contains(fmt.Sprint(fin["keptWhy"]), "never removes a container") {
+		t.Errorf("json finish: %v", fin)
 	}
 }

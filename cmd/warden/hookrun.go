@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -47,7 +49,10 @@ func (a *app) hookRunCommand() *cobra.Command {
 		Long: `run starts the hook, prints its stream lines as they become durable and exits
 0 when the run succeeded, 1 when it failed. Ctrl-C cancels the run (it is
 receipted). When the hook asks operator.confirm, a terminal gets a [y/N]
-prompt; without a terminal the answer is no.`,
+prompt; without a terminal the answer is no (unless a console is attached:
+it waits there). Started in the background of a terminal (&), run never
+reads or queries the terminal: it says which request waits, and the
+console or ` + "`warden perms approve ID`" + ` answers it.`,
 		Example: `  warden hook run hello on_install --input target=world --jail=off
   warden hook run hello on_install --json`,
 		Args: args(cobra.ExactArgs(2)),
@@ -64,9 +69,14 @@ prompt; without a terminal the answer is no.`,
 					return usageError{fmt.Errorf("%w\nusage: %s (see `warden module show %s`)", err, cmd.UseLine(), argv[0])}
 				}
 				req := engine.RunRequest{Module: argv[0], Hook: argv[1], RawInputs: raw, Jail: jail}
-				if tty := openTTY(a.stdin); tty != nil {
+				var runID atomic.Value
+				tty, background := openTTY(a.stdin)
+				switch {
+				case tty != nil:
 					defer tty.Close()
-					req.Confirm = ttyConfirm(tty)
+					req.Confirm = ttyConfirm(tty, backgroundConfirm(e, a.stderr, &runID))
+				case background:
+					req.Confirm = backgroundConfirm(e, a.stderr, &runID)
 				}
 				sub := e.Subscribe()
 				defer sub.Close()
@@ -77,6 +87,7 @@ prompt; without a terminal the answer is no.`,
 				if err != nil {
 					return err
 				}
+				runID.Store(h.ID)
 				if !a.json {
 					fmt.Fprintf(a.stderr, "run %s of %s/%s started (jail %s)\n", h.ID, argv[0], argv[1], jailName(jail))
 				}
@@ -363,23 +374,38 @@ it refuses a terminal. --json carries the exact text too, JSON-escaped.`,
 	return c
 }
 
-// openTTY returns the controlling terminal when stdin is one.
-func openTTY(stdin io.Reader) *os.File {
+// openTTY returns the controlling terminal when stdin is one and this
+// process is in its foreground; background says stdin is a terminal but
+// this process is not in its foreground (`warden hook run … &`), where
+// reading it would stop the process.
+func openTTY(stdin io.Reader) (tty *os.File, background bool) {
 	f, ok := stdin.(*os.File)
 	if !ok || !term.IsTerminal(int(f.Fd())) {
-		return nil
+		return nil, false
+	}
+	if !foreground(f) {
+		return nil, true
 	}
 	tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0)
 	if err != nil {
-		return nil
+		return nil, false
 	}
-	return tty
+	if !foreground(tty) {
+		tty.Close()
+		return nil, true
+	}
+	return tty, false
 }
 
-// ttyConfirm asks operator.confirm questions at the terminal, one at a time.
-func ttyConfirm(tty *os.File) func(context.Context, string) (bool, error) {
+// ttyConfirm asks operator.confirm questions at the terminal, one at a
+// time. It reads the terminal only from the first question asked while
+// this process is in the terminal's foreground: a run moved to the
+// background before that (ctrl-z, bg) is not stopped by a read, and a
+// question asked there goes to background (never the terminal).
+func ttyConfirm(tty *os.File, background func(context.Context, string) (bool, error)) func(context.Context, string) (bool, error) {
 	lines := make(chan string)
-	go func() {
+	var reading sync.Once
+	read := func() {
 		r := bufio.NewReader(tty)
 		for {
 			s, err := r.ReadString('\n')
@@ -389,8 +415,12 @@ func ttyConfirm(tty *os.File) func(context.Context, string) (bool, error) {
 			}
 			lines <- strings.TrimSpace(s)
 		}
-	}()
+	}
 	return func(ctx context.Context, msg string) (bool, error) {
+		if !foreground(tty) {
+			return background(ctx, msg)
+		}
+		reading.Do(func() { go read() })
 		// The message is the hook's: escaped, on lines of its own, so it
 		// cannot clear the screen or overwrite the question with a CR.
 		// The [y/N] is ours, on a line the hook's text cannot reach.

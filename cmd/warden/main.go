@@ -195,6 +195,23 @@ func (a *app) sayDataDir(e engine.Facade, fresh bool) {
 	fmt.Fprintf(a.stderr, "warden: data dir %s (%s); another is chosen with --data-dir or WARDEN_DATA_DIR\n", safe(e.DataDir()), what)
 }
 
+// sayNewDataDir is sayDataDir's "new" for the verbs that open the data
+// dir without withEngine (doctor, serve, mcp serve): said before they
+// open it, so it is their first line, and only while no store is there.
+func (a *app) sayNewDataDir() {
+	if a.json || !a.dataDirIsNew() {
+		return
+	}
+	dir, err := engine.ResolveDataDir(a.dataDir)
+	if err != nil {
+		return
+	}
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	fmt.Fprintf(a.stderr, "warden: data dir %s (new); another is chosen with --data-dir or WARDEN_DATA_DIR\n", safe(dir))
+}
+
 // emitJSON prints v as indented JSON. The values are exact; the runes a
 // terminal could act on that encoding/json leaves raw (DEL, C1 controls,
 // bidi and other format characters) are written as \u escapes, so --json

@@ -69,6 +69,7 @@ Nothing but MCP is written to stdout; diagnostics go to stderr.`,
 }
 
 func (a *app) mcpServe(ttl time.Duration, tail int) error {
+	a.sayNewDataDir()
 	e, err := a.openEngine()
 	if err != nil {
 		return err
@@ -197,7 +198,9 @@ strictly; and every other server and key keeps its bytes. The new file is
 written beside it (0600), fsynced, and renamed over it only if the file
 did not change meanwhile; the original is kept as FILE.bak. A refusal
 names the check and the fix, and changes nothing. --dry-run prints the
-diff and changes nothing.`,
+diff and changes nothing; when the client's directory is missing it still
+shows the diff and says the real run needs that directory (--json:
+missingDir), which warden never creates.`,
 		Example: "  warden mcp " + use + " --client claude-code --dry-run\n  warden mcp " + use + " --client codex --config ~/.codex/config.toml",
 		Args:    args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -261,7 +264,7 @@ func (a *app) reportMCPPlan(p *mcpconf.Plan, install, dryRun bool) error {
 	}
 	if a.json {
 		return a.emitJSON(map[string]any{"client": p.Client.Name, "config": p.Path, "name": p.Name, "changed": p.Changed,
-			"dryRun": dryRun, "diff": p.Diff(), "backup": backup, "old": p.Old, "entry": p.New})
+			"dryRun": dryRun, "diff": p.Diff(), "backup": backup, "old": p.Old, "entry": p.New, "missingDir": p.MissingDir})
 	}
 	switch {
 	case !p.Changed && install:
@@ -274,6 +277,9 @@ func (a *app) reportMCPPlan(p *mcpconf.Plan, install, dryRun bool) error {
 	fmt.Fprint(a.stdout, p.Diff())
 	if dryRun {
 		a.printf("dry run: nothing was changed\n")
+		if p.MissingDir != "" {
+			a.printf("the real run needs the directory %s, which does not exist (is %s installed?): create it first (mkdir -p -m 700 %s)\n", p.MissingDir, p.Client.Name, p.MissingDir)
+		}
 		return nil
 	}
 	verb := "removed"

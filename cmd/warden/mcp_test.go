@@ -805,3 +805,49 @@ func TestMCPServeSurvivesHolderLeaving(t *testing.T) {
 		t.Errorf("the session was not recorded again on the new engine:\n%s", out)
 	}
 }
+
+// --dry-run for a client whose config directory does not exist yet (the
+// client never ran): the diff still shows, well-formed, and says the
+// real run needs the directory; the real run refuses, and neither
+// creates it.
+func TestMCPInstallDryRunWithoutTheClientDir(t *testing.T) {
+	c := newCLI(t)
+	base := privateDir(t, "warden-mcpnodir-")
+	home := filepath.Join(base, "home")
+	os.MkdirAll(home, 0o700)
+	t.Setenv("HOME", home)
+	self, _ := os.Executable()
+	bin := filepath.Join(base, "bin", "warden")
+	os.MkdirAll(filepath.Dir(bin), 0o755)
+	if out, err := exec.Command("cp", self, bin).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v %s", err, out)
+	}
+	dir := filepath.Join(home, ".cursor")
+	path := filepath.Join(dir, "mcp.json")
+
+	r := c.ok("mcp", "install", "--client", "cursor", "--warden", bin, "--dry-run")
+	plus := 0
+	for _, l := range strings.Split(r.stdout, "\n") {
+		if strings.HasPrefix(l, "+") && !strings.HasPrefix(l, "+++ ") {
+			plus++
+		}
+	}
+	if plus == 0 || !strings.Contains(r.stdout, "--- /dev/null\n+++ b/"+strings.TrimPrefix(path, "/")+"\n"+fmt.Sprintf("@@ -0,0 +1,%d @@\n", plus)) {
+		t.Errorf("dry run's diff header:\n%s", r)
+	}
+	if !strings.Contains(r.stdout, "dry run: nothing was changed\nthe real run needs the directory "+dir+", which does not exist") ||
+		!strings.Contains(r.stdout, "mkdir -p -m 700 "+dir) {
+		t.Errorf("dry run does not say the real run needs %s:\n%s", dir, r)
+	}
+	var j map[string]any
+	c.json(0, &j, "mcp", "install", "--client", "cursor", "--warden", bin, "--dry-run")
+	if j["missingDir"] != dir || !strings.Contains(fmt.Sprint(j["diff"]), "+++ b/") {
+		t.Errorf("--json dry run: %v", j)
+	}
+	if r := c.run("mcp", "install", "--client", "cursor", "--warden", bin); r.code != 1 || !strings.Contains(r.stderr, "create the directory first (mkdir -p -m 700 "+dir+")") {
+		t.Errorf("the real run: %s", r)
+	}
+	if fileExists(dir) {
+		t.Error("warden created the client's directory")
+	}
+}

@@ -101,6 +101,7 @@ func (a *app) serve(sshAddr, operators string, run *engine.RunRequest, fl fleetJ
 	defer signal.Stop(sigs)
 
 	logf := func(format string, args ...any) { fmt.Fprintln(a.stderr, safe(fmt.Sprintf(format, args...))) }
+	a.sayNewDataDir()
 	e, ctl, err := a.openLocal(logf)
 	if err != nil {
 		return err

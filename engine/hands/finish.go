@@ -17,7 +17,18 @@ type FinishResult struct {
 	ContainerID string `json:"containerId"`
 	Stopped     bool   `json:"stopped"` // warden stopped the container now
 	Note        string `json:"note,omitempty"`
+	// ContainerKept: the stopped container stays on the engine. warden
+	// never removes a container: the stopped one still holds what the
+	// evidence files do not copy (its logs, its filesystem changes, its
+	// inspect record). KeptWhy says so; RemoveWith is the engine's
+	// command that removes it, for when the operator is done with it.
+	ContainerKept bool   `json:"containerKept"`
+	KeptWhy       string `json:"keptWhy,omitempty"`
+	RemoveWith    string `json:"removeWith,omitempty"`
 }
+
+// keptWhy is why finish leaves the stopped container on the engine.
+const keptWhy = "warden never removes a container: the stopped one keeps its logs, filesystem changes and inspect record, which evidence/ does not copy"
 
 // Finish stops exactly the recorded container of root, and only when the
 // engine is the recorded one, the container carries our owner label and
@@ -117,6 +128,10 @@ func Finish(ctx context.Context, root string, progress func(step, detail string)
 		default:
 			res.Note = "the container was not running (" + o.State + ")"
 		}
+	}
+	if rec.ContainerID != "" && res.Note != "the container was already gone" {
+		res.ContainerKept, res.KeptWhy = true, keptWhy
+		res.RemoveWith = cli + " rm " + rec.ContainerID
 	}
 	rec.Phase = PhaseFinished
 	if err := writeReceipt(root, rec); err != nil {

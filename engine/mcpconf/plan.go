@@ -19,7 +19,11 @@ type Plan struct {
 	Old     *Entry // the entry there now, if any
 	New     *Entry // the entry after (nil: removed)
 	Changed bool
-	orig    original
+	// MissingDir is the file's directory when it does not exist: Diff
+	// still shows the change, Apply refuses it (warden never creates a
+	// client's directories).
+	MissingDir string
+	orig       original
 }
 
 // PlanInstall prepares adding or updating the name entry of client's
@@ -48,7 +52,7 @@ func plan(c Client, path, name string, entry *Entry) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Plan{Client: c, Path: path, Name: name, Before: orig.data, Exists: orig.exists, New: entry, orig: orig}
+	p := &Plan{Client: c, Path: path, Name: name, Before: orig.data, Exists: orig.exists, New: entry, MissingDir: orig.missingDir, orig: orig}
 	var after []byte
 	var old *Entry
 	if c.TOML {
@@ -90,6 +94,9 @@ func sameEntry(a, b *Entry) bool {
 func (p *Plan) Apply() (backup string, err error) {
 	if !p.Changed {
 		return "", nil
+	}
+	if p.MissingDir != "" {
+		return "", missingDirRefusal(p.Path, p.MissingDir)
 	}
 	return write(p.Path, p.orig, p.After)
 }

@@ -45,6 +45,15 @@ type original struct {
 	data   []byte
 	id     fileID
 	mode   os.FileMode
+	// missingDir: the file's directory does not exist (nor, then, the
+	// file). A plan can still show its diff; writing needs the dir.
+	missingDir string
+}
+
+// missingDirRefusal is why a config in a missing directory is not written:
+// warden never creates a client's directories.
+func missingDirRefusal(target, dir string) error {
+	return &Refusal{Path: target, Check: "ancestors", Problem: fmt.Sprintf("%s: %v", dir, unix.ENOENT), Fix: "create the directory first (mkdir -p -m 700 " + dir + ")"}
 }
 
 // checkAncestors refuses a dir chain with a group/world writable dir, or
@@ -76,6 +85,20 @@ func checkAncestors(target, dir string) error {
 	}
 }
 
+// existingAncestor is dir when it exists (or cannot be looked at: the
+// checks then say why), else its nearest ancestor that exists.
+func existingAncestor(dir string) string {
+	d := dir
+	for {
+		var st unix.Stat_t
+		err := unix.Lstat(d, &st)
+		if err == nil || !errors.Is(err, unix.ENOENT) || d == "/" {
+			return d
+		}
+		d = filepath.Dir(d)
+	}
+}
+
 // checkPath refuses a target that is not absolute and canonical.
 func checkPath(path string) error {
 	if !filepath.IsAbs(path) || filepath.Clean(path) != path {
@@ -97,7 +120,16 @@ func readTarget(path string) (original, error) {
 	if err := checkPath(path); err != nil {
 		return original{}, err
 	}
-	if err := checkAncestors(path, filepath.Dir(path)); err != nil {
+	dir := filepath.Dir(path)
+	if up := existingAncestor(dir); up != dir {
+		// The dir is missing, so the file is too: hold what exists above
+		// it to the same checks, and say which dir a write needs.
+		if err := checkAncestors(path, up); err != nil {
+			return original{}, err
+		}
+		return original{missingDir: dir}, nil
+	}
+	if err := checkAncestors(path, dir); err != nil {
 		return original{}, err
 	}
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)

@@ -1,22 +1,10 @@
 package tea
 
-import (
-	"github.com/charmbracelet/lipgloss"
-)
-
-func init() {
-	// XXX: This is a workaround to make assure that Lip Gloss and Termenv
-	// query the terminal before any Bubble Tea Program runs and acquires the
-	// terminal. Without this, Programs that use Lip Gloss/Termenv might hang
-	// while waiting for a a [termenv.OSCTimeout] while querying the terminal
-	// for its background/foreground colors.
-	//
-	// This happens because Bubble Tea acquires the terminal before termenv
-	// reads any responses.
-	//
-	// Note that this will only affect programs running on the default IO i.e.
-	// [os.Stdout] and [os.Stdin].
-	//
-	// This workaround will be removed in v2.
-	_ = lipgloss.HasDarkBackground()
-}
+// Upstream's init here called lipgloss.HasDarkBackground(), so that
+// termenv queried the terminal (OSC 11, then a cursor position report)
+// before a Program took it. That ran in every process that links Bubble
+// Tea: every warden verb, not only the console, wrote the queries to its
+// terminal and, where nothing answers (under script, a serial console),
+// waited termenv's 5 s timeout for the answer. warden's console asks
+// lipgloss itself, once it knows it runs a Program in the foreground of a
+// terminal (cmd/warden/console.go). See PATCHED.md.
