@@ -241,6 +241,31 @@ func hookScenario(name string) int {
 	// Permission requests (perms_test.go).
 	case "perms-call", "perms-flood":
 		return permsScenario(name, os.Args[3:])
+
+	// A token kept after its run (token_flood_test.go).
+	case "save-token":
+		if err := os.WriteFile(os.Args[3], []byte(os.Getenv("WARDEN_TOKEN")), 0o600); err != nil {
+			fmt.Println("save-token:", err)
+			return 1
+		}
+		return 0
+	case "revoked-flood":
+		tok, err := os.ReadFile(os.Args[3])
+		if err != nil {
+			fmt.Println("revoked-flood:", err)
+			return 1
+		}
+		refused := 0
+		for range 2000 {
+			rc := dialRaw()
+			rc.send(fmt.Sprintf(`{"type":"hello","protocol":1,"token":%q}`+"\n", tok))
+			if strings.Contains(rc.answer(), `"unauthorized"`) {
+				refused++
+			}
+			rc.c.Close()
+		}
+		say("refused %d of 2000", refused)
+		return 0
 	}
 	fmt.Println("unknown scenario", name)
 	return 2

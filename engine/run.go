@@ -177,6 +177,9 @@ type activeRun struct {
 	bwrap    string
 	lines    int
 	firstErr string
+	// tokenRefused counts the refused connections of each token class
+	// past the first, which alone is receipted (see Authorize).
+	tokenRefused map[caps.Class]int
 
 	streamLater []storage.Line // lines said before the stream exists (StartRun's goroutine only)
 
@@ -664,6 +667,9 @@ func (r *activeRun) finish(h *RunHandle, exit hooks.Exit) {
 	}
 	if rec.Error != "" {
 		details["error"] = rec.Error
+	}
+	if n := r.tokenRefusedUnrecorded(); len(n) > 0 {
+		details["tokenRefusedUnrecorded"] = n
 	}
 	if r.egress != nil {
 		details["destinations"] = r.egress.destinations()
