@@ -334,9 +334,10 @@ func (e *engineClient) describe() EngineInfo {
 	if bin, err := e.checkInit(); err != nil {
 		in.InitError, in.Problem = err.Error(), err.Error()
 		in.Fix = "install catatonit"
+		var fe *FixError
 		switch {
-		case errors.Is(err, errRootlessPodman):
-			in.Fix = RootlessPodmanFix
+		case errors.As(err, &fe):
+			in.InitError, in.Problem, in.Fix = fe.Problem, fe.Problem, fe.Fix
 		case e.id.Engine == EngineDocker:
 			in.Fix = "install docker-init (tini) or set dockerd's --init-path"
 		}
