@@ -153,18 +153,36 @@ func (e *engineClient) Close() { e.cli.Close() }
 // checkInit says whether the engine can run the container as warden
 // creates it. --init: Docker reports its docker-init component; Podman
 // runs catatonit from PodmanInitPath on this host (the socket is a local
-// unix socket, so the service is here). Limits: rootless Podman on a
-// cgroup v1 host ignores every resource limit (the pids limit, and here
-// the ulimits too), so init would have to refuse the container it made.
-// Rootless is told by the socket's owner: a rootless service's socket
-// belongs to its user.
+// unix socket, so the service is here). Rootless Podman is refused on
+// every host: its Docker-compatible API drops the ulimits of every
+// container a rootless service creates (Podman's compat create sets them
+// only `if !rootless.IsRootless()`, from 4.3 to today), so init would
+// have to refuse the container it made, after spending the root; on a
+// cgroup v1 host it ignores the pids limit too. Rootless is told by the
+// socket's owner: a rootless service's socket belongs to its user.
 func (e *engineClient) checkInit() (string, error) {
-	if e.id.Engine == EnginePodman && e.cgroup == "1" {
+	if e.id.Engine == EnginePodman {
 		if fi, err := os.Stat(e.socket); err == nil && fi.Sys().(*syscall.Stat_t).Uid != 0 {
-			return "", errors.New("this Podman service is rootless on a cgroup v1 host, where Podman ignores resource limits (the pids limit, the ulimits): warden would refuse every container it made; run Podman as root here, or use a cgroup v2 host for rootless Podman")
+			return "", rootlessPodman(int(fi.Sys().(*syscall.Stat_t).Uid), e.cgroup)
 		}
 	}
 	return checkInitBinary(e.id.Engine, e.initBin)
+}
+
+// errRootlessPodman is the cause of rootlessPodman's refusals.
+var errRootlessPodman = errors.New("rootless Podman cannot apply the container's ulimits")
+
+// RootlessPodmanFix is what to do instead of a rootless Podman service.
+const RootlessPodmanFix = "run the Podman service as root (`sudo podman system service --time=0 unix:///run/podman/podman.sock`, or `systemctl enable --now podman.socket`) and pass --engine-socket /run/podman/podman.sock, or use a Docker Engine"
+
+// rootlessPodman is the refusal of a rootless Podman service whose
+// socket belongs to uid, on a cgroup version cgroup.
+func rootlessPodman(uid int, cgroup string) error {
+	why := fmt.Sprintf("this Podman service is rootless (its socket belongs to uid %d): Podman's Docker-compatible API, which warden speaks, drops the ulimits (nofile and nproc %d) of every container a rootless service creates", uid, FileLimit)
+	if cgroup == "1" {
+		why += ", and on this cgroup v1 host it ignores the pids limit too"
+	}
+	return &FixError{Problem: why + ", so warden would refuse every container it made", Fix: RootlessPodmanFix, Err: errRootlessPodman}
 }
 
 func checkInitBinary(kind, dockerInit string) (string, error) {
@@ -316,9 +334,10 @@ func (e *engineClient) describe() EngineInfo {
 	if bin, err := e.checkInit(); err != nil {
 		in.InitError, in.Problem = err.Error(), err.Error()
 		in.Fix = "install catatonit"
+		var fe *FixError
 		switch {
-		case strings.Contains(err.Error(), "cgroup v1"):
-			in.Fix = "run Podman as root on this host, or rootless Podman on a cgroup v2 host"
+		case errors.As(err, &fe):
+			in.InitError, in.Problem, in.Fix = fe.Problem, fe.Problem, fe.Fix
 		case e.id.Engine == EngineDocker:
 			in.Fix = "install docker-init (tini) or set dockerd's --init-path"
 		}

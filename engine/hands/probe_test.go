@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -16,8 +17,8 @@ import (
 
 // fakeEngine answers the three calls openEngine makes, for faults the
 // real engines on this host cannot show: an engine that is neither
-// Docker nor Podman, a Docker without docker-init, a rootless Podman on
-// cgroup v1. Beside the real tests (TestDoctorEngineSocket and the hands
+// Docker nor Podman, a Docker without docker-init, a rootless Podman (on
+// cgroup v1 and v2). Beside the real tests (TestDoctorEngineSocket and the hands
 // suite run on the real engines), never instead of them.
 func fakeEngine(t *testing.T, component, cgroup string, withInit bool, socketUID int) string {
 	t.Helper()
@@ -76,22 +77,30 @@ func TestProbeEngineFaults(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("the rootless case chowns the fake socket, which needs root")
 	}
-	sock := fakeEngine(t, "Podman Engine", "1", false, 1000)
-	in, err = ProbeEngine(ctx, sock)
-	if err != nil || in.Engine != EnginePodman || !in.Rootless || !strings.Contains(in.Problem, "rootless on a cgroup v1 host") || in.DaemonID != podmanID("vfs:/var/lib/fake") {
-		t.Errorf("rootless Podman on cgroup v1: %+v %v", in, err)
+	// Rootless Podman is refused on either cgroup version: its Docker API
+	// drops the ulimits (TestInitRefusesRootlessPodman shows it on a real
+	// one); on cgroup v1 the pids limit too.
+	for _, cg := range []string{"1", "2"} {
+		sock := fakeEngine(t, "Podman Engine", cg, false, 1000)
+		in, err = ProbeEngine(ctx, sock)
+		if err != nil || in.Engine != EnginePodman || !in.Rootless || in.DaemonID != podmanID("vfs:/var/lib/fake") ||
+			!strings.Contains(in.Problem, "rootless (its socket belongs to uid 1000)") || !strings.Contains(in.Problem, "drops the ulimits") ||
+			strings.Contains(in.Problem, "pids limit") != (cg == "1") || in.Fix != RootlessPodmanFix {
+			t.Errorf("rootless Podman on cgroup v%s: %+v %v", cg, in, err)
+		}
+		// Init refuses it before the root exists, saying what to do.
+		root := filepath.Join(handstest.Base(t, ""), "root")
+		_, err = Init(ctx, InitOptions{Root: root, EngineSocket: sock, Image: "x:1", Access: AccessFiles, Owner: testOwner})
+		wantContains(t, err, "drops the ulimits", "run the Podman service as root", "nothing was created, so run the same init again")
+		if !errors.Is(err, errRootlessPodman) || !slices.Contains(Fixes(err), RootlessPodmanFix) {
+			t.Errorf("init on rootless Podman on cgroup v%s: not a refusal with its fix: %#v", cg, err)
+		}
+		if _, serr := os.Lstat(root); !errors.Is(serr, os.ErrNotExist) {
+			t.Errorf("the refused init created its root: %v", serr)
+		}
 	}
-	// Init refuses it before the root exists.
-	root := filepath.Join(handstest.Base(t, ""), "root")
-	_, err = Init(ctx, InitOptions{Root: root, EngineSocket: sock, Image: "x:1", Access: AccessFiles, Owner: testOwner})
-	if err == nil || !strings.Contains(err.Error(), "nothing was created, so run the same init again") {
-		t.Errorf("init on rootless Podman on cgroup v1: %v", err)
-	}
-	if _, serr := os.Lstat(root); !errors.Is(serr, os.ErrNotExist) {
-		t.Errorf("the refused init created its root: %v", serr)
-	}
-	// On cgroup v2 the same rootless Podman is fine.
-	if in, err := ProbeEngine(ctx, fakeEngine(t, "Podman Engine", "2", false, 1000)); err != nil || in.Problem != "" || !in.Rootless {
-		t.Errorf("rootless Podman on cgroup v2: %+v %v", in, err)
+	// The same Podman with a root-owned socket is fine.
+	if in, err := ProbeEngine(ctx, fakeEngine(t, "Podman Engine", "2", false, 0)); err != nil || in.Problem != "" || in.Rootless {
+		t.Errorf("Podman as root on cgroup v2: %+v %v", in, err)
 	}
 }
