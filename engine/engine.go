@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,6 +21,8 @@ import (
 	"warden/engine/caps"
 	"warden/engine/hooks"
 	"warden/engine/jail"
+	"warden/engine/jail/cgroup"
+	"warden/engine/perms"
 	"warden/storage"
 )
 
@@ -220,16 +223,27 @@ func (e *Engine) reconcileRuns() error {
 		return err
 	}
 	for _, r := range runs {
+		// Its processes died with its engine; its cgroup did not.
+		swept := sweepDeadRun(r)
 		now := time.Now().UTC()
 		r.Status, r.Ended = storage.RunFailed, &now
 		r.Error = fmt.Sprintf("the engine (pid %d) stopped while the run was in progress", r.PID)
+		details := map[string]any{"run": r.ID, "verdict": r.Status, "jail": r.JailMode, "error": r.Error}
+		if swept != "" {
+			details["cgroup"] = swept
+		}
 		if _, err := e.store.UpdateReserved(func(tx *storage.Tx) error {
 			if err := tx.PutRun(r); err != nil {
 				return err
 			}
 			if _, err := tx.AppendReceipt(storage.Draft{Kind: storage.KindHookEnd, Actor: "engine", Subject: r.Module + "/" + r.Hook,
 				Summary: fmt.Sprintf("run %s of %s/%s failed: %s", r.ID, r.Module, r.Hook, r.Error),
-				Details: map[string]any{"run": r.ID, "verdict": r.Status, "jail": r.JailMode, "error": r.Error}}); err != nil {
+				Details: details}); err != nil {
+				return err
+			}
+			// Its questions close with it, as at a cancel: no operator
+			// may approve, later, what a dead run asked.
+			if err := closeDeadRunRequests(tx, r.ID, now); err != nil {
 				return err
 			}
 			// Its token dies with it, as at a normal end: a process that
@@ -239,6 +253,42 @@ func (e *Engine) reconcileRuns() error {
 			return err
 		}
 		os.RemoveAll(filepath.Join(e.DataDir(), "runs", r.ID))
+	}
+	return nil
+}
+
+// sweepDeadRun removes the cgroup a dead run's engine left behind, and
+// says what it did for the run's hook.end ("" when there was none).
+func sweepDeadRun(r RunRecord) string {
+	if r.JailMode != JailBwrap {
+		return ""
+	}
+	removed, err := cgroup.Sweep(r.ID)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("left behind, and not removed: %v (remove it by hand: rmdir the run's group, after killing what is in it)", err)
+	case len(removed) > 0:
+		return fmt.Sprintf("left behind; removed (%s)", strings.Join(removed, ", "))
+	}
+	return ""
+}
+
+// closeDeadRunRequests decides deny, by the engine, every request still
+// undecided that run asked.
+func closeDeadRunRequests(tx *storage.Tx, run string, now time.Time) error {
+	reqs, err := tx.UndecidedRequests("")
+	if err != nil {
+		return err
+	}
+	for _, q := range reqs {
+		if q.Requester.Run != run {
+			continue
+		}
+		_, err := perms.Decide(tx, q.ID, storage.Deny, perms.EngineActor, "the run ended before a decision (its engine stopped)", now, "")
+		var refused *perms.Refusal
+		if err != nil && !errors.As(err, &refused) { // refused: expired, decided so
+			return err
+		}
 	}
 	return nil
 }

@@ -2,11 +2,14 @@ package engine
 
 import (
 	"encoding/json"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	"warden/engine/caps"
+	"warden/engine/jail/cgroup"
+	"warden/engine/perms"
 	"warden/storage"
 )
 
@@ -64,5 +67,80 @@ func TestRunFoundDeadAtOpenIsClosedAndItsTokenRevoked(t *testing.T) {
 	}
 	if revoke.Seq != end.Seq+1 || !strings.Contains(revoke.Summary, "found dead") || revoke.Actor != "engine" {
 		t.Errorf("token.revoke %+v: want it right after the hook.end (seq %d), by the engine, saying the run was found dead", *revoke, end.Seq)
+	}
+}
+
+// A dead run's question is closed at the next open, as a cancel closes
+// it: an operator can no longer approve what a run that is gone asked
+// (an SSH operator once did, and it was receipted for a run already
+// failed). And the cgroup its engine left behind, with whatever was still
+// in it, is removed, saying so in the run's hook.end.
+func TestDeadRunsQuestionAndCgroupAreClosed(t *testing.T) {
+	needLimits(t)
+	dir := newDataDir(t)
+	e, err := Open(Options{DataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	rec := RunRecord{ID: e.store.NewRunID(now), Module: "m", Hook: "h", Actor: string(testActor), Status: storage.RunRunning,
+		JailMode: JailBwrap, Started: now, Deadline: now.Add(time.Hour), PID: 999999}
+	op, err := perms.NewOp("module:m", "operator.confirm", map[string]any{"message": "Store it?"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var req storage.RequestRecord
+	if _, err := e.store.Update(func(tx *storage.Tx) error {
+		if err := tx.CreateRun(rec); err != nil {
+			return err
+		}
+		req, err = perms.Open(tx, perms.Ask{Op: op, Requester: storage.Requester{Run: rec.ID, Module: "m", Hook: "h"}, TTL: time.Hour}, now)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// What the run's group held when its engine died.
+	g, err := cgroup.New(rec.ID, cgroup.Limits{Pids: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	left := exec.Command("sleep", "300")
+	if err := g.Start(left); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- left.Wait() }()
+	dirs := runGroupDirs(rec.ID)
+	if len(dirs) == 0 {
+		t.Fatal("the run's group is nowhere to be found")
+	}
+	e.Close()
+
+	e = openEngine(t, Options{DataDir: dir})
+	got, err := e.Request(req.ID)
+	if err != nil || got.Decision == nil || got.Decision.Verdict != Deny || got.Decision.By != perms.EngineActor ||
+		!strings.Contains(got.Decision.Reason, "the run ended before a decision") {
+		t.Fatalf("the dead run's request after reopen: %+v %v; want denied by the engine, the run having ended", got.Decision, err)
+	}
+	if _, err := e.Approve(testActor, req.ID, ""); err == nil {
+		t.Errorf("an operator approved a dead run's question")
+	}
+	select {
+	case <-exited:
+	case <-time.After(10 * time.Second):
+		left.Process.Kill()
+		t.Errorf("the process left in the dead run's group was not killed")
+	}
+	if d := runGroupDirs(rec.ID); len(d) > 0 {
+		t.Errorf("the dead run's cgroup is still there: %v", d)
+	}
+	for _, r := range allReceipts(t, e) {
+		var d map[string]any
+		json.Unmarshal(r.Details, &d)
+		if r.Kind == "hook.end" && d["run"] == rec.ID {
+			if c, _ := d["cgroup"].(string); !strings.HasPrefix(c, "left behind; removed (") {
+				t.Errorf("hook.end says of the cgroup %q", c)
+			}
+		}
 	}
 }
