@@ -373,4 +373,19 @@ func TestAdmitExecutable(t *testing.T) {
 	if err := AdmitExecutable(bin); !errors.As(err, &r) || r.Check != "warden binary: ancestors" {
 		t.Errorf("world-writable dir: %v", err)
 	}
+	// The refusal names what failed, the binary, and its fix; never the
+	// config, which was not what failed.
+	if err := AdmitExecutable(bin); err == nil || strings.Contains(err.Error(), "config") ||
+		!strings.HasPrefix(err.Error(), "refusing "+bin+": warden binary: ancestors check: ") || !strings.Contains(err.Error(), "fix: chmod go-w "+filepath.Dir(bin)+" (or keep the warden binary elsewhere)") {
+		t.Errorf("the refusal does not name the binary first: %v", err)
+	}
+	// Under /tmp (sticky, world-writable): move the binary.
+	tmpBin := filepath.Join(os.TempDir(), "warden-admit-"+filepath.Base(t.TempDir()))
+	if err := os.WriteFile(tmpBin, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove(tmpBin)
+	if err := AdmitExecutable(tmpBin); err == nil || strings.Contains(err.Error(), "config") || !strings.Contains(err.Error(), "keep the warden binary in a private directory") {
+		t.Errorf("a binary under /tmp: %v", err)
+	}
 }

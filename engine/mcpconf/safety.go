@@ -57,8 +57,15 @@ func missingDirRefusal(target, dir string) error {
 }
 
 // checkAncestors refuses a dir chain with a group/world writable dir, or
-// one owned by someone else than root or the user, from dir up to /.
+// one owned by someone else than root or the user, from dir up to /. Its
+// fixes speak of the config; AdmitExecutable's speak of the binary.
 func checkAncestors(target, dir string) error {
+	return checkAncestorsOf(target, dir, "the config", "the file")
+}
+
+// checkAncestorsOf is checkAncestors for what ("the config", "the warden
+// binary"), which others could swap as thing.
+func checkAncestorsOf(target, dir, what, thing string) error {
 	uid := uint32(os.Geteuid())
 	for d := dir; ; d = filepath.Dir(d) {
 		var st unix.Stat_t
@@ -69,15 +76,15 @@ func checkAncestors(target, dir string) error {
 		case st.Mode&unix.S_IFMT != unix.S_IFDIR:
 			return &Refusal{Path: target, Check: "ancestors", Problem: d + " is not a directory (a symlink?)", Fix: "give the canonical path (realpath)"}
 		case st.Uid != 0 && st.Uid != uid:
-			return &Refusal{Path: target, Check: "ancestors", Problem: fmt.Sprintf("%s is owned by uid %d, neither root nor you", d, st.Uid), Fix: "keep the config under directories you or root own"}
+			return &Refusal{Path: target, Check: "ancestors", Problem: fmt.Sprintf("%s is owned by uid %d, neither root nor you", d, st.Uid), Fix: "keep " + what + " under directories you or root own"}
 		case st.Mode&0o022 != 0 && st.Mode&unix.S_ISVTX != 0:
 			// A shared scratch dir such as /tmp: loosening it would break
 			// the machine, so the only advice is to move.
-			return &Refusal{Path: target, Check: "ancestors", Problem: fmt.Sprintf("%s is group/world writable (mode %04o): others could swap the file", d, st.Mode&0o7777),
-				Fix: "keep the config in a private directory (one only root or you can write, such as your real home), not under " + d}
+			return &Refusal{Path: target, Check: "ancestors", Problem: fmt.Sprintf("%s is group/world writable (mode %04o): others could swap %s", d, st.Mode&0o7777, thing),
+				Fix: "keep " + what + " in a private directory (one only root or you can write), not under " + d}
 		case st.Mode&0o022 != 0:
-			return &Refusal{Path: target, Check: "ancestors", Problem: fmt.Sprintf("%s is group/world writable (mode %04o): others could swap the file", d, st.Mode&0o7777),
-				Fix: "chmod go-w " + d + " (or keep the config elsewhere)"}
+			return &Refusal{Path: target, Check: "ancestors", Problem: fmt.Sprintf("%s is group/world writable (mode %04o): others could swap %s", d, st.Mode&0o7777, thing),
+				Fix: "chmod go-w " + d + " (or keep " + what + " elsewhere)"}
 		}
 		if d == "/" {
 			return nil
@@ -296,10 +303,10 @@ func AdmitExecutable(path string) error {
 	case st.Mode&0o111 == 0:
 		return &Refusal{Path: path, Check: "warden binary: executable", Problem: "not executable", Fix: "chmod u+x " + path}
 	}
-	if err := checkAncestors(path, filepath.Dir(path)); err != nil {
+	if err := checkAncestorsOf(path, filepath.Dir(path), "the warden binary", "the binary the client runs"); err != nil {
 		r := err.(*Refusal)
 		r.Check = "warden binary: " + r.Check
-		r.Fix += "; or install warden under a safe directory (e.g. /usr/local/bin)"
+		r.Fix += " (install it under /usr/local/bin, or ~/.local/bin in a private home)"
 		return r
 	}
 	return nil
