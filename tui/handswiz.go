@@ -17,7 +17,9 @@ import (
 // The hands wizards: `i` sets up a new hands root, `x` finishes one. Each
 // is a few huh forms embedded as sub-models (the fields are validated as
 // the operator types), then a live progress view of the engine's steps,
-// driven by its Progress callback, then the outcome.
+// driven by its Progress callback, then the outcome. This file is the
+// state machine; its forms are in handswiz_form.go, the checks of what
+// is typed in handswiz_checks.go, and what it draws in handswiz_view.go.
 
 const (
 	wizInit   = "init"
