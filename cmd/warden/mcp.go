@@ -30,7 +30,7 @@ tool per registered module hook. Every call is shown to a warden operator
 or denies it with a reason; the hook then runs in the jail, and the agent
 gets its outputs and last stream lines.`,
 	}
-	c.AddCommand(a.mcpServeCommand(), a.mcpInstallCommand(), a.mcpUninstallCommand())
+	c.AddCommand(a.mcpServeCommand(), a.mcpInstallCommand(), a.mcpUninstallCommand(), a.mcpPluginCommand())
 	return c
 }
 

@@ -187,6 +187,11 @@ var beforeRename func(path string)
 // (device, inode, size, mtime; or still absent), a .bak of the original,
 // the rename, and an fsync of the dir.
 func write(path string, orig original, data []byte) (backup string, err error) {
+	return writeFile(path, orig, data, true)
+}
+
+// writeFile is write, keeping the original as .bak only with keepBackup.
+func writeFile(path string, orig original, data []byte, keepBackup bool) (backup string, err error) {
 	dir := filepath.Dir(path)
 	var tmp *os.File
 	for i := 0; ; i++ {
@@ -230,7 +235,7 @@ func write(path string, orig original, data []byte) (backup string, err error) {
 			Fix: "close the client (or whatever edits the file) and run the command again"}
 	}
 	// The backup comes after the check, so a refusal leaves no trace.
-	if orig.exists {
+	if orig.exists && keepBackup {
 		backup = path + ".bak"
 		if err := writeBackup(backup, orig.data); err != nil {
 			return "", err
