@@ -1,8 +1,13 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"warden/engine"
@@ -36,7 +41,7 @@ func (a *app) openEngine() (engine.Facade, error) {
 		}
 		e, srv, err := openServed(dir, set, 250*time.Millisecond, nil)
 		if err == nil {
-			return &servedEngine{Engine: e, srv: srv}, nil
+			return &servedEngine{Engine: e, srv: srv, dir: dir, stderr: a.stderr}, nil
 		}
 		var locked *storage.LockedError
 		if !errors.As(err, &locked) || time.Now().After(deadline) {
@@ -88,12 +93,26 @@ func openServed(dir string, set settings, lockTimeout time.Duration, logf func(s
 // servedEngine is an engine this process holds and serves.
 type servedEngine struct {
 	*engine.Engine
-	srv *control.Server
+	srv    *control.Server
+	dir    string
+	stderr io.Writer
 }
 
-// Close hangs up on attached processes first (their runs are cancelled
-// and receipted while the store is still open), then closes the engine.
+// Close first lets the runs that attached processes started here end
+// (they are this process's children, and their clients are waiting on
+// them: a `hook run` that attached to this one's must not be cancelled
+// because this verb ended first), saying so; a signal (SIGINT, SIGTERM,
+// SIGHUP) stops the wait. Then it hangs up on attached processes (what
+// is left is cancelled and receipted while the store is still open), and
+// closes the engine.
 func (s *servedEngine) Close() error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	s.srv.Drain(ctx, func(n int) {
+		if s.stderr != nil {
+			fmt.Fprintf(s.stderr, "warden: waiting for %d run(s) that other warden processes started through this one (pid %d holds %s) to end; ctrl-c cancels them\n", n, os.Getpid(), s.dir)
+		}
+	})
+	stop()
 	s.srv.Close()
 	return s.Engine.Close()
 }

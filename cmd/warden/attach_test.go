@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -425,6 +426,23 @@ func TestAttachedHookRunWhenServeStops(t *testing.T) {
 			}
 			if !strings.Contains(errb.String(), tc.want) || strings.Contains(errb.String(), tc.notWant) {
 				t.Fatalf("hook run after its serve got %s: want %q and not %q in:\n%s", tc.sig, tc.want, tc.notWant, more())
+			}
+			// The outcome printed is the stored one (serve's SIGTERM
+			// stores the run cancelled; a killed serve's run is closed
+			// as failed at the next open), never a made-up "failed in
+			// 0s".
+			id := strings.Fields(strings.TrimPrefix(errb.String(), "run "))[0]
+			runs := c.ok("hook", "runs", "--json")
+			stored := ""
+			var list []struct{ ID, Status string }
+			json.Unmarshal([]byte(runs.stdout), &list)
+			for _, r := range list {
+				if r.ID == id {
+					stored = r.Status
+				}
+			}
+			if stored == "" || !strings.Contains(errb.String(), "run "+id+" "+stored+" in ") || strings.Contains(errb.String(), " in 0s") {
+				t.Errorf("the run is stored %q; the client said:\n%s\n(hook runs: %s)", stored, errb.String(), runs.stdout)
 			}
 		})
 	}

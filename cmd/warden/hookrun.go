@@ -19,6 +19,7 @@ import (
 	"golang.org/x/term"
 
 	"warden/engine"
+	"warden/engine/control"
 	"warden/engine/hooks"
 	"warden/engine/termsafe"
 )
@@ -107,6 +108,12 @@ console or ` + "`warden perms approve ID`" + ` answers it.`,
 				}
 				a.follow(e, sub, h.ID, 0, out, writeLine, h.Done())
 				o := h.Wait()
+				if stored, ok := a.storedOutcome(e, h.ID); ok {
+					o = stored
+					if !a.json {
+						fmt.Fprintf(a.stderr, "warden: %s; the run as the store has it:\n", safe(e.(*control.Client).Err().Error()))
+					}
+				}
 				if a.json {
 					a.emitJSON(o)
 				} else {
@@ -129,6 +136,29 @@ console or ` + "`warden perms approve ID`" + ` answers it.`,
 	c.Flags().StringArrayVar(&inputs, "input", nil, "an input as NAME=VALUE (repeatable); typed by the manifest")
 	c.Flags().StringVar(&jail, "jail", engine.JailBwrap, "bwrap (default) or off; off runs the hook unjailed and every receipt says so")
 	return c
+}
+
+// storedOutcome is the run's outcome as the store has it, when the
+// engine this command was attached to went away before saying how the
+// run ended: the run may well have ended, and been stored, before (a
+// script must never retry work the store says was done). The data dir
+// is taken over (a run found still running is closed as dead there) and
+// let go of again.
+func (a *app) storedOutcome(e engine.Facade, run string) (engine.Outcome, bool) {
+	c, ok := e.(*control.Client)
+	if !ok || !errors.Is(c.Err(), engine.ErrEngineGone) {
+		return engine.Outcome{}, false
+	}
+	again, err := a.openEngine()
+	if err != nil {
+		return engine.Outcome{}, false
+	}
+	defer again.Close()
+	rec, err := again.Run(run)
+	if err != nil || rec.Ended == nil {
+		return engine.Outcome{}, false
+	}
+	return engine.Outcome{Run: rec, Duration: rec.Ended.Sub(rec.Started)}, true
 }
 
 // parseInputFlags reads repeated --input NAME=VALUE flags; the values are

@@ -137,6 +137,58 @@ func (s *Server) Close() error {
 	return err
 }
 
+// Drain waits, while the server goes on serving, until no run that an
+// attached process started here is in flight, or ctx ends. Those runs are
+// this process's children: closing now would cancel them, though their
+// clients are still there to see them end (a `hook run` that attached
+// to another's, whose verb ended first). waiting is told their number
+// once, when there are any.
+func (s *Server) Drain(ctx context.Context, waiting func(n int)) error {
+	told := false
+	for {
+		n := s.runsInFlight()
+		if n == 0 {
+			return nil
+		}
+		if !told && waiting != nil {
+			waiting(n)
+			told = true
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// runsInFlight counts the runs attached processes started here that have
+// not ended.
+func (s *Server) runsInFlight() int {
+	s.mu.Lock()
+	conns := make([]*conn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	n := 0
+	for _, c := range conns {
+		c.mu.Lock()
+		for _, cl := range c.calls {
+			if cl.run == nil {
+				continue
+			}
+			select {
+			case <-cl.run.Done():
+			default:
+				n++
+			}
+		}
+		c.mu.Unlock()
+	}
+	return n
+}
+
 // sayBye tells the client this is on purpose, then hangs up: a console
 // takes the data dir over at once instead of reporting a crash, and an
 // attached command says the engine stopped. Invariant: bye is the last
