@@ -1,5 +1,7 @@
 package tui
 
+import tea "github.com/charmbracelet/bubbletea"
+
 // The largest terminal the console draws for. A viewer's terminal size
 // is theirs to say (an SSH window-change, a local resize), and the
 // console's frame costs width × height: one window-change of 65535×65535
@@ -14,4 +16,16 @@ const (
 // one cell each way, at most MaxWidth × MaxHeight.
 func clampSize(w, h int) (int, int) {
 	return min(max(w, 1), MaxWidth), min(max(h, 1), MaxHeight)
+}
+
+// BoundSize is a tea.WithFilter filter that bounds every WindowSizeMsg to
+// MaxWidth × MaxHeight before anything sees it, Bubble Tea's renderer
+// included (the console's own Update clamps too; this keeps a viewer's
+// size from reaching any part of the program unbounded).
+func BoundSize(_ tea.Model, msg tea.Msg) tea.Msg {
+	if ws, ok := msg.(tea.WindowSizeMsg); ok {
+		ws.Width, ws.Height = clampSize(ws.Width, ws.Height)
+		return ws
+	}
+	return msg
 }

@@ -49,3 +49,19 @@ func TestHugeWindowIsClamped(t *testing.T) {
 		_ = m.View() // no panic on a size of nothing
 	}
 }
+
+// The program-level filter bounds what a viewer says before the renderer
+// or any model sees it; other messages pass untouched.
+func TestBoundSize(t *testing.T) {
+	for _, tc := range []struct{ w, h, ww, wh int }{
+		{65535, 65535, MaxWidth, MaxHeight}, {80, 24, 80, 24}, {0, 0, 1, 1}, {-5, 3000, 1, MaxHeight},
+	} {
+		got := BoundSize(nil, tea.WindowSizeMsg{Width: tc.w, Height: tc.h}).(tea.WindowSizeMsg)
+		if got.Width != tc.ww || got.Height != tc.wh {
+			t.Errorf("%dx%d: %dx%d, want %dx%d", tc.w, tc.h, got.Width, got.Height, tc.ww, tc.wh)
+		}
+	}
+	if k := BoundSize(nil, tea.KeyMsg{Type: tea.KeyEnter}); k.(tea.KeyMsg).Type != tea.KeyEnter {
+		t.Errorf("a key came out as %v", k)
+	}
+}

@@ -82,7 +82,7 @@ func (a *app) console(c *cobra.Command, f consoleFlags) error {
 			return e, attachedPID(e), nil
 		}})
 	defer m.Close()
-	p := tea.NewProgram(m, tea.WithAltScreen(), tea.WithMouseCellMotion(), tea.WithInput(a.stdin), tea.WithOutput(a.stdout))
+	p := tea.NewProgram(m, tea.WithAltScreen(), tea.WithMouseCellMotion(), tea.WithInput(a.stdin), tea.WithOutput(a.stdout), tea.WithFilter(tui.BoundSize))
 	_, err = p.Run()
 	return err
 }

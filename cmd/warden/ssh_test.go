@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -503,4 +504,31 @@ func lastN(s string, n int) string {
 		return s[len(s)-n:]
 	}
 	return s
+}
+
+// One viewer's window-change of 65535×65535 (an x/crypto/ssh client may
+// send any size) must not grow serve without bound: it once took it from
+// 30 MB to 4 GB in 5 s, and the engine's death took a running hook with
+// it. The size is bounded (1000×500) before the program sees it; serve's
+// memory stays within a small multiple of what it was, and the console
+// still answers.
+func TestSSHHugeWindowChangeIsBounded(t *testing.T) {
+	f := newSSHFixture(t, sshconsole.Config{})
+	vw := f.console(t, f.viewer)
+	runtime.GC()
+	before := rssKiB(os.Getpid())
+	peak := before
+	if err := vw.sess.WindowChange(65535, 65535); err != nil {
+		t.Fatal(err)
+	}
+	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		peak = max(peak, rssKiB(os.Getpid()))
+	}
+	vw.keys(t, "3")
+	vw.waitFor(t, "Receipts", 15*time.Second, f.log)
+	peak = max(peak, rssKiB(os.Getpid()))
+	t.Logf("serve's RSS (this process): %d MiB before, peak %d MiB after a 65535x65535 window-change", before>>10, peak>>10)
+	if peak > before+300<<10 {
+		t.Errorf("RSS grew from %d MiB to %d MiB", before>>10, peak>>10)
+	}
 }

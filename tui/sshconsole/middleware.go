@@ -187,7 +187,9 @@ func (s *Server) consoleProgram(sess ssh.Session) *tea.Program {
 	// catch them: it would keep a second SIGTERM from killing serve, and
 	// its Quit, sent while Shutdown's is handled first, blocks for good
 	// and with it the program's end.
-	opts := []tea.ProgramOption{tea.WithAltScreen(), tea.WithMouseCellMotion(), tea.WithoutSignalHandler()}
+	// BoundSize: a viewer's window-change is theirs to say, and bounded
+	// before any part of the program sees it.
+	opts := []tea.ProgramOption{tea.WithAltScreen(), tea.WithMouseCellMotion(), tea.WithoutSignalHandler(), tea.WithFilter(tui.BoundSize)}
 	p := tea.NewProgram(m, append(opts, bubbletea.MakeOptions(sess)...)...)
 	if pty, _, ok := sess.Pty(); ok && !sess.EmulatedPty() && pty.Slave != nil {
 		go followPtySize(sess.Context(), pty.Slave, p)
