@@ -90,7 +90,11 @@ console or ` + "`warden perms approve ID`" + ` answers it.`,
 				}
 				runID.Store(h.ID)
 				if !a.json {
-					fmt.Fprintf(a.stderr, "run %s of %s/%s started (jail %s)\n", h.ID, argv[0], argv[1], jailName(jail))
+					note := ""
+					if jail == engine.JailBwrap && e.LimitsReady() != nil {
+						note = ", limits OFF" // as the run's receipts say
+					}
+					fmt.Fprintf(a.stderr, "run %s of %s/%s started (jail %s%s)\n", h.ID, argv[0], argv[1], jailName(jail), note)
 				}
 				go func() {
 					select {

@@ -141,6 +141,7 @@ if ulimit -Hu $(( $(ulimit -Hu) + 1 )) 2>/dev/null; then echo "raised"; else ech
 		t.Fatalf("module add: %v\n%s", err, out)
 	}
 	out, err := asUser("hook", "run", "nproc", "show")
+	runOut := out
 	if err != nil {
 		t.Fatalf("hook run as uid %d with hard nproc %d: %v\n%s", ordinaryUID, hard, err, out)
 	}
@@ -164,6 +165,14 @@ if ulimit -Hu $(( $(ulimit -Hu) + 1 )) 2>/dev/null; then echo "raised"; else ech
 	}
 	if !found {
 		t.Errorf("doctor --json has no hook processes check:\n%s", out)
+	}
+	// Where doctor says limits cannot be enforced for this user (uid
+	// 1000 on cgroup v1), the run's start line says so, as its receipts
+	// do: not a bare "(jail bwrap)".
+	for _, c := range rep.Checks {
+		if c.Name == "resource limits" && c.Status == "problem" && !strings.Contains(runOut, "started (jail bwrap, limits OFF)") {
+			t.Errorf("limits are off for uid %d, but the start line does not say so:\n%s", ordinaryUID, runOut)
+		}
 	}
 }
 
