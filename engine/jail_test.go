@@ -724,3 +724,27 @@ func TestJailRequiredMissingNamesPath(t *testing.T) {
 		t.Errorf("error %q does not name %s and its reason", msg, runDir)
 	}
 }
+
+// The jail's pid 1 is bubblewrap; what it was started with is the hook's
+// to read (/proc/1/cmdline). It names no host path: as root, the outer
+// layer's options (the module's source, the data dir) come through
+// --args, as the inner layer's do.
+func TestJailCmdlineNamesNoHostPath(t *testing.T) {
+	needJail(t)
+	mod := shellModule(t, "cmdline", map[string][2]string{
+		"show": {"for p in /proc/[0-9]*; do printf '%s: ' \"$p\"; tr '\\0' ' ' < $p/cmdline; echo; done\n", ""},
+	})
+	e := openTestEngine(t)
+	if _, err := e.AddModule(testActor, mod); err != nil {
+		t.Fatal(err)
+	}
+	o, stream := hostileRun(t, e, "cmdline", "show", JailBwrap)
+	if !o.OK() || !strings.Contains(stream, "/proc/1: ") {
+		t.Fatalf("run %s %s:\n%s", o.Run.Status, o.Run.Error, stream)
+	}
+	for _, host := range []string{mod, e.DataDir()} {
+		if strings.Contains(stream, host) {
+			t.Errorf("a process of the jail shows the host path %s:\n%s", host, stream)
+		}
+	}
+}

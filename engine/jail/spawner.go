@@ -186,6 +186,7 @@ const (
 	fdGroup   = 5
 	fdArgs    = 6
 	fdBlock   = 7 // bwrap --block-fd: the hook waits until its tmpfs are pinned
+	fdOuter   = 8 // as root, the outer layer's options (--args)
 )
 
 // Paths of the jail's own tools inside the outer layer.
@@ -262,8 +263,19 @@ func (s *Spawner) Command(sp hooks.Spawn) (*exec.Cmd, error) {
 	s.files = append(s.files, argsFile)
 
 	var argv []string
+	files := []*os.File{seccomp, passwd, group, argsFile, block}
 	if root {
-		argv = append(append([]string{s.j.Bwrap.Path}, blockArgs...), s.outerArgs()...)
+		// The outer layer's options name host paths (the data dir, the
+		// module's source): through --args, never argv, which the hook
+		// reads as the jail's /proc/1/cmdline.
+		outerFile, err := memFile("bwrap-outer-args", nulJoin(append(blockArgs, s.outerArgs()...)))
+		if err != nil {
+			s.Release()
+			return nil, err
+		}
+		s.files = append(s.files, outerFile)
+		files = append(files, outerFile)
+		argv = []string{s.j.Bwrap.Path, "--args", strconv.Itoa(fdOuter)}
 		argv = append(argv, "--", innerSetpriv,
 			"--reuid", strconv.Itoa(s.j.UID), "--regid", strconv.Itoa(s.j.GID), "--clear-groups",
 			"--inh-caps=-all", "--bounding-set=-all", "--",
@@ -280,7 +292,7 @@ func (s *Spawner) Command(sp hooks.Spawn) (*exec.Cmd, error) {
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = []string{"PATH=/usr/bin:/bin"} // bwrap's own; the hook's is set inside
-	cmd.ExtraFiles = []*os.File{seccomp, passwd, group, argsFile, block}
+	cmd.ExtraFiles = files
 	return cmd, nil
 }
 

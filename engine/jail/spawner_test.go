@@ -88,8 +88,12 @@ func TestSpawnerArgvShape(t *testing.T) {
 			}
 			defer s.Release()
 
-			if len(cmd.ExtraFiles) != 5 {
-				t.Fatalf("%d files handed to bwrap, want 5 (seccomp, passwd, group, args, block)", len(cmd.ExtraFiles))
+			want := 5 // seccomp, passwd, group, args, block
+			if os.Geteuid() == 0 {
+				want = 6 // and the outer layer's args
+			}
+			if len(cmd.ExtraFiles) != want {
+				t.Fatalf("%d files handed to bwrap, want %d (seccomp, passwd, group, args, block, outer args as root)", len(cmd.ExtraFiles), want)
 			}
 			inner := readArgsFile(t, cmd.ExtraFiles[fdArgs-3])
 			argv := cmd.Args
@@ -113,9 +117,9 @@ func TestSpawnerArgvShape(t *testing.T) {
 
 			// The hook's own command is last on argv, after "--", and
 			// only there.
-			want := append([]string{"--"}, testSpawn().Argv...)
-			if !slices.Equal(argv[len(argv)-len(want):], want) {
-				t.Errorf("argv does not end with %q: %q", want, argv)
+			tail := append([]string{"--"}, testSpawn().Argv...)
+			if !slices.Equal(argv[len(argv)-len(tail):], tail) {
+				t.Errorf("argv does not end with %q: %q", tail, argv)
 			}
 			if slices.Contains(inner, testSpawn().Argv[0]) {
 				t.Errorf("the hook's command is in --args: %q", inner)
@@ -145,14 +149,26 @@ func TestSpawnerArgvShape(t *testing.T) {
 			// single layer's --args.
 			mounts := inner
 			if os.Geteuid() == 0 {
-				mounts = argv
-				for _, seq := range [][]string{
-					{"--die-with-parent"}, {"--unshare-pid"}, {"--proc", "/proc"},
-					{innerSetpriv, "--reuid", "60999", "--regid", "60999", "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", "--", innerBwrap, "--args", strconv.Itoa(fdArgs)},
-				} {
-					if !hasSeq(argv, seq...) {
-						t.Errorf("the outer layer lacks %q: %q", seq, argv)
+				// The outer layer's options, host paths among them, come
+				// through --args too: argv is the jail's /proc/1/cmdline.
+				mounts = readArgsFile(t, cmd.ExtraFiles[fdOuter-3])
+				if !slices.Equal(argv[:3], []string{DefaultBwrap, "--args", strconv.Itoa(fdOuter)}) {
+					t.Errorf("argv = %q, want bwrap --args %d -- setpriv ...", argv, fdOuter)
+				}
+				for _, a := range argv {
+					if strings.HasPrefix(a, in.ModuleDir) || strings.HasPrefix(a, in.RunDir) {
+						t.Errorf("a host path is on the outer layer's argv (the hook's /proc/1/cmdline): %q", a)
 					}
+				}
+				for _, seq := range [][]string{
+					{"--die-with-parent"}, {"--unshare-pid"}, {"--proc", "/proc"}, {"--block-fd", strconv.Itoa(fdBlock)},
+				} {
+					if !hasSeq(mounts, seq...) {
+						t.Errorf("the outer layer lacks %q: %q", seq, mounts)
+					}
+				}
+				if !hasSeq(argv, innerSetpriv, "--reuid", "60999", "--regid", "60999", "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", "--", innerBwrap, "--args", strconv.Itoa(fdArgs)) {
+					t.Errorf("the outer layer does not exec setpriv then the inner bwrap: %q", argv)
 				}
 				// The outer layer is root: it must not run the hook.
 				if i := slices.Index(argv, "--"); i < 0 || argv[i+1] != innerSetpriv {
