@@ -110,7 +110,10 @@ func (a *app) mcpServe(ttl time.Duration, tail int) error {
 				return
 			case <-c.Done():
 			}
-			logf("the warden process serving %s went away; taking over", current.DataDir())
+			// Not "taking over": another process (a console attached to
+			// the same holder) may well take the data dir first, and then
+			// this one attaches to it. What happened is said below.
+			logf("the warden process serving %s (pid %d) went away; attaching to the next holder, or holding the data dir", current.DataDir(), attachedPID(current))
 			var next engine.Facade
 			for next == nil {
 				n, err := a.openEngine()
@@ -118,7 +121,7 @@ func (a *app) mcpServe(ttl time.Duration, tail int) error {
 					next = n
 					break
 				}
-				logf("taking over: %v (trying again)", err)
+				logf("attaching or holding: %v (trying again)", err)
 				select {
 				case <-ctx.Done():
 					return
@@ -132,7 +135,7 @@ func (a *app) mcpServe(ttl time.Duration, tail int) error {
 			g.SetEngine(next)
 			old.Close()
 			if pid := attachedPID(next); pid != 0 {
-				logf("attached to pid %d", pid)
+				logf("attached to pid %d, which holds %s now", pid, next.DataDir())
 			} else {
 				logf("holding %s (pid %d)", next.DataDir(), os.Getpid())
 			}
