@@ -11,6 +11,9 @@ import (
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/ansi"
+	"github.com/muesli/termenv"
 
 	"warden/engine"
 )
@@ -190,5 +193,42 @@ func TestRequestsPaneShowsTheDenyListWarning(t *testing.T) {
 	p.upsert(r)
 	if view := p.view(160, 30); !strings.Contains(view, "warning: approving lets the hook reach ip:169.254.169.254:80 past the address deny list") {
 		t.Errorf("the detail does not warn:\n%s", view)
+	}
+}
+
+// Enter shows the whole request: warden's own styling is not escaped into
+// the text (it once showed ␛[1;38;5;75m before every field), while the
+// hook's own escape sequences are, once.
+func TestRequestsWholeRequestIsEscapedOnce(t *testing.T) {
+	// In colour, as a real terminal gets it (the tests draw in ASCII).
+	lipgloss.SetColorProfile(termenv.ANSI256)
+	t.Cleanup(func() { lipgloss.SetColorProfile(termenv.Ascii) })
+	e := newEngine(t)
+	sh := testShared(e)
+	p := newRequestsPane(sh)
+	content, _ := json.Marshal(map[string]any{"message": "Store it?\x1b[2J\x1b]0;pwned\x07"})
+	now := time.Now()
+	r := engine.Request{ID: 9, Subject: "module:m", Operation: "operator.confirm", Content: content, Created: now, Expires: now.Add(time.Hour)}
+	r.Requester.Run, r.Requester.Module, r.Requester.Hook = "r1", "m", "h"
+	p.upsert(r)
+	p.view(120, 30)
+	cmd := p.key(tea.KeyMsg{Type: tea.KeyEnter})
+	if cmd == nil {
+		t.Fatal("enter opened nothing")
+	}
+	msg, ok := cmd().(openOverlayMsg)
+	if !ok {
+		t.Fatalf("enter gave %T, want an overlay", cmd())
+	}
+	view := msg.ov.View(120, 30)
+	plain := ansi.Strip(view)
+	if strings.Contains(plain, "␛[1;") || strings.Contains(plain, "␛[0m") || strings.Contains(plain, "␛[m") {
+		t.Errorf("warden's own styling shows as text:\n%s", plain)
+	}
+	if !strings.Contains(plain, `Store it?\u001b[2J`) && !strings.Contains(plain, "Store it?␛[2J") {
+		t.Errorf("the hook's text is not there, escaped once:\n%s", plain)
+	}
+	if strings.Contains(view, "\x1b[2J") || strings.Contains(view, "\x1b]0;") {
+		t.Errorf("the hook's escape sequence reached the terminal raw")
 	}
 }

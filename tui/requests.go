@@ -10,6 +10,7 @@ import (
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
 
 	"warden/engine"
 )
@@ -435,7 +436,11 @@ func (p *requestsPane) key(msg tea.KeyMsg) tea.Cmd {
 		p.jumpPending(-1)
 	case key.Matches(msg, k.Detail):
 		if r, ok := p.current(); ok {
-			return openOverlay(textOverlay(p.sh, fmt.Sprintf("request %d", r.ID), strings.Join(p.detail(r), "\n")))
+			// The detail's lines are styled for the pane; the overlay
+			// escapes what it draws (every hostile string in them was
+			// escaped once already), so it gets them plain: styled, its
+			// escaping showed warden's own colours as ␛[1;38;5;75m.
+			return openOverlay(textOverlay(p.sh, fmt.Sprintf("request %d", r.ID), ansi.Strip(strings.Join(p.detail(r), "\n"))))
 		}
 	case key.Matches(msg, k.Approve):
 		if r, ok := p.currentPending(); ok {
