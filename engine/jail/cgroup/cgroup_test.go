@@ -319,6 +319,9 @@ func TestProbeAsksSystemdWhenNothingIsDelegated(t *testing.T) {
 			if tc.route == "" && (s.Version != 0 || !strings.Contains(strings.Join(s.Missing, "; "), tc.detail)) {
 				t.Errorf("version %d, missing %q: want no limits, and the reason %q", s.Version, s.Missing, tc.detail)
 			}
+			if tc.route != "" && !strings.Contains(s.Detail, "(warden's own group cannot serve: memory: the memory controller is not delegated to ") {
+				t.Errorf("detail %q does not say why warden's own group could not serve", s.Detail)
+			}
 			if tc.route != "" && (s.Version != 2 || !s.CPU || s.v2Parent != served || s.v2Ancestor) {
 				t.Errorf("version %d, cpu %v, parent %q, ancestor %v: want v2 in %s, used as warden's own group", s.Version, s.CPU, s.v2Parent, s.v2Ancestor, served)
 			}

@@ -239,16 +239,25 @@ func probeV2(mount string) Support {
 	// An ordinary user's own group that holds other processes (the shell
 	// warden was started from) is taken only when no ancestor serves:
 	// taking it moves them all to warden's leaf.
+	// Doctor names the route taken and why each before it was not.
+	ownWhy := func() string { return strings.Join(s.Missing, "; ") }
 	if uid != 0 && s.Version != 0 && own != "/" && !alone(mount, own) {
 		if a, _ := ancestorV2(mount, own, uid); a.Version != 0 {
+			a.Detail += fmt.Sprintf(" (warden's own group %s is not used itself: it holds other processes, such as the shell warden was started from, which taking it would move)", filepath.Join(mount, own))
 			return a
 		}
 		return s
 	}
+	var notAncestor string
 	if s.Version == 0 && uid != 0 {
 		a, why := ancestorV2(mount, own, uid)
 		if a.Version != 0 {
+			a.Detail += " (warden's own group cannot serve: " + ownWhy() + ")"
 			return a
+		}
+		notAncestor = why
+		if why == "" {
+			notAncestor = "no ancestor of " + filepath.Join(mount, own) + " is delegated to uid " + fmt.Sprint(uid)
 		}
 		if why != "" {
 			s.Missing = append(s.Missing, why)
@@ -257,6 +266,11 @@ func probeV2(mount string) Support {
 	if s.Version == 0 {
 		sc, why := scopeV2(mount, uid)
 		if sc.Version != 0 {
+			sc.Detail += " (warden's own group cannot serve: " + ownWhy()
+			if notAncestor != "" {
+				sc.Detail += "; nor can an ancestor: " + notAncestor
+			}
+			sc.Detail += ")"
 			return sc
 		}
 		s.Missing = append(s.Missing, why)
