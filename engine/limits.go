@@ -3,7 +3,6 @@ package engine
 import (
 	"fmt"
 	"os"
-	"strings"
 
 	"warden/engine/hooks"
 	"warden/engine/jail"
@@ -69,36 +68,6 @@ func (e *LimitsOffError) Error() string {
 // Ceiling is the operator's ceiling of hooks' resource limits.
 func (e *Engine) Ceiling() hooks.Resources { return e.ceiling() }
 
-// joinReasons joins the probe's "controller: why" lines, naming one
-// reason once for every controller it holds for ("memory, pids, cpu:
-// ..." rather than the same sentence three times).
-func joinReasons(missing []string) string {
-	var order []string
-	who := map[string][]string{}
-	for _, m := range missing {
-		c, why, ok := strings.Cut(m, ": ")
-		if !ok || strings.Contains(c, " ") {
-			c, why = "", m
-		}
-		if _, seen := who[why]; !seen {
-			order = append(order, why)
-		}
-		if c != "" {
-			who[why] = append(who[why], c)
-		} else if who[why] == nil {
-			who[why] = []string{}
-		}
-	}
-	out := make([]string, 0, len(order))
-	for _, why := range order {
-		if cs := who[why]; len(cs) > 0 {
-			why = strings.Join(cs, ", ") + ": " + why
-		}
-		out = append(out, why)
-	}
-	return strings.Join(out, "; ")
-}
-
 // doctorLimits says which of jailed runs' resource limits this host
 // enforces, and which it cannot, with why and what to do. Limits off is a
 // warning: runs still go, and their receipts say "limits OFF".
@@ -108,11 +77,11 @@ func doctorLimits(ceiling hooks.Resources, add func(Check)) {
 	switch {
 	case sup.Version == 0:
 		add(Check{Name: "resource limits", Status: "problem", Warning: true,
-			Detail: "memory, pids and cpu limits of jailed runs cannot be enforced (runs go on with \"limits OFF\" in their receipts): " + joinReasons(sup.Missing),
+			Detail: "memory, pids and cpu limits of jailed runs cannot be enforced (runs go on with \"limits OFF\" in their receipts): " + cgroup.JoinReasons(sup.Missing),
 			Fix:    "run warden under systemd (examples/systemd/: Delegate=yes, docs/systemd.md), or from a login session whose user systemd can give it a scope, or as root on a host with the memory and pids cgroup controllers"})
 	case !sup.CPU:
 		add(Check{Name: "resource limits", Status: "ok", Detail: fmt.Sprintf("%s; memory and pids enforced (defaults: %s; ceiling: %s)", sup.Detail, def, ceiling)})
-		add(Check{Name: "cpu limit", Status: "problem", Warning: true, Detail: "the cpu limit of jailed runs cannot be enforced: " + joinReasons(sup.Missing),
+		add(Check{Name: "cpu limit", Status: "problem", Warning: true, Detail: "the cpu limit of jailed runs cannot be enforced: " + cgroup.JoinReasons(sup.Missing),
 			Fix: "mount the cpu controller (cgroup v1) or delegate it (cgroup v2)"})
 	default:
 		add(Check{Name: "resource limits", Status: "ok", Detail: fmt.Sprintf("%s; memory, pids and cpu enforced (defaults: %s; ceiling: %s)", sup.Detail, def, ceiling)})

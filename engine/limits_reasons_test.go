@@ -1,6 +1,10 @@
 package engine
 
-import "testing"
+import (
+	"testing"
+
+	"warden/engine/jail/cgroup"
+)
 
 // Doctor names one reason once, with every controller it holds for.
 func TestJoinReasons(t *testing.T) {
@@ -15,8 +19,8 @@ func TestJoinReasons(t *testing.T) {
 		{[]string{"cgroup v1 unusable: why"}, "cgroup v1 unusable: why"},
 		{nil, ""},
 	} {
-		if got := joinReasons(tc.in); got != tc.want {
-			t.Errorf("joinReasons(%q)\n got %q\nwant %q", tc.in, got, tc.want)
+		if got := cgroup.JoinReasons(tc.in); got != tc.want {
+			t.Errorf("cgroup.JoinReasons(%q)\n got %q\nwant %q", tc.in, got, tc.want)
 		}
 	}
 }

@@ -240,7 +240,7 @@ func probeV2(mount string) Support {
 	// warden was started from) is taken only when no ancestor serves:
 	// taking it moves them all to warden's leaf.
 	// Doctor names the route taken and why each before it was not.
-	ownWhy := func() string { return strings.Join(s.Missing, "; ") }
+	ownWhy := func() string { return JoinReasons(s.Missing) }
 	if uid != 0 && s.Version != 0 && own != "/" && !alone(mount, own) {
 		if a, _ := ancestorV2(mount, own, uid); a.Version != 0 {
 			a.Detail += fmt.Sprintf(" (warden's own group %s is not used itself: it holds other processes, such as the shell warden was started from, which taking it would move)", filepath.Join(mount, own))
@@ -398,4 +398,34 @@ func contains(ss []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// JoinReasons joins the probe's "controller: why" lines, naming one
+// reason once for every controller it holds for ("memory, pids, cpu:
+// ..." rather than the same sentence three times).
+func JoinReasons(missing []string) string {
+	var order []string
+	who := map[string][]string{}
+	for _, m := range missing {
+		c, why, ok := strings.Cut(m, ": ")
+		if !ok || strings.Contains(c, " ") {
+			c, why = "", m
+		}
+		if _, seen := who[why]; !seen {
+			order = append(order, why)
+		}
+		if c != "" {
+			who[why] = append(who[why], c)
+		} else if who[why] == nil {
+			who[why] = []string{}
+		}
+	}
+	out := make([]string, 0, len(order))
+	for _, why := range order {
+		if cs := who[why]; len(cs) > 0 {
+			why = strings.Join(cs, ", ") + ": " + why
+		}
+		out = append(out, why)
+	}
+	return strings.Join(out, "; ")
 }
