@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"warden/engine/broker"
+	"warden/engine/hookcli"
 	"warden/engine/protocol"
 )
 
@@ -333,8 +334,7 @@ func TestHookHelperWrongToken(t *testing.T) {
 }
 
 func TestHookHelperHelpHasExamples(t *testing.T) {
-	a := &app{stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}, stdin: strings.NewReader("")}
-	for _, c := range a.hookHelperCommands() {
+	for _, c := range hookcli.Commands(&hookcli.Env{Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}, Stdin: strings.NewReader("")}) {
 		cmds := append(c.Commands(), c)
 		for _, sub := range cmds {
 			if sub.Runnable() && sub.Example == "" {

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/term"
 
 	"warden/engine"
+	"warden/engine/hookcli"
 	"warden/engine/hooks"
 	"warden/engine/termsafe"
 )
@@ -36,7 +37,7 @@ is the shell helper: context, log, secret, config, call, result. They exit
 0 on success, 1 when the engine threw (message on stderr), 2 on usage.`,
 	}
 	c.AddCommand(a.hookRunCommand(), a.hookRunsCommand(), a.hookLogsCommand(), a.hookPlanCommand())
-	c.AddCommand(a.hookHelperCommands()...)
+	c.AddCommand(hookcli.Commands(&hookcli.Env{Stdout: a.stdout, Stderr: a.stderr, Stdin: a.stdin, JSON: &a.json})...)
 	return c
 }
 
