@@ -419,7 +419,8 @@ func (e *Engine) spawnSpec(r *activeRun, pf preflighted) spawned {
 	if jl := pf.jl; jl != nil {
 		sp.startDetails["network"] = r.network
 		maps.Copy(sp.startDetails, r.networkDetails)
-		plan, err := jail.BuildPlan(jail.PlanInput{ModuleDir: m.Dir, RunDir: runDir, Warden: wardenBinary(), Inputs: pathInputs(hook, pf.inputs), Network: r.network})
+		helper := jailHelper()
+		plan, err := jail.BuildPlan(jail.PlanInput{ModuleDir: m.Dir, RunDir: runDir, Warden: helper.Path, WardenReason: helper.Reason(), Inputs: pathInputs(hook, pf.inputs), Network: r.network})
 		if plan != nil && len(plan.Missing) > 0 {
 			sp.startDetails["absent"] = plan.Missing
 		}
@@ -829,7 +830,13 @@ func (e *Engine) jail() (*jail.Jail, error) {
 	return e.jailAdm, nil
 }
 
-// wardenBinary is this binary, bound read-only into the jail.
+// jailHelper is the binary bound read-only into the jail as `warden`:
+// warden-hook beside this binary when it is admitted, else this binary
+// (jail.FindHelper). It is looked for at each run: a few lstat calls,
+// and an operator who installs or removes warden-hook needs no restart.
+func jailHelper() jail.Helper { return jail.FindHelper(wardenBinary()) }
+
+// wardenBinary is this binary.
 func wardenBinary() string {
 	exe, err := thisBinary()
 	if err != nil {
