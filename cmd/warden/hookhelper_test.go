@@ -23,6 +23,7 @@ const helperToken = "cap_" + "00112233445566778899aabbccddeeff001122334455667788
 // fakeRun is a broker.Handler with an in-memory store.
 type fakeRun struct {
 	mu      sync.Mutex
+	hellos  int // connections that said hello with the right token
 	logs    []string
 	values  map[string]string
 	calls   []string
@@ -33,6 +34,9 @@ func (f *fakeRun) Authorize(tok string) error {
 	if tok != helperToken {
 		return errors.New("no")
 	}
+	f.mu.Lock()
+	f.hellos++
+	f.mu.Unlock()
 	return nil
 }
 

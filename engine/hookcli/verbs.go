@@ -185,21 +185,43 @@ func printValue(w io.Writer, v json.RawMessage) error {
 
 func (a *cli) hookLogCommand() *cobra.Command {
 	var level string
+	var fromStdin bool
 	c := &cobra.Command{
-		Use:   "log [--level L] MSG...",
+		Use:   "log [--level L] (MSG... | --stdin)",
 		Short: "Add a line to the run's stream (levels: debug, info, warn, error, success)",
 		Long: `log sends one stream line to the engine; the operator sees it live and it
 is kept with the run. The words of MSG are joined with spaces.
+
+With --stdin it sends every line of its stdin instead, one stream line
+each, over one connection, until stdin ends: one process for a whole
+stream (` + "`producer | warden hook log --stdin`" + `), not one per line. Lines are
+taken as from stdout (a trailing \r dropped, invalid UTF-8 as U+FFFD, a
+very long line cut into pieces).
 
 Plain stdout and stderr lines are stream lines too (info and warn); log
 adds the other levels and never mixes with output a script captures.`,
 		Example: `  warden hook log "fetching the release"
   warden hook log --level success "installed $version"
-  warden hook log --level warn disk is almost full`,
-		Args: args(cobra.MinimumNArgs(1)),
+  warden hook log --level warn disk is almost full
+  apt-get -q install -y nginx 2>&1 | warden hook log --stdin --level debug`,
+		Args: args(func(c *cobra.Command, argv []string) error {
+			if fromStdin {
+				if len(argv) > 0 {
+					return fmt.Errorf("--stdin takes no MSG (got %d words)", len(argv))
+				}
+				return nil
+			}
+			return cobra.MinimumNArgs(1)(c, argv)
+		}),
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			if !slices.Contains(logLevels, level) {
 				return usageError{fmt.Errorf("--level %q: want one of %s", level, strings.Join(logLevels, ", "))}
+			}
+			if fromStdin {
+				return a.withHook(func(c *hookkit.Client) error {
+					_, err := c.LogLines(level, a.Stdin)
+					return err
+				})
 			}
 			msg := strings.Join(argv, " ")
 			if !utf8.ValidString(msg) {
@@ -211,6 +233,7 @@ adds the other levels and never mixes with output a script captures.`,
 		},
 	}
 	c.Flags().StringVar(&level, "level", "info", "debug, info, warn, error or success")
+	c.Flags().BoolVar(&fromStdin, "stdin", false, "send each line of stdin as a stream line, over one connection")
 	return c
 }
 

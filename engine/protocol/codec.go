@@ -199,3 +199,20 @@ func (w *Writer) WriteFrame(f Frame) error {
 	w.err = err
 	return err
 }
+
+// WriteEncoded writes b, one or more whole frames as Encode returned them
+// (concatenated), in one write: a batch of frames costs one system call,
+// and no other frame of this Writer lands between them.
+func (w *Writer) WriteEncoded(b []byte) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return w.err
+	}
+	n, err := w.w.Write(b)
+	if err == nil && n < len(b) {
+		err = io.ErrShortWrite
+	}
+	w.err = err
+	return err
+}
