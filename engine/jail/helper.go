@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 )
 
@@ -51,7 +52,7 @@ func HelperCandidates(warden string) []string {
 // binary: a regular file (not a symlink), executable, not group- or
 // world-writable, owned by root or by the warden binary's owner (only
 // root when the warden binary is root's); and every directory from it up
-// to the warden binary's own directory held to the same rule, so that it
+// to the directories the warden binary's path shares held to the same rule, so that it
 // is no easier to replace than the binary it stands in for.
 func FindHelper(warden string) Helper {
 	full := Helper{Path: warden}
@@ -95,7 +96,9 @@ func admitHelper(path string, fi fs.FileInfo, wardenDir string, owner uint32) er
 	if err := ownedLikeWarden(path, fi, owner); err != nil {
 		return refuse(err.Error())
 	}
-	for dir := filepath.Dir(path); dir != wardenDir; dir = filepath.Dir(dir) {
+	// Up to the first directory the warden binary's path shares: from
+	// there on the helper is as safe as warden itself.
+	for dir := filepath.Dir(path); !strings.HasPrefix(wardenDir+"/", dir+"/"); dir = filepath.Dir(dir) {
 		if dir == "/" || dir == "." {
 			break
 		}
