@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"warden/engine/caps"
 	"warden/engine/hooks"
@@ -238,7 +237,7 @@ func doctorHelper(h jail.Helper, add func(Check)) {
 	switch {
 	case h.Small:
 		add(Check{Name: name, Status: "ok", Detail: fmt.Sprintf("%s, bound as %s: a hook's `warden hook` calls start a small program", h.Path, jail.WardenTarget)})
-	case strings.Contains(h.Why, " refused: "):
+	case h.Refused:
 		add(Check{Name: name, Status: "problem", Warning: true,
 			Detail: fmt.Sprintf("the full warden binary %s is bound as %s, since %s; each `warden hook` call from a jailed hook starts all of warden", h.Path, jail.WardenTarget, h.Why),
 			Fix:    "install warden-hook as the warden binary is: a regular file, owned by its owner or root, not group- or world-writable (chmod go-w)"})

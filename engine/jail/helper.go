@@ -20,14 +20,18 @@ type Helper struct {
 	// warden binary (no admissible warden-hook was found).
 	Small bool
 	// Why says, when Small is false, why: where warden-hook was looked
-	// for, or why the one found was refused.
-	Why string
+	// for, or why the one found was refused (Refused).
+	Why     string
+	Refused bool
 }
 
 // Reason is the plan row's reason for the helper.
 func (h Helper) Reason() string {
 	if h.Small {
 		return "the warden helper (warden-hook), first on PATH"
+	}
+	if h.Refused {
+		return "the warden helper (the full warden binary: warden-hook was refused, see warden doctor), first on PATH"
 	}
 	return "the warden helper (the full warden binary: " + h.Why + "), first on PATH"
 }
@@ -75,7 +79,7 @@ func FindHelper(warden string) Helper {
 		return Helper{Path: cand, Small: true}
 	}
 	if len(refusals) > 0 {
-		full.Why = refusals[0]
+		full.Why, full.Refused = refusals[0], true
 	} else {
 		full.Why = "no " + HelperName + " beside it"
 	}

@@ -74,7 +74,7 @@ func TestFindHelperRefusals(t *testing.T) {
 			warden := helperTree(t)
 			tc.make(filepath.Join(filepath.Dir(warden), "warden-hook"))
 			h := FindHelper(warden)
-			if h.Small || h.Path != warden || !strings.Contains(h.Why, "refused: ") || !strings.Contains(h.Why, tc.want) {
+			if h.Small || h.Path != warden || !h.Refused || !strings.Contains(h.Why, "refused: ") || !strings.Contains(h.Why, tc.want) {
 				t.Fatalf("%+v, want the full binary and %q", h, tc.want)
 			}
 			if !strings.Contains(h.Reason(), "the full warden binary") {
