@@ -419,7 +419,7 @@ func (e *Engine) spawnSpec(r *activeRun, pf preflighted) spawned {
 	if jl := pf.jl; jl != nil {
 		sp.startDetails["network"] = r.network
 		maps.Copy(sp.startDetails, r.networkDetails)
-		helper := jailHelper()
+		helper := r.e.jailHelper()
 		plan, err := jail.BuildPlan(jail.PlanInput{ModuleDir: m.Dir, RunDir: runDir, Warden: helper.Path, WardenReason: helper.Reason(), Inputs: pathInputs(hook, pf.inputs), Network: r.network})
 		if plan != nil && len(plan.Missing) > 0 {
 			sp.startDetails["absent"] = plan.Missing
@@ -835,6 +835,14 @@ func (e *Engine) jail() (*jail.Jail, error) {
 // (jail.FindHelper). It is looked for at each run: a few lstat calls,
 // and an operator who installs or removes warden-hook needs no restart.
 func jailHelper() jail.Helper { return jail.FindHelper(wardenBinary()) }
+
+// jailHelper is the package's jailHelper, or the test's Options.helper.
+func (e *Engine) jailHelper() jail.Helper {
+	if e.opts.helper != "" {
+		return jail.Helper{Path: e.opts.helper, Small: filepath.Base(e.opts.helper) == jail.HelperName, Why: "set by the test"}
+	}
+	return jailHelper()
+}
 
 // wardenBinary is this binary.
 func wardenBinary() string {
