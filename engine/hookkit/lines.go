@@ -56,11 +56,9 @@ func (c *Client) LogLines(level string, r io.Reader) (int, error) {
 			if !utf8.ValidString(msg) {
 				msg = strings.ToValidUTF8(msg, "\uFFFD")
 			}
-			b, err := protocol.Encode(&protocol.Log{Level: level, Message: msg})
-			if err != nil {
-				return err
-			}
-			batch = append(batch, b...)
+			// The level was checked above and msg is valid UTF-8; a
+			// MaxLogPiece message fits a frame however it escapes.
+			batch = protocol.AppendLog(batch, level, msg)
 			sent++
 			if len(batch) >= batchBytes {
 				if err := flush(); err != nil {
