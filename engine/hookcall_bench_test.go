@@ -34,7 +34,7 @@ const hookCalls = 200
 // helperBins builds cmd/warden and cmd/warden-hook once per test process.
 var helperBinsDir string
 
-func helperBins(b *testing.B) (full, small string) {
+func helperBins(b testing.TB) (full, small string) {
 	b.Helper()
 	if helperBinsDir == "" {
 		dir, err := os.MkdirTemp("", "warden-helper-bench-")
@@ -50,7 +50,7 @@ func helperBins(b *testing.B) (full, small string) {
 	return filepath.Join(helperBinsDir, "warden"), filepath.Join(helperBinsDir, jail.HelperName)
 }
 
-func goCmd(b *testing.B) string {
+func goCmd(b testing.TB) string {
 	if p, err := exec.LookPath("go"); err == nil {
 		return p
 	}
@@ -196,7 +196,7 @@ func BenchmarkJailedHookCalls(b *testing.B) {
 }
 
 // helloWorld builds a Go hello-world, the start every Go program pays.
-func helloWorld(b *testing.B) string {
+func helloWorld(b testing.TB) string {
 	b.Helper()
 	dir := b.TempDir()
 	os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module hello\n\ngo 1.22\n"), 0o644)
