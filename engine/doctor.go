@@ -92,6 +92,7 @@ func Doctor(opts DoctorOptions) Report {
 		}
 	}
 	doctorBwrap(opts.BwrapPath, add, problem)
+	doctorHelper(jailHelper(), add)
 	doctorKernel(opts.SysRoot, opts.BwrapPath, add, problem)
 	if opts.EngineSocket != "" {
 		doctorEngine(opts.EngineSocket, add, problem)
@@ -226,6 +227,23 @@ func doctorBwrap(path string, add func(Check), problem func(string, string, stri
 		return
 	}
 	add(Check{Name: "bubblewrap", Status: "ok", Detail: fmt.Sprintf("%s, version %s, admitted", b.Path, b.Version)})
+}
+
+// doctorHelper says which binary a jailed hook gets as `warden`. The full
+// binary still works, so it is never a problem; a warden-hook that is
+// there but refused is a warning (someone meant it to be used).
+func doctorHelper(h jail.Helper, add func(Check)) {
+	const name = "jail helper"
+	switch {
+	case h.Small:
+		add(Check{Name: name, Status: "ok", Detail: fmt.Sprintf("%s, bound as %s: a hook's `warden hook` calls start a small program", h.Path, jail.WardenTarget)})
+	case h.Refused:
+		add(Check{Name: name, Status: "problem", Warning: true,
+			Detail: fmt.Sprintf("the full warden binary %s is bound as %s, since %s; each `warden hook` call from a jailed hook starts all of warden", h.Path, jail.WardenTarget, h.Why),
+			Fix:    "install warden-hook as the warden binary is: a regular file, owned by its owner or root, not group- or world-writable (chmod go-w)"})
+	default:
+		add(Check{Name: name, Status: "ok", Detail: fmt.Sprintf("the full warden binary %s, bound as %s (%s; build it with `go build -o DIR/ ./cmd/warden ./cmd/warden-hook` for faster hook calls)", h.Path, jail.WardenTarget, h.Why)})
+	}
 }
 
 // doctorKernel reports what the kernel gives the jail. Landlock is not

@@ -48,7 +48,7 @@ func TestDoctorFreshDir(t *testing.T) {
 			t.Errorf("check %+v", c)
 		}
 	}
-	if got := strings.Join(names, ","); got != "data dir,free space,store,trust root,bubblewrap,user namespaces,seccomp,landlock,resource limits,jail tmpfs,hook processes" {
+	if got := strings.Join(names, ","); got != "data dir,free space,store,trust root,bubblewrap,jail helper,user namespaces,seccomp,landlock,resource limits,jail tmpfs,hook processes" {
 		t.Errorf("checks %s", got)
 	}
 	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {

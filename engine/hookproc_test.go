@@ -31,7 +31,11 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 2 && os.Args[1] == "hook" && os.Args[2] == "egress-bridge" {
 		os.Exit(egress.BridgeMain(os.Args[3:]))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if helperBinsDir != "" {
+		os.RemoveAll(helperBinsDir) // the binaries helperBins built
+	}
+	os.Exit(code)
 }
 
 // rawConn is a hand-rolled protocol client for the edge cases the SDK

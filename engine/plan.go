@@ -60,7 +60,8 @@ func (e *Engine) PlanHook(module, hook string, raw map[string]string) (*HookPlan
 		return nil, err
 	}
 	network := h.Network && e.networkGranted(module)
-	plan, err := jail.BuildPlan(jail.PlanInput{ModuleDir: mod.Manifest.Dir, RunDir: runs, Warden: wardenBinary(), Inputs: pathInputs(h, inputs), Network: network, Preview: true})
+	helper := e.jailHelper()
+	plan, err := jail.BuildPlan(jail.PlanInput{ModuleDir: mod.Manifest.Dir, RunDir: runs, Warden: helper.Path, WardenReason: helper.Reason(), Inputs: pathInputs(h, inputs), Network: network, Preview: true})
 	hp := &HookPlan{Module: module, Hook: hook, Network: network, Plan: plan, NetworkMode: "none", Limits: h.Effective(e.ceiling())}
 	if err := e.LimitsReady(); err != nil {
 		hp.LimitsOff = err.Error()

@@ -422,7 +422,8 @@ func (e *Engine) spawnSpec(r *activeRun, pf preflighted) spawned {
 	if jl := pf.jl; jl != nil {
 		sp.startDetails["network"] = r.network
 		maps.Copy(sp.startDetails, r.networkDetails)
-		plan, err := jail.BuildPlan(jail.PlanInput{ModuleDir: m.Dir, RunDir: runDir, Warden: wardenBinary(), Inputs: pathInputs(hook, pf.inputs), Network: r.network})
+		helper := r.e.jailHelper()
+		plan, err := jail.BuildPlan(jail.PlanInput{ModuleDir: m.Dir, RunDir: runDir, Warden: helper.Path, WardenReason: helper.Reason(), Inputs: pathInputs(hook, pf.inputs), Network: r.network})
 		if plan != nil && len(plan.Missing) > 0 {
 			sp.startDetails["absent"] = plan.Missing
 		}
@@ -835,7 +836,21 @@ func (e *Engine) jail() (*jail.Jail, error) {
 	return e.jailAdm, nil
 }
 
-// wardenBinary is this binary, bound read-only into the jail.
+// jailHelper is the binary bound read-only into the jail as `warden`:
+// warden-hook beside this binary when it is admitted, else this binary
+// (jail.FindHelper). It is looked for at each run: a few lstat calls,
+// and an operator who installs or removes warden-hook needs no restart.
+func jailHelper() jail.Helper { return jail.FindHelper(wardenBinary()) }
+
+// jailHelper is the package's jailHelper, or the test's Options.helper.
+func (e *Engine) jailHelper() jail.Helper {
+	if e.opts.helper != "" {
+		return jail.Helper{Path: e.opts.helper, Small: filepath.Base(e.opts.helper) == jail.HelperName, Why: "set by the test"}
+	}
+	return jailHelper()
+}
+
+// wardenBinary is this binary.
 func wardenBinary() string {
 	exe, err := thisBinary()
 	if err != nil {

@@ -113,6 +113,21 @@ func (r *activeRun) Log(level, message string) {
 	r.ingest.add([]storage.Line{{At: time.Now().UTC(), Level: lvl, Text: message}})
 }
 
+// LogBatch turns a run of log frames into stream lines, in one append
+// (broker.LogBatcher).
+func (r *activeRun) LogBatch(frames []protocol.Log) {
+	now := time.Now().UTC()
+	lines := make([]storage.Line, len(frames))
+	for i, f := range frames {
+		lvl, ok := storage.ParseLevel(f.Level)
+		if !ok {
+			lvl = storage.LevelInfo
+		}
+		lines[i] = storage.Line{At: now, Level: lvl, Text: f.Message}
+	}
+	r.ingest.add(lines)
+}
+
 // Result validates the outputs against the manifest.
 func (r *activeRun) Result(outputs map[string]json.RawMessage) *protocol.Error {
 	if err := hooks.CheckOutputs(r.hook.Outputs, outputs); err != nil {

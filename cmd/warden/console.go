@@ -11,6 +11,7 @@ import (
 	"golang.org/x/term"
 
 	"warden/engine"
+	"warden/engine/hookcli"
 	"warden/themes"
 	"warden/tui"
 )
@@ -31,7 +32,7 @@ func (a *app) attachConsole(root *cobra.Command) {
 	root.Args = cobra.ArbitraryArgs
 	root.RunE = func(c *cobra.Command, argv []string) error {
 		if len(argv) > 0 {
-			return unknownVerb(c, argv)
+			return hookcli.UnknownVerb(c, argv)
 		}
 		return a.console(c, f)
 	}

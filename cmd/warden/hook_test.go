@@ -30,7 +30,11 @@ func TestMain(m *testing.M) {
 	if os.Getenv("GORACE") == "" {
 		os.Setenv("GORACE", "atexit_sleep_ms=0")
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if hookBin != "" {
+		os.RemoveAll(filepath.Dir(hookBin)) // wardenHookBinary's build
+	}
+	os.Exit(code)
 }
 
 // example copies an example module to a private dir under the user's

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"warden/engine/broker"
+	"warden/engine/hookcli"
 	"warden/engine/protocol"
 )
 
@@ -22,6 +23,7 @@ const helperToken = "cap_" + "00112233445566778899aabbccddeeff001122334455667788
 // fakeRun is a broker.Handler with an in-memory store.
 type fakeRun struct {
 	mu      sync.Mutex
+	hellos  int // connections that said hello with the right token
 	logs    []string
 	values  map[string]string
 	calls   []string
@@ -32,6 +34,9 @@ func (f *fakeRun) Authorize(tok string) error {
 	if tok != helperToken {
 		return errors.New("no")
 	}
+	f.mu.Lock()
+	f.hellos++
+	f.mu.Unlock()
 	return nil
 }
 
@@ -333,8 +338,7 @@ func TestHookHelperWrongToken(t *testing.T) {
 }
 
 func TestHookHelperHelpHasExamples(t *testing.T) {
-	a := &app{stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}, stdin: strings.NewReader("")}
-	for _, c := range a.hookHelperCommands() {
+	for _, c := range hookcli.Commands(&hookcli.Env{Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}, Stdin: strings.NewReader("")}) {
 		cmds := append(c.Commands(), c)
 		for _, sub := range cmds {
 			if sub.Runnable() && sub.Example == "" {

@@ -20,6 +20,7 @@ import (
 
 	"warden/engine"
 	"warden/engine/control"
+	"warden/engine/hookcli"
 	"warden/engine/hooks"
 	"warden/engine/termsafe"
 )
@@ -32,12 +33,14 @@ func (a *app) hookCommand() *cobra.Command {
 		Short: "Run hooks and read their streams; inside a hook, talk to the engine",
 		Long: `Operator verbs: run, runs, logs.
 
-Inside a running hook (WARDEN_SOCKET and WARDEN_TOKEN set), the same binary
-is the shell helper: context, log, secret, config, call, result. They exit
-0 on success, 1 when the engine threw (message on stderr), 2 on usage.`,
+Inside a running hook (WARDEN_SOCKET and WARDEN_TOKEN set), these are the
+shell helper: context, log, secret, config, call, confirm, result. They exit
+0 on success, 1 when the engine threw (message on stderr), 2 on usage. In a
+jail, the hook's warden is warden-hook, a small binary with just these verbs
+when it sits beside this one (warden doctor says which).`,
 	}
 	c.AddCommand(a.hookRunCommand(), a.hookRunsCommand(), a.hookLogsCommand(), a.hookPlanCommand())
-	c.AddCommand(a.hookHelperCommands()...)
+	c.AddCommand(hookcli.Commands(&hookcli.Env{Stdout: a.stdout, Stderr: a.stderr, Stdin: a.stdin, JSON: &a.json})...)
 	return c
 }
 

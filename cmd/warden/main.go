@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"warden/engine"
+	"warden/engine/hookcli"
 	"warden/engine/termsafe"
 	"warden/storage"
 )
@@ -62,9 +63,13 @@ func (a *app) run(args []string) int {
 	}
 	code := 1
 	var ee *exitError
+	var he *hookcli.ExitError
 	if errors.As(err, &ee) {
 		code = ee.code
 		err = ee.err
+	} else if errors.As(err, &he) {
+		code = he.Code
+		err = he.Err
 	} else if isUsage(err) {
 		code = 2
 	}
@@ -83,7 +88,7 @@ type usageError struct{ error }
 
 func isUsage(err error) bool {
 	var ue usageError
-	return errors.As(err, &ue)
+	return errors.As(err, &ue) || hookcli.IsUsage(err)
 }
 
 func (a *app) rootCommand() *cobra.Command {
@@ -100,11 +105,9 @@ override it with --data-dir or WARDEN_DATA_DIR.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.PersistentFlags().StringVar(&a.dataDir, "data-dir", "", "data directory (default $WARDEN_DATA_DIR, else $XDG_STATE_HOME/warden)")
-	root.PersistentFlags().BoolVar(&a.json, "json", false, "print machine-readable JSON")
-	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return usageError{fmt.Errorf("%w\nsee `%s --help`", err, c.CommandPath())}
-	})
+	root.PersistentFlags().StringVar(&a.dataDir, "data-dir", "", hookcli.DataDirUsage)
+	root.PersistentFlags().BoolVar(&a.json, "json", false, hookcli.JSONUsage)
+	root.SetFlagErrorFunc(hookcli.FlagError)
 	root.AddCommand(
 		a.receiptsCommand(),
 		a.secretsCommand(),

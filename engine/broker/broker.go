@@ -49,6 +49,19 @@ type Handler interface {
 	HookError(e protocol.ErrorBody)
 }
 
+// LogBatcher is a Handler that takes a run of log frames at once. When
+// the handler is one, the log frames a connection has already sent (read
+// in, not yet handled) go to LogBatch together, in order, and always
+// before the next frame of another type: a hook streaming lines (`warden
+// hook log --stdin`) then costs the run one stream append per read, not
+// one per line.
+type LogBatcher interface {
+	LogBatch(frames []protocol.Log)
+}
+
+// maxLogBatch bounds one LogBatch.
+const maxLogBatch = 512
+
 // Broker serves one run's socket.
 type Broker struct {
 	path string
@@ -170,17 +183,40 @@ func (b *Broker) serve(c net.Conn) {
 	if !cn.hello(r) {
 		return
 	}
+	batcher, _ := b.h.(LogBatcher)
+	var logs []protocol.Log
+	flush := func() {
+		if len(logs) > 0 {
+			batcher.LogBatch(logs)
+			logs = logs[:0]
+		}
+	}
 	for {
 		f, err := r.ReadFrame()
 		if err != nil {
+			flush()
 			if cn.readFailed(err) {
 				break
 			}
 			continue
 		}
 		b.h.Activity()
+		if l, ok := f.(*protocol.Log); ok && batcher != nil {
+			if b.isEnded() {
+				flush()
+				cn.throw(0, errRunEnded)
+				continue
+			}
+			logs = append(logs, *l)
+			if len(logs) >= maxLogBatch || !r.Buffered() {
+				flush()
+			}
+			continue
+		}
+		flush()
 		cn.dispatch(f)
 	}
+	flush()
 	cn.wg.Wait()
 }
 

@@ -28,14 +28,15 @@ import (
 	"net"
 	"os"
 	"syscall"
-	"time"
+
+	"warden/engine/egress/bridge"
 )
 
 // handoffByte starts a handoff message on the proxy socket.
-const handoffByte = 0
+const handoffByte = bridge.HandoffByte
 
 // handoffFDs is how many listeners a handoff carries (HTTP, SOCKS5).
-const handoffFDs = 2
+const handoffFDs = bridge.HandoffFDs
 
 // firstMessage reads a proxy-socket client's first message with room for
 // descriptors. It returns the bytes read and the descriptors received
@@ -125,48 +126,6 @@ func closeFDs(fds []int) {
 	}
 }
 
-// HandOver is the bridge's side: it passes the listeners to the proxy at
-// socket and waits for its answer.
-func HandOver(socket string, lns ...*net.TCPListener) error {
-	if len(lns) != handoffFDs {
-		return fmt.Errorf("hand over %d listeners, not %d", handoffFDs, len(lns))
-	}
-	var fds []int
-	for _, ln := range lns {
-		f, err := ln.File() // a dup, closed when this returns
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		fds = append(fds, int(f.Fd()))
-	}
-	c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: socket, Net: "unix"})
-	if err != nil {
-		return fmt.Errorf("the run's proxy is not there: %w", err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(10 * time.Second))
-	if _, _, err := c.WriteMsgUnix([]byte{handoffByte}, syscall.UnixRights(fds...), nil); err != nil {
-		return fmt.Errorf("handing the listeners to the proxy: %w", err)
-	}
-	answer := make([]byte, 512)
-	n, err := c.Read(answer)
-	if n == 0 && err != nil {
-		return fmt.Errorf("the proxy did not answer the handoff: %w", err)
-	}
-	if a := string(answer[:n]); a != "ok\n" {
-		return fmt.Errorf("the proxy refused the handoff: %s", sanitizeLine(a))
-	}
-	return nil
-}
-
-// sanitizeLine keeps one printable line of an answer for an error.
-func sanitizeLine(s string) string {
-	for i, r := range s {
-		if r == '\n' {
-			s = s[:i]
-			break
-		}
-	}
-	return ReasonPhrase(s)
-}
+// HandOver is the bridge's side (bridge.HandOver): it passes the
+// listeners to the proxy at socket and waits for its answer.
+func HandOver(socket string, lns ...*net.TCPListener) error { return bridge.HandOver(socket, lns...) }

@@ -64,9 +64,12 @@ type PathInput struct {
 type PlanInput struct {
 	ModuleDir string
 	RunDir    string
-	Warden    string // the warden binary on the host
-	Inputs    []PathInput
-	Network   bool
+	Warden    string // the binary bound as `warden` (FindHelper's Path)
+	// WardenReason is its row's reason (Helper.Reason); "" says only
+	// that it is the helper.
+	WardenReason string
+	Inputs       []PathInput
+	Network      bool
 	// Preview: a plan shown before any run (warden hook plan), whose
 	// broker socket does not exist yet; its row is not checked.
 	Preview bool
@@ -121,9 +124,13 @@ func BuildPlan(in PlanInput) (*Plan, error) {
 	for _, e := range etc {
 		rows = append(rows, Row{Source: e.path, Target: e.path, Mode: ModeRO, Absence: Conditional, Reason: e.reason})
 	}
+	wardenReason := in.WardenReason
+	if wardenReason == "" {
+		wardenReason = "the warden helper, first on PATH"
+	}
 	rows = append(rows,
 		Row{Source: in.ModuleDir, Target: ModuleTarget, Mode: ModeRO, Absence: Required, Reason: "the module"},
-		Row{Source: in.Warden, Target: WardenTarget, Mode: ModeRO, Absence: Required, Reason: "the warden helper, first on PATH"},
+		Row{Source: in.Warden, Target: WardenTarget, Mode: ModeRO, Absence: Required, Reason: wardenReason},
 		// The run dir is a sized tmpfs of its own, with only the broker
 		// socket bound in from the host's run dir: whatever the hook
 		// writes there is bounded and never lands on the data dir's disk.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"reflect"
 	"sync"
+	"unicode/utf8"
 )
 
 // Encode returns f as compact JSON plus '\n'. It refuses (bad_frame) a
@@ -119,6 +120,12 @@ func (r *Reader) shrink() {
 	}
 }
 
+// Buffered reports whether a whole line is already read in, so that the
+// next ReadFrame returns without waiting on the peer.
+func (r *Reader) Buffered() bool {
+	return bytes.IndexByte(r.buf[r.start+r.scanned:r.end], '\n') >= 0
+}
+
 // readLine returns the next line including '\n', valid until the next call.
 func (r *Reader) readLine() ([]byte, error) {
 	empty := 0
@@ -198,4 +205,74 @@ func (w *Writer) WriteFrame(f Frame) error {
 	}
 	w.err = err
 	return err
+}
+
+// WriteEncoded writes b, one or more whole frames as Encode returned them
+// (concatenated), in one write: a batch of frames costs one system call,
+// and no other frame of this Writer lands between them.
+func (w *Writer) WriteEncoded(b []byte) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return w.err
+	}
+	n, err := w.w.Write(b)
+	if err == nil && n < len(b) {
+		err = io.ErrShortWrite
+	}
+	w.err = err
+	return err
+}
+
+// AppendLog appends the frame Encode gives for &Log{level, message} to
+// dst, without reflection or an encoder per frame: a hook streaming lines
+// (hookkit's LogLines) encodes one per line. level must be a valid level
+// and message valid UTF-8; AppendLog checks neither (Encode does).
+func AppendLog(dst []byte, level, message string) []byte {
+	dst = append(dst, `{"type":"log","level":"`...)
+	dst = append(dst, level...)
+	dst = append(dst, `","message":"`...)
+	const hex = "0123456789abcdef"
+	start := 0
+	for i := 0; i < len(message); {
+		c := message[i]
+		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
+			i++
+			continue
+		}
+		if c >= utf8.RuneSelf {
+			r, size := utf8.DecodeRuneInString(message[i:])
+			if r != '\u2028' && r != '\u2029' {
+				i += size
+				continue
+			}
+			dst = append(dst, message[start:i]...)
+			dst = append(dst, `\u202`...)
+			dst = append(dst, hex[r&0xf])
+			i += size
+			start = i
+			continue
+		}
+		dst = append(dst, message[start:i]...)
+		switch c {
+		case '"', '\\':
+			dst = append(dst, '\\', c)
+		case '\b':
+			dst = append(dst, '\\', 'b')
+		case '\f':
+			dst = append(dst, '\\', 'f')
+		case '\n':
+			dst = append(dst, '\\', 'n')
+		case '\r':
+			dst = append(dst, '\\', 'r')
+		case '\t':
+			dst = append(dst, '\\', 't')
+		default:
+			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		}
+		i++
+		start = i
+	}
+	dst = append(dst, message[start:]...)
+	return append(dst, "\"}\n"...)
 }

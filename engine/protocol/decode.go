@@ -17,6 +17,52 @@ import (
 // A hello with a protocol other than Version decodes: answering
 // version_mismatch is the broker's job.
 func Decode(line []byte) (Frame, error) {
+	if f, ok := decodePlainLog(line); ok {
+		return f, nil
+	}
+	return decode(line)
+}
+
+// decodePlainLog decodes the most common frame of all, a log line as
+// AppendLog (and Encode) writes it, whose message needs no escape, in one
+// pass, without the general walk's syntax check, member walk and
+// unquoting (about three quarters of a log frame's cost in the broker).
+// It accepts only lines the general decoder accepts, with the same
+// result; anything else (another shape, an escape, a control character,
+// an unknown level) is false, for the general decoder to judge.
+func decodePlainLog(line []byte) (*Log, bool) {
+	const pre, mid, end = `{"type":"log","level":"`, `","message":"`, `"}`
+	rest, ok := bytes.CutPrefix(line, []byte(pre))
+	if !ok {
+		return nil, false
+	}
+	q := bytes.IndexByte(rest, '"')
+	if q < 0 {
+		return nil, false
+	}
+	level := string(rest[:q])
+	if !oneOf(level, levels) {
+		return nil, false
+	}
+	if rest, ok = bytes.CutPrefix(rest[q:], []byte(mid)); !ok {
+		return nil, false
+	}
+	rest = bytes.TrimSuffix(rest, []byte("\n"))
+	if rest, ok = bytes.CutSuffix(rest, []byte(end)); !ok {
+		return nil, false
+	}
+	for _, c := range rest {
+		if c < 0x20 || c == '"' || c == '\\' {
+			return nil, false
+		}
+	}
+	if !utf8.Valid(rest) {
+		return nil, false
+	}
+	return &Log{Level: level, Message: string(rest)}, true
+}
+
+func decode(line []byte) (Frame, error) {
 	if !utf8.Valid(line) {
 		return nil, badf("frame", "not valid UTF-8")
 	}

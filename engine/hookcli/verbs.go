@@ -1,4 +1,4 @@
-package main
+package hookcli
 
 import (
 	"bytes"
@@ -16,40 +16,21 @@ import (
 	"warden/engine/protocol"
 )
 
-// The shell helper verbs of docs/protocol.md: `warden hook context|log|
-// secret|config|call|result`, run by a hook from inside its jail. They
-// talk to the run's broker through hookkit (WARDEN_SOCKET, WARDEN_TOKEN)
-// and never open a data dir: inside the jail there is none.
-//
-// Exit codes: 0 success; 1 when the engine threw or refused (stderr says
-// `warden: <code>: <message>`) or could not be reached; 2 on usage, which
-// includes not running inside a hook at all. `hook confirm` is the one
-// exception: its status is the operator's answer (see confirmNo).
+// The shell helper verbs of docs/protocol.md. They talk to the run's
+// broker through hookkit (WARDEN_SOCKET, WARDEN_TOKEN) and never open a
+// data dir: inside the jail there is none.
 
 var errNotHook = errors.New("not running inside a warden hook (WARDEN_SOCKET/WARDEN_TOKEN unset)")
 
 var logLevels = []string{"debug", "info", "warn", "error", "success"}
 
-func (a *app) hookHelperCommands() []*cobra.Command {
-	return []*cobra.Command{
-		a.hookContextCommand(),
-		a.hookLogCommand(),
-		a.hookStoreCommand("secret", "secrets", "visit_token"),
-		a.hookStoreCommand("config", "config", "greeting_word"),
-		a.hookCallCommand(),
-		a.hookConfirmCommand(),
-		a.hookResultCommand(),
-		a.hookEgressBridgeCommand(),
-	}
-}
-
 // withHook connects to the run's broker, runs fn and closes the
 // connection. Close reports a failure the engine sent outside a call (for
 // instance a log frame answered run_ended), so it counts too.
-func (a *app) withHook(fn func(c *hookkit.Client) error) error {
+func (a *cli) withHook(fn func(c *hookkit.Client) error) error {
 	// A helper's errors go to stderr as plain text even under --json: its
 	// stdout is the value the hook script captures.
-	a.json = false
+	*a.JSON = false
 	c, err := hookkit.Connect()
 	if err != nil {
 		return hookErr(err)
@@ -68,18 +49,18 @@ func hookErr(err error) error {
 		return nil
 	case errors.Is(err, hookkit.ErrNoEngine):
 		return usageError{errNotHook}
-	case isUsage(err):
+	case IsUsage(err):
 		return err
 	}
-	var ee *exitError
+	var ee *ExitError
 	if errors.As(err, &ee) {
 		return err
 	}
 	var he *hookkit.Error
 	if errors.As(err, &he) {
-		return &exitError{code: 1, err: he} // prints "warden: <code>: <message>"
+		return &ExitError{Code: 1, Err: he} // prints "warden: <code>: <message>"
 	}
-	return &exitError{code: 1, err: err}
+	return &ExitError{Code: 1, Err: err}
 }
 
 // writeJSON prints one JSON value and a newline, without HTML escaping.
@@ -128,7 +109,7 @@ func clipArg(s string) string {
 	return fmt.Sprintf("%q", s)
 }
 
-func (a *app) hookContextCommand() *cobra.Command {
+func (a *cli) hookContextCommand() *cobra.Command {
 	var asJSON bool
 	c := &cobra.Command{
 		Use:   "context [KEY]",
@@ -151,18 +132,18 @@ a string as plain text, anything else as JSON; nothing when it is absent
 				}
 				b = bytes.TrimSuffix(b, []byte("\n"))
 				if len(argv) == 0 {
-					_, err := fmt.Fprintf(a.stdout, "%s\n", b)
+					_, err := fmt.Fprintf(a.Stdout, "%s\n", b)
 					return err
 				}
 				v, ok := lookupKey(b, argv[0])
 				switch {
 				case !ok && asJSON:
-					_, err = fmt.Fprintln(a.stdout, "null")
+					_, err = fmt.Fprintln(a.Stdout, "null")
 				case !ok:
 				case asJSON:
-					err = printRaw(a.stdout, v)
+					err = printRaw(a.Stdout, v)
 				default:
-					err = printValue(a.stdout, v)
+					err = printValue(a.Stdout, v)
 				}
 				return err
 			})
@@ -202,23 +183,45 @@ func printValue(w io.Writer, v json.RawMessage) error {
 	return printRaw(w, v)
 }
 
-func (a *app) hookLogCommand() *cobra.Command {
+func (a *cli) hookLogCommand() *cobra.Command {
 	var level string
+	var fromStdin bool
 	c := &cobra.Command{
-		Use:   "log [--level L] MSG...",
+		Use:   "log [--level L] (MSG... | --stdin)",
 		Short: "Add a line to the run's stream (levels: debug, info, warn, error, success)",
 		Long: `log sends one stream line to the engine; the operator sees it live and it
 is kept with the run. The words of MSG are joined with spaces.
+
+With --stdin it sends every line of its stdin instead, one stream line
+each, over one connection, until stdin ends: one process for a whole
+stream (` + "`producer | warden hook log --stdin`" + `), not one per line. Lines are
+taken as from stdout (a trailing \r dropped, invalid UTF-8 as U+FFFD, a
+very long line cut into pieces).
 
 Plain stdout and stderr lines are stream lines too (info and warn); log
 adds the other levels and never mixes with output a script captures.`,
 		Example: `  warden hook log "fetching the release"
   warden hook log --level success "installed $version"
-  warden hook log --level warn disk is almost full`,
-		Args: args(cobra.MinimumNArgs(1)),
+  warden hook log --level warn disk is almost full
+  apt-get -q install -y nginx 2>&1 | warden hook log --stdin --level debug`,
+		Args: args(func(c *cobra.Command, argv []string) error {
+			if fromStdin {
+				if len(argv) > 0 {
+					return fmt.Errorf("--stdin takes no MSG (got %d words)", len(argv))
+				}
+				return nil
+			}
+			return cobra.MinimumNArgs(1)(c, argv)
+		}),
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			if !slices.Contains(logLevels, level) {
 				return usageError{fmt.Errorf("--level %q: want one of %s", level, strings.Join(logLevels, ", "))}
+			}
+			if fromStdin {
+				return a.withHook(func(c *hookkit.Client) error {
+					_, err := c.LogLines(level, a.Stdin)
+					return err
+				})
 			}
 			msg := strings.Join(argv, " ")
 			if !utf8.ValidString(msg) {
@@ -230,11 +233,12 @@ adds the other levels and never mixes with output a script captures.`,
 		},
 	}
 	c.Flags().StringVar(&level, "level", "info", "debug, info, warn, error or success")
+	c.Flags().BoolVar(&fromStdin, "stdin", false, "send each line of stdin as a stream line, over one connection")
 	return c
 }
 
 // hookStoreCommand builds `secret` or `config` with get, set and delete.
-func (a *app) hookStoreCommand(verb, store, example string) *cobra.Command {
+func (a *cli) hookStoreCommand(verb, store, example string) *cobra.Command {
 	open := func(c *hookkit.Client) *hookkit.Store {
 		if store == "secrets" {
 			return c.Secrets()
@@ -269,11 +273,11 @@ With --json it prints the JSON value instead: a quoted string, or null.`, noun),
 				}
 				switch {
 				case asJSON && !ok:
-					_, err = fmt.Fprintln(a.stdout, "null")
+					_, err = fmt.Fprintln(a.Stdout, "null")
 				case asJSON:
-					err = writeJSON(a.stdout, v)
+					err = writeJSON(a.Stdout, v)
 				case ok:
-					_, err = fmt.Fprintln(a.stdout, v)
+					_, err = fmt.Fprintln(a.Stdout, v)
 				}
 				return err
 			})
@@ -323,10 +327,10 @@ process list.`, noun),
 }
 
 // readStdinValue reads a value from stdin, dropping one trailing newline.
-func (a *app) readStdinValue() (string, error) {
-	b, err := io.ReadAll(io.LimitReader(a.stdin, protocol.MaxFrame+1))
+func (a *cli) readStdinValue() (string, error) {
+	b, err := io.ReadAll(io.LimitReader(a.Stdin, protocol.MaxFrame+1))
 	if err != nil {
-		return "", &exitError{code: 1, err: fmt.Errorf("reading the value from stdin: %w", err)}
+		return "", &ExitError{Code: 1, Err: fmt.Errorf("reading the value from stdin: %w", err)}
 	}
 	if len(b) > protocol.MaxFrame {
 		return "", usageError{fmt.Errorf("the value on stdin is larger than %d bytes", protocol.MaxFrame)}
@@ -335,7 +339,7 @@ func (a *app) readStdinValue() (string, error) {
 	return string(b), nil
 }
 
-func (a *app) hookCallCommand() *cobra.Command {
+func (a *cli) hookCallCommand() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "call CAP METHOD [JSON_ARGS]",
 		Short: "Call a capability method and print the JSON value it returns",
@@ -365,7 +369,7 @@ false; while it waits, the hook's idle clock is paused.`,
 				if err != nil {
 					return err
 				}
-				return printRaw(a.stdout, v)
+				return printRaw(a.Stdout, v)
 			})
 		},
 	}
@@ -381,7 +385,7 @@ const (
 	confirmFailed = 3
 )
 
-func (a *app) hookConfirmCommand() *cobra.Command {
+func (a *cli) hookConfirmCommand() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "confirm QUESTION",
 		Short: "Ask the operator a yes/no question; the exit status is the answer",
@@ -405,7 +409,7 @@ true or false and exits 0 either way: do not use it in an if.)`,
   warden hook confirm "Wipe the cache?"; case $? in 0) wipe;; 1) echo kept;; *) exit 1;; esac`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
-			asJSON := a.json // withHook turns --json off for errors
+			asJSON := *a.JSON // withHook turns --json off for errors
 			var yes bool
 			err := a.withHook(func(c *hookkit.Client) error {
 				v, err := c.Call("operator", "confirm", argv[0])
@@ -421,12 +425,12 @@ true or false and exits 0 either way: do not use it in an if.)`,
 				return confirmErr(err)
 			}
 			if asJSON {
-				if err := writeJSON(a.stdout, map[string]bool{"confirmed": yes}); err != nil {
-					return &exitError{code: confirmFailed, err: err}
+				if err := writeJSON(a.Stdout, map[string]bool{"confirmed": yes}); err != nil {
+					return &ExitError{Code: confirmFailed, Err: err}
 				}
 			}
 			if !yes {
-				return &exitError{code: confirmNo} // silent: the "no" is the status
+				return &ExitError{Code: confirmNo} // silent: the "no" is the status
 			}
 			return nil
 		},
@@ -437,14 +441,14 @@ true or false and exits 0 either way: do not use it in an if.)`,
 // confirmErr keeps usage at 2 and moves every other failure from 1 to
 // confirmFailed, since 1 is the operator's "no".
 func confirmErr(err error) error {
-	var ee *exitError
-	if errors.As(err, &ee) && ee.code == 1 {
-		return &exitError{code: confirmFailed, err: ee.err}
+	var ee *ExitError
+	if errors.As(err, &ee) && ee.Code == 1 {
+		return &ExitError{Code: confirmFailed, Err: ee.Err}
 	}
 	return err
 }
 
-func (a *app) hookResultCommand() *cobra.Command {
+func (a *cli) hookResultCommand() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "result JSON",
 		Short: "Set the run's outputs (a JSON object; once per run)",

@@ -1,15 +1,15 @@
-package main
+package hookcli
 
 import (
 	"github.com/spf13/cobra"
 
-	"warden/engine/egress"
+	"warden/engine/egress/bridge"
 )
 
 // hookEgressBridgeCommand is `warden hook egress-bridge`: the jail's first
 // program when a hook's network is a list of names. Operators never run
 // it; the jail does, before the hook.
-func (a *app) hookEgressBridgeCommand() *cobra.Command {
+func (a *cli) hookEgressBridgeCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "egress-bridge --socket PATH -- PROGRAM [ARG...]",
 		Short: "Inside the jail: hand 127.0.0.1:3128 and :1080 to the run's egress proxy, then run the hook",
@@ -35,8 +35,8 @@ the run ends; no bridge process stays in the jail.`,
 			}
 			// On success BridgeMain execs the hook and never returns; it
 			// has said what went wrong on stderr when it does.
-			if code := egress.BridgeMain(args); code != 0 {
-				return &exitError{code: code}
+			if code := bridge.Main(args); code != 0 {
+				return &ExitError{Code: code}
 			}
 			return nil
 		},

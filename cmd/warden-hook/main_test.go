@@ -1,0 +1,66 @@
+package main
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestHelperLinksNoHeavyPackages: every `warden hook ...` call of a jailed
+// shell hook starts this binary, so it must not pay for the console, SSH,
+// MCP, NATS, Docker, cgroups, YAML or the store: their package inits are
+// what made each call cost a whole warden start (issue 25). What it does
+// link beyond the protocol client: cobra and pflag (the verbs' argv,
+// --help and usage errors are the full binary's, word for word) and
+// go-runewidth (termsafe, which escapes error text for the terminal).
+func TestHelperLinksNoHeavyPackages(t *testing.T) {
+	goCmd := "go"
+	if _, err := exec.LookPath(goCmd); err != nil {
+		goCmd = "/usr/local/go/bin/go"
+	}
+	out, err := exec.Command(goCmd, "list", "-deps", ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -deps: %v\n%s", err, out)
+	}
+	deps := strings.Fields(string(out))
+	banned := []string{
+		"github.com/charmbracelet/", // bubbletea, lipgloss, huh, bubbles, wish
+		"github.com/muesli/termenv",
+		"golang.org/x/crypto/ssh",
+		"github.com/modelcontextprotocol/",
+		"github.com/nats-io/",
+		"github.com/moby/",
+		"github.com/docker/",
+		"github.com/containerd/",
+		"github.com/godbus/",
+		"github.com/coreos/",
+		"github.com/goccy/go-yaml",
+		"go.etcd.io/bbolt",
+		"net/http", // the egress proxy's; the in-jail bridge needs none of it
+		"warden/storage",
+		"warden/tui",
+		"warden/themes",
+		"warden/engine/broker",
+		"warden/engine/hooks",
+		"warden/engine/caps",
+	}
+	for _, d := range deps {
+		for _, b := range banned {
+			if d == strings.TrimSuffix(b, "/") || strings.HasPrefix(d, b) && (strings.HasSuffix(b, "/") || len(d) == len(b) || d[len(b)] == '/') {
+				t.Errorf("warden-hook links %s", d)
+			}
+		}
+	}
+	if len(deps) > 130 {
+		t.Errorf("warden-hook links %d packages; it was 100 when this test was written", len(deps))
+	}
+	for _, want := range []string{"warden/engine/hookkit", "warden/engine/hookcli"} {
+		found := false
+		for _, d := range deps {
+			found = found || d == want
+		}
+		if !found {
+			t.Errorf("warden-hook does not link %s", want)
+		}
+	}
+}

@@ -1,0 +1,67 @@
+package broker_test
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"warden/engine/broker"
+	"warden/engine/protocol"
+)
+
+// batcher is the stub with LogBatch: it records the batches.
+type batcher struct {
+	*stub
+	bmu     sync.Mutex
+	batches int
+}
+
+func (b *batcher) LogBatch(frames []protocol.Log) {
+	b.bmu.Lock()
+	b.batches++
+	b.bmu.Unlock()
+	for _, f := range frames {
+		b.Log(f.Level, f.Message)
+	}
+}
+
+// TestLogFramesBatchedInOrder: log frames already sent reach a
+// LogBatcher together, in order, and never after a later frame of another
+// kind: a store op sent after them sees every one of them handled.
+func TestLogFramesBatchedInOrder(t *testing.T) {
+	h := &batcher{stub: newStub()}
+	b, err := broker.Start(shortDir(t), h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	c := dial(t, b)
+	c.hello()
+	var burst strings.Builder
+	for i := range 2000 {
+		burst.Write(protocol.AppendLog(nil, "info", fmt.Sprintf("line %d", i)))
+	}
+	burst.WriteString(`{"type":"store","id":1,"store":"secrets","method":"get","args":["tok"]}` + "\n")
+	burst.Write(protocol.AppendLog(nil, "warn", "after the store op"))
+	c.raw(burst.String())
+	c.returned(1)
+	if logs, _, _, _ := h.snapshot(); len(logs) < 2000 {
+		t.Fatalf("the store op was answered with %d of the 2000 lines before it handled", len(logs))
+	}
+	eventually(t, "all lines", func() bool { logs, _, _, _ := h.snapshot(); return len(logs) == 2001 })
+	logs, stores, _, _ := h.snapshot()
+	for i := range 2000 {
+		if logs[i] != fmt.Sprintf("info line %d", i) {
+			t.Fatalf("line %d is %q", i, logs[i])
+		}
+	}
+	if logs[2000] != "warn after the store op" || len(stores) != 1 {
+		t.Fatalf("after the burst: %q, %d store ops", logs[2000], len(stores))
+	}
+	h.bmu.Lock()
+	defer h.bmu.Unlock()
+	if h.batches >= 2000 {
+		t.Errorf("%d batches for 2001 lines sent in one write: not batched", h.batches)
+	}
+}
