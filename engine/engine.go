@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"warden/engine/broker"
@@ -263,9 +264,21 @@ func (e *Engine) reconcileRuns() error {
 
 // sweepDeadRun removes the cgroup a dead run's engine left behind, and
 // says what it did for the run's hook.end ("" when there was none).
+//
+// Not while the engine that started it is alive: the store's lock says
+// no engine holds this file, not that none holds a copy of it (a data
+// dir copied or restored while its engine ran lists that engine's live
+// runs, whose groups are where this one would look). On the systemd
+// route each engine's groups are in a scope of its own, which systemd
+// removes, groups and all, when that engine is gone.
 func sweepDeadRun(r RunRecord) string {
 	if r.JailMode != JailBwrap {
 		return ""
+	}
+	if r.PID > 0 && r.PID != os.Getpid() {
+		if err := syscall.Kill(r.PID, 0); err == nil || errors.Is(err, syscall.EPERM) {
+			return fmt.Sprintf("not swept: pid %d, which started the run, is alive (a copy of a data dir in use?)", r.PID)
+		}
 	}
 	removed, err := cgroup.Sweep(r.ID)
 	switch {

@@ -144,3 +144,46 @@ func TestDeadRunsQuestionAndCgroupAreClosed(t *testing.T) {
 		}
 	}
 }
+
+// A run found "running" whose engine is alive (a copy of a data dir in
+// use, opened beside it) is closed in the copy, but its cgroup, which is
+// the live engine's run's, is left alone.
+func TestDeadRunOfALiveEngineIsNotSwept(t *testing.T) {
+	needLimits(t)
+	live := exec.Command("sleep", "300") // stands for the live engine
+	if err := live.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { live.Process.Kill(); live.Wait() }()
+	dir := newDataDir(t)
+	e, err := Open(Options{DataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	rec := RunRecord{ID: e.store.NewRunID(now), Module: "m", Hook: "h", Actor: string(testActor), Status: storage.RunRunning,
+		JailMode: JailBwrap, Started: now, Deadline: now.Add(time.Hour), PID: live.Process.Pid}
+	if _, err := e.store.Update(func(tx *storage.Tx) error { return tx.CreateRun(rec) }); err != nil {
+		t.Fatal(err)
+	}
+	g, err := cgroup.New(rec.ID, cgroup.Limits{Pids: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Delete()
+	e.Close()
+
+	e = openEngine(t, Options{DataDir: dir})
+	if d := runGroupDirs(rec.ID); len(d) == 0 {
+		t.Errorf("the live engine's run group was swept")
+	}
+	for _, r := range allReceipts(t, e) {
+		var d map[string]any
+		json.Unmarshal(r.Details, &d)
+		if r.Kind == "hook.end" && d["run"] == rec.ID {
+			if c, _ := d["cgroup"].(string); !strings.Contains(c, "not swept: pid") {
+				t.Errorf("hook.end says of the cgroup %q", c)
+			}
+		}
+	}
+}

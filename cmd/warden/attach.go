@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -90,6 +91,14 @@ func openServed(dir string, set settings, lockTimeout time.Duration, logf func(s
 	return e, srv, nil
 }
 
+// stopSignalled is set by every verb that catches SIGINT, SIGTERM or
+// SIGHUP itself (noteStop): servedEngine.Close then does not wait for
+// attached runs, which its own signal handler would no longer see.
+var stopSignalled atomic.Bool
+
+// noteStop records that this process was asked to stop.
+func noteStop() { stopSignalled.Store(true) }
+
 // servedEngine is an engine this process holds and serves.
 type servedEngine struct {
 	*engine.Engine
@@ -106,13 +115,18 @@ type servedEngine struct {
 // is left is cancelled and receipted while the store is still open), and
 // closes the engine.
 func (s *servedEngine) Close() error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-	s.srv.Drain(ctx, func(n int) {
-		if s.stderr != nil {
-			fmt.Fprintf(s.stderr, "warden: waiting for %d run(s) that other warden processes started through this one (pid %d holds %s) to end; ctrl-c cancels them\n", n, os.Getpid(), s.dir)
-		}
-	})
-	stop()
+	// Not when the verb caught a stop signal of its own before it got
+	// here (hook run, mcp serve, hands): the process was asked to stop,
+	// and a SIGTERM is never swallowed by a wait.
+	if !stopSignalled.Load() {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+		s.srv.Drain(ctx, func(n int) {
+			if s.stderr != nil {
+				fmt.Fprintf(s.stderr, "warden: waiting for %d run(s) that other warden processes started through this one (pid %d holds %s) to end; ctrl-c cancels them\n", n, os.Getpid(), s.dir)
+			}
+		})
+		stop()
+	}
 	s.srv.Close()
 	return s.Engine.Close()
 }

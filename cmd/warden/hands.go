@@ -215,6 +215,7 @@ func (a *app) signalContext() (context.Context, func()) {
 		for {
 			select {
 			case s := <-sigs:
+				noteStop()
 				if ctx.Err() == nil {
 					fmt.Fprintf(a.stderr, "warden: received %v: stopping and recording what was left\n", s)
 				}

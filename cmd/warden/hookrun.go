@@ -102,6 +102,7 @@ console or ` + "`warden perms approve ID`" + ` answers it.`,
 				go func() {
 					select {
 					case sig := <-sigs:
+						noteStop()
 						// The record says what stopped the run: Ctrl-C is
 						// the operator's; a SIGTERM (timeout, kill, a
 						// supervisor) is not.
@@ -520,6 +521,7 @@ func startCatching(e engine.Facade, req engine.RunRequest, sigs chan os.Signal) 
 	case r := <-startc:
 		return r.h, r.err
 	case sig := <-sigs:
+		noteStop()
 		select {
 		case r := <-startc:
 			if r.err == nil {

@@ -84,6 +84,7 @@ func (a *app) mcpServe(ttl time.Duration, tail int) error {
 	go func() {
 		select {
 		case <-sigs:
+			noteStop()
 			cancel()
 		case <-ctx.Done():
 		}

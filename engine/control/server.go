@@ -150,6 +150,9 @@ func (s *Server) Drain(ctx context.Context, waiting func(n int)) error {
 		if n == 0 {
 			return nil
 		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		if !told && waiting != nil {
 			waiting(n)
 			told = true

@@ -2,8 +2,8 @@ package egress
 
 import (
 	"fmt"
-	"net"
 	"net/netip"
+	"syscall"
 )
 
 // denied are the address ranges the proxy never connects to for a name,
@@ -93,16 +93,47 @@ func IsHostAddr(a netip.Addr) bool {
 }
 
 // hostAddrs lists the addresses of this host's interfaces, from the
-// kernel (netlink) each time.
+// kernel each time: one netlink dump of the address table (net's
+// InterfaceAddrs dumps the link table too). For each address the local
+// one (IFA_LOCAL) counts, else IFA_ADDRESS (IPv6 has only that; on a
+// point-to-point link IFA_ADDRESS is the peer's).
 func hostAddrs() ([]netip.Addr, error) {
-	as, err := net.InterfaceAddrs()
+	tab, err := syscall.NetlinkRIB(syscall.RTM_GETADDR, syscall.AF_UNSPEC)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("netlink: %w", err)
 	}
-	out := make([]netip.Addr, 0, len(as))
-	for _, a := range as {
-		if p, err := netip.ParsePrefix(a.String()); err == nil {
-			out = append(out, p.Addr())
+	msgs, err := syscall.ParseNetlinkMessage(tab)
+	if err != nil {
+		return nil, fmt.Errorf("netlink: %w", err)
+	}
+	var out []netip.Addr
+	for i := range msgs {
+		m := &msgs[i]
+		if m.Header.Type == syscall.NLMSG_DONE {
+			break
+		}
+		if m.Header.Type != syscall.RTM_NEWADDR {
+			continue
+		}
+		attrs, err := syscall.ParseNetlinkRouteAttr(m)
+		if err != nil {
+			return nil, fmt.Errorf("netlink: %w", err)
+		}
+		var local, addr netip.Addr
+		for _, a := range attrs {
+			ip, ok := netip.AddrFromSlice(a.Value)
+			switch {
+			case !ok:
+			case a.Attr.Type == syscall.IFA_LOCAL:
+				local = ip
+			case a.Attr.Type == syscall.IFA_ADDRESS:
+				addr = ip
+			}
+		}
+		if local.IsValid() {
+			out = append(out, local)
+		} else if addr.IsValid() {
+			out = append(out, addr)
 		}
 	}
 	return out, nil

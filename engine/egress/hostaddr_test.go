@@ -136,3 +136,32 @@ func needOrSkip(t *testing.T, why string) {
 	}
 	t.Skip(why)
 }
+
+// hostAddrs (one netlink dump) finds every address net.InterfaceAddrs
+// does on this host.
+func TestHostAddrsMatchTheStandardLibrary(t *testing.T) {
+	got, err := hostAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	std, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	have := map[netip.Addr]bool{}
+	for _, a := range got {
+		have[a] = true
+	}
+	for _, a := range std {
+		p, err := netip.ParsePrefix(a.String())
+		if err != nil {
+			continue
+		}
+		if !have[p.Addr()] {
+			t.Errorf("net.InterfaceAddrs has %s, hostAddrs does not (%v)", p.Addr(), got)
+		}
+	}
+	if len(got) == 0 {
+		t.Error("no address at all (not even loopback)")
+	}
+}

@@ -63,8 +63,15 @@ func (s *Spawner) Start(cmd *exec.Cmd) error {
 	return err
 }
 
-// pinCap bounds how long pinTmpfs looks for the jail's tmpfs.
-const pinCap = 10 * time.Second
+// pinCap bounds how long pinTmpfs looks for the jail's tmpfs; holdCap,
+// how long the hook is held back for it. Past holdCap (a host where the
+// tmpfs cannot be pinned at all: no /proc/PID/task/PID/children, an
+// unreadable /proc/PID/root) the hook goes on, and a full tmpfs may then
+// go unnamed; the time is the hook's own, so it is kept short.
+const (
+	pinCap  = 10 * time.Second
+	holdCap = 2 * time.Second
+)
 
 // pinDelay holds pinTmpfs back before it first looks: 0, but for the
 // test that stands in for a host too loaded to look at once.
@@ -75,16 +82,20 @@ var pinDelay time.Duration
 // exits at once is still seen to have filled it (the tmpfs outlives the
 // jail's mount namespace while it is held).
 //
-// bwrap waits (--block-fd) until they are held, or until pinCap has
+// bwrap waits (--block-fd) until they are held, or until holdCap has
 // passed, so nothing of the hook runs before.
 func (s *Spawner) pinTmpfs(done <-chan struct{}) {
 	defer s.unblockHook()
 	wantTmp, wantRun := s.sizedTmpfs()
-	deadline := time.Now().Add(pinCap)
+	start := time.Now()
+	deadline := start.Add(pinCap)
 	if pinDelay > 0 {
 		time.Sleep(pinDelay)
 	}
 	for time.Now().Before(deadline) {
+		if time.Since(start) > holdCap {
+			s.unblockHook() // the hook goes on; the tmpfs are still looked for
+		}
 		root := s.jailRoot()
 		s.mu.Lock()
 		if s.closed {
