@@ -217,9 +217,12 @@ func unescapeMount(s string) string {
 // leaf and enables the controllers, as a delegated subtree is meant to be
 // used (systemd's Delegate=yes); in an ancestor (a shell's group below a
 // delegated one), runs' groups go beside this process's group, which
-// stays as it is. Root takes its own group only: every group is writable
-// by root, and climbing out of the unit systemd put it in would hide it
-// from systemd.
+// stays as it is. Root never climbs to an ancestor: every group is
+// writable by root, and climbing out of the unit systemd put it in would
+// hide it from systemd. Last, where neither serves, systemd is asked for
+// a delegated scope (scopeV2): the user's for an ordinary user; PID 1 for
+// root, unless root runs in a service unit (which wants Delegate=yes, not
+// a scope that takes warden out of it).
 func probeV2(mount string) Support {
 	b, err := os.ReadFile("/proc/self/cgroup")
 	if err != nil {
@@ -262,6 +265,14 @@ func probeV2(mount string) Support {
 		if why != "" {
 			s.Missing = append(s.Missing, why)
 		}
+	}
+	if s.Version == 0 && uid == 0 && inService(own) {
+		// Root in a service unit without Delegate=yes: a scope of its
+		// own would take warden out of its unit, hidden from it (its
+		// stop, its restart). The unit is the thing to fix.
+		s.Missing = append(s.Missing, "systemd: not asked for a scope: warden runs in the unit "+serviceOf(own)+"; give that unit Delegate=yes (examples/systemd/warden.service)")
+		s.Detail = "cgroup v2: " + strings.Join(s.Missing, "; ")
+		return s
 	}
 	if s.Version == 0 {
 		sc, why := scopeV2(mount, uid)
@@ -428,4 +439,19 @@ func JoinReasons(missing []string) string {
 		out = append(out, why)
 	}
 	return strings.Join(out, "; ")
+}
+
+// inService: cgroup path p is a systemd service unit's group, or below
+// one.
+func inService(p string) bool { return serviceOf(p) != "" }
+
+// serviceOf is the innermost *.service element of p, or "".
+func serviceOf(p string) string {
+	parts := strings.Split(p, "/")
+	for i := len(parts) - 1; i >= 0; i-- {
+		if strings.HasSuffix(parts[i], ".service") {
+			return parts[i]
+		}
+	}
+	return ""
 }
