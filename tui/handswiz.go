@@ -43,6 +43,7 @@ const (
 	formImage
 	formConfirm
 	formFinish
+	formParent // the root's parent is missing: create it? (between root and socket)
 )
 
 // otherSocket is the socket option that asks for a path.
@@ -79,10 +80,16 @@ type handsWizard struct {
 	// What the operator chose.
 	root, socketChoice, socketPath, socket, image, access string
 	confirmed                                             bool
-	candidates                                            []string
-	engine                                                engine.HandsEngineInfo // the engine on socket, as HandsEngine found it
-	images                                                []engine.HandsImage
-	finishable                                            []engine.HandsRecord
+	// create: the root's missing parent dirs the engine offers to make
+	// (HandsRootError.Create), as the last check of the root found them;
+	// createUID is whose they will be. makeParent is the answer.
+	create     []string
+	createUID  int
+	makeParent bool
+	candidates []string
+	engine     engine.HandsEngineInfo // the engine on socket, as HandsEngine found it
+	images     []engine.HandsImage
+	finishable []engine.HandsRecord
 
 	loadErr    string
 	live       string // the live validation line under the form
@@ -148,7 +155,7 @@ func (z *handsWizard) title(step string) string {
 	if z.kind == wizFinish {
 		return "Hands finish · " + step
 	}
-	n := map[int]string{formRoot: "1/5", formSocket: "2/5", formImage: "3/5", formConfirm: "5/5"}[z.which]
+	n := map[int]string{formRoot: "1/5", formParent: "1/5", formSocket: "2/5", formImage: "3/5", formConfirm: "5/5"}[z.which]
 	if step == "access" {
 		n = "4/5"
 	}
@@ -312,6 +319,24 @@ func (z *handsWizard) next() tea.Cmd {
 	switch z.which {
 	case formRoot:
 		z.root, _ = resolvePath(z.root) // checkRoot passed: it resolves
+		if len(z.create) > 0 {
+			return z.open(formParent)
+		}
+		return z.open(formSocket)
+	case formParent:
+		if !z.makeParent {
+			return z.open(formRoot) // back, the path kept
+		}
+		// The engine checks again before and after it creates anything.
+		made, err := z.sh.e.MakeHandsRootParent(z.root)
+		if err != nil {
+			cmd := z.open(formRoot)
+			z.live, z.liveOK = "✗ "+OneLine(err.Error()), false
+			return cmd
+		}
+		if len(made) > 0 {
+			z.sh.setStatus(fmt.Sprintf("created %s (mode %04o)", made[len(made)-1], engine.HandsParentMode), false)
+		}
 		return z.open(formSocket)
 	case formSocket:
 		z.socket = z.socketChoice
