@@ -227,7 +227,7 @@ func TestHandsInitWizardBadRoot(t *testing.T) {
 	c.keys("5", "i")
 	c.wait("Hands init 1/5 · root")
 	c.keys("hands/task1")
-	c.wait(`✗ hands root "`+dir+`/hands/task1"`, "does not exist yet", "(mode 1777)")
+	c.wait(`✗ hands root "`+dir+`/hands/task1"`, "does not exist yet", "(mode 1777)", "no ancestor is")
 	for range "hands/task1" {
 		c.tm.Send(keyBackspace)
 	}

@@ -144,7 +144,11 @@ func missingParent(root, parent string) error {
 			if fi.Mode()&fs.ModeSticky != 0 {
 				perm |= 0o1000
 			}
-			return refuse(fmt.Sprintf("%s is group- or world-writable (mode %04o): another user could make that directory first; pick a path under directories only you or root can write", dir, perm))
+			why := fmt.Sprintf("%s is group- or world-writable (mode %04o), and it creates a parent only where no ancestor is", dir, perm)
+			if dir == top {
+				why += ": another user could make " + create[0] + " first"
+			}
+			return refuse(why)
 		}
 		if dir == top && uid != 0 && int(st.Uid) != uid {
 			return refuse(top + " is root's, and only root may create in it")
