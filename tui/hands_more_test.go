@@ -46,7 +46,9 @@ func TestHandsWizardWithoutAnEngine(t *testing.T) {
 	c.keys("5", "i")
 	c.wait("Hands init 1/5 · root")
 	c.keys(dir+"/task1", "enter")
-	c.wait("No Docker Engine or Podman socket found", "sudo systemctl start docker", "Engine socket path")
+	c.wait("No Docker Engine or Podman socket found", "sudo systemctl start docker", "Engine socket path", "Podman as root", "drops the container's ulimits")
+	// It used to offer rootless Podman (systemctl --user start
+	// podman.socket), which init then refuses.
 	c.keys("esc")
 	c.wait("cancelled")
 	c.final()

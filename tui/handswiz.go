@@ -422,4 +422,5 @@ func (z *handsWizard) finished() {
 // socket is where engines put theirs.
 const noEngineHelp = "No Docker Engine or Podman socket found (looked at /run/docker.sock, /var/run/docker.sock, $XDG_RUNTIME_DIR/docker.sock, /run/podman/podman.sock, $XDG_RUNTIME_DIR/podman/podman.sock). " +
 	"Start Docker: sudo systemctl start docker (install it: sudo apt-get install docker.io); " +
-	"or rootless Podman: systemctl --user start podman.socket. Then type its socket path here, or esc and press i again."
+	"or Podman as root: sudo podman system service --time=0 unix:///run/podman/podman.sock (rootless Podman is refused: it drops the container's ulimits). " +
+	"Then type its socket path here, or esc and press i again."
