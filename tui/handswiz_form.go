@@ -3,6 +3,7 @@ package tui
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -45,11 +46,16 @@ func (z *handsWizard) open(which int) tea.Cmd {
 			}
 			what = "it and the directories above it that are missing too (" + strings.Join(above, ", ") + ")"
 		}
+		owner := fmt.Sprintf("you (uid %d)", z.createUID)
+		if z.createUID != os.Geteuid() {
+			// Attached: the serving engine creates it, as its user.
+			owner = fmt.Sprintf("uid %d, the user of the engine this console is attached to", z.createUID)
+		}
 		z.makeParent = true
 		groups = append(groups, huh.NewGroup(
 			huh.NewConfirm().Key("mkparent").Title("Create "+safe(parent)+"?").
-				Description(fmt.Sprintf("The root's parent does not exist yet. warden creates %s with mode %04o (only you can enter it), owned by you (uid %d); init then creates the root inside. "+
-					"It never creates a directory under one that anyone else can write, such as /tmp.", what, engine.HandsParentMode, z.createUID)).
+				Description(fmt.Sprintf("The root's parent does not exist yet. warden creates %s with mode %04o (only its owner can enter it), owned by %s; init then creates the root inside. "+
+					"It never creates a directory under one that anyone else can write, such as /tmp.", what, engine.HandsParentMode, owner)).
 				Affirmative("Create").Negative("Back").Value(&z.makeParent),
 		).Title(z.title("create the parent")))
 	case formSocket:
