@@ -50,8 +50,14 @@ func (e *Engine) ValidateHandsRoot(path string) error { return hands.ValidateRoo
 // MakeHandsRootParent creates the missing parent of a new hands root,
 // with mode 0700 as the engine's user, when ValidateHandsRoot's
 // refusal offers to (HandsRootError.Create: never under a directory
-// anyone else can write). It returns the directories made.
-func (e *Engine) MakeHandsRootParent(path string) ([]string, error) { return hands.MakeParent(path) }
+// anyone else can write). It returns the directories made. Only an
+// operator may: a viewer is refused and receipted, as for init.
+func (e *Engine) MakeHandsRootParent(actor Actor, path string) ([]string, error) {
+	if err := e.authorize(actor, "create the parent of hands root "+path); err != nil {
+		return nil, err
+	}
+	return hands.MakeParent(path)
+}
 
 // ValidateHandsSocket checks an engine socket path without dialling it:
 // absolute, clean, short enough, and a socket.

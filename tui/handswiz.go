@@ -328,7 +328,7 @@ func (z *handsWizard) next() tea.Cmd {
 			return z.open(formRoot) // back, the path kept
 		}
 		// The engine checks again before and after it creates anything.
-		made, err := z.sh.e.MakeHandsRootParent(z.root)
+		made, err := z.sh.e.MakeHandsRootParent(z.sh.opts.Actor, z.root)
 		if err != nil {
 			cmd := z.open(formRoot)
 			z.live, z.liveOK = "✗ "+OneLine(err.Error()), false

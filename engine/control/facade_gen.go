@@ -189,7 +189,7 @@ var handlers = map[string]handler{
 		if err := decodeArgs("MakeHandsRootParent", args, &a0); err != nil {
 			return nil, err
 		}
-		r0, err := e.MakeHandsRootParent(a0)
+		r0, err := e.MakeHandsRootParent(actor, a0)
 		return []any{r0}, err
 	},
 	"Module": func(ctx context.Context, e engine.Facade, actor engine.Actor, args []json.RawMessage) ([]any, error) {
@@ -525,7 +525,7 @@ func (c *Client) MCPSessions() (r0 []engine.MCPSession, err error) {
 }
 
 // MakeHandsRootParent calls engine.Facade.MakeHandsRootParent in the serving process.
-func (c *Client) MakeHandsRootParent(a0 string) (r0 []string, err error) {
+func (c *Client) MakeHandsRootParent(_ engine.Actor, a0 string) (r0 []string, err error) {
 	err = c.do(context.Background(), nil, "MakeHandsRootParent", []any{a0}, &r0)
 	return
 }
