@@ -92,6 +92,7 @@ type Facade interface {
 	HandsImages(ctx context.Context, socket string) ([]HandsImage, error)
 	HandsEngine(ctx context.Context, socket string) (HandsEngineInfo, error)
 	ValidateHandsRoot(path string) error
+	MakeHandsRootParent(actor Actor, path string) ([]string, error)
 	ValidateHandsSocket(path string) error
 }
 

@@ -37,6 +37,8 @@ const (
 	HandsEvidenceDir = hands.EvidenceDir
 	HandsReceiptFile = hands.ReceiptFile
 	HandsFailureFile = hands.FailureFile
+	// HandsParentMode is the mode of a root's parent the engine creates.
+	HandsParentMode = hands.ParentMode
 )
 
 // ValidateHandsRoot holds a path to the rules a new hands root must meet
@@ -44,6 +46,18 @@ const (
 // commas, under safe ancestors. It only looks; the console calls it as the
 // operator types.
 func (e *Engine) ValidateHandsRoot(path string) error { return hands.ValidateRoot(path) }
+
+// MakeHandsRootParent creates the missing parent of a new hands root,
+// with mode 0700 as the engine's user, when ValidateHandsRoot's
+// refusal offers to (HandsRootError.Create: never under a directory
+// anyone else can write). It returns the directories made. Only an
+// operator may: a viewer is refused and receipted, as for init.
+func (e *Engine) MakeHandsRootParent(actor Actor, path string) ([]string, error) {
+	if err := e.authorize(actor, "create the parent of hands root "+path); err != nil {
+		return nil, err
+	}
+	return hands.MakeParent(path)
+}
 
 // ValidateHandsSocket checks an engine socket path without dialling it:
 // absolute, clean, short enough, and a socket.

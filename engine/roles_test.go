@@ -78,6 +78,10 @@ func TestRolesViewerRefused(t *testing.T) {
 				_, err := e.HandsFinish(t.Context(), actor, t.TempDir(), nil)
 				return err
 			},
+			"hands parent": func() error {
+				_, err := e.MakeHandsRootParent(actor, t.TempDir()+"/missing/root")
+				return err
+			},
 			"policy set":    func() error { _, err := e.SetPolicy(actor, Policy{Subject: permsSubject}, 0); return err },
 			"secret set":    func() error { return e.SetSecret(actor, "testmod", "token", "s3cret") },
 			"secret delete": func() error { _, err := e.DeleteSecret(actor, "testmod", "token"); return err },

@@ -857,9 +857,9 @@ func (a *App) ring(r engine.Request) tea.Cmd {
 	a.toastReq = r.ID
 	// What to do comes first, so that a narrow line cuts the detail,
 	// never the instruction.
-	what := "2 to answer"
+	what := "press 2 to answer"
 	if a.sh.opts.Viewer {
-		what = "2 to see" // a viewer does not decide
+		what = "press 2 to see" // a viewer does not decide
 	}
 	if n := a.requests.pending(); n > 1 {
 		what += fmt.Sprintf(" (%d pending)", n)

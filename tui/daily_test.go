@@ -37,7 +37,7 @@ func TestRequestsTwoLandsOnOldestPending(t *testing.T) {
 	c := startConsoleSize(t, e, 80, 24)
 	c.wait("no runs yet")
 	h1 := startAsk(t, e)
-	c.wait("🔔 request 1 · 2 to answer")
+	c.wait("🔔 request 1 · press 2 to answer")
 	c.keys("2", "y")
 	c.wait("request 1: approve-once")
 	if o := h1.Wait(); !o.OK() {
@@ -46,9 +46,9 @@ func TestRequestsTwoLandsOnOldestPending(t *testing.T) {
 	// The cursor rests on request 1, decided. Two new questions arrive.
 	c.keys("1")
 	h2 := startAsk(t, e)
-	c.wait("🔔 request 2 · 2 to answer")
+	c.wait("🔔 request 2 · press 2 to answer")
 	h3 := startAsk(t, e)
-	c.wait("🔔 request 3 · 2 to answer (2 pending)")
+	c.wait("🔔 request 3 · press 2 to answer (2 pending)")
 	c.keys("2", "y")
 	c.wait("request 2: approve-once · 1 more to answer")
 	c.keys("]") // the only other pending one: request 3
@@ -318,9 +318,9 @@ func TestRequestsFilterNeverHidesTheAnswered(t *testing.T) {
 	askModule(t, e)
 	c := startConsole(t, e)
 	h1 := startAsk(t, e)
-	c.wait("🔔 request 1 · 2 to answer")
+	c.wait("🔔 request 1 · press 2 to answer")
 	h2 := startAsk(t, e)
-	c.wait("🔔 request 2 · 2 to answer (2 pending)")
+	c.wait("🔔 request 2 · press 2 to answer (2 pending)")
 	c.keys("2", "/", "#2", "enter")
 	c.wait("filter #2 (esc clears) · 1 of 2")
 	c.tm.Send(tea.MouseMsg{Button: tea.MouseButtonWheelUp, Action: tea.MouseActionPress})

@@ -66,7 +66,7 @@ func newInputsForm(sh *shared, module string, h *hooks.Hook, start func(string, 
 	}
 	f.form = huh.NewForm(huh.NewGroup(fields...).Title(fmt.Sprintf("Run %s/%s", module, h.Name)).
 		Description("enter moves on; the last enter starts the run · esc cancels")).
-		WithTheme(sh.th.Huh()).WithShowHelp(true).WithWidth(70)
+		WithTheme(sh.th.Huh()).WithShowHelp(false).WithWidth(70) // the footer shows its keys
 	f.form.SubmitCmd, f.form.CancelCmd = nil, nil
 	return f, f.form.Init()
 }

@@ -3,9 +3,11 @@ package tui
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -44,7 +46,9 @@ func TestHandsWizardWithoutAnEngine(t *testing.T) {
 	c.keys("5", "i")
 	c.wait("Hands init 1/5 · root")
 	c.keys(dir+"/task1", "enter")
-	c.wait("No Docker Engine or Podman socket found", "sudo systemctl start docker", "Engine socket path")
+	c.wait("No Docker Engine or Podman socket found", "sudo systemctl start docker", "Engine socket path", "Podman as root", "drops the container's ulimits")
+	// It used to offer rootless Podman (systemctl --user start
+	// podman.socket), which init then refuses.
 	c.keys("esc")
 	c.wait("cancelled")
 	c.final()
@@ -266,5 +270,85 @@ func TestHandsListScrolls(t *testing.T) {
 	p.update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("g")})
 	if view = p.view(80, 10); !strings.Contains(view, "▸ ready     /srv/hands/task20") {
 		t.Errorf("g under the filter lands on the first match (task20):\n%s", view)
+	}
+}
+
+// privateParentBase is a new dir whose every ancestor only root or this
+// user can write (the package's folder, not /tmp), where the engine may
+// create a root's missing parent.
+func privateParentBase(t *testing.T) string {
+	t.Helper()
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp(wd, ".warden-parent-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	for d := dir; ; d = filepath.Dir(d) {
+		if fi, err := os.Lstat(d); err != nil || fi.Mode().Perm()&0o022 != 0 {
+			t.Skipf("%s is group- or world-writable: no private dir to test in", d)
+		}
+		if d == "/" {
+			return dir
+		}
+	}
+}
+
+// A root whose parent is missing: enter offers to create it, saying
+// where and with which mode; Back creates nothing and keeps the path,
+// Create makes it 0700 and goes on. Under /tmp (world-writable) nothing
+// is offered, and the refusal says why. It used to be an error that sent
+// the operator to another terminal for mkdir -p.
+func TestHandsInitWizardCreatesMissingParent(t *testing.T) {
+	base := privateParentBase(t)
+	parent := filepath.Join(base, "hands")
+	root := filepath.Join(parent, "task1")
+	e := newEngine(t)
+	c := startConsole(t, e)
+	c.keys("5", "i")
+	c.wait("Hands init 1/5 · root")
+	c.keys(root)
+	c.wait("does not exist yet: enter offers to create it")
+	c.keys("enter")
+	c.wait("Hands init 1/5 · create the parent", "Create "+parent+"?", "mode 0700", fmt.Sprintf("uid %d", os.Geteuid()), "Create", "Back")
+	c.keys("right", "enter") // Back
+	c.wait("Hands init 1/5 · root", "does not exist yet: enter offers to create it")
+	if _, err := os.Lstat(parent); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("Back created %s: %v", parent, err)
+	}
+	c.keys("enter")
+	c.wait("Create " + parent + "?")
+	c.keys("enter") // Create, where the focus starts
+	c.wait("Hands init 2/5 · engine socket")
+	fi, err := os.Lstat(parent)
+	if err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("the parent: %v %v", fi, err)
+	}
+	if _, err := os.Lstat(root); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the root itself was created before init: %v", err)
+	}
+	c.keys("esc")
+	c.wait("hands init cancelled")
+
+	if fi, err := os.Stat("/tmp"); err != nil || fi.Mode().Perm()&0o002 == 0 {
+		t.Skip("/tmp is not world-writable here")
+	}
+	c.keys("i")
+	c.wait("Hands init 1/5 · root")
+	for range root {
+		c.tm.Send(keyBackspace)
+	}
+	c.keys("/tmp/warden-parent-never-made/task1")
+	c.wait("not create it: /tmp is", "group- or world-writable (mode 1777)")
+	c.keys("enter")
+	view := c.quit()
+	if !strings.Contains(view, "Hands init 1/5 · root") || strings.Contains(view, "Create /tmp") {
+		t.Errorf("enter moved on from a parent under /tmp:\n%s", view)
+	}
+	if _, err := os.Lstat("/tmp/warden-parent-never-made"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("created under /tmp: %v", err)
 	}
 }

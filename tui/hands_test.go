@@ -227,7 +227,7 @@ func TestHandsInitWizardBadRoot(t *testing.T) {
 	c.keys("5", "i")
 	c.wait("Hands init 1/5 · root")
 	c.keys("hands/task1")
-	c.wait(`✗ hands root "`+dir+`/hands/task1"`, "resolved:")
+	c.wait(`✗ hands root "`+dir+`/hands/task1"`, "does not exist yet", "(mode 1777)", "no ancestor is")
 	for range "hands/task1" {
 		c.tm.Send(keyBackspace)
 	}
@@ -237,13 +237,14 @@ func TestHandsInitWizardBadRoot(t *testing.T) {
 		c.tm.Send(keyBackspace)
 	}
 	os.Chdir(here)
-	c.keys("/nonexistent-warden-parent/task1")
-	c.wait("has a parent that cannot be resolved", "create the parent first (mkdir -p /nonexistent-warden-parent)")
+	// A missing parent under /tmp is not offered to be created.
+	c.keys("/tmp/nonexistent-warden-parent/task1")
+	c.wait("does not exist yet", "create it first (mkdir -p /tmp/nonexistent-warden-parent)")
 	c.keys("enter")
 	c.keys(",")
 	c.wait("contains a comma")
 	c.tm.Send(keyBackspace)
-	c.wait("mkdir -p /nonexistent-warden-parent")
+	c.wait("mkdir -p /tmp/nonexistent-warden-parent")
 	view := c.quit()
 	if !strings.Contains(view, "Hands init 1/5 · root") {
 		t.Errorf("enter moved on from a bad root:\n%s", view)

@@ -43,6 +43,7 @@ const (
 	formImage
 	formConfirm
 	formFinish
+	formParent // the root's parent is missing: create it? (between root and socket)
 )
 
 // otherSocket is the socket option that asks for a path.
@@ -79,10 +80,16 @@ type handsWizard struct {
 	// What the operator chose.
 	root, socketChoice, socketPath, socket, image, access string
 	confirmed                                             bool
-	candidates                                            []string
-	engine                                                engine.HandsEngineInfo // the engine on socket, as HandsEngine found it
-	images                                                []engine.HandsImage
-	finishable                                            []engine.HandsRecord
+	// create: the root's missing parent dirs the engine offers to make
+	// (HandsRootError.Create), as the last check of the root found them;
+	// createUID is whose they will be. makeParent is the answer.
+	create     []string
+	createUID  int
+	makeParent bool
+	candidates []string
+	engine     engine.HandsEngineInfo // the engine on socket, as HandsEngine found it
+	images     []engine.HandsImage
+	finishable []engine.HandsRecord
 
 	loadErr    string
 	live       string // the live validation line under the form
@@ -148,7 +155,7 @@ func (z *handsWizard) title(step string) string {
 	if z.kind == wizFinish {
 		return "Hands finish · " + step
 	}
-	n := map[int]string{formRoot: "1/5", formSocket: "2/5", formImage: "3/5", formConfirm: "5/5"}[z.which]
+	n := map[int]string{formRoot: "1/5", formParent: "1/5", formSocket: "2/5", formImage: "3/5", formConfirm: "5/5"}[z.which]
 	if step == "access" {
 		n = "4/5"
 	}
@@ -312,6 +319,24 @@ func (z *handsWizard) next() tea.Cmd {
 	switch z.which {
 	case formRoot:
 		z.root, _ = resolvePath(z.root) // checkRoot passed: it resolves
+		if len(z.create) > 0 {
+			return z.open(formParent)
+		}
+		return z.open(formSocket)
+	case formParent:
+		if !z.makeParent {
+			return z.open(formRoot) // back, the path kept
+		}
+		// The engine checks again before and after it creates anything.
+		made, err := z.sh.e.MakeHandsRootParent(z.sh.opts.Actor, z.root)
+		if err != nil {
+			cmd := z.open(formRoot)
+			z.live, z.liveOK = "✗ "+OneLine(err.Error()), false
+			return cmd
+		}
+		if len(made) > 0 {
+			z.sh.setStatus(fmt.Sprintf("created %s (mode %04o)", made[len(made)-1], engine.HandsParentMode), false)
+		}
 		return z.open(formSocket)
 	case formSocket:
 		z.socket = z.socketChoice
@@ -397,4 +422,5 @@ func (z *handsWizard) finished() {
 // socket is where engines put theirs.
 const noEngineHelp = "No Docker Engine or Podman socket found (looked at /run/docker.sock, /var/run/docker.sock, $XDG_RUNTIME_DIR/docker.sock, /run/podman/podman.sock, $XDG_RUNTIME_DIR/podman/podman.sock). " +
 	"Start Docker: sudo systemctl start docker (install it: sudo apt-get install docker.io); " +
-	"or rootless Podman: systemctl --user start podman.socket. Then type its socket path here, or esc and press i again."
+	"or Podman as root: sudo podman system service --time=0 unix:///run/podman/podman.sock (rootless Podman is refused: it drops the container's ulimits). " +
+	"Then type its socket path here, or esc and press i again."

@@ -1,6 +1,11 @@
 package tui
 
-import "errors"
+import (
+	"errors"
+	"path/filepath"
+
+	"warden/engine"
+)
 
 // The wizards' checks of what the operator types: the hands root's
 // path, and the engine socket, live as it is typed.
@@ -17,7 +22,16 @@ func (z *handsWizard) checkRoot(s string) error {
 	if err != nil {
 		return err
 	}
-	return z.sh.e.ValidateHandsRoot(abs)
+	z.create = nil
+	err = z.sh.e.ValidateHandsRoot(abs)
+	// A parent that is only missing, where the engine may create it,
+	// does not stop the form: enter goes on to ask whether to create it.
+	var re *engine.HandsRootError
+	if errors.As(err, &re) && len(re.Create) > 0 {
+		z.create, z.createUID = re.Create, re.UID
+		return nil
+	}
+	return err
 }
 
 // checkLive validates the focused text field as it stands, and says why
@@ -50,6 +64,10 @@ func (z *handsWizard) checkLive() {
 			return
 		}
 		abs, _ := resolvePath(z.root)
+		if len(z.create) > 0 {
+			z.live, z.liveOK = "✓ "+abs+" is new; its parent "+filepath.Dir(abs)+" does not exist yet: enter offers to create it", true
+			return
+		}
 		z.live, z.liveOK = "✓ "+abs+" is new and its ancestors are safe", true
 	case "socketPath":
 		if z.socketPath == "" {

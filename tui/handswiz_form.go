@@ -3,6 +3,8 @@ package tui
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 
 	tea "github.com/charmbracelet/bubbletea"
@@ -34,6 +36,28 @@ func (z *handsWizard) open(which int) tea.Cmd {
 				Description("a new directory for this task, not there yet, under safe ancestors (a relative path starts from the console's folder)").
 				Placeholder("/home/you/hands/task1").CharLimit(1024).Value(&z.root).Validate(z.checkRoot),
 		).Title(z.title("root")).Description("checked as you type · enter goes on · esc cancels"))
+	case formParent:
+		parent := filepath.Dir(z.root)
+		what := "it"
+		if len(z.create) > 1 {
+			above := make([]string, 0, len(z.create)-1)
+			for _, d := range z.create[:len(z.create)-1] {
+				above = append(above, safe(d))
+			}
+			what = "it and the directories above it that are missing too (" + strings.Join(above, ", ") + ")"
+		}
+		owner := fmt.Sprintf("you (uid %d)", z.createUID)
+		if z.createUID != os.Geteuid() {
+			// Attached: the serving engine creates it, as its user.
+			owner = fmt.Sprintf("uid %d, the user of the engine this console is attached to", z.createUID)
+		}
+		z.makeParent = true
+		groups = append(groups, huh.NewGroup(
+			huh.NewConfirm().Key("mkparent").Title("Create "+safe(parent)+"?").
+				Description(fmt.Sprintf("The root's parent does not exist yet. warden creates %s with mode %04o (only its owner can enter it), owned by %s; init then creates the root inside. "+
+					"It never creates a directory under one that anyone else can write, such as /tmp.", what, engine.HandsParentMode, owner)).
+				Affirmative("Create").Negative("Back").Value(&z.makeParent),
+		).Title(z.title("create the parent")))
 	case formSocket:
 		z.candidates = engine.HandsSocketCandidates()
 		opts := []huh.Option[string]{huh.NewOption("choose the engine's socket (Docker or Podman)…", "")}

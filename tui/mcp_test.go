@@ -32,7 +32,7 @@ func TestRequestsMCPCall(t *testing.T) {
 		}
 		gated <- g
 	}()
-	c.wait("request 1 · 2 to answer · mcp:claude-code/echo__say")
+	c.wait("request 1 · press 2 to answer · mcp:claude-code/echo__say")
 	c.keys("2")
 	c.wait("MCP client mcp:claude-code, tool echo__say, session mcp-s1")
 	c.keys("a")

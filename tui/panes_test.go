@@ -262,3 +262,20 @@ func TestHelpShowsEveryKeyAt80Columns(t *testing.T) {
 	}
 	golden.RequireEqual(t, []byte(strings.Join(frames, "\n")))
 }
+
+// The run form's keys are said once, in the footer: the form's own help
+// line repeated "enter submit" just above it.
+func TestRunFormKeysSaidOnce(t *testing.T) {
+	e := newEngine(t)
+	addModule(t, e, "chatty", map[string]string{"greet": "exec warden greet"},
+		map[string]string{"greet": "    inputs: {target: string}\n"})
+	c := startConsole(t, e)
+	c.keys("4")
+	c.wait("Modules (1)")
+	c.keys("enter")
+	c.wait("Run chatty/greet", "target (string)")
+	view := c.quit()
+	if n := strings.Count(view, "enter submit"); n != 1 {
+		t.Errorf("enter submit said %d times:\n%s", n, view)
+	}
+}

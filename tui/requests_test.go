@@ -37,7 +37,7 @@ func TestRequestsApproveOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The toast shows on the Streams tab; the bell rang.
-	c.wait("request 1 · 2 to answer · asker/ask", "1 pending")
+	c.wait("request 1 · press 2 to answer · asker/ask", "1 pending")
 	if n := c.bells.Load(); n != 1 {
 		t.Errorf("bell rang %d times, want 1", n)
 	}
@@ -141,7 +141,7 @@ func TestRequestsFilterMatchingNothingAnswersNothing(t *testing.T) {
 	askModule(t, e)
 	c := startConsole(t, e)
 	h1 := startAsk(t, e)
-	c.wait("🔔 request 1 · 2 to answer")
+	c.wait("🔔 request 1 · press 2 to answer")
 	c.keys("2", "/", "zzz-nothing", "enter")
 	c.wait("no match for zzz-nothing")
 	c.keys("y")

@@ -128,7 +128,7 @@ func TestConsoleAndCLIsShareOneEngine(t *testing.T) {
 	}
 	defer run.Process.Kill()
 	scr.waitFrom(mark, "1 pending")
-	scr.waitFrom(mark, "request 1 · 2 to answer · hello/greet")
+	scr.waitFrom(mark, "request 1 · press 2 to answer · hello/greet")
 	mark = scr.mark()
 
 	// Terminal 3: the decision.

@@ -34,7 +34,7 @@ func TestConsoleDailyE2E(t *testing.T) {
 		return c
 	}
 	one := cliRun("one")
-	tm.waitFor(t, "request 1 · 2 to answer · hello/greet", 30*time.Second)
+	tm.waitFor(t, "request 1 · press 2 to answer · hello/greet", 30*time.Second)
 	tm.keys(t, "2")
 	tm.waitFor(t, "operator.confirm: Greet one?", 10*time.Second)
 	tm.keys(t, "y")
@@ -46,7 +46,7 @@ func TestConsoleDailyE2E(t *testing.T) {
 	// then 2 lands on it and y answers it, not "already decided".
 	tm.keys(t, "1")
 	two := cliRun("two")
-	tm.waitFor(t, "request 2 · 2 to answer · hello/greet", 30*time.Second)
+	tm.waitFor(t, "request 2 · press 2 to answer · hello/greet", 30*time.Second)
 	tm.keys(t, "2")
 	tm.waitRe(t, `▸#2\s+pending`, 10*time.Second)
 	tm.keys(t, "y")
@@ -58,7 +58,7 @@ func TestConsoleDailyE2E(t *testing.T) {
 	// the newest run (on top), y.
 	tm.keys(t, "1")
 	three := cliRun("three")
-	tm.waitFor(t, "request 3 · 2 to answer", 30*time.Second)
+	tm.waitFor(t, "request 3 · press 2 to answer", 30*time.Second)
 	tm.keys(t, "g")
 	tm.waitFor(t, "⚠ request 3 asks: operator.confirm: Greet three? · y approve · n deny", 10*time.Second)
 	tm.keys(t, "y")

@@ -133,8 +133,8 @@ func TestSSHEndToEnd(t *testing.T) {
 
 	// Its operator.confirm rings in both consoles at once (the toast lasts
 	// 8s); in Requests both show the question.
-	opCon.waitFor(t, "request 1 · 2 to answer · hello/greet", 30*time.Second)
-	vwCon.waitFor(t, "request 1 · 2 to see · hello/greet", 10*time.Second)
+	opCon.waitFor(t, "request 1 · press 2 to answer · hello/greet", 30*time.Second)
+	vwCon.waitFor(t, "request 1 · press 2 to see · hello/greet", 10*time.Second)
 	for _, con := range []*tmuxConsole{opCon, vwCon} {
 		con.keys(t, "2")
 		con.waitFor(t, "operator.confirm: Greet ssh?", 10*time.Second)

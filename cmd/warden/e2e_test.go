@@ -64,7 +64,7 @@ func TestConsoleEndToEnd(t *testing.T) {
 	tm.waitFor(t, "stored a fresh visit_token", 10*time.Second)
 
 	// Its operator.confirm rings: toast, header count and tab badge.
-	tm.waitFor(t, "request 1 · 2 to answer · hello/greet", 10*time.Second)
+	tm.waitFor(t, "request 1 · press 2 to answer · hello/greet", 10*time.Second)
 	tm.waitFor(t, "1 pending", 10*time.Second)
 	tm.waitRe(t, `2 Requests\s+1 `, 10*time.Second)
 

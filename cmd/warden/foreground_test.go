@@ -171,3 +171,32 @@ if warden hook confirm "Store it?"; then warden hook log "branch: stored"; else 
 		t.Errorf("the approved run did not end well:\n%s", got)
 	}
 }
+
+// A foreground run's [y/N] answered elsewhere (`warden perms approve`,
+// or the console): the stream lines that follow, and the note, start on
+// lines of their own (they used to run on after "[y/N] ").
+func TestPromptAnsweredElsewhere(t *testing.T) {
+	c := newCLI(t)
+	base := privateDir(t, "warden-fgprompt-")
+	bin := wardenLink(t, base)
+	c.ok("module", "add", mcpModule(t, base, "vault", "store", "    timeout: 1m\n",
+		`if warden hook confirm "Store it?"; then warden hook log "branch: stored"; fi
+`))
+	out, done := ptyShell(t, bin+" --data-dir "+c.dir+" hook run vault store --jail=off; echo run-exit=$?")
+	waitUntil(t, "the [y/N] prompt", 20*time.Second, func() bool { return strings.Contains(out(), "[y/N] ") }, out)
+	if b, err := exec.Command(bin, "--data-dir", c.dir, "perms", "approve", "1").CombinedOutput(); err != nil {
+		t.Fatalf("perms approve 1: %v %s", err, b)
+	}
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the run did not end:\n%s", out())
+	}
+	got := out()
+	if !strings.Contains(got, "branch: stored") || !strings.Contains(got, "run-exit=0") || !strings.Contains(got, "\n(answered elsewhere)\n") {
+		t.Fatalf("the approved run did not end well:\n%s", got)
+	}
+	if regexp.MustCompile(`\[y/N\] [^\n]`).MatchString(got) {
+		t.Errorf("text ran on after the [y/N] prompt:\n%s", got)
+	}
+}

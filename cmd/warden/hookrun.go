@@ -75,10 +75,12 @@ console or ` + "`warden perms approve ID`" + ` answers it.`,
 				req := engine.RunRequest{Module: argv[0], Hook: argv[1], RawInputs: raw, Jail: jail}
 				var runID atomic.Value
 				tty, background := openTTY(a.stdin)
+				var prompt *openPrompt
 				switch {
 				case tty != nil:
 					defer tty.Close()
-					req.Confirm = ttyConfirm(tty, backgroundConfirm(e, a.stderr, &runID))
+					prompt = &openPrompt{tty: tty}
+					req.Confirm = ttyConfirm(tty, prompt, backgroundConfirm(e, a.stderr, &runID))
 				case background:
 					req.Confirm = backgroundConfirm(e, a.stderr, &runID)
 				}
@@ -113,6 +115,8 @@ console or ` + "`warden perms approve ID`" + ` answers it.`,
 				var out io.Writer = a.stdout
 				if a.json {
 					out = io.Discard
+				} else if prompt != nil {
+					out = breakPrompt{out, prompt}
 				}
 				a.follow(e, sub, h.ID, 0, out, writeLine, h.Done())
 				o := h.Wait()
@@ -440,7 +444,7 @@ func openTTY(stdin io.Reader) (tty *os.File, background bool) {
 // this process is in the terminal's foreground: a run moved to the
 // background before that (ctrl-z, bg) is not stopped by a read, and a
 // question asked there goes to background (never the terminal).
-func ttyConfirm(tty *os.File, background func(context.Context, string) (bool, error)) func(context.Context, string) (bool, error) {
+func ttyConfirm(tty *os.File, prompt *openPrompt, background func(context.Context, string) (bool, error)) func(context.Context, string) (bool, error) {
 	lines := make(chan string)
 	var reading sync.Once
 	read := func() {
@@ -467,19 +471,64 @@ func ttyConfirm(tty *os.File, background func(context.Context, string) (bool, er
 		for _, l := range strings.Split(msg, "\n") {
 			b.WriteString("  " + termsafe.String(l) + "\n")
 		}
-		b.WriteString("[y/N] ")
-		io.WriteString(tty, b.String())
+		prompt.ask(b.String() + "[y/N] ")
 		select {
 		case s, ok := <-lines:
+			prompt.answered() // the operator's enter ended the line
 			if !ok {
 				return false, io.EOF
 			}
 			return strings.EqualFold(s, "y") || strings.EqualFold(s, "yes"), nil
 		case <-ctx.Done():
+			prompt.breakLine()
 			fmt.Fprintln(tty, "(answered elsewhere)")
 			return false, ctx.Err()
 		}
 	}
+}
+
+// openPrompt is the terminal's [y/N] line while it waits: the run's
+// stream lines, and the note that the question was answered elsewhere
+// (the console, `warden perms approve`), start on a line of their own
+// instead of after "[y/N] ".
+type openPrompt struct {
+	mu   sync.Mutex
+	tty  io.Writer
+	open bool
+}
+
+func (p *openPrompt) ask(text string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	io.WriteString(p.tty, text)
+	p.open = true
+}
+
+func (p *openPrompt) answered() {
+	p.mu.Lock()
+	p.open = false
+	p.mu.Unlock()
+}
+
+// breakLine ends the [y/N] line if it is still open.
+func (p *openPrompt) breakLine() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.open {
+		io.WriteString(p.tty, "\n")
+		p.open = false
+	}
+}
+
+// breakPrompt writes the run's stream, ending an open [y/N] line first.
+type breakPrompt struct {
+	w io.Writer
+	p *openPrompt
+}
+
+func (b breakPrompt) Write(s []byte) (int, error) {
+	b.p.breakLine()
+	return b.w.Write(s)
 }
 
 // checkInputs types the --input flags against the hook's declared inputs

@@ -302,8 +302,8 @@ func TestSSHTwoSessionsOneRequest(t *testing.T) {
 	}
 	defer h.Cancel()
 	// Both sessions see the same new request.
-	op.waitFor(t, "request 1 · 2 to answer · hello/greet", 60*time.Second, f.log)
-	vw.waitFor(t, "request 1 · 2 to see · hello/greet", 10*time.Second, f.log)
+	op.waitFor(t, "request 1 · press 2 to answer · hello/greet", 60*time.Second, f.log)
+	vw.waitFor(t, "request 1 · press 2 to see · hello/greet", 10*time.Second, f.log)
 
 	// A no-PTY session lists it and the running hook.
 	c, err := f.dial(f.viewer)

@@ -184,6 +184,14 @@ var handlers = map[string]handler{
 		r0, err := e.MCPSessions()
 		return []any{r0}, err
 	},
+	"MakeHandsRootParent": func(ctx context.Context, e engine.Facade, actor engine.Actor, args []json.RawMessage) ([]any, error) {
+		var a0 string
+		if err := decodeArgs("MakeHandsRootParent", args, &a0); err != nil {
+			return nil, err
+		}
+		r0, err := e.MakeHandsRootParent(actor, a0)
+		return []any{r0}, err
+	},
 	"Module": func(ctx context.Context, e engine.Facade, actor engine.Actor, args []json.RawMessage) ([]any, error) {
 		var a0 string
 		if err := decodeArgs("Module", args, &a0); err != nil {
@@ -513,6 +521,12 @@ func (c *Client) MCPHands(ctx context.Context, _ engine.Actor, a0 engine.MCPCall
 // MCPSessions calls engine.Facade.MCPSessions in the serving process.
 func (c *Client) MCPSessions() (r0 []engine.MCPSession, err error) {
 	err = c.do(context.Background(), nil, "MCPSessions", nil, &r0)
+	return
+}
+
+// MakeHandsRootParent calls engine.Facade.MakeHandsRootParent in the serving process.
+func (c *Client) MakeHandsRootParent(_ engine.Actor, a0 string) (r0 []string, err error) {
+	err = c.do(context.Background(), nil, "MakeHandsRootParent", []any{a0}, &r0)
 	return
 }
 

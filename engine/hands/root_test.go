@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -129,6 +130,83 @@ func TestInitRefusesBadOptions(t *testing.T) {
 		}
 		if _, err := os.Lstat(root); !errors.Is(err, fs.ErrNotExist) {
 			t.Fatalf("%s: the root was created", name)
+		}
+	}
+}
+
+// privateBase is a new dir whose every ancestor only root or this user
+// can write (the package's own folder, not /tmp): where MakeParent may
+// create a missing parent.
+func privateBase(t *testing.T) string {
+	t.Helper()
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp(wd, ".warden-parent-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	for d := dir; ; d = filepath.Dir(d) {
+		fi, err := os.Lstat(d)
+		if err != nil || fi.Mode().Perm()&0o022 != 0 {
+			t.Skipf("%s is group- or world-writable: no private dir to test in", d)
+		}
+		if d == "/" {
+			return dir
+		}
+	}
+}
+
+// A root whose parent is only missing, under private dirs: the refusal
+// offers the dirs to create, and MakeParent creates exactly those, 0700,
+// not the root. Under a world-writable dir (/tmp) nothing is offered and
+// nothing is created, sticky or not.
+func TestMakeParent(t *testing.T) {
+	base := privateBase(t)
+	root := filepath.Join(base, "a", "b", "task1")
+	var re *RootError
+	if err := ValidateRoot(root); !errors.As(err, &re) || len(re.Create) != 2 || re.Create[0] != filepath.Join(base, "a") || re.Create[1] != filepath.Join(base, "a", "b") || re.UID != os.Geteuid() {
+		t.Fatalf("missing parent: %#v", err)
+	}
+	old := syscall.Umask(0o277) // MakeParent's mode is not the umask's
+	made, err := MakeParent(root)
+	syscall.Umask(old)
+	if err != nil || len(made) != 2 {
+		t.Fatalf("MakeParent: %v %v", made, err)
+	}
+	for _, d := range made {
+		if fi, err := os.Lstat(d); err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 {
+			t.Errorf("%s: %v %v", d, fi.Mode(), err)
+		}
+	}
+	if _, err := os.Lstat(root); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the root itself was created: %v", err)
+	}
+	if err := ValidateRoot(root); err != nil {
+		t.Errorf("after MakeParent: %v", err)
+	}
+
+	fi, err := os.Stat("/tmp")
+	if err != nil || fi.Mode().Perm()&0o002 == 0 {
+		t.Skip("/tmp is not world-writable here")
+	}
+	priv, err := os.MkdirTemp("/tmp", "warden-parent-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(priv)
+	for _, root := range []string{filepath.Join(priv, "missing", "task1"), "/tmp/warden-parent-never-made/task1"} {
+		re = nil
+		if err := ValidateRoot(root); !errors.As(err, &re) || len(re.Create) != 0 || !strings.Contains(re.Fix, "/tmp is group- or world-writable") {
+			t.Errorf("under /tmp: %#v", err)
+		}
+		if made, err := MakeParent(root); err == nil || len(made) != 0 {
+			t.Errorf("MakeParent under /tmp: %v %v", made, err)
+		}
+		if _, err := os.Lstat(filepath.Dir(root)); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s was created", filepath.Dir(root))
 		}
 	}
 }
