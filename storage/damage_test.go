@@ -1,7 +1,6 @@
-package storage
+package storage_test
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -11,75 +10,17 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	. "warden/storage"
+	"warden/storage/storagetest"
 )
 
 // damagedStore makes a real store with n receipts and closes it,
 // returning its data dir and the path of warden.db.
 func damagedStore(t testing.TB, n int) (string, string) {
 	t.Helper()
-	dir := newDir(t)
-	s := openStore(t, dir)
-	for i := 0; i < n; i++ {
-		if _, err := s.AppendReceipt(Draft{Kind: "test.fill", Actor: "local:t", Subject: "s", Summary: strings.Repeat("x", 200)}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return dir, filepath.Join(dir, DBFile)
-}
-
-// receiptsLeaf is the page id of a leaf page of the receipts bucket.
-func receiptsLeaf(t testing.TB, path string) (pgid uint64, pageSize int) {
-	t.Helper()
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	pageSize = db.Info().PageSize
-	db.View(func(tx *bolt.Tx) error {
-		root := uint64(tx.Bucket(bucketReceipts).Root())
-		if root == 0 {
-			t.Fatal("receipts bucket is inline: append more receipts")
-		}
-		pgid = root
-		// Descend to the first leaf.
-		for {
-			p, err := tx.Page(int(pgid))
-			if err != nil || p == nil {
-				t.Fatalf("page %d: %v", pgid, err)
-			}
-			if p.Type == "leaf" {
-				return nil
-			}
-			raw := make([]byte, 32)
-			f, _ := os.Open(path)
-			f.ReadAt(raw, int64(pgid)*int64(pageSize)+16)
-			f.Close()
-			pgid = binary.LittleEndian.Uint64(raw[8:16]) // first branch element's pgid
-		}
-	})
-	return pgid, pageSize
-}
-
-// flipLeafCount sets the low byte of a receipts leaf page's element count.
-func flipLeafCount(t testing.TB, path string, to byte) {
-	t.Helper()
-	pgid, ps := receiptsLeaf(t, path)
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	off := int64(pgid)*int64(ps) + 10 // count is the uint16 at 10, little-endian
-	var b [1]byte
-	f.ReadAt(b[:], off)
-	b[0] = to
-	if _, err := f.WriteAt(b[:], off); err != nil {
-		t.Fatal(err)
-	}
+	dir := filepath.Join(t.TempDir(), "data")
+	return dir, storagetest.FillReceipts(t, dir, n)
 }
 
 // truncations of a store: to half its file size, to half the pages its
@@ -100,7 +41,7 @@ func truncations(t testing.TB, path string) map[string]int64 {
 	out := map[string]int64{"half the file": fi.Size() / 2}
 	db.View(func(tx *bolt.Tx) error {
 		out["half the pages"] = tx.Size() / 2
-		out["before the receipts root"] = int64(tx.Bucket(bucketReceipts).Root()) * int64(db.Info().PageSize)
+		out["before the receipts root"] = int64(tx.Bucket([]byte("receipts")).Root()) * int64(db.Info().PageSize)
 		return nil
 	})
 	return out
@@ -161,7 +102,7 @@ func TestDamageLeafCount(t *testing.T) {
 	for _, to := range []byte{255, 20, 40} {
 		t.Run(fmt.Sprint(to), func(t *testing.T) {
 			os.WriteFile(path, whole, 0o600)
-			flipLeafCount(t, path, to)
+			storagetest.FlipLeafCount(t, path, to)
 			s, err := Open(Options{Dir: dir})
 			if err != nil {
 				wantDamaged(t, err, path)
