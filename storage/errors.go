@@ -76,12 +76,29 @@ type CorruptError struct {
 
 func (e *CorruptError) Error() string {
 	if e.Bucket == "" {
-		return fmt.Sprintf("storage corrupt: %s: %v; warden has left it as it is. Fix: stop every warden process on this data dir, "+
-			"move the damaged file aside (`mv %s %s.damaged`: keep it), then restore the newest backup of warden.db with its seal.key "+
-			"(warden has no backup or restore verb: copy both files back, 0600, as docs/operating.md \"Backups\" says) and run `warden receipts verify --full`",
-			e.Path, e.Err, e.Path, e.Path)
+		return e.Problem() + "; fix: " + e.Fix()
 	}
 	return fmt.Sprintf("storage corrupt: bucket %q key %q: %v (run `warden doctor`; restore warden.db from a backup if it persists)", e.Bucket, e.Key, e.Err)
+}
+
+// Problem is what is wrong, without the fix.
+func (e *CorruptError) Problem() string {
+	if e.Bucket == "" {
+		return fmt.Sprintf("storage corrupt: %s: %v; warden has left the file as it is", e.Path, e.Err)
+	}
+	return fmt.Sprintf("storage corrupt: bucket %q key %q: %v", e.Bucket, e.Key, e.Err)
+}
+
+// Fix is what the operator does about it: restore the newest backup,
+// keeping the damaged file.
+func (e *CorruptError) Fix() string {
+	path := e.Path
+	if path == "" {
+		path = DBFile
+	}
+	return fmt.Sprintf("stop every warden process on this data dir, move the damaged file aside (`mv %s %s.damaged`: keep it), "+
+		"then restore the newest backup of warden.db with its seal.key (warden has no backup or restore verb: copy both files back, 0600, "+
+		"as docs/operating.md \"Backups\" says) and run `warden receipts verify --full`", path, path)
 }
 
 func (e *CorruptError) Unwrap() error { return e.Err }
