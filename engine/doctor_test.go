@@ -281,7 +281,7 @@ func TestDoctorStoreDamage(t *testing.T) {
 		want   string
 	}{
 		{"leaked page", storagetest.LeakPage, "unreachable unfreed"},
-		{"leaf count", func(t testing.TB, path string) { storagetest.FlipLeafCount(t, path, 255) }, "reading it failed"},
+		{"leaf count", func(t testing.TB, path string) { storagetest.FlipLeafCount(t, path, 255) }, "past the page"},
 		{"truncated", func(t testing.TB, path string) {
 			fi, _ := os.Stat(path)
 			os.Truncate(path, fi.Size()/4)

@@ -39,11 +39,11 @@ func (s *Store) Update(fn func(*Tx) error) ([]Receipt, error) {
 // it (bbolt reading a damaged page) is returned as a *CorruptError
 // naming the file, not let through to kill the process.
 func (s *Store) View(fn func(*Tx) error) error {
-	return guarded(s.db.Path(), func() error {
+	return s.noteBroken(guarded(s.db.Path(), func() error {
 		return s.db.View(func(btx *bolt.Tx) error {
 			return fn(&Tx{s: s, btx: btx})
 		})
-	})
+	}))
 }
 
 func (s *Store) committer() {
@@ -71,6 +71,12 @@ func (s *Store) committer() {
 // back, that op is run alone so its error reflects only its own effect, and
 // the rest are retried together.
 func (s *Store) runBatch(ops []*commitOp) {
+	if ce := s.broken.Load(); ce != nil {
+		for _, op := range ops {
+			op.done <- ce
+		}
+		return
+	}
 	{
 		failed := -1
 		var failErr error
@@ -89,6 +95,7 @@ func (s *Store) runBatch(ops []*commitOp) {
 				return nil
 			})
 		})
+		s.noteBroken(err)
 		if err == nil {
 			s.head = head
 			if s.onCommit != nil {

@@ -92,48 +92,81 @@ func TestDamageNoValidMeta(t *testing.T) {
 	wantDamaged(t, err, path)
 }
 
-// One byte at a leaf page's count: verify returns a CorruptError (not
-// "intact", not a panic), and so do receipt searches. 255 panicked in
-// verify's producer after the caller had printed "intact, 0 receipts";
-// 20 faulted (SIGSEGV) there.
+// One byte at a leaf page's count. At open the page walk refuses it;
+// under an open store (the mapping sees the change at once), verify
+// returns a CorruptError (not "intact", not a panic), and so do receipt
+// searches and appends. 255 panicked in verify's producer after the
+// caller had printed "intact, 0 receipts"; 20 faulted (SIGSEGV) there.
 func TestDamageLeafCount(t *testing.T) {
-	dir, path := damagedStore(t, 200)
-	whole, _ := os.ReadFile(path)
+	_, first := damagedStore(t, 200)
+	whole, _ := os.ReadFile(first)
+	pgid, ps := storagetest.ReceiptsLeaf(t, first)
 	for _, to := range []byte{255, 20, 40} {
 		t.Run(fmt.Sprint(to), func(t *testing.T) {
+			// A store that panicked keeps its file (and lock) until the
+			// process exits: each case has a data dir of its own.
+			dir := filepath.Join(t.TempDir(), "data")
+			os.Mkdir(dir, 0o700)
+			path := filepath.Join(dir, DBFile)
 			os.WriteFile(path, whole, 0o600)
-			storagetest.FlipLeafCount(t, path, to)
+			storagetest.FlipLeafCountAt(t, path, pgid, ps, to)
+			_, err := Open(Options{Dir: dir})
+			wantDamaged(t, err, path)
+
+			os.WriteFile(path, whole, 0o600)
 			s, err := Open(Options{Dir: dir})
 			if err != nil {
-				wantDamaged(t, err, path)
-				return
+				t.Fatal(err)
 			}
 			defer s.Close()
-			for _, verify := range []func() (Verification, error){s.VerifyReceipts, func() (Verification, error) { return s.VerifyReceiptsSince(0) }} {
-				v, err := verify()
-				if err == nil && v.Intact {
-					t.Errorf("verify reports intact on a damaged page: %+v", v)
-				}
-				if err != nil {
-					wantDamaged(t, err, path)
-				}
-			}
-			for _, f := range []ReceiptFilter{{Kind: "test.fill"}, {Limit: 300}, {AfterSeq: 3}} {
-				err = s.View(func(tx *Tx) error {
-					_, err := tx.Receipts(f)
-					return err
-				})
-				if err != nil {
-					wantDamaged(t, err, path)
-				}
-			}
-			// Writes on the damaged page fail too, and leave the store usable.
-			if _, err := s.AppendReceipt(Draft{Kind: "test.after", Actor: "local:t"}); err != nil {
-				var ce *CorruptError
-				if !errors.As(err, &ce) {
-					t.Errorf("append on a damaged store: %T %v", err, err)
-				}
-			}
+			storagetest.FlipLeafCountAt(t, path, pgid, ps, to)
+			readsFailDamaged(t, s, path)
 		})
+	}
+}
+
+// A store truncated under an open store: reads fault (SIGBUS) in the
+// mapping, and come back as a CorruptError.
+func TestDamageTruncatedUnderOpenStore(t *testing.T) {
+	dir, path := damagedStore(t, 200)
+	s, err := Open(Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := os.Truncate(path, 2*4096); err != nil {
+		t.Fatal(err)
+	}
+	readsFailDamaged(t, s, path)
+}
+
+func readsFailDamaged(t *testing.T, s *Store, path string) {
+	t.Helper()
+	for _, verify := range []func() (Verification, error){s.VerifyReceipts, func() (Verification, error) { return s.VerifyReceiptsSince(0) }} {
+		v, err := verify()
+		if err == nil {
+			if v.Intact {
+				t.Errorf("verify reports intact on a damaged page: %+v", v)
+			}
+		} else {
+			wantDamaged(t, err, path)
+		}
+	}
+	for _, f := range []ReceiptFilter{{Kind: "test.fill"}, {Limit: 300}, {AfterSeq: 3}} {
+		if err := s.View(func(tx *Tx) error {
+			_, err := tx.Receipts(f)
+			return err
+		}); err != nil {
+			wantDamaged(t, err, path)
+		}
+	}
+	// Writes on the damaged page fail too, and the committer lives on.
+	for i := 0; i < 2; i++ {
+		if _, err := s.AppendReceipt(Draft{Kind: "test.after", Actor: "local:t"}); err != nil {
+			var ce *CorruptError
+			if !errors.As(err, &ce) {
+				t.Errorf("append on a damaged store: %T %v", err, err)
+			}
+		}
 	}
 }

@@ -72,6 +72,8 @@ type CorruptError struct {
 	Bucket string
 	Key    string
 	Err    error
+
+	panicked bool // bbolt panicked or faulted: its locks may be held for good
 }
 
 func (e *CorruptError) Error() string {

@@ -22,6 +22,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -85,6 +86,8 @@ type Store struct {
 
 	reserveMu sync.Mutex // one release of the reserve at a time
 
+	broken atomic.Pointer[CorruptError] // set by noteBroken: bbolt panicked or faulted
+
 	runIDs runIDs
 }
 
@@ -108,7 +111,7 @@ func Open(opts Options) (*Store, error) {
 	}
 	// bbolt trusts the file's meta pages and maps it: a truncated file
 	// faults there, which no recover can catch. Check first.
-	if err := checkFile(dbPath); err != nil {
+	if err := checkFile(dbPath, false); err != nil {
 		return nil, err
 	}
 	var db *bolt.DB
@@ -259,6 +262,9 @@ func (s *Store) Close() error {
 	s.wg.Wait()
 	if readPID(s.dir) == os.Getpid() {
 		os.Remove(filepath.Join(s.dir, PIDFile))
+	}
+	if s.broken.Load() != nil {
+		return nil // bbolt may hold its locks for good: the exit frees the file
 	}
 	return s.db.Close()
 }

@@ -611,14 +611,16 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// TestDamagedStoreOverSocket: a verify or a receipt search of a damaged
-// store through control.sock gets a CorruptError naming the file, and
-// the server lives on (both panicked and killed serve).
+// TestDamagedStoreOverSocket: a leaf page damaged under a running serve
+// (its mapping sees the change at once): a verify or a receipt search
+// through control.sock gets a CorruptError naming the file, and the
+// server lives on (both panicked and killed serve).
 func TestDamagedStoreOverSocket(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
 	path := storagetest.FillReceipts(t, dir, 200)
-	storagetest.FlipLeafCount(t, path, 255)
+	pgid, ps := storagetest.ReceiptsLeaf(t, path)
 	_, s := servedAt(t, dir)
+	storagetest.FlipLeafCountAt(t, path, pgid, ps, 255)
 	c := attach(t, filepath.Dir(s.Path()))
 	for i := 0; i < 2; i++ {
 		v, err := c.VerifyReceipts()

@@ -76,6 +76,14 @@ func ReceiptsLeaf(t testing.TB, path string) (pgid uint64, pageSize int) {
 func FlipLeafCount(t testing.TB, path string, to byte) {
 	t.Helper()
 	pgid, ps := ReceiptsLeaf(t, path)
+	FlipLeafCountAt(t, path, pgid, ps, to)
+}
+
+// FlipLeafCountAt is FlipLeafCount on a page found before (with
+// ReceiptsLeaf): the store may be open, and then its mapping sees the
+// change at once, as it would a disk's damage under a running serve.
+func FlipLeafCountAt(t testing.TB, path string, pgid uint64, ps int, to byte) {
+	t.Helper()
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		t.Fatal(err)
