@@ -330,6 +330,9 @@ func walkPages(f *os.File, m *diskMeta) error {
 		if pageHeaderSize+count*elementSize > len(p) {
 			return fmt.Errorf("page %d counts %d elements, more than its %d bytes hold", id, count, len(p))
 		}
+		if flags == branchPage && count == 0 { // bbolt's cursor would read element 0 anyway
+			return fmt.Errorf("page %d is a branch with no elements", id)
+		}
 		for i := 0; i < count; i++ {
 			at := pageHeaderSize + i*elementSize
 			e := p[at : at+elementSize]
