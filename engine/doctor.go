@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"warden/engine/caps"
 	"warden/engine/hooks"
@@ -136,6 +137,24 @@ func doctorHeld(dir string, pid int, attach func(string) (Facade, int, error), a
 }
 
 func doctorStore(dir string, add func(Check), problem func(string, string, string)) {
+	// bbolt's consistency check first, in a read-only open of its own:
+	// it must not share the file with the engine's writers, and a
+	// damaged store is diagnosed here without the engine reading it.
+	chk, err := storage.Check(dir, time.Second)
+	var ce *storage.CorruptError
+	if errors.As(err, &ce) {
+		problem("store", ce.Problem(), ce.Fix())
+		return
+	}
+	var le *storage.LockedError
+	if errors.As(err, &le) { // another process holds it: Open would wait as long to say so
+		add(Check{Name: "store", Status: "ok", Detail: le.Error()})
+		return
+	}
+	checked := ""
+	if err == nil && chk.Keys > 0 {
+		checked = fmt.Sprintf(", consistency checked (%d records, %s)", chk.Keys, chk.Took.Round(time.Millisecond))
+	}
 	e, err := Open(Options{DataDir: dir})
 	if err != nil {
 		var te *caps.TrustError
@@ -151,7 +170,7 @@ func doctorStore(dir string, add func(Check), problem func(string, string, strin
 		case errors.As(err, &se):
 			problem("store", se.Error(), "upgrade warden")
 		case errors.As(err, &ce):
-			problem("store", ce.Error(), "restore warden.db from a backup")
+			problem("store", ce.Problem(), ce.Fix())
 		case errors.As(err, &te):
 			problem("trust root", te.Problem, "warden trust rotate")
 		case storage.IsNoSpace(err):
@@ -169,7 +188,7 @@ func doctorStore(dir string, add func(Check), problem func(string, string, strin
 	case !v.Intact:
 		problem("store", fmt.Sprintf("schema %d; receipt chain broken at seq %d: %s", storage.SchemaVersion, v.BrokenSeq, v.Reason), "run `warden receipts verify`; restore warden.db from a backup")
 	default:
-		add(Check{Name: "store", Status: "ok", Detail: fmt.Sprintf("%s, schema %d, %s", e.store.Path(), storage.SchemaVersion, chainDetail(v))})
+		add(Check{Name: "store", Status: "ok", Detail: fmt.Sprintf("%s, schema %d, %s%s", e.store.Path(), storage.SchemaVersion, chainDetail(v), checked)})
 	}
 	if terr := e.auth.Err(); terr != nil {
 		var te *caps.TrustError

@@ -35,11 +35,15 @@ func (s *Store) Update(fn func(*Tx) error) ([]Receipt, error) {
 	return op.tx.appended, nil
 }
 
-// View runs fn in a read-only transaction.
+// View runs fn in a read-only transaction. A panic or memory fault in
+// it (bbolt reading a damaged page) is returned as a *CorruptError
+// naming the file, not let through to kill the process.
 func (s *Store) View(fn func(*Tx) error) error {
-	return s.db.View(func(btx *bolt.Tx) error {
-		return fn(&Tx{s: s, btx: btx})
-	})
+	return s.noteBroken(guarded(s.db.Path(), func() error {
+		return s.db.View(func(btx *bolt.Tx) error {
+			return fn(&Tx{s: s, btx: btx})
+		})
+	}))
 }
 
 func (s *Store) committer() {
@@ -67,20 +71,31 @@ func (s *Store) committer() {
 // back, that op is run alone so its error reflects only its own effect, and
 // the rest are retried together.
 func (s *Store) runBatch(ops []*commitOp) {
+	if ce := s.broken.Load(); ce != nil {
+		for _, op := range ops {
+			op.done <- ce
+		}
+		return
+	}
 	{
 		failed := -1
 		var failErr error
 		head := s.head
-		err := s.db.Update(func(btx *bolt.Tx) error {
-			for i, op := range ops {
-				op.tx = &Tx{s: s, btx: btx, head: &head}
-				if err := op.fn(op.tx); err != nil {
-					failed, failErr = i, err
-					return err
+		// A damaged page must fail the batch, not the committer (and with
+		// it the process): bbolt rolls the transaction back on a panic.
+		err := guarded(s.db.Path(), func() error {
+			return s.db.Update(func(btx *bolt.Tx) error {
+				for i, op := range ops {
+					op.tx = &Tx{s: s, btx: btx, head: &head}
+					if err := op.fn(op.tx); err != nil {
+						failed, failErr = i, err
+						return err
+					}
 				}
-			}
-			return nil
+				return nil
+			})
 		})
+		s.noteBroken(err)
 		if err == nil {
 			s.head = head
 			if s.onCommit != nil {

@@ -62,16 +62,45 @@ func (e *SchemaError) Error() string {
 	return fmt.Sprintf("warden.db has schema version %d but this warden supports up to %d: upgrade warden (or open a different --data-dir)", e.Found, e.Supported)
 }
 
-// CorruptError says a stored record failed its strict codec. It names the
-// bucket and key so the operator can find it; it never carries the value.
+// CorruptError says the store is damaged: a stored record failed its
+// strict codec (Bucket and Key name it; the value is never carried), or
+// the file itself is (Path names it, Bucket is empty): shorter than its
+// pages, no valid meta page, or a page bbolt could not read. warden never
+// changes, moves or removes a damaged file: it stays where it is.
 type CorruptError struct {
+	Path   string
 	Bucket string
 	Key    string
 	Err    error
+
+	panicked bool // bbolt panicked or faulted: its locks may be held for good
 }
 
 func (e *CorruptError) Error() string {
+	if e.Bucket == "" {
+		return e.Problem() + "; fix: " + e.Fix()
+	}
 	return fmt.Sprintf("storage corrupt: bucket %q key %q: %v (run `warden doctor`; restore warden.db from a backup if it persists)", e.Bucket, e.Key, e.Err)
+}
+
+// Problem is what is wrong, without the fix.
+func (e *CorruptError) Problem() string {
+	if e.Bucket == "" {
+		return fmt.Sprintf("storage corrupt: %s: %v; warden has left the file as it is", e.Path, e.Err)
+	}
+	return fmt.Sprintf("storage corrupt: bucket %q key %q: %v", e.Bucket, e.Key, e.Err)
+}
+
+// Fix is what the operator does about it: restore the newest backup,
+// keeping the damaged file.
+func (e *CorruptError) Fix() string {
+	path := e.Path
+	if path == "" {
+		path = DBFile
+	}
+	return fmt.Sprintf("stop every warden process on this data dir, move the damaged file aside (`mv %s %s.damaged`: keep it), "+
+		"then restore the newest backup of warden.db with its seal.key (warden has no backup or restore verb: copy both files back, 0600, "+
+		"as docs/operating.md \"Backups\" says) and run `warden receipts verify --full`", path, path)
 }
 
 func (e *CorruptError) Unwrap() error { return e.Err }

@@ -354,7 +354,10 @@ func (s *Store) verify(since uint64, full bool) (Verification, error) {
 			start, prev = tx.checkpointAtOrBefore(since)
 		}
 		var marks []checkpoint
-		v, marks = verifyChain(tx.bucket(bucketReceipts).Cursor(), start, prev)
+		var err error
+		if v, marks, err = verifyChain(tx.s.db.Path(), tx.bucket(bucketReceipts).Cursor(), start, prev); err != nil {
+			return err
+		}
 		cps := tx.bucket(bucketCheckpoints)
 		for _, m := range marks {
 			switch old := cps.Get(u64key(m.seq)); {
@@ -404,8 +407,10 @@ func (tx *Tx) checkpointAtOrBefore(seq uint64) (uint64, string) {
 // receipt on its own (decode, canonical bytes, hash), and the caller links
 // the results in seq order (contiguous keys, prev = hash before). The
 // first failure is re-examined on the slow path to say why. It returns
-// the hashes it passed at every CheckpointEvery-th seq.
-func verifyChain(c *bolt.Cursor, start uint64, prevHex string) (Verification, []checkpoint) {
+// the hashes it passed at every CheckpointEvery-th seq. A panic or fault
+// on any of its goroutines (a damaged page of path) is returned as a
+// *CorruptError, never a verdict: what was not read was not checked.
+func verifyChain(path string, c *bolt.Cursor, start uint64, prevHex string) (Verification, []checkpoint, error) {
 	const batchSize = 512
 	type result struct {
 		prev, hash [64]byte
@@ -414,6 +419,7 @@ func verifyChain(c *bolt.Cursor, start uint64, prevHex string) (Verification, []
 	type batch struct {
 		keys, raws [][]byte
 		res        []result
+		err        error // a worker's panic on this batch
 		done       chan struct{}
 	}
 	workers := min(runtime.GOMAXPROCS(0), 8)
@@ -427,46 +433,56 @@ func verifyChain(c *bolt.Cursor, start uint64, prevHex string) (Verification, []
 			defer wg.Done()
 			chk := newReceiptChecker()
 			for b := range jobs {
-				for i, k := range b.keys {
-					if len(k) == 8 {
-						r, seq := &b.res[i], bytesToU64(k)
-						if r.ok = chk.fast(b.raws[i], seq, &r.prev, &r.hash); !r.ok {
-							var p, h string
-							if p, h, r.ok = chk.check(b.raws[i], seq); r.ok {
-								copy(r.prev[:], p)
-								copy(r.hash[:], h)
+				b.err = guarded(path, func() error {
+					for i, k := range b.keys {
+						if len(k) == 8 {
+							r, seq := &b.res[i], bytesToU64(k)
+							if r.ok = chk.fast(b.raws[i], seq, &r.prev, &r.hash); !r.ok {
+								var p, h string
+								if p, h, r.ok = chk.check(b.raws[i], seq); r.ok {
+									copy(r.prev[:], p)
+									copy(r.hash[:], h)
+								}
 							}
 						}
 					}
-				}
+					return nil
+				})
 				close(b.done)
 			}
 		}()
 	}
+	// walkErr is the producer's panic, set before it closes ordered: the
+	// caller reads it after ordered is drained, so an interrupted walk is
+	// never taken for the end of the chain.
+	var walkErr error
 	go func() { // the producer: the only user of the cursor
 		defer close(ordered)
 		defer close(jobs)
-		b := &batch{done: make(chan struct{})}
-		send := func() bool {
-			b.res = make([]result, len(b.keys))
-			select {
-			case ordered <- b:
-			case <-stop:
-				return false
+		walkErr = guarded(path, func() error {
+			b := &batch{done: make(chan struct{})}
+			send := func() bool {
+				b.res = make([]result, len(b.keys))
+				select {
+				case ordered <- b:
+				case <-stop:
+					return false
+				}
+				jobs <- b
+				b = &batch{done: make(chan struct{})}
+				return true
 			}
-			jobs <- b
-			b = &batch{done: make(chan struct{})}
-			return true
-		}
-		for k, v := c.Seek(u64key(start + 1)); k != nil; k, v = c.Next() {
-			b.keys, b.raws = append(b.keys, k), append(b.raws, v)
-			if len(b.keys) == batchSize && !send() {
-				return
+			for k, v := c.Seek(u64key(start + 1)); k != nil; k, v = c.Next() {
+				b.keys, b.raws = append(b.keys, k), append(b.raws, v)
+				if len(b.keys) == batchSize && !send() {
+					return nil
+				}
 			}
-		}
-		if len(b.keys) > 0 {
-			send()
-		}
+			if len(b.keys) > 0 {
+				send()
+			}
+			return nil
+		})
 	}()
 
 	want := start + 1
@@ -474,8 +490,20 @@ func verifyChain(c *bolt.Cursor, start uint64, prevHex string) (Verification, []
 	copy(prev[:], prevHex)
 	out := Verification{Intact: true, From: start}
 	var marks []checkpoint
+	var batchErr error
+	stopWalk := func() {
+		close(stop)
+		for range ordered { // let the producer finish with the cursor
+		}
+	}
+chain:
 	for b := range ordered {
 		<-b.done
+		if b.err != nil {
+			batchErr = b.err
+			stopWalk()
+			break
+		}
 		for i, k := range b.keys {
 			if len(k) != 8 {
 				out = Verification{BrokenSeq: want, From: start, Reason: fmt.Sprintf("stray key %x among the receipts", k)}
@@ -491,15 +519,21 @@ func verifyChain(c *bolt.Cursor, start uint64, prevHex string) (Verification, []
 				want++
 				continue
 			}
-			close(stop)
-			for range ordered { // let the producer finish with the cursor
-			}
-			break
+			stopWalk()
+			break chain
 		}
 	}
 	wg.Wait() // workers read the transaction's pages: done before it closes
 	out.Count = want - 1 - start
-	return out, marks
+	// ordered is closed and drained: the producer has returned, so its
+	// error is visible here, and it outranks any verdict.
+	if walkErr != nil {
+		return Verification{}, nil, walkErr
+	}
+	if batchErr != nil {
+		return Verification{}, nil, batchErr
+	}
+	return out, marks, nil
 }
 
 // receiptChecker is the fast path of verifyChain. A receipt passes when it

@@ -22,6 +22,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -85,6 +86,8 @@ type Store struct {
 
 	reserveMu sync.Mutex // one release of the reserve at a time
 
+	broken atomic.Pointer[CorruptError] // set by noteBroken: bbolt panicked or faulted
+
 	runIDs runIDs
 }
 
@@ -106,8 +109,21 @@ func Open(opts Options) (*Store, error) {
 	if timeout <= 0 {
 		timeout = time.Second
 	}
-	db, err := bolt.Open(dbPath, 0o600, &bolt.Options{Timeout: timeout, NoSync: opts.NoSync, NoFreelistSync: noFreelistSync, FreelistType: bolt.FreelistMapType})
+	// bbolt trusts the file's meta pages and maps it: a truncated file
+	// faults there, which no recover can catch. Check first.
+	if err := checkFile(dbPath, false); err != nil {
+		return nil, err
+	}
+	var db *bolt.DB
+	err = guarded(dbPath, func() (err error) {
+		db, err = bolt.Open(dbPath, 0o600, &bolt.Options{Timeout: timeout, NoSync: opts.NoSync, NoFreelistSync: noFreelistSync, FreelistType: bolt.FreelistMapType})
+		return err
+	})
 	if err != nil {
+		var ce *CorruptError
+		if errors.As(err, &ce) {
+			return nil, err
+		}
 		if errors.Is(err, bolterrors.ErrTimeout) {
 			return nil, &LockedError{Dir: dir, PID: readPID(dir)}
 		}
@@ -134,17 +150,19 @@ func Open(opts Options) (*Store, error) {
 		os.Remove(filepath.Join(dir, PIDFile))
 		s.noPID = err
 	}
-	if err := s.initSchema(); err != nil {
+	if err := guarded(dbPath, s.initSchema); err != nil {
 		return fail(err)
 	}
 	// A missing seal.key is made fresh only while nothing is sealed: with
 	// secrets stored, a new key would silently orphan every one of them.
 	var sealed bool
-	db.View(func(tx *bolt.Tx) error {
-		k, _ := tx.Bucket(bucketSecrets).Cursor().First()
+	if err := s.View(func(tx *Tx) error {
+		k, _ := tx.bucket(bucketSecrets).Cursor().First()
 		sealed = k != nil
 		return nil
-	})
+	}); err != nil {
+		return fail(err)
+	}
 	key, err := LoadKeyFile(dir, SealKeyFile, !sealed)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -156,12 +174,12 @@ func Open(opts Options) (*Store, error) {
 	if s.seal, err = newSealer(key); err != nil {
 		return fail(err)
 	}
-	if err := db.View(func(tx *bolt.Tx) error {
+	if err := s.View(func(tx *Tx) error {
 		// An unreadable last receipt must not lock the operator out of the
 		// whole store (verify and doctor need it open): it only stops the
 		// chain from growing on a head nobody can check.
-		s.head, s.headErr = loadHead(tx)
-		last, _ := tx.Bucket(bucketRuns).Cursor().Last()
+		s.head, s.headErr = loadHead(tx.btx)
+		last, _ := tx.bucket(bucketRuns).Cursor().Last()
 		s.runIDs.seed(string(last))
 		return nil
 	}); err != nil {
@@ -244,6 +262,9 @@ func (s *Store) Close() error {
 	s.wg.Wait()
 	if readPID(s.dir) == os.Getpid() {
 		os.Remove(filepath.Join(s.dir, PIDFile))
+	}
+	if s.broken.Load() != nil {
+		return nil // bbolt may hold its locks for good: the exit frees the file
 	}
 	return s.db.Close()
 }

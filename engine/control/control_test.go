@@ -26,6 +26,7 @@ import (
 	"warden/engine"
 	"warden/engine/hookkit"
 	"warden/storage"
+	"warden/storage/storagetest"
 )
 
 func TestMain(m *testing.M) {
@@ -607,5 +608,27 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("%s did not happen within 20 s", what)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestDamagedStoreOverSocket: a leaf page damaged under a running serve
+// (its mapping sees the change at once): a verify or a receipt search
+// through control.sock gets a CorruptError naming the file, and the
+// server lives on (both panicked and killed serve).
+func TestDamagedStoreOverSocket(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	path := storagetest.FillReceipts(t, dir, 200)
+	pgid, ps := storagetest.ReceiptsLeaf(t, path)
+	_, s := servedAt(t, dir)
+	storagetest.FlipLeafCountAt(t, path, pgid, ps, 255)
+	c := attach(t, filepath.Dir(s.Path()))
+	for i := 0; i < 2; i++ {
+		v, err := c.VerifyReceipts()
+		if err == nil || !strings.Contains(err.Error(), "storage corrupt: "+path) || !strings.Contains(err.Error(), "backup") {
+			t.Fatalf("verify --full over the socket: %+v, %v", v, err)
+		}
+		if _, err := c.Receipts(storage.ReceiptFilter{Kind: "test.fill"}); err == nil || !strings.Contains(err.Error(), "storage corrupt") {
+			t.Fatalf("receipts search over the socket: %v", err)
+		}
 	}
 }
