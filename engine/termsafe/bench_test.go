@@ -9,7 +9,7 @@ import (
 // same text that copies only when it must: the baseline a line escaper
 // can hardly beat. Run both in one go:
 //
-//	go test -run '^$' -bench . ./tui/termsafe/
+//	go test -run '^$' -bench . ./engine/termsafe/
 var benchLines = map[string]string{
 	"ascii":   strings.Repeat("2026-11-29 14:00:00 info all good, 42 items done ", 4),
 	"utf8":    strings.Repeat("grüße 日本語 עברית 🎉 done ", 8),
