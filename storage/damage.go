@@ -29,12 +29,12 @@ const (
 )
 
 type diskMeta struct {
-	pageSize         uint32
-	root, freelist   uint64
-	pgid, txid       uint64
-	valid            bool
-	invalidBecause   string
-	offset, fileSize int64
+	pageSize       uint32
+	root, freelist uint64
+	pgid, txid     uint64
+	valid          bool
+	invalidBecause string
+	offset         int64
 }
 
 func parseMeta(b []byte) diskMeta {
