@@ -228,15 +228,11 @@ missingDir), which warden never creates.`,
 				if err != nil {
 					return err
 				}
-				if wardenPath == "" {
-					if wardenPath, err = os.Executable(); err != nil {
-						return fmt.Errorf("cannot find this warden binary (%v): give --warden PATH", err)
-					}
-					if real, err := filepath.EvalSymlinks(wardenPath); err == nil {
-						wardenPath = real
-					}
+				entry, err := mcpServeEntry(wardenPath, dir)
+				if err != nil {
+					return err
 				}
-				plan, err = mcpconf.PlanInstall(cl, path, name, mcpconf.Entry{Command: wardenPath, Args: []string{"mcp", "serve", "--data-dir", dir}})
+				plan, err = mcpconf.PlanInstall(cl, path, name, entry)
 				if err != nil {
 					return err
 				}
@@ -302,4 +298,20 @@ func (a *app) reportMCPPlan(p *mcpconf.Plan, install, dryRun bool) error {
 		a.printf("restart %s to load it; each tool call then waits for an operator: the console's Requests pane, or `warden perms list`\n", p.Client.Name)
 	}
 	return nil
+}
+
+// mcpServeEntry is the MCP server entry a client config or a plugin root
+// gets: wardenPath (default: this binary, by its real path) running
+// `mcp serve --data-dir dir`.
+func mcpServeEntry(wardenPath, dir string) (mcpconf.Entry, error) {
+	if wardenPath == "" {
+		var err error
+		if wardenPath, err = os.Executable(); err != nil {
+			return mcpconf.Entry{}, fmt.Errorf("cannot find this warden binary (%v): give --warden PATH", err)
+		}
+		if real, err := filepath.EvalSymlinks(wardenPath); err == nil {
+			wardenPath = real
+		}
+	}
+	return mcpconf.Entry{Command: wardenPath, Args: []string{"mcp", "serve", "--data-dir", dir}}, nil
 }

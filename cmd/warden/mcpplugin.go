@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
@@ -58,15 +57,11 @@ temp file is removed on any failure. --dry-run prints what would be written.`,
 			if err != nil {
 				return err
 			}
-			if wardenPath == "" {
-				if wardenPath, err = os.Executable(); err != nil {
-					return fmt.Errorf("cannot find this warden binary (%v): give --warden PATH", err)
-				}
-				if real, err := filepath.EvalSymlinks(wardenPath); err == nil {
-					wardenPath = real
-				}
+			entry, err := mcpServeEntry(wardenPath, dir)
+			if err != nil {
+				return err
 			}
-			prep, err := mcpconf.PreparePlugin(root, name, mcpconf.Entry{Command: wardenPath, Args: []string{"mcp", "serve", "--data-dir", dir}})
+			prep, err := mcpconf.PreparePlugin(root, name, entry)
 			if err != nil {
 				return err
 			}

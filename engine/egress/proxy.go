@@ -17,6 +17,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"warden/engine/egress/bridge"
 )
 
 // Verdict is the policy's answer for one connection, made by the engine
@@ -608,18 +610,4 @@ func reply(c net.Conn, proto string, r refusal) {
 
 // ReasonPhrase makes an operator's reason safe for a status line: printable
 // ASCII only, one line, at most 200 bytes.
-func ReasonPhrase(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		if b.Len() >= 200 {
-			b.WriteString("...")
-			break
-		}
-		if r >= 0x20 && r < 0x7f {
-			b.WriteRune(r)
-		} else {
-			b.WriteByte('?')
-		}
-	}
-	return b.String()
-}
+func ReasonPhrase(s string) string { return bridge.ReasonPhrase(s) }

@@ -135,11 +135,13 @@ func sanitizeLine(s string) string {
 			break
 		}
 	}
-	return reasonPhrase(s)
+	return ReasonPhrase(s)
 }
 
-// reasonPhrase is egress.ReasonPhrase: printable ASCII, at most 200 bytes.
-func reasonPhrase(s string) string {
+// ReasonPhrase makes an operator's reason safe for a status line:
+// printable ASCII only, one line, at most 200 bytes. (egress.ReasonPhrase
+// is this one: the bridge must not link the proxy.)
+func ReasonPhrase(s string) string {
 	var b strings.Builder
 	for _, r := range s {
 		if b.Len() >= 200 {
