@@ -307,7 +307,9 @@ func TestHandsInitWizardCreatesMissingParent(t *testing.T) {
 	parent := filepath.Join(base, "hands")
 	root := filepath.Join(parent, "task1")
 	e := newEngine(t)
-	c := startConsole(t, e)
+	// The paths are as long as the checkout's: a console wide enough that
+	// no line the test waits for wraps, wherever the clone is.
+	c := startConsoleSize(t, e, 100+2*len(root), 30)
 	c.keys("5", "i")
 	c.wait("Hands init 1/5 · root")
 	c.keys(root)
