@@ -1,4 +1,4 @@
-module warden
+module github.com/wardenhq/warden
 
 go 1.26.0
 
@@ -107,3 +107,9 @@ require (
 )
 
 replace github.com/charmbracelet/bubbletea => ./tui/third_party/bubbletea
+
+// The Go SDK is a module of its own (no dependencies), so a hook author's
+// go get brings only it; this repo builds against the checkout's copy.
+require github.com/wardenhq/warden/engine/sdk v0.0.0
+
+replace github.com/wardenhq/warden/engine/sdk => ./engine/sdk

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"warden/storage"
+	"github.com/wardenhq/warden/storage"
 )
 
 // ControlSocket is the name, in the data dir, of the socket on which the

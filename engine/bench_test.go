@@ -22,7 +22,7 @@ import (
 	"testing"
 	"time"
 
-	"warden/engine/hookkit"
+	"github.com/wardenhq/warden/engine/sdk/hookkit"
 )
 
 // opTimer collects per-op durations and reports their median, which the

@@ -7,7 +7,7 @@ import (
 	"maps"
 	"slices"
 
-	"warden/engine/protocol"
+	"github.com/wardenhq/warden/engine/sdk/protocol"
 )
 
 // capFunc implements one capability method for a run.

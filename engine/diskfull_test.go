@@ -18,9 +18,9 @@ import (
 	"syscall"
 	"testing"
 
-	"warden/engine/hookkit"
-	"warden/storage"
-	"warden/storage/storagetest"
+	"github.com/wardenhq/warden/engine/sdk/hookkit"
+	"github.com/wardenhq/warden/storage"
+	"github.com/wardenhq/warden/storage/storagetest"
 )
 
 // diskFullScenario is the hook: it fills the disk its run dir is on,

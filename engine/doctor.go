@@ -7,10 +7,10 @@ import (
 	"path/filepath"
 	"time"
 
-	"warden/engine/caps"
-	"warden/engine/hooks"
-	"warden/engine/jail"
-	"warden/storage"
+	"github.com/wardenhq/warden/engine/caps"
+	"github.com/wardenhq/warden/engine/hooks"
+	"github.com/wardenhq/warden/engine/jail"
+	"github.com/wardenhq/warden/storage"
 )
 
 // Check is one line of `warden doctor`.

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"warden/engine/hands"
+	"github.com/wardenhq/warden/engine/hands"
 )
 
 // HandsEngineInfo is what warden knows about a container engine before it

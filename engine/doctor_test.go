@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"warden/engine/caps"
-	"warden/engine/jail"
-	"warden/storage"
-	"warden/storage/storagetest"
+	"github.com/wardenhq/warden/engine/caps"
+	"github.com/wardenhq/warden/engine/jail"
+	"github.com/wardenhq/warden/storage"
+	"github.com/wardenhq/warden/storage/storagetest"
 )
 
 func needBwrap(t *testing.T) {

@@ -2,11 +2,11 @@ package engine
 
 import (
 	"fmt"
+	"github.com/wardenhq/warden/engine/perms"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
-	"warden/engine/perms"
 )
 
 // checkNumbers reads the integers after prefix in a run's CHECK line.

@@ -20,10 +20,10 @@ import (
 	"sync"
 	"time"
 
-	"warden/engine/egress"
-	"warden/engine/jail"
-	"warden/engine/perms"
-	"warden/storage"
+	"github.com/wardenhq/warden/engine/egress"
+	"github.com/wardenhq/warden/engine/jail"
+	"github.com/wardenhq/warden/engine/perms"
+	"github.com/wardenhq/warden/storage"
 )
 
 // OpConnect is the operation of a network.connect permission request

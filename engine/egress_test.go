@@ -37,8 +37,8 @@ import (
 	"testing"
 	"time"
 
-	"warden/engine/perms"
-	"warden/storage"
+	"github.com/wardenhq/warden/engine/perms"
+	"github.com/wardenhq/warden/storage"
 )
 
 // ---- the hook side ----

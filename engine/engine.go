@@ -18,13 +18,13 @@ import (
 	"syscall"
 	"time"
 
-	"warden/engine/broker"
-	"warden/engine/caps"
-	"warden/engine/hooks"
-	"warden/engine/jail"
-	"warden/engine/jail/cgroup"
-	"warden/engine/perms"
-	"warden/storage"
+	"github.com/wardenhq/warden/engine/broker"
+	"github.com/wardenhq/warden/engine/caps"
+	"github.com/wardenhq/warden/engine/hooks"
+	"github.com/wardenhq/warden/engine/jail"
+	"github.com/wardenhq/warden/engine/jail/cgroup"
+	"github.com/wardenhq/warden/engine/perms"
+	"github.com/wardenhq/warden/storage"
 )
 
 // Re-exported so callers above the engine never import storage.

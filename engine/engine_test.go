@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"warden/storage"
+	"github.com/wardenhq/warden/storage"
 )
 
 // receiptJSON is every receipt as JSON, to grep for values.

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"warden/storage"
+	"github.com/wardenhq/warden/storage"
 )
 
 // nextEvent reads one event, failing the test if none arrives within 5s.

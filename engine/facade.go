@@ -4,8 +4,8 @@ import (
 	"context"
 	"encoding/json"
 
-	"warden/engine/hands"
-	"warden/storage"
+	"github.com/wardenhq/warden/engine/hands"
+	"github.com/wardenhq/warden/storage"
 )
 
 // Facade is the engine as the CLI, the console and the SSH server see it:

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"warden/storage"
+	"github.com/wardenhq/warden/storage"
 )
 
 // storeFixtureV2 is a data dir written by the schema-2 code (main

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"warden/storage"
+	"github.com/wardenhq/warden/storage"
 )
 
 // storeFixtureV1 is a data dir written by the schema-1 code (commit

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"warden/engine/protocol"
+	"github.com/wardenhq/warden/engine/sdk/protocol"
 )
 
 const floodFor = 10 * time.Second

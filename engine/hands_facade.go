@@ -8,8 +8,8 @@ import (
 	"time"
 	"unicode"
 
-	"warden/engine/hands"
-	"warden/storage"
+	"github.com/wardenhq/warden/engine/hands"
+	"github.com/wardenhq/warden/storage"
 )
 
 // HandsRecord is a known hands root.

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"warden/engine/hands"
-	"warden/engine/hands/handstest"
-	"warden/storage"
+	"github.com/wardenhq/warden/engine/hands"
+	"github.com/wardenhq/warden/engine/hands/handstest"
+	"github.com/wardenhq/warden/storage"
 )
 
 func handsKinds(t *testing.T, e *Engine, root string) []string {

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"warden/engine/hands"
+	"github.com/wardenhq/warden/engine/hands"
 )
 
 // What the console's hands wizards need, so tui need not import

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"warden/engine/hands/handstest"
+	"github.com/wardenhq/warden/engine/hands/handstest"
 )
 
 // The console's helpers: root rules, socket candidates and local images.

@@ -6,10 +6,10 @@ import (
 	"errors"
 	"fmt"
 
-	"warden/engine/hands"
-	"warden/engine/perms"
-	"warden/engine/protocol"
-	"warden/storage"
+	"github.com/wardenhq/warden/engine/hands"
+	"github.com/wardenhq/warden/engine/perms"
+	"github.com/wardenhq/warden/engine/sdk/protocol"
+	"github.com/wardenhq/warden/storage"
 )
 
 // The hands capabilities (docs/protocol.md; registered by

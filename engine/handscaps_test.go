@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"warden/engine/hands"
-	"warden/engine/hands/handstest"
-	"warden/engine/hookkit"
+	"github.com/wardenhq/warden/engine/hands"
+	"github.com/wardenhq/warden/engine/hands/handstest"
+	"github.com/wardenhq/warden/engine/sdk/hookkit"
 )
 
 // handsCapScenario is the hook side: it runs each op given on its command

@@ -8,7 +8,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"warden/storage"
+	"github.com/wardenhq/warden/storage"
 )
 
 const testActor Actor = "local:test"

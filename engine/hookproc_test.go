@@ -17,9 +17,9 @@ import (
 	"testing"
 	"time"
 
-	"warden/engine/egress"
-	"warden/engine/hookkit"
-	"warden/engine/protocol"
+	"github.com/wardenhq/warden/engine/egress"
+	"github.com/wardenhq/warden/engine/sdk/hookkit"
+	"github.com/wardenhq/warden/engine/sdk/protocol"
 )
 
 func TestMain(m *testing.M) {

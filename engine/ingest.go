@@ -7,7 +7,7 @@ import (
 	"sync"
 	"syscall"
 
-	"warden/storage"
+	"github.com/wardenhq/warden/storage"
 )
 
 // LinesEvent is a batch of one run's stream lines, durable before it is

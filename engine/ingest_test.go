@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"warden/storage"
+	"github.com/wardenhq/warden/storage"
 )
 
 // Producers far faster than the disk never have more than the run's

@@ -18,8 +18,8 @@ import (
 	"testing"
 	"time"
 
-	"warden/engine/hooks"
-	"warden/engine/jail"
+	"github.com/wardenhq/warden/engine/hooks"
+	"github.com/wardenhq/warden/engine/jail"
 )
 
 // jailBenchModule writes a module with one hook, noop.sh (`exit 0`).

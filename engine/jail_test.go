@@ -35,7 +35,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"warden/engine/jail"
+	"github.com/wardenhq/warden/engine/jail"
 )
 
 // needJail skips the test when bubblewrap is missing, but fails it in CI,

@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"os"
 
-	"warden/engine/hooks"
-	"warden/engine/jail"
-	"warden/engine/jail/cgroup"
+	"github.com/wardenhq/warden/engine/hooks"
+	"github.com/wardenhq/warden/engine/jail"
+	"github.com/wardenhq/warden/engine/jail/cgroup"
 )
 
 // Resource limits of jailed runs (module.yaml `limits`, under config.yaml's

@@ -3,7 +3,7 @@ package engine
 import (
 	"testing"
 
-	"warden/engine/jail/cgroup"
+	"github.com/wardenhq/warden/engine/jail/cgroup"
 )
 
 // Doctor names one reason once, with every controller it holds for.

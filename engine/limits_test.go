@@ -17,10 +17,10 @@ import (
 	"testing"
 	"time"
 
-	"warden/engine/hooks"
-	"warden/engine/jail"
-	"warden/engine/jail/cgroup"
-	"warden/storage"
+	"github.com/wardenhq/warden/engine/hooks"
+	"github.com/wardenhq/warden/engine/jail"
+	"github.com/wardenhq/warden/engine/jail/cgroup"
+	"github.com/wardenhq/warden/storage"
 )
 
 // needLimits: jail tests that need the run's cgroup. Fails in CI.

@@ -10,8 +10,8 @@ import (
 	"sync"
 	"time"
 
-	"warden/engine/perms"
-	"warden/storage"
+	"github.com/wardenhq/warden/engine/perms"
+	"github.com/wardenhq/warden/storage"
 )
 
 // OpMCPCall is the operation of a permission request for an MCP tool

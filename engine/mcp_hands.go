@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"warden/storage"
+	"github.com/wardenhq/warden/storage"
 )
 
 // MCP hands tools: hands_exec, hands_read and hands_write act on a

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"warden/storage"
+	"github.com/wardenhq/warden/storage"
 )
 
 // The receipts of an MCP session's refused calls are bounded, as a hook's

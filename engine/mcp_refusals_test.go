@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"warden/engine/perms"
-	"warden/storage"
+	"github.com/wardenhq/warden/engine/perms"
+	"github.com/wardenhq/warden/storage"
 )
 
 // An MCP client's refused calls cannot fill the receipt log: 5,000

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"warden/engine/perms"
-	"warden/storage"
+	"github.com/wardenhq/warden/engine/perms"
+	"github.com/wardenhq/warden/storage"
 )
 
 // TestGateMCPNeedsAConsole: a standing attachment (`serve --ssh` with no

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"warden/engine/caps"
-	"warden/storage"
+	"github.com/wardenhq/warden/engine/caps"
+	"github.com/wardenhq/warden/storage"
 )
 
 // openFixture copies a fixture data dir into a private temp dir (git does

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"warden/engine/hooks"
-	"warden/storage"
+	"github.com/wardenhq/warden/engine/hooks"
+	"github.com/wardenhq/warden/storage"
 )
 
 // ModuleRecord is a registered module.

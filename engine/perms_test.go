@@ -18,10 +18,10 @@ import (
 	"testing"
 	"time"
 
-	"warden/engine/hookkit"
-	"warden/engine/perms"
-	"warden/engine/protocol"
-	"warden/storage"
+	"github.com/wardenhq/warden/engine/perms"
+	"github.com/wardenhq/warden/engine/sdk/hookkit"
+	"github.com/wardenhq/warden/engine/sdk/protocol"
+	"github.com/wardenhq/warden/storage"
 )
 
 const permsSubject = "hands:/srv/warden-perms-test"

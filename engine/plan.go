@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 	"slices"
 
-	"warden/engine/hooks"
-	"warden/engine/jail"
+	"github.com/wardenhq/warden/engine/hooks"
+	"github.com/wardenhq/warden/engine/jail"
 )
 
 // HookPlan is what `warden hook plan` shows: the jail a run of the hook

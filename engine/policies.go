@@ -3,8 +3,8 @@ package engine
 import (
 	"time"
 
-	"warden/engine/perms"
-	"warden/storage"
+	"github.com/wardenhq/warden/engine/perms"
+	"github.com/wardenhq/warden/storage"
 )
 
 // Policy is a subject's policy (docs/operating.md).

@@ -3,7 +3,7 @@ package engine
 import (
 	"fmt"
 
-	"warden/storage"
+	"github.com/wardenhq/warden/storage"
 )
 
 // pruneBatch bounds the streams one pruning transaction deletes, so the

@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"warden/engine/caps"
-	"warden/engine/jail/cgroup"
-	"warden/engine/perms"
-	"warden/storage"
+	"github.com/wardenhq/warden/engine/caps"
+	"github.com/wardenhq/warden/engine/jail/cgroup"
+	"github.com/wardenhq/warden/engine/perms"
+	"github.com/wardenhq/warden/storage"
 )
 
 // A run its engine left "running" (the engine was killed mid-run: the

@@ -8,9 +8,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"warden/engine/perms"
-	"warden/engine/protocol"
-	"warden/storage"
+	"github.com/wardenhq/warden/engine/perms"
+	"github.com/wardenhq/warden/engine/sdk/protocol"
+	"github.com/wardenhq/warden/storage"
 )
 
 // Request is a permission request or an operator question.

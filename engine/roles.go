@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"strings"
 
-	"warden/engine/perms"
-	"warden/storage"
+	"github.com/wardenhq/warden/engine/perms"
+	"github.com/wardenhq/warden/storage"
 )
 
 // Role is what an actor may do (docs/operating.md): an operator may change

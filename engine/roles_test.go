@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"warden/engine/hands"
+	"github.com/wardenhq/warden/engine/hands"
 )
 
 const (

@@ -15,12 +15,12 @@ import (
 	"sync/atomic"
 	"time"
 
-	"warden/engine/broker"
-	"warden/engine/caps"
-	"warden/engine/hooks"
-	"warden/engine/jail"
-	"warden/engine/protocol"
-	"warden/storage"
+	"github.com/wardenhq/warden/engine/broker"
+	"github.com/wardenhq/warden/engine/caps"
+	"github.com/wardenhq/warden/engine/hooks"
+	"github.com/wardenhq/warden/engine/jail"
+	"github.com/wardenhq/warden/engine/sdk/protocol"
+	"github.com/wardenhq/warden/storage"
 )
 
 // Jail modes.

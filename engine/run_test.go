@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"warden/engine/broker"
-	"warden/storage"
+	"github.com/wardenhq/warden/engine/broker"
+	"github.com/wardenhq/warden/storage"
 )
 
 func setupRun(t *testing.T, hooks map[string]string) *Engine {

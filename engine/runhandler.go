@@ -11,10 +11,10 @@ import (
 	"syscall"
 	"time"
 
-	"warden/engine/caps"
-	"warden/engine/hooks"
-	"warden/engine/protocol"
-	"warden/storage"
+	"github.com/wardenhq/warden/engine/caps"
+	"github.com/wardenhq/warden/engine/hooks"
+	"github.com/wardenhq/warden/engine/sdk/protocol"
+	"github.com/wardenhq/warden/storage"
 )
 
 // The broker.Handler side of a run.

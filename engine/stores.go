@@ -3,7 +3,7 @@ package engine
 import (
 	"fmt"
 
-	"warden/storage"
+	"github.com/wardenhq/warden/storage"
 )
 
 // SetSecret seals and stores a module secret. The receipt names the module

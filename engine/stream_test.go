@@ -15,7 +15,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"warden/storage"
+	"github.com/wardenhq/warden/storage"
 )
 
 // scriptModule writes a module (under the user cache dir, like

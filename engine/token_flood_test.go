@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"warden/storage"
+	"github.com/wardenhq/warden/storage"
 )
 
 // A hook that presents a revoked token (one kept from an earlier run)

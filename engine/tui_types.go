@@ -1,6 +1,6 @@
 package engine
 
-import "warden/storage"
+import "github.com/wardenhq/warden/storage"
 
 // Re-exported for the console (tui never imports storage).
 type (

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"warden/storage"
+	"github.com/wardenhq/warden/storage"
 )
 
 // TestUsernsRefusedRun: on a host whose user.max_user_namespaces is 0, a

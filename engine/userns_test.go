@@ -3,7 +3,7 @@ package engine
 import (
 	"testing"
 
-	"warden/storage"
+	"github.com/wardenhq/warden/storage"
 )
 
 // Only bwrap's own message, as the run's one line of output, makes the

@@ -11,8 +11,8 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	. "warden/storage"
-	"warden/storage/storagetest"
+	. "github.com/wardenhq/warden/storage"
+	"github.com/wardenhq/warden/storage/storagetest"
 )
 
 // seedDir holds a small real store (store.db) and damaged copies of it,

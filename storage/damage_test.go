@@ -11,8 +11,8 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	. "warden/storage"
-	"warden/storage/storagetest"
+	. "github.com/wardenhq/warden/storage"
+	"github.com/wardenhq/warden/storage/storagetest"
 )
 
 // damagedStore makes a real store with n receipts and closes it,

@@ -51,7 +51,7 @@ func newSealer(key []byte) (*sealer, error) {
 }
 
 func sealAD(module, name string) []byte {
-	return []byte("warden/secret/v1\x00" + module + "\x00" + name)
+	return []byte("github.com/wardenhq/warden/secret/v1\x00" + module + "\x00" + name)
 }
 
 func (s *sealer) seal(module, name string, value []byte) *sealedRecord {

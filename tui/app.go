@@ -18,8 +18,8 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 
-	"warden/engine"
-	"warden/themes"
+	"github.com/wardenhq/warden/engine"
+	"github.com/wardenhq/warden/themes"
 )
 
 // Options configure the console.

@@ -14,8 +14,8 @@ import (
 	"github.com/charmbracelet/x/exp/golden"
 	"github.com/charmbracelet/x/exp/teatest"
 
-	"warden/engine"
-	"warden/themes"
+	"github.com/wardenhq/warden/engine"
+	"github.com/wardenhq/warden/themes"
 )
 
 // console is a console under teatest at 100x30.

@@ -13,7 +13,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 
-	"warden/engine/termsafe"
+	"github.com/wardenhq/warden/engine/termsafe"
 )
 
 // c copies to the clipboard of the terminal the console is drawn on. The

@@ -9,7 +9,7 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
-	"warden/engine"
+	"github.com/wardenhq/warden/engine"
 )
 
 // Drilling down (k9s-style): enter on a receipt opens the run or the

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"warden/engine"
+	"github.com/wardenhq/warden/engine"
 )
 
 // TestDrillDownAndBack: enter on a request receipt opens the request, esc

@@ -8,7 +8,7 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
-	"warden/engine"
+	"github.com/wardenhq/warden/engine"
 )
 
 // driver runs the App's Update loop by hand, for tests that look at

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"warden/engine"
+	"github.com/wardenhq/warden/engine"
 )
 
 // millionScript prints 1,000,000 lines: every 1000th on stderr (a

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"warden/engine"
+	"github.com/wardenhq/warden/engine"
 )
 
 // The receipts pane reads nothing at open (the first frame draws the

@@ -11,9 +11,9 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 
-	"warden/engine"
-	"warden/engine/fleet"
-	"warden/themes"
+	"github.com/wardenhq/warden/engine"
+	"github.com/wardenhq/warden/engine/fleet"
+	"github.com/wardenhq/warden/themes"
 )
 
 // FleetSource is the fleet as the fleet console sees it: a

@@ -13,9 +13,9 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/exp/teatest"
 
-	"warden/engine"
-	"warden/engine/fleet"
-	"warden/themes"
+	"github.com/wardenhq/warden/engine"
+	"github.com/wardenhq/warden/engine/fleet"
+	"github.com/wardenhq/warden/themes"
 )
 
 // fleetHost plays the hosts behind the fleet console: it decides like

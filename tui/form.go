@@ -13,7 +13,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/huh"
 
-	"warden/engine/hooks"
+	"github.com/wardenhq/warden/engine/hooks"
 )
 
 // inputsForm is a huh form for a hook's declared inputs, embedded in the

@@ -6,7 +6,7 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
-	"warden/engine"
+	"github.com/wardenhq/warden/engine"
 )
 
 // TestCleanHandOverNeverDrawsACrash: when the process a console is

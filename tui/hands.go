@@ -9,8 +9,8 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 
-	"warden/engine"
-	"warden/engine/hands"
+	"github.com/wardenhq/warden/engine"
+	"github.com/wardenhq/warden/engine/hands"
 )
 
 type handsKeys struct {

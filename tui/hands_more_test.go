@@ -17,10 +17,10 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/moby/moby/client"
 
-	"warden/engine"
-	"warden/engine/hands"
-	"warden/engine/hands/handstest"
-	"warden/themes"
+	"github.com/wardenhq/warden/engine"
+	"github.com/wardenhq/warden/engine/hands"
+	"github.com/wardenhq/warden/engine/hands/handstest"
+	"github.com/wardenhq/warden/themes"
 )
 
 // TestHandsWizardWithoutAnEngine: with no engine socket anywhere, the

@@ -16,9 +16,9 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/exp/teatest"
 
-	"warden/engine"
-	"warden/engine/hands"
-	"warden/engine/hands/handstest"
+	"github.com/wardenhq/warden/engine"
+	"github.com/wardenhq/warden/engine/hands"
+	"github.com/wardenhq/warden/engine/hands/handstest"
 )
 
 // handsBase makes a dir for hands roots under /tmp (a root-owned sticky

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"strings"
 
-	"warden/engine"
-	"warden/engine/hands"
+	"github.com/wardenhq/warden/engine"
+	"github.com/wardenhq/warden/engine/hands"
 )
 
 // HandsStatusText is a hands root's live status and drift as text, one

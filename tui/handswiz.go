@@ -10,8 +10,8 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/huh"
 
-	"warden/engine"
-	"warden/engine/hands"
+	"github.com/wardenhq/warden/engine"
+	"github.com/wardenhq/warden/engine/hands"
 )
 
 // The hands wizards: `i` sets up a new hands root, `x` finishes one. Each

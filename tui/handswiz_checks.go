@@ -4,7 +4,7 @@ import (
 	"errors"
 	"path/filepath"
 
-	"warden/engine"
+	"github.com/wardenhq/warden/engine"
 )
 
 // The wizards' checks of what the operator types: the hands root's

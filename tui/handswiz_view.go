@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"strings"
 
-	"warden/engine"
-	"warden/engine/hands"
+	"github.com/wardenhq/warden/engine"
+	"github.com/wardenhq/warden/engine/hands"
 )
 
 // The wizards' views: the forms, the live progress of the engine's steps,

@@ -7,8 +7,8 @@ import (
 
 	"github.com/charmbracelet/x/exp/teatest"
 
-	"warden/engine"
-	"warden/themes"
+	"github.com/wardenhq/warden/engine"
+	"github.com/wardenhq/warden/themes"
 )
 
 // limitsOff is the engine on a host with no cgroup to hold runs' limits

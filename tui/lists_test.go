@@ -8,7 +8,7 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
-	"warden/engine"
+	"github.com/wardenhq/warden/engine"
 )
 
 // receiptRows counts the receipt rows of a frame (rows whose seq column

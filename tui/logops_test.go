@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"warden/engine"
+	"github.com/wardenhq/warden/engine"
 )
 
 // slowTop is the real engine, except that while held, a read of a

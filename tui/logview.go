@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"warden/engine"
+	"github.com/wardenhq/warden/engine"
 )
 
 // The log view shows one run's stream. Storage holds every line; the view

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"warden/engine"
+	"github.com/wardenhq/warden/engine"
 )
 
 // TestRequestsMCPCall: an MCP client's call shows in the Requests pane

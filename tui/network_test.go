@@ -15,7 +15,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 	"github.com/muesli/termenv"
 
-	"warden/engine"
+	"github.com/wardenhq/warden/engine"
 )
 
 // A network request shows its destination first and large-ish (a title

@@ -3,8 +3,8 @@ package tui
 import (
 	"fmt"
 
-	"warden/engine"
-	"warden/engine/hands"
+	"github.com/wardenhq/warden/engine"
+	"github.com/wardenhq/warden/engine/hands"
 )
 
 // progress is the phases of a job, each pending, current, done, skipped

@@ -7,7 +7,7 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 
-	"warden/engine"
+	"github.com/wardenhq/warden/engine"
 )
 
 // The receipts pane's / filter. What the operator types is text, matched

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"warden/engine"
+	"github.com/wardenhq/warden/engine"
 )
 
 // BenchmarkReceiptsTextFilter measures a text filter over the most the

@@ -12,7 +12,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 
-	"warden/engine"
+	"github.com/wardenhq/warden/engine"
 )
 
 // maxRequests bounds the requests (history included) the console holds.

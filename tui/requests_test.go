@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"warden/engine"
+	"github.com/wardenhq/warden/engine"
 )
 
 func askModule(t *testing.T, e engine.Facade) {

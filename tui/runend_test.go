@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"warden/engine"
+	"github.com/wardenhq/warden/engine"
 )
 
 // receiptReads is the real engine, counting walks from a run's start

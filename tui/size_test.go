@@ -8,8 +8,8 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 
-	"warden/engine"
-	"warden/themes"
+	"github.com/wardenhq/warden/engine"
+	"github.com/wardenhq/warden/themes"
 )
 
 // A viewer's 65535×65535 window-change (over SSH, one request) made the

@@ -10,7 +10,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 
-	"warden/engine"
+	"github.com/wardenhq/warden/engine"
 )
 
 // The runs list reads runsPage runs at a time by key range (the newest at

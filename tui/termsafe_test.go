@@ -13,7 +13,7 @@ import (
 
 	"github.com/charmbracelet/x/exp/teatest"
 
-	"warden/engine"
+	"github.com/wardenhq/warden/engine"
 )
 
 // hostileText is what testers sent to the operator's terminal: a screen

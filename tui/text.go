@@ -9,7 +9,7 @@ import (
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
 
-	"warden/engine/termsafe"
+	"github.com/wardenhq/warden/engine/termsafe"
 )
 
 // Stream text comes from hooks: it may hold tabs, escape sequences and

@@ -3,7 +3,7 @@ package tui
 import (
 	"strings"
 
-	"warden/engine"
+	"github.com/wardenhq/warden/engine"
 )
 
 // actorLabel is how the console names an actor: a local user as is

@@ -15,7 +15,7 @@ package main
 import (
 	"os"
 
-	"warden/engine/hookcli"
+	"github.com/wardenhq/warden/engine/hookcli"
 )
 
 // version is set at build time with -ldflags "-X main.version=...", as

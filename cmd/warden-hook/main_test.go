@@ -37,12 +37,12 @@ func TestHelperLinksNoHeavyPackages(t *testing.T) {
 		"github.com/goccy/go-yaml",
 		"go.etcd.io/bbolt",
 		"net/http", // the egress proxy's; the in-jail bridge needs none of it
-		"warden/storage",
-		"warden/tui",
-		"warden/themes",
-		"warden/engine/broker",
-		"warden/engine/hooks",
-		"warden/engine/caps",
+		"github.com/wardenhq/warden/storage",
+		"github.com/wardenhq/warden/tui",
+		"github.com/wardenhq/warden/themes",
+		"github.com/wardenhq/warden/engine/broker",
+		"github.com/wardenhq/warden/engine/hooks",
+		"github.com/wardenhq/warden/engine/caps",
 	}
 	for _, d := range deps {
 		for _, b := range banned {
@@ -54,7 +54,7 @@ func TestHelperLinksNoHeavyPackages(t *testing.T) {
 	if len(deps) > 130 {
 		t.Errorf("warden-hook links %d packages; it was 100 when this test was written", len(deps))
 	}
-	for _, want := range []string{"warden/engine/hookkit", "warden/engine/hookcli"} {
+	for _, want := range []string{"github.com/wardenhq/warden/engine/sdk/hookkit", "github.com/wardenhq/warden/engine/hookcli"} {
 		found := false
 		for _, d := range deps {
 			found = found || d == want

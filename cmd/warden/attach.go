@@ -11,9 +11,9 @@ import (
 	"syscall"
 	"time"
 
-	"warden/engine"
-	"warden/engine/control"
-	"warden/storage"
+	"github.com/wardenhq/warden/engine"
+	"github.com/wardenhq/warden/engine/control"
+	"github.com/wardenhq/warden/storage"
 )
 
 // attachWithin bounds how long a command keeps trying when the data dir

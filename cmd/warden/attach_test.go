@@ -16,12 +16,12 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/exp/teatest"
 
-	"warden/engine"
-	"warden/engine/control"
-	"warden/engine/hands/handstest"
-	"warden/storage"
-	"warden/themes"
-	"warden/tui"
+	"github.com/wardenhq/warden/engine"
+	"github.com/wardenhq/warden/engine/control"
+	"github.com/wardenhq/warden/engine/hands/handstest"
+	"github.com/wardenhq/warden/storage"
+	"github.com/wardenhq/warden/themes"
+	"github.com/wardenhq/warden/tui"
 )
 
 // wardenLink makes this test binary runnable as `warden` (TestMain runs

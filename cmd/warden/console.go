@@ -10,10 +10,10 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"warden/engine"
-	"warden/engine/hookcli"
-	"warden/themes"
-	"warden/tui"
+	"github.com/wardenhq/warden/engine"
+	"github.com/wardenhq/warden/engine/hookcli"
+	"github.com/wardenhq/warden/themes"
+	"github.com/wardenhq/warden/tui"
 )
 
 // consoleFlags are the root command's own flags: `warden` with no verb

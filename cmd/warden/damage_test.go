@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"warden/storage/storagetest"
+	"github.com/wardenhq/warden/storage/storagetest"
 )
 
 // TestDamagedStore: on a store with a flipped leaf count, `receipts

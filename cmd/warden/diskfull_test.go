@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"warden/engine"
-	"warden/storage/storagetest"
+	"github.com/wardenhq/warden/engine"
+	"github.com/wardenhq/warden/storage/storagetest"
 )
 
 // TestFullDisk: a chatty run on a small data dir fails, saying so on the

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"warden/storage"
+	"github.com/wardenhq/warden/storage"
 )
 
 // TestConsoleDailyE2E drives the real console in tmux through what daily

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"warden/engine"
+	"github.com/wardenhq/warden/engine"
 )
 
 // TestSSHEndToEnd drives `warden serve --ssh` with the real OpenSSH client,

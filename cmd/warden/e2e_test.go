@@ -13,7 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"warden/engine/hands/handstest"
+	"github.com/wardenhq/warden/engine/hands/handstest"
 )
 
 // TestConsoleEndToEnd drives the real `warden` console in a real terminal

@@ -15,8 +15,8 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"warden/engine"
-	"warden/engine/fleet"
+	"github.com/wardenhq/warden/engine"
+	"github.com/wardenhq/warden/engine/fleet"
 )
 
 // fleetFlags are how a fleet member connects (every `warden fleet` verb).

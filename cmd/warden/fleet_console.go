@@ -8,8 +8,8 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 
-	"warden/engine/fleet"
-	"warden/tui"
+	"github.com/wardenhq/warden/engine/fleet"
+	"github.com/wardenhq/warden/tui"
 )
 
 func init() { fleetConsole = runFleetConsole }

@@ -17,11 +17,11 @@ import (
 
 	"github.com/charmbracelet/x/exp/teatest"
 
-	"warden/engine/fleet"
-	"warden/engine/fleet/fleettest"
-	"warden/storage"
-	"warden/themes"
-	"warden/tui"
+	"github.com/wardenhq/warden/engine/fleet"
+	"github.com/wardenhq/warden/engine/fleet/fleettest"
+	"github.com/wardenhq/warden/storage"
+	"github.com/wardenhq/warden/themes"
+	"github.com/wardenhq/warden/tui"
 )
 
 // natsServer starts (or reuses) a private nats-server -js on loopback in

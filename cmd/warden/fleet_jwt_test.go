@@ -12,7 +12,7 @@ import (
 	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nkeys"
 
-	"warden/engine/fleet/fleettest"
+	"github.com/wardenhq/warden/engine/fleet/fleettest"
 )
 
 // natsOperatorMode is a nats-server in operator (JWT) mode: an operator,

@@ -21,10 +21,10 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"warden/engine/fleet"
-	"warden/storage"
-	"warden/themes"
-	"warden/tui"
+	"github.com/wardenhq/warden/engine/fleet"
+	"github.com/wardenhq/warden/storage"
+	"github.com/wardenhq/warden/themes"
+	"github.com/wardenhq/warden/tui"
 )
 
 // simHost speaks the host protocol through the real client: a request a

@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"warden/engine/protocol"
+	"github.com/wardenhq/warden/engine/sdk/protocol"
 )
 
 const (

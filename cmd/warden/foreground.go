@@ -11,9 +11,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"warden/engine"
-	"warden/engine/perms"
-	"warden/engine/termsafe"
+	"github.com/wardenhq/warden/engine"
+	"github.com/wardenhq/warden/engine/perms"
+	"github.com/wardenhq/warden/engine/termsafe"
 )
 
 // foreground reports whether f is a terminal whose foreground process

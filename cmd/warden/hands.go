@@ -11,9 +11,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"warden/engine"
-	"warden/engine/hands"
-	"warden/tui"
+	"github.com/wardenhq/warden/engine"
+	"github.com/wardenhq/warden/engine/hands"
+	"github.com/wardenhq/warden/tui"
 )
 
 func (a *app) handsCommand() *cobra.Command {

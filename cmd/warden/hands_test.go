@@ -17,9 +17,9 @@ import (
 
 	"github.com/moby/moby/client"
 
-	"warden/engine"
-	"warden/engine/hands"
-	"warden/engine/hands/handstest"
+	"github.com/wardenhq/warden/engine"
+	"github.com/wardenhq/warden/engine/hands"
+	"github.com/wardenhq/warden/engine/hands/handstest"
 )
 
 func TestHandsVerbs(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"warden/engine"
+	"github.com/wardenhq/warden/engine"
 )
 
 // TestMain lets this test binary be the `warden` a hook finds first on its

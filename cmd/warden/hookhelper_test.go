@@ -13,9 +13,9 @@ import (
 	"sync"
 	"testing"
 
-	"warden/engine/broker"
-	"warden/engine/hookcli"
-	"warden/engine/protocol"
+	"github.com/wardenhq/warden/engine/broker"
+	"github.com/wardenhq/warden/engine/hookcli"
+	"github.com/wardenhq/warden/engine/sdk/protocol"
 )
 
 const helperToken = "cap_" + "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"warden/storage"
+	"github.com/wardenhq/warden/storage"
 )
 
 // TestHookLogsFollowQuietRun: `hook logs RUN --follow` on a run that has

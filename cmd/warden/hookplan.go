@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"warden/engine"
+	"github.com/wardenhq/warden/engine"
 )
 
 func (a *app) hookPlanCommand() *cobra.Command {

@@ -18,11 +18,11 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"warden/engine"
-	"warden/engine/control"
-	"warden/engine/hookcli"
-	"warden/engine/hooks"
-	"warden/engine/termsafe"
+	"github.com/wardenhq/warden/engine"
+	"github.com/wardenhq/warden/engine/control"
+	"github.com/wardenhq/warden/engine/hookcli"
+	"github.com/wardenhq/warden/engine/hooks"
+	"github.com/wardenhq/warden/engine/termsafe"
 )
 
 // hookCommand holds the operator's hook verbs (run, runs, logs) and the

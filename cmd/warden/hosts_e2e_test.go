@@ -16,8 +16,8 @@ import (
 	"syscall"
 	"testing"
 
-	"warden/engine"
-	"warden/engine/jail"
+	"github.com/wardenhq/warden/engine"
+	"github.com/wardenhq/warden/engine/jail"
 )
 
 // ordinaryUID is the unprivileged user the tests run warden as (on the

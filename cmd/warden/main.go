@@ -13,10 +13,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"warden/engine"
-	"warden/engine/hookcli"
-	"warden/engine/termsafe"
-	"warden/storage"
+	"github.com/wardenhq/warden/engine"
+	"github.com/wardenhq/warden/engine/hookcli"
+	"github.com/wardenhq/warden/engine/termsafe"
+	"github.com/wardenhq/warden/storage"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".

@@ -14,9 +14,9 @@ import (
 	"github.com/spf13/cobra"
 	bolt "go.etcd.io/bbolt"
 
-	"warden/engine"
-	"warden/engine/jail"
-	"warden/storage"
+	"github.com/wardenhq/warden/engine"
+	"github.com/wardenhq/warden/engine/jail"
+	"github.com/wardenhq/warden/storage"
 )
 
 type result struct {

@@ -16,9 +16,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"warden/engine"
-	"warden/engine/control"
-	"warden/engine/hands/handstest"
+	"github.com/wardenhq/warden/engine"
+	"github.com/wardenhq/warden/engine/control"
+	"github.com/wardenhq/warden/engine/hands/handstest"
 )
 
 // mcpModule writes a module of one shell hook into a private dir.

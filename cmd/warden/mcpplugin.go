@@ -6,8 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"warden/engine"
-	"warden/engine/mcpconf"
+	"github.com/wardenhq/warden/engine"
+	"github.com/wardenhq/warden/engine/mcpconf"
 )
 
 // mcpPluginCommand is `mcp plugin`: warden as the MCP server of an

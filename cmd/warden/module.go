@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"warden/engine"
-	"warden/engine/hooks"
+	"github.com/wardenhq/warden/engine"
+	"github.com/wardenhq/warden/engine/hooks"
 )
 
 func (a *app) moduleCommand() *cobra.Command {

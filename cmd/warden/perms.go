@@ -11,9 +11,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"warden/engine"
-	"warden/engine/termsafe"
-	"warden/tui"
+	"github.com/wardenhq/warden/engine"
+	"github.com/wardenhq/warden/engine/termsafe"
+	"github.com/wardenhq/warden/tui"
 )
 
 func (a *app) permsCommand() *cobra.Command {

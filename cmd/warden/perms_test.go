@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"warden/engine"
-	"warden/engine/perms"
-	"warden/storage"
+	"github.com/wardenhq/warden/engine"
+	"github.com/wardenhq/warden/engine/perms"
+	"github.com/wardenhq/warden/storage"
 )
 
 // seedRequests opens requests straight in the store, as a run would have.

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"warden/engine"
+	"github.com/wardenhq/warden/engine"
 )
 
 // setPolicyNetwork reads --network: true, false, or a comma-separated

@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"warden/engine"
-	"warden/tui"
+	"github.com/wardenhq/warden/engine"
+	"github.com/wardenhq/warden/tui"
 )
 
 func (a *app) receiptsCommand() *cobra.Command {

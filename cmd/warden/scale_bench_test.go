@@ -20,11 +20,11 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	bolt "go.etcd.io/bbolt"
 
-	"warden/engine"
-	"warden/engine/hooks"
-	"warden/engine/jail"
-	"warden/storage"
-	"warden/tui"
+	"github.com/wardenhq/warden/engine"
+	"github.com/wardenhq/warden/engine/hooks"
+	"github.com/wardenhq/warden/engine/jail"
+	"github.com/wardenhq/warden/storage"
+	"github.com/wardenhq/warden/tui"
 )
 
 // The scale benchmark grows a data dir to 1k, 10k (and, with

@@ -12,9 +12,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"warden/engine"
-	"warden/engine/fleet"
-	"warden/tui/sshconsole"
+	"github.com/wardenhq/warden/engine"
+	"github.com/wardenhq/warden/engine/fleet"
+	"github.com/wardenhq/warden/tui/sshconsole"
 )
 
 // sshShutdownTimeout bounds how long a shutdown waits for SSH sessions to

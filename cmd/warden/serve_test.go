@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"warden/engine"
-	"warden/storage"
+	"github.com/wardenhq/warden/engine"
+	"github.com/wardenhq/warden/storage"
 )
 
 // procsWith lists the live processes whose command line contains marker.

@@ -13,8 +13,8 @@ import (
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
 
-	"warden/engine/hooks"
-	"warden/themes"
+	"github.com/wardenhq/warden/engine/hooks"
+	"github.com/wardenhq/warden/themes"
 )
 
 // settings is the console's config file, config.yaml under

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"warden/engine/hooks"
+	"github.com/wardenhq/warden/engine/hooks"
 )
 
 func TestSettingsPath(t *testing.T) {

@@ -13,8 +13,8 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"warden/engine"
-	"warden/storage"
+	"github.com/wardenhq/warden/engine"
+	"github.com/wardenhq/warden/storage"
 )
 
 func (a *app) secretsCommand() *cobra.Command {

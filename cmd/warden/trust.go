@@ -3,7 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
-	"warden/engine"
+	"github.com/wardenhq/warden/engine"
 )
 
 func (a *app) trustCommand() *cobra.Command {

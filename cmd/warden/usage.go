@@ -3,7 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
-	"warden/engine/hookcli"
+	"github.com/wardenhq/warden/engine/hookcli"
 )
 
 // refuseUnknownVerbs makes every command that only groups verbs (the root

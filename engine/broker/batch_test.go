@@ -6,8 +6,8 @@ import (
 	"sync"
 	"testing"
 
-	"warden/engine/broker"
-	"warden/engine/protocol"
+	"github.com/wardenhq/warden/engine/broker"
+	"github.com/wardenhq/warden/engine/sdk/protocol"
 )
 
 // batcher is the stub with LogBatch: it records the batches.

@@ -18,7 +18,7 @@ import (
 	"sync"
 	"time"
 
-	"warden/engine/protocol"
+	"github.com/wardenhq/warden/engine/sdk/protocol"
 )
 
 // SocketName is the broker's socket file inside the run dir.

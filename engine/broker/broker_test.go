@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"warden/engine/broker"
-	"warden/engine/protocol"
+	"github.com/wardenhq/warden/engine/broker"
+	"github.com/wardenhq/warden/engine/sdk/protocol"
 )
 
 const goodToken = "cap_" + "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"

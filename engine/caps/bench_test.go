@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"warden/storage"
+	"github.com/wardenhq/warden/storage"
 )
 
 // BenchmarkRevokeDeadSession is what the engine pays at open for each run

@@ -22,7 +22,7 @@ import (
 	"sync"
 	"time"
 
-	"warden/storage"
+	"github.com/wardenhq/warden/storage"
 )
 
 // HostSecretFile is the trust root's file name in the data dir.
@@ -130,7 +130,7 @@ func fingerprint(secret []byte) string {
 
 // tokenID is the one-way index under which a token's record is stored.
 func tokenID(token string) string {
-	sum := sha256.Sum256([]byte("warden/token-id/v1|" + token))
+	sum := sha256.Sum256([]byte("github.com/wardenhq/warden/token-id/v1|" + token))
 	return hex.EncodeToString(sum[:])
 }
 

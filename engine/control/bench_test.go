@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"warden/engine"
+	"github.com/wardenhq/warden/engine"
 )
 
 // BenchmarkFacadeCall puts a facade call over the control socket beside

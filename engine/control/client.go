@@ -13,10 +13,10 @@ import (
 	"syscall"
 	"time"
 
-	"warden/engine"
-	"warden/engine/hands"
-	"warden/engine/protocol"
-	"warden/storage"
+	"github.com/wardenhq/warden/engine"
+	"github.com/wardenhq/warden/engine/hands"
+	"github.com/wardenhq/warden/engine/sdk/protocol"
+	"github.com/wardenhq/warden/storage"
 )
 
 // ErrNoServer means no process serves the data dir: there is no control

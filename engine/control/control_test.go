@@ -23,10 +23,10 @@ import (
 	"testing"
 	"time"
 
-	"warden/engine"
-	"warden/engine/hookkit"
-	"warden/storage"
-	"warden/storage/storagetest"
+	"github.com/wardenhq/warden/engine"
+	"github.com/wardenhq/warden/engine/sdk/hookkit"
+	"github.com/wardenhq/warden/storage"
+	"github.com/wardenhq/warden/storage/storagetest"
 )
 
 func TestMain(m *testing.M) {

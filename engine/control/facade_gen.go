@@ -6,10 +6,10 @@ import (
 	"context"
 	"encoding/json"
 
-	"warden/engine"
-	"warden/engine/caps"
-	"warden/engine/hands"
-	"warden/storage"
+	"github.com/wardenhq/warden/engine"
+	"github.com/wardenhq/warden/engine/caps"
+	"github.com/wardenhq/warden/engine/hands"
+	"github.com/wardenhq/warden/storage"
 )
 
 // handlers serve the facade methods a client calls by name: one typed

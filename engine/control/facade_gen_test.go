@@ -26,8 +26,8 @@ import (
 	"strings"
 	"testing"
 
-	"warden/engine"
-	"warden/engine/hands"
+	"github.com/wardenhq/warden/engine"
+	"github.com/wardenhq/warden/engine/hands"
 )
 
 var update = flag.Bool("update", false, "rewrite facade_gen.go from engine.Facade")
@@ -115,7 +115,7 @@ func typeName(t reflect.Type, imports map[string]bool) string {
 
 // generate writes facade_gen.go's source.
 func generate(ms []facadeMethod) ([]byte, error) {
-	imports := map[string]bool{"warden/engine": true}
+	imports := map[string]bool{"github.com/wardenhq/warden/engine": true}
 	var handlers, stubs bytes.Buffer
 	for _, m := range ms {
 		if m.Special {
@@ -197,13 +197,13 @@ func generate(ms []facadeMethod) ([]byte, error) {
 	}
 	slices.Sort(paths)
 	for _, p := range paths {
-		if !strings.Contains(p, ".") && !strings.HasPrefix(p, "warden/") {
+		if !strings.Contains(p, ".") && !strings.HasPrefix(p, "github.com/wardenhq/warden/") {
 			fmt.Fprintf(&src, "\t%q\n", p)
 		}
 	}
 	src.WriteString("\n")
 	for _, p := range paths {
-		if strings.HasPrefix(p, "warden/") {
+		if strings.HasPrefix(p, "github.com/wardenhq/warden/") {
 			fmt.Fprintf(&src, "\t%q\n", p)
 		}
 	}

@@ -9,9 +9,9 @@ import (
 	"sync"
 	"testing"
 
-	"warden/engine"
-	"warden/engine/hands"
-	"warden/engine/hands/handstest"
+	"github.com/wardenhq/warden/engine"
+	"github.com/wardenhq/warden/engine/hands"
+	"github.com/wardenhq/warden/engine/hands/handstest"
 )
 
 // TestHandsOverSocket runs the hands wizards' calls from an attached

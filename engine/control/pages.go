@@ -1,6 +1,6 @@
 package control
 
-import "warden/engine"
+import "github.com/wardenhq/warden/engine"
 
 // replyLineBytes bounds the stream text of one StreamLines or
 // StreamLinesBefore reply: a run's stream holds up to 64 MiB, in lines of

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"warden/engine"
+	"github.com/wardenhq/warden/engine"
 )
 
 // stream is lines numbered from first, read as the engine reads them.

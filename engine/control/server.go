@@ -34,9 +34,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"warden/engine"
-	"warden/engine/hands"
-	"warden/engine/protocol"
+	"github.com/wardenhq/warden/engine"
+	"github.com/wardenhq/warden/engine/hands"
+	"github.com/wardenhq/warden/engine/sdk/protocol"
 )
 
 // Options configure Listen.

@@ -9,8 +9,8 @@ import (
 	"io"
 	"sync"
 
-	"warden/engine"
-	"warden/engine/hands"
+	"github.com/wardenhq/warden/engine"
+	"github.com/wardenhq/warden/engine/hands"
 )
 
 // Version is the control protocol's version. A client says it in hello;

@@ -3,7 +3,7 @@ package egress
 import (
 	"strings"
 
-	"warden/engine/egress/bridge"
+	"github.com/wardenhq/warden/engine/egress/bridge"
 )
 
 // Where the bridge listens inside the jail, and what the hook is told.

@@ -29,7 +29,7 @@ import (
 	"os"
 	"syscall"
 
-	"warden/engine/egress/bridge"
+	"github.com/wardenhq/warden/engine/egress/bridge"
 )
 
 // handoffByte starts a handoff message on the proxy socket.

@@ -18,7 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"warden/engine/egress/bridge"
+	"github.com/wardenhq/warden/engine/egress/bridge"
 )
 
 // Verdict is the policy's answer for one connection, made by the engine

@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"warden/engine"
-	"warden/engine/fleet/fleettest"
-	"warden/storage"
+	"github.com/wardenhq/warden/engine"
+	"github.com/wardenhq/warden/engine/fleet/fleettest"
+	"github.com/wardenhq/warden/storage"
 )
 
 // TestVerifyFromAnchor: a verify anchors at the newest checkpoint that

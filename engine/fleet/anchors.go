@@ -6,7 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"warden/storage"
+	"github.com/wardenhq/warden/storage"
 )
 
 // AnchorsFile is where an operator's verifies keep, per fleet and host,

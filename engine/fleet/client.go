@@ -15,7 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"warden/storage"
+	"github.com/wardenhq/warden/storage"
 )
 
 // Limits of the fleet's stream (see the README's "Many hosts").

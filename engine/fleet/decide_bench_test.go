@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"warden/engine"
-	"warden/engine/hookkit"
+	"github.com/wardenhq/warden/engine"
+	"github.com/wardenhq/warden/engine/sdk/hookkit"
 )
 
 // BenchmarkHostDecide: an operator's decision round trip to a real host

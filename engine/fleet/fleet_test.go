@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"warden/storage"
+	"github.com/wardenhq/warden/storage"
 )
 
 func TestCheckpointSignature(t *testing.T) {

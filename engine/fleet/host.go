@@ -17,9 +17,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"warden/engine"
-	"warden/engine/perms"
-	"warden/storage"
+	"github.com/wardenhq/warden/engine"
+	"github.com/wardenhq/warden/engine/perms"
+	"github.com/wardenhq/warden/storage"
 )
 
 // KeyFile is the host's ed25519 fleet key seed in the data dir (0600).

@@ -26,8 +26,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nkeys"
 
-	"warden/engine"
-	"warden/storage"
+	"github.com/wardenhq/warden/engine"
+	"github.com/wardenhq/warden/storage"
 )
 
 // testNats starts a private nats-server -js (scripts/nats-test) in a

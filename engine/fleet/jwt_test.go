@@ -12,8 +12,8 @@ import (
 
 	"github.com/nats-io/nkeys"
 
-	"warden/engine"
-	"warden/engine/fleet/fleettest"
+	"github.com/wardenhq/warden/engine"
+	"github.com/wardenhq/warden/engine/fleet/fleettest"
 )
 
 // creds writes user name's creds file into dir, signed by signer.

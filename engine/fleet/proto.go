@@ -26,7 +26,7 @@ import (
 	"strings"
 	"time"
 
-	"warden/storage"
+	"github.com/wardenhq/warden/storage"
 )
 
 // Names of the fleet's JetStream stream and KV buckets.

@@ -13,7 +13,7 @@ import (
 
 	"github.com/moby/moby/client"
 
-	"warden/engine/hands/handstest"
+	"github.com/wardenhq/warden/engine/hands/handstest"
 )
 
 // Init reaches ready, every container option is confirmed by inspection,

@@ -11,7 +11,7 @@ import (
 
 	"github.com/moby/moby/client"
 
-	"warden/engine/hands/handstest"
+	"github.com/wardenhq/warden/engine/hands/handstest"
 )
 
 // Podman started as the README says (its own defaults: on this host

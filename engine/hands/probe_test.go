@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"warden/engine/hands/handstest"
+	"github.com/wardenhq/warden/engine/hands/handstest"
 )
 
 // fakeEngine answers the three calls openEngine makes, for faults the

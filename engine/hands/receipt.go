@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	"warden/storage"
+	"github.com/wardenhq/warden/storage"
 )
 
 // Phase is where a hands root is in its life (docs/operating.md). It moves

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"warden/engine/hands/handstest"
+	"github.com/wardenhq/warden/engine/hands/handstest"
 )
 
 func validReceipt() SetupReceipt {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/moby/moby/client"
 
-	"warden/engine/hands/handstest"
+	"github.com/wardenhq/warden/engine/hands/handstest"
 )
 
 // service is an engine process a test started itself, so it may stop and

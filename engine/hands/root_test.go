@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"warden/engine/hands/handstest"
+	"github.com/wardenhq/warden/engine/hands/handstest"
 )
 
 // Bad roots are refused before anything is touched: nothing is created,

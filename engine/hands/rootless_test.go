@@ -11,7 +11,7 @@ import (
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 
-	"warden/engine/hands/handstest"
+	"github.com/wardenhq/warden/engine/hands/handstest"
 )
 
 // A real rootless Podman service: its socket is $WARDEN_TEST_PODMAN_ROOTLESS

@@ -3,7 +3,7 @@ package hookcli
 import (
 	"github.com/spf13/cobra"
 
-	"warden/engine/egress/bridge"
+	"github.com/wardenhq/warden/engine/egress/bridge"
 )
 
 // hookEgressBridgeCommand is `warden hook egress-bridge`: the jail's first

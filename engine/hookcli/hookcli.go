@@ -22,7 +22,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"warden/engine/termsafe"
+	"github.com/wardenhq/warden/engine/termsafe"
 )
 
 // Env is what the verbs read and write. JSON points at the global --json

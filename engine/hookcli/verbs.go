@@ -12,8 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"warden/engine/hookkit"
-	"warden/engine/protocol"
+	"github.com/wardenhq/warden/engine/sdk/hookkit"
+	"github.com/wardenhq/warden/engine/sdk/protocol"
 )
 
 // The shell helper verbs of docs/protocol.md. They talk to the run's

@@ -22,7 +22,7 @@ import (
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
 
-	"warden/engine/egress"
+	"github.com/wardenhq/warden/engine/egress"
 )
 
 // ManifestFile is the name of the manifest inside a module folder.

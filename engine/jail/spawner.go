@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"warden/engine/hooks"
+	"github.com/wardenhq/warden/engine/hooks"
 )
 
 // Default unprivileged identity of jailed hooks, inside the user namespace

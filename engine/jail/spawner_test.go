@@ -13,7 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"warden/engine/hooks"
+	"github.com/wardenhq/warden/engine/hooks"
 )
 
 const testToken = "cap_0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"

@@ -12,8 +12,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"warden/engine/hooks"
-	"warden/engine/jail/cgroup"
+	"github.com/wardenhq/warden/engine/hooks"
+	"github.com/wardenhq/warden/engine/jail/cgroup"
 )
 
 // Enforcement says which of a run's limits the kernel holds it to.

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"warden/engine/hooks"
+	"github.com/wardenhq/warden/engine/hooks"
 )
 
 // A hook that fills /tmp and exits at once is seen to have filled it

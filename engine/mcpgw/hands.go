@@ -8,8 +8,8 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"warden/engine"
-	"warden/engine/termsafe"
+	"github.com/wardenhq/warden/engine"
+	"github.com/wardenhq/warden/engine/termsafe"
 )
 
 // The hands tools act on a hands root registered with `warden hands init`,

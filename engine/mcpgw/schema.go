@@ -7,8 +7,8 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
-	"warden/engine"
-	"warden/engine/hooks"
+	"github.com/wardenhq/warden/engine"
+	"github.com/wardenhq/warden/engine/hooks"
 )
 
 // ToolName is the MCP tool of a module's hook (engine.MCPToolName).

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"warden/engine/hooks"
+	"github.com/wardenhq/warden/engine/hooks"
 )
 
 // TestSchemaForEveryType: each declared type becomes its JSON Schema

@@ -7,8 +7,8 @@ import (
 	"strconv"
 	"strings"
 
-	"warden/engine/egress"
-	"warden/storage"
+	"github.com/wardenhq/warden/engine/egress"
+	"github.com/wardenhq/warden/storage"
 )
 
 // OpConnect is one connection of a hook whose network is a list, through

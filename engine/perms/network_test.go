@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"warden/storage"
+	"github.com/wardenhq/warden/storage"
 )
 
 func TestEvaluateConnect(t *testing.T) {

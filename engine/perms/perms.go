@@ -20,7 +20,7 @@ import (
 	"strings"
 	"time"
 
-	"warden/storage"
+	"github.com/wardenhq/warden/storage"
 )
 
 // Operations. The first four are governed by a policy; operator.confirm is

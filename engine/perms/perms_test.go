@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"warden/storage"
+	"github.com/wardenhq/warden/storage"
 )
 
 const subject = "hands:/srv/hands/a"

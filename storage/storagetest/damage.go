@@ -11,7 +11,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"warden/storage"
+	"github.com/wardenhq/warden/storage"
 )
 
 // FillReceipts makes the store in dir (creating it) hold n receipts of

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"warden/storage"
+	"github.com/wardenhq/warden/storage"
 )
 
 // MountTmpfs mounts a tmpfs of size (mount's syntax: "8m") on a fresh dir

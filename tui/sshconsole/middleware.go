@@ -10,10 +10,10 @@ import (
 	"github.com/charmbracelet/wish/bubbletea"
 	gossh "golang.org/x/crypto/ssh"
 
-	"warden/engine"
-	"warden/engine/termsafe"
-	"warden/themes"
-	"warden/tui"
+	"github.com/wardenhq/warden/engine"
+	"github.com/wardenhq/warden/engine/termsafe"
+	"github.com/wardenhq/warden/themes"
+	"github.com/wardenhq/warden/tui"
 )
 
 // Values a session's context carries from one middleware to the next.

@@ -12,7 +12,7 @@ import (
 	"github.com/charmbracelet/ssh"
 	gossh "golang.org/x/crypto/ssh"
 
-	"warden/engine"
+	"github.com/wardenhq/warden/engine"
 )
 
 // operatorEntry is one key of the operators file.

@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/wardenhq/warden/engine/termsafe"
 	"io"
 	"log"
 	"net"
@@ -22,7 +23,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"warden/engine/termsafe"
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/ssh"
@@ -33,7 +33,7 @@ import (
 	wrecover "github.com/charmbracelet/wish/recover"
 	"github.com/muesli/termenv"
 
-	"warden/engine"
+	"github.com/wardenhq/warden/engine"
 )
 
 const (

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"time"
 
-	"warden/engine"
-	"warden/engine/termsafe"
+	"github.com/wardenhq/warden/engine"
+	"github.com/wardenhq/warden/engine/termsafe"
 )
 
 // safe is termsafe.String: every field below was written by a hook, a

@@ -6,8 +6,8 @@ import (
 	"path/filepath"
 	"sync"
 
-	"warden/engine"
-	"warden/themes"
+	"github.com/wardenhq/warden/engine"
+	"github.com/wardenhq/warden/themes"
 )
 
 // ThemesFile holds each SSH key's theme, chosen with :theme in its

@@ -8,8 +8,8 @@ import (
 
 	"github.com/charmbracelet/ssh"
 
-	"warden/engine"
-	"warden/engine/termsafe"
+	"github.com/wardenhq/warden/engine"
+	"github.com/wardenhq/warden/engine/termsafe"
 )
 
 // `ssh host VERB…` runs one of warden's read-only verbs with the key's

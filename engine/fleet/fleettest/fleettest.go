@@ -21,7 +21,7 @@ import (
 	"github.com/nats-io/nkeys"
 	bolt "go.etcd.io/bbolt"
 
-	"warden/storage"
+	"github.com/wardenhq/warden/storage"
 )
 
 // Trust is a NATS operator, its system account and a WARDEN account

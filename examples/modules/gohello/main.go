@@ -8,7 +8,7 @@ import (
 	"os"
 	"strconv"
 
-	"warden/engine/hookkit"
+	"github.com/wardenhq/warden/engine/sdk/hookkit"
 )
 
 func main() {

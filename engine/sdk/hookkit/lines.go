@@ -6,7 +6,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"warden/engine/protocol"
+	"github.com/wardenhq/warden/engine/sdk/protocol"
 )
 
 // MaxLogPiece is the longest piece of a line LogLines sends in one frame;

@@ -22,7 +22,7 @@ import (
 	"sync"
 	"time"
 
-	"warden/engine/protocol"
+	"github.com/wardenhq/warden/engine/sdk/protocol"
 )
 
 // Error is a failure the engine reported: a refused hello or a thrown

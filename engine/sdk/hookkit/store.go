@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"warden/engine/protocol"
+	"github.com/wardenhq/warden/engine/sdk/protocol"
 )
 
 // Store is the module's secrets or config, limited to declared names.

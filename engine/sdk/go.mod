@@ -1,0 +1,3 @@
+module github.com/wardenhq/warden/engine/sdk
+
+go 1.24
