@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 )
@@ -19,9 +18,12 @@ const sdkPath = "github.com/wardenhq/warden/engine/sdk"
 // The replace points at the checkout, as it would at a fork; everything
 // else is what `go get github.com/wardenhq/warden/engine/sdk` gives.
 func TestGohelloBuildsAsAnOutsiderWould(t *testing.T) {
-	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(goBin); err != nil {
-		t.Fatalf("no go toolchain at %s: %v", goBin, err)
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		goBin = "/usr/local/go/bin/go" // where the README installs it
+		if _, err := os.Stat(goBin); err != nil {
+			t.Fatalf("no go command on PATH or at %s to build the example with", goBin)
+		}
 	}
 	sdk, err := filepath.Abs("../../../engine/sdk")
 	if err != nil {
