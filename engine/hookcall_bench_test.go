@@ -240,7 +240,7 @@ func BenchmarkHelperStart(b *testing.B) {
 		b.ReportMetric(ms(cpu[i])/n, p.name+"-cpu-ms")
 	}
 	b.ReportMetric(float64(quantile(wall[1], 0.5))/float64(quantile(wall[0], 0.5)), "warden-hook/hello")
-	b.ReportMetric(float64(quantile(wall[2], 0.5))/float64(quantile(wall[0], 0.5)), "github.com/wardenhq/warden/hello")
+	b.ReportMetric(float64(quantile(wall[2], 0.5))/float64(quantile(wall[0], 0.5)), "warden/hello")
 }
 
 func BenchmarkLogStdin(b *testing.B) {

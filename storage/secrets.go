@@ -50,8 +50,11 @@ func newSealer(key []byte) (*sealer, error) {
 	return &sealer{aead: aead}, nil
 }
 
+// sealAD binds a sealed value to its module and name. The prefix is a
+// fixed domain label, not the Go module path: every stored secret opens
+// with it, so it never changes.
 func sealAD(module, name string) []byte {
-	return []byte("github.com/wardenhq/warden/secret/v1\x00" + module + "\x00" + name)
+	return []byte("warden/secret/v1\x00" + module + "\x00" + name)
 }
 
 func (s *sealer) seal(module, name string, value []byte) *sealedRecord {

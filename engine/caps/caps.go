@@ -129,8 +129,10 @@ func fingerprint(secret []byte) string {
 }
 
 // tokenID is the one-way index under which a token's record is stored.
+// Its prefix is a fixed domain label, not the Go module path: every
+// stored token is found by it, so it never changes.
 func tokenID(token string) string {
-	sum := sha256.Sum256([]byte("github.com/wardenhq/warden/token-id/v1|" + token))
+	sum := sha256.Sum256([]byte("warden/token-id/v1|" + token))
 	return hex.EncodeToString(sum[:])
 }
 
