@@ -77,6 +77,7 @@ type Broker struct {
 	closed    bool // Close was called: accept no more connections
 	resultSet bool
 	conns     map[net.Conn]struct{}
+	dialers   []*net.UnixConn // the broker's ends of Dialer pairs, closed by Close
 	wg        sync.WaitGroup
 }
 
@@ -127,6 +128,9 @@ func (b *Broker) Close() error {
 	err := b.ln.Close()
 	b.mu.Lock()
 	b.closed = true
+	for _, d := range b.dialers {
+		d.Close()
+	}
 	for c := range b.conns {
 		c.Close()
 	}
@@ -142,24 +146,33 @@ func (b *Broker) accept() {
 		if err != nil {
 			return // closed
 		}
-		b.mu.Lock()
-		if b.closed { // accepted just before Close: nobody will close it later
-			b.mu.Unlock()
-			c.Close()
+		if !b.admit(c) {
 			return
 		}
-		if len(b.conns) >= maxConns {
-			b.mu.Unlock()
-			w := protocol.NewWriter(c)
-			w.WriteFrame(protocol.Refuse(protocol.CodeBadFrame, fmt.Sprintf("too many connections (limit %d per run)", maxConns)))
-			c.Close()
-			continue
-		}
-		b.conns[c] = struct{}{}
-		b.wg.Add(1)
-		b.mu.Unlock()
-		go b.serve(c)
 	}
+}
+
+// admit serves c, a new connection from the socket or the dialer, unless
+// the run has too many; false when the broker is closed (c is closed).
+func (b *Broker) admit(c net.Conn) bool {
+	b.mu.Lock()
+	if b.closed { // accepted just before Close: nobody will close it later
+		b.mu.Unlock()
+		c.Close()
+		return false
+	}
+	if len(b.conns) >= maxConns {
+		b.mu.Unlock()
+		w := protocol.NewWriter(c)
+		w.WriteFrame(protocol.Refuse(protocol.CodeBadFrame, fmt.Sprintf("too many connections (limit %d per run)", maxConns)))
+		c.Close()
+		return true
+	}
+	b.conns[c] = struct{}{}
+	b.wg.Add(1)
+	b.mu.Unlock()
+	go b.serve(c)
+	return true
 }
 
 // conn is one hook connection after a good hello.

@@ -19,7 +19,9 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/wardenhq/warden/engine/sdk/protocol"
@@ -50,7 +52,7 @@ func Code(err error) string {
 }
 
 // ErrNoEngine means the process is not running as a hook.
-var ErrNoEngine = errors.New("hookkit: WARDEN_SOCKET and WARDEN_TOKEN are not set: this is not running as a warden hook")
+var ErrNoEngine = errors.New("hookkit: WARDEN_TOKEN and WARDEN_SOCKET (or WARDEN_DIALER) are not set: this is not running as a warden hook")
 
 // Client is one connection to the run's broker.
 type Client struct {
@@ -71,11 +73,20 @@ type answer struct {
 	err   error
 }
 
-// Connect dials the broker named by WARDEN_SOCKET with WARDEN_TOKEN.
+// Connect dials the broker named by WARDEN_SOCKET with WARDEN_TOKEN, or,
+// in a jail that may not create Unix sockets, through the dialer fd that
+// WARDEN_DIALER names.
 func Connect() (*Client, error) {
-	sock, tok := os.Getenv("WARDEN_SOCKET"), os.Getenv("WARDEN_TOKEN")
-	if sock == "" || tok == "" {
+	sock, dialer, tok := os.Getenv("WARDEN_SOCKET"), os.Getenv("WARDEN_DIALER"), os.Getenv("WARDEN_TOKEN")
+	if sock == "" && dialer == "" || tok == "" {
 		return nil, ErrNoEngine
+	}
+	if dialer != "" {
+		fd, err := strconv.Atoi(dialer)
+		if err != nil || fd < 3 {
+			return nil, fmt.Errorf("hookkit: WARDEN_DIALER=%q is not a descriptor", dialer)
+		}
+		return DialFD(fd, tok)
 	}
 	return Dial(sock, tok)
 }
@@ -86,6 +97,35 @@ func Dial(socket, token string) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("hookkit: connect to the engine at %s: %w", socket, err)
 	}
+	return handshake(conn, token)
+}
+
+// DialFD connects through the broker's dialer at fd: it makes a stream
+// socketpair, sends one end to the broker over fd (SCM_RIGHTS) and talks
+// on the other, so it needs no socket(2) and no path. fd stays open for
+// the next connection.
+func DialFD(fd int, token string) (*Client, error) {
+	pair, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("hookkit: connect to the engine: socketpair: %w", err)
+	}
+	err = syscall.Sendmsg(fd, []byte{0}, syscall.UnixRights(pair[1]), nil, 0)
+	syscall.Close(pair[1])
+	if err != nil {
+		syscall.Close(pair[0])
+		return nil, fmt.Errorf("hookkit: connect to the engine through its dialer (fd %d): %w", fd, err)
+	}
+	f := os.NewFile(uintptr(pair[0]), "warden-broker")
+	conn, err := net.FileConn(f)
+	f.Close()
+	if err != nil {
+		return nil, fmt.Errorf("hookkit: connect to the engine: %w", err)
+	}
+	return handshake(conn.(*net.UnixConn), token)
+}
+
+// handshake says hello on conn and reads the context.
+func handshake(conn *net.UnixConn, token string) (*Client, error) {
 	c := &Client{conn: conn, w: protocol.NewWriter(conn), pending: map[int64]chan answer{}, done: make(chan struct{})}
 	werr := c.w.WriteFrame(&protocol.Hello{Protocol: protocol.Version, Token: token})
 	r := protocol.NewReader(conn)
