@@ -245,7 +245,7 @@ type preflighted struct {
 	jl       *jail.Jail // nil with the jail off
 	// landlock: the landlock backend's plan input (nil under bwrap).
 	landlock *jail.LandlockInput
-	gate     string     // for an MCP client's run: what let it through
+	gate     string // for an MCP client's run: what let it through
 }
 
 // preflight refuses a run that cannot start: the actor's role, the module
