@@ -295,15 +295,20 @@ func doctorKernel(root, bwrap string, add func(Check), problem func(string, stri
 	}
 	bw.Userns = h.UserNSRefused
 	parts := []string{"bwrap: works"}
-	if !bw.Usable() {
-		parts[0] = "bwrap: cannot run (" + bw.WhyNot() + ")"
+	switch {
+	case bw.Admission != nil:
+		parts[0] = "bwrap: cannot run (see bubblewrap)"
+	case bw.Userns != nil:
+		parts[0] = "bwrap: cannot run (see user namespaces)"
 	}
 	if why := jail.LandlockWhyNot(h.LandlockABI); why == "" {
 		parts = append(parts, fmt.Sprintf("landlock: works (ABI %d; weaker: no namespaces)", h.LandlockABI))
 	} else {
 		parts = append(parts, "landlock: cannot run ("+why+")")
 	}
-	if got, err := jail.Choose(jail.BackendAuto, bw, h.LandlockABI); err == nil {
+	if !jail.MayFallBack(bw.Admission, bwrap) {
+		problem("jail backends", strings.Join(parts, "; ")+"; jail: auto does not fall back from a bwrap that is there and refused", "fix bubblewrap (above)")
+	} else if got, err := jail.Choose(jail.BackendAuto, bw, h.LandlockABI); err == nil {
 		add(Check{Name: "jail backends", Status: "ok", Detail: strings.Join(parts, "; ") + "; jail: auto picks " + got})
 	} else {
 		problem("jail backends", strings.Join(parts, "; ")+"; no jailed run can start", "make bwrap usable (see user namespaces above), or run on a kernel with Landlock ABI 3 or later")

@@ -963,7 +963,9 @@ func (e *Engine) chooseJail(mode string) (string, error) {
 	if mode == JailLandlock {
 		return jail.Choose(mode, bw, e.landlockABI())
 	}
-	if mode == JailBwrap && bw.Admission != nil {
+	// auto falls back where bwrap cannot make its namespaces, or is not
+	// installed at all (jail.MayFallBack).
+	if bw.Admission != nil && (mode == JailBwrap || !jail.MayFallBack(bw.Admission, e.opts.BwrapPath)) {
 		return "", bw.Admission // as before: admission's error, with its fix
 	}
 	return jail.Choose(mode, bw, e.landlockABI())

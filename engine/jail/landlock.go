@@ -51,6 +51,16 @@ func (b BwrapState) WhyNot() string {
 	return ""
 }
 
+// MayFallBack: auto may leave a bwrap with this admission error for the
+// landlock backend: only one not installed at the default path. A bwrap
+// that is there and refused (a configured path that is wrong, a binary
+// that is writable or not root's) is the operator's to fix, never a
+// reason to run in a weaker jail.
+func MayFallBack(admission error, configured string) bool {
+	var ae *AdmissionError
+	return admission == nil || (errors.As(admission, &ae) && ae.Absent && (configured == "" || configured == DefaultBwrap))
+}
+
 // LandlockWhyNot says why the landlock backend cannot run with this ABI
 // ("" when it can).
 func LandlockWhyNot(abi int) string {
