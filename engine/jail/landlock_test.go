@@ -2,6 +2,7 @@ package jail
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -143,6 +144,31 @@ func TestLandlockForRefuses(t *testing.T) {
 			if !strings.Contains(err.Error(), w) {
 				t.Errorf("%s: %q does not say %q", c.name, err, w)
 			}
+		}
+	}
+}
+
+// TestMayFallBack: auto leaves only a bwrap that is not installed at the
+// default path; one that is there and refused, or a configured path that
+// is wrong, stops the run instead of a quiet downgrade.
+func TestMayFallBack(t *testing.T) {
+	absent := &AdmissionError{Path: DefaultBwrap, Absent: true, Problem: "not found"}
+	writable := &AdmissionError{Path: DefaultBwrap, Problem: "group- or world-writable"}
+	for _, c := range []struct {
+		err        error
+		configured string
+		want       bool
+	}{
+		{nil, "", true},
+		{absent, "", true},
+		{absent, DefaultBwrap, true},
+		{fmt.Errorf("%w\n(or run the hook unjailed)", absent), "", true},
+		{absent, "/opt/bwrap", false},
+		{writable, "", false},
+		{errors.New("something else"), "", false},
+	} {
+		if got := MayFallBack(c.err, c.configured); got != c.want {
+			t.Errorf("MayFallBack(%v, %q) = %v, want %v", c.err, c.configured, got, c.want)
 		}
 	}
 }
