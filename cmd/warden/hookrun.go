@@ -100,7 +100,13 @@ console or ` + "`warden perms approve ID`" + ` answers it.`,
 					// says what was asked for.
 					got := h.Jail
 					if got == "" {
-						got = jail
+						// Another engine's run: its record is stored
+						// with the start receipt, before StartRun returns.
+						if rec, err := e.Run(h.ID); err == nil && rec.JailMode != "" {
+							got = rec.JailMode
+						} else if got = jail; got == "" {
+							got = engine.JailAuto
+						}
 					}
 					note := ""
 					if got != engine.JailOff && e.LimitsReady() != nil {
