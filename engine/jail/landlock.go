@@ -217,7 +217,7 @@ func LandlockFor(plan *Plan, in LandlockInput) (*LandlockPlan, error) {
 	}
 	lp := &LandlockPlan{ABI: in.ABI, Network: in.Network, TmpDir: in.TmpDir,
 		NotHidden: []string{"the host's process list in /proc (other processes are visible, not reachable: Landlock scopes ptrace)", "the host's network stack (no network namespace)", "the hook runs as warden's own uid (as root: uid 0 with every capability dropped)", "tmp and run_dir sizes are not held (no tmpfs): they are directories on the data dir's disk",
-		"unix sockets at paths: connect(2) to one is not a Landlock right on ABI 7 and below, so the hook reaches any its uid may open by file mode (as root, uid 0 owns sockets such as /run/docker.sock)"}}
+			"unix sockets at paths: connect(2) to one is not a Landlock right on ABI 7 and below, so the hook reaches any its uid may open by file mode (as root, uid 0 owns sockets such as /run/docker.sock)"}}
 	var moduleDir string
 	add := func(path, access, why string, bits uint64) {
 		lp.Rules = append(lp.Rules, LandlockRule{Path: path, Access: access, Why: why, bits: bits})
