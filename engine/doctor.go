@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/wardenhq/warden/engine/caps"
@@ -265,8 +266,8 @@ func doctorHelper(h jail.Helper, add func(Check)) {
 	}
 }
 
-// doctorKernel reports what the kernel gives the jail. Landlock is not
-// used yet; its ABI is reported so an operator knows what is available.
+// doctorKernel reports what the kernel gives the jail, and which jail
+// backends can run here.
 func doctorKernel(root, bwrap string, add func(Check), problem func(string, string, string)) {
 	if bwrap == "" {
 		bwrap = jail.DefaultBwrap
@@ -282,10 +283,35 @@ func doctorKernel(root, bwrap string, add func(Check), problem func(string, stri
 	} else {
 		problem("seccomp", h.SeccompDetail, "use a kernel built with CONFIG_SECCOMP_FILTER")
 	}
-	if h.LandlockABI > 0 {
-		add(Check{Name: "landlock", Status: "ok", Detail: fmt.Sprintf("ABI %d available (not used by the jail yet)", h.LandlockABI)})
+	if why := jail.LandlockWhyNot(h.LandlockABI); why == "" {
+		add(Check{Name: "landlock", Status: "ok", Detail: fmt.Sprintf("ABI %d: the landlock backend can run (jail: landlock, or auto where bwrap cannot); it does not hide the host's process list in /proc or the host's network stack", h.LandlockABI)})
 	} else {
-		add(Check{Name: "landlock", Status: "ok", Detail: "not available on this kernel (not required)"})
+		add(Check{Name: "landlock", Status: "ok", Detail: "the landlock backend cannot run: " + why + " (not required where bwrap runs)"})
+	}
+	// Which backends work here, and what auto picks.
+	var bw jail.BwrapState
+	if _, err := jail.AdmitBwrap(bwrap); err != nil {
+		bw.Admission = err
+	}
+	bw.Userns = h.UserNSRefused
+	parts := []string{"bwrap: works"}
+	switch {
+	case bw.Admission != nil:
+		parts[0] = "bwrap: cannot run (see bubblewrap)"
+	case bw.Userns != nil:
+		parts[0] = "bwrap: cannot run (see user namespaces)"
+	}
+	if why := jail.LandlockWhyNot(h.LandlockABI); why == "" {
+		parts = append(parts, fmt.Sprintf("landlock: works (ABI %d; weaker: no namespaces)", h.LandlockABI))
+	} else {
+		parts = append(parts, "landlock: cannot run ("+why+")")
+	}
+	if !jail.MayFallBack(bw.Admission, bwrap) {
+		problem("jail backends", strings.Join(parts, "; ")+"; jail: auto does not fall back from a bwrap that is there and refused", "fix bubblewrap (above)")
+	} else if got, err := jail.Choose(jail.BackendAuto, bw, h.LandlockABI); err == nil {
+		add(Check{Name: "jail backends", Status: "ok", Detail: strings.Join(parts, "; ") + "; jail: auto picks " + got})
+	} else {
+		problem("jail backends", strings.Join(parts, "; ")+"; no jailed run can start", "make bwrap usable (see user namespaces above), or run on a kernel with Landlock ABI 3 or later")
 	}
 }
 

@@ -51,8 +51,14 @@ func TestDoctorFreshDir(t *testing.T) {
 			t.Errorf("check %+v", c)
 		}
 	}
-	if got := strings.Join(names, ","); got != "data dir,free space,store,trust root,bubblewrap,jail helper,user namespaces,seccomp,landlock,resource limits,jail tmpfs,hook processes" {
+	if got := strings.Join(names, ","); got != "data dir,free space,store,trust root,bubblewrap,jail helper,user namespaces,seccomp,landlock,jail backends,resource limits,jail tmpfs,hook processes" {
 		t.Errorf("checks %s", got)
+	}
+	// Which backends work here: bwrap does on this host, so auto picks it.
+	for _, c := range rep.Checks {
+		if c.Name == "jail backends" && (!strings.Contains(c.Detail, "bwrap: works") || !strings.Contains(c.Detail, "auto picks bwrap")) {
+			t.Errorf("jail backends: %+v", c)
+		}
 	}
 	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {
 		t.Errorf("doctor left the data dir %v, %v", fi.Mode(), err)

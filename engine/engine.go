@@ -89,6 +89,9 @@ type Options struct {
 	// BwrapPath is the bubblewrap binary (default /usr/bin/bwrap; never
 	// searched on PATH).
 	BwrapPath string
+	// Jail is the jail mode of a run that asks for none (config.yaml
+	// `jail`): JailAuto (the default), JailBwrap or JailLandlock.
+	Jail string
 	// LimitCeiling is the operator's ceiling of hooks' resource limits
 	// (config.yaml `limits`); zero fields are hooks.DefaultCeiling's.
 	LimitCeiling hooks.Resources
@@ -272,7 +275,7 @@ func (e *Engine) reconcileRuns() error {
 // route each engine's groups are in a scope of its own, which systemd
 // removes, groups and all, when that engine is gone.
 func sweepDeadRun(r RunRecord) string {
-	if r.JailMode != JailBwrap {
+	if r.JailMode == JailOff {
 		return ""
 	}
 	if r.PID > 0 && r.PID != os.Getpid() {

@@ -8,10 +8,15 @@ package engine
 //	                                spawner builds for it (no engine)
 //
 //	go test ./engine/ -run '^$' -bench 'Noop|BareBwrap' -benchtime 50x
+//
+// and the landlock backend against bwrap and a bare process:
+//
+//	go test ./engine/ -run '^$' -bench 'NoopJailed$|NoopLandlock|NoopBareProcess' -benchtime 50x
 
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -254,4 +259,31 @@ func BenchmarkBareBwrap(b *testing.B) {
 			reportP50(b, ds)
 		})
 	}
+}
+
+// BenchmarkNoopLandlock: the same no-op run under the landlock backend
+// (the stage's re-exec, ruleset and filter instead of bwrap's
+// namespaces), limits on as under bwrap.
+func BenchmarkNoopLandlock(b *testing.B) {
+	if abi := jail.ProbeHost().LandlockABI; abi < jail.MinLandlockABI {
+		b.Skipf("Landlock ABI %d here", abi)
+	}
+	benchNoop(b, JailLandlock)
+}
+
+// BenchmarkNoopBareProcess: the no-op hook's script exec'd and waited
+// for, nothing else: the floor under both backends.
+func BenchmarkNoopBareProcess(b *testing.B) {
+	script := filepath.Join(jailBenchModule(b), "noop.sh")
+	ds := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t0 := time.Now()
+		if err := exec.Command(script).Run(); err != nil {
+			b.Fatal(err)
+		}
+		ds = append(ds, time.Since(t0))
+	}
+	b.StopTimer()
+	reportP50(b, ds)
 }

@@ -32,6 +32,15 @@ type HookPlan struct {
 	// not be enforced on this host.
 	Limits    hooks.Resources `json:"limits"`
 	LimitsOff string          `json:"limitsOff,omitempty"`
+	// Jail is the backend a run would get (the engine's jail mode:
+	// auto picks bwrap, else landlock), or why none can run.
+	Jail        string `json:"jail"`
+	JailProblem string `json:"jailProblem,omitempty"`
+	// Landlock is what each row becomes under the landlock backend
+	// (nil where it cannot run); LandlockRefused says why a run of
+	// this hook under it would be refused.
+	Landlock        *jail.LandlockPlan `json:"landlock,omitempty"`
+	LandlockRefused string             `json:"landlockRefused,omitempty"`
 }
 
 // PlanHook lays out the jail plan of a hook without running it. Path
@@ -74,6 +83,22 @@ func (e *Engine) PlanHook(module, hook string, raw map[string]string) (*HookPlan
 		if p, _, err := e.Policy("module:" + module); err == nil {
 			hp.PolicyNetwork, hp.PolicyAll = p.NetworkAllow, p.Network
 		}
+	}
+	mode := e.opts.Jail
+	if mode == "" {
+		mode = JailAuto
+	}
+	var jerr error
+	if hp.Jail, jerr = e.chooseJail(mode); jerr != nil {
+		hp.JailProblem = jerr.Error()
+	}
+	if abi := e.landlockABI(); jail.LandlockWhyNot(abi) == "" && plan != nil {
+		run := filepath.Join(runs, "RUN")
+		lp, lerr := jail.LandlockFor(plan, jail.LandlockInput{ABI: abi, RunDir: run, TmpDir: filepath.Join(run, "tmp"), Network: network, Egress: h.Egress, Hidden: hiddenFromHooks(e.DataDir())})
+		if lerr != nil {
+			hp.LandlockRefused = lerr.Error()
+		}
+		hp.Landlock = lp
 	}
 	var me *jail.MissingError
 	if errors.As(err, &me) {

@@ -25,8 +25,12 @@ import (
 
 // Jail modes.
 const (
-	JailBwrap = "bwrap"
-	JailOff   = "off"
+	// JailAuto: bwrap where it can make its namespaces, else landlock.
+	JailAuto  = jail.BackendAuto
+	JailBwrap = jail.BackendBwrap
+	// JailLandlock: Landlock and seccomp, no namespace (docs/jail.md).
+	JailLandlock = jail.BackendLandlock
+	JailOff      = "off"
 )
 
 // RunRecord is one hook run.
@@ -50,7 +54,8 @@ type RunRequest struct {
 	// k=v strings parsed by the hook's declared types. Use one or the other.
 	Inputs    map[string]any
 	RawInputs map[string]string
-	// Jail is JailBwrap (the default) or JailOff, which must be asked for.
+	// Jail is JailAuto, JailBwrap, JailLandlock or JailOff, which must
+	// be asked for; "" is the engine's Options.Jail (default auto).
 	Jail string
 	// Confirm answers operator.confirm inline (a terminal prompt). Without
 	// it, requests wait for an attached operator, or are answered "no" at
@@ -79,7 +84,10 @@ func (o Outcome) OK() bool { return o.Run.Status == storage.RunSucceeded }
 
 // RunHandle follows a started run.
 type RunHandle struct {
-	ID     string
+	ID string
+	// Jail is the backend the run got (bwrap, landlock, off); "" for a
+	// run followed from another process.
+	Jail   string
 	done   chan struct{}
 	out    Outcome
 	r      *activeRun // nil for a run followed from another process
@@ -235,7 +243,9 @@ type preflighted struct {
 	inputs   map[string]any
 	jailMode string
 	jl       *jail.Jail // nil with the jail off
-	gate     string     // for an MCP client's run: what let it through
+	// landlock: the landlock backend's plan input (nil under bwrap).
+	landlock *jail.LandlockInput
+	gate     string // for an MCP client's run: what let it through
 }
 
 // preflight refuses a run that cannot start: the actor's role, the module
@@ -280,12 +290,21 @@ func (e *Engine) preflight(actor Actor, req RunRequest) (pf preflighted, err err
 	}
 	pf = preflighted{m: m, hook: hook, inputs: inputs, jailMode: req.Jail}
 	if pf.jailMode == "" {
-		pf.jailMode = JailBwrap
+		pf.jailMode = e.opts.Jail
+	}
+	if pf.jailMode == "" {
+		pf.jailMode = JailAuto
 	}
 	switch pf.jailMode {
 	case JailOff:
-	case JailBwrap:
-		if pf.jl, err = e.jail(); err != nil {
+	case JailAuto, JailBwrap, JailLandlock:
+		if pf.jailMode, err = e.chooseJail(pf.jailMode); err != nil {
+			return pf, err
+		}
+		if pf.jailMode == JailLandlock {
+			pf.jl = jail.NewLandlock()
+			pf.landlock = &jail.LandlockInput{ABI: e.landlockABI()}
+		} else if pf.jl, err = e.jail(); err != nil {
 			return pf, err
 		}
 		// The ceiling may have been lowered since the module was added.
@@ -293,7 +312,7 @@ func (e *Engine) preflight(actor Actor, req RunRequest) (pf preflighted, err err
 			return pf, fmt.Errorf("%w\n(the module was added under a higher ceiling; lower its limits or raise config.yaml's, then `warden module add` it again)", err)
 		}
 	default:
-		return pf, fmt.Errorf("unknown jail mode %q (want bwrap or off)", pf.jailMode)
+		return pf, fmt.Errorf("unknown jail mode %q (want auto, bwrap, landlock or off)", pf.jailMode)
 	}
 	if err := e.auth.Err(); err != nil {
 		return pf, err
@@ -373,8 +392,18 @@ func (e *Engine) prepare(r *activeRun) (undo func(), err error) {
 	}()
 	// Unjailed hooks find the warden helper through the run's bin dir;
 	// the jail binds the binary itself (jail.WardenTarget).
-	if r.rec.JailMode == JailOff {
-		if err := linkWarden(runDir); err != nil {
+	switch r.rec.JailMode {
+	case JailOff:
+		if err := linkWarden(runDir, ""); err != nil {
+			return nil, err
+		}
+	case JailLandlock:
+		// No mount namespace: the helper is found, at its host path,
+		// through the run dir's bin/; the hook's tmp is the run dir's.
+		if err := linkWarden(runDir, e.jailHelper().Path); err != nil {
+			return nil, err
+		}
+		if err := os.Mkdir(filepath.Join(runDir, "tmp"), 0o700); err != nil {
 			return nil, err
 		}
 	}
@@ -419,7 +448,12 @@ func (e *Engine) spawnSpec(r *activeRun, pf preflighted) spawned {
 	}
 	maps.Copy(sp.startDetails, r.mcpDetails)
 	socket, pathFirst := r.brk.SocketPath(), filepath.Join(runDir, "bin")
-	if jl := pf.jl; jl != nil {
+	if jl := pf.jl; jl != nil && pf.landlock != nil {
+		sp.startDetails["network"] = r.network
+		maps.Copy(sp.startDetails, r.networkDetails)
+		sp.planErr = e.landlockSpec(r, pf, runDir, &sp)
+		pathFirst = filepath.Join(runDir, "bin")
+	} else if jl != nil {
 		sp.startDetails["network"] = r.network
 		maps.Copy(sp.startDetails, r.networkDetails)
 		helper := r.e.jailHelper()
@@ -460,10 +494,16 @@ func (e *Engine) spawnSpec(r *activeRun, pf preflighted) spawned {
 	}
 	if pf.jl != nil {
 		// The operator's HOME does not exist in the jail; /tmp is the
-		// hook's own (the synthesized passwd agrees).
+		// hook's own (the synthesized passwd agrees). Under landlock the
+		// hook's tmp is the run dir's tmp/, at its host path.
+		home := "/tmp"
+		if pf.landlock != nil {
+			home = filepath.Join(runDir, "tmp")
+			sp.spawn.Env = append(sp.spawn.Env, "TMPDIR="+home)
+		}
 		for i, kv := range sp.spawn.Env {
 			if strings.HasPrefix(kv, "HOME=") {
-				sp.spawn.Env[i] = "HOME=/tmp"
+				sp.spawn.Env[i] = "HOME=" + home
 			}
 		}
 	}
@@ -498,7 +538,7 @@ func (e *Engine) recordStart(actor Actor, r *activeRun, details map[string]any) 
 // when its plan could not be laid out or the process could not start)
 // and the goroutine that finishes it.
 func (e *Engine) launch(r *activeRun, sp spawned) *RunHandle {
-	h := &RunHandle{ID: r.rec.ID, done: make(chan struct{}), r: r}
+	h := &RunHandle{ID: r.rec.ID, Jail: r.rec.JailMode, done: make(chan struct{}), r: r}
 	e.runsMu.Lock()
 	e.active[r.rec.ID] = h
 	e.runsMu.Unlock()
@@ -815,10 +855,12 @@ func joinNames(ss []string) string {
 // dir, which is first on the hook's PATH: shell hooks then reach the
 // engine's own helper whatever the binary is called (a test binary, a
 // renamed build) and never some other warden found on PATH.
-func linkWarden(runDir string) error {
-	exe, err := thisBinary()
-	if err != nil {
-		return fmt.Errorf("cannot find the warden binary to offer hooks: %w", err)
+func linkWarden(runDir, exe string) error {
+	if exe == "" {
+		var err error
+		if exe, err = thisBinary(); err != nil {
+			return fmt.Errorf("cannot find the warden binary to offer hooks: %w", err)
+		}
 	}
 	bin := filepath.Join(runDir, "bin")
 	if err := os.Mkdir(bin, 0o700); err != nil {
@@ -905,3 +947,72 @@ func jailName(mode string) string {
 	}
 	return mode
 }
+
+// chooseJail picks the backend for mode (auto, bwrap, landlock): bwrap
+// where it is admitted and the host's files do not refuse it a user
+// namespace, else landlock, unless the mode forbids the fallback.
+func (e *Engine) chooseJail(mode string) (string, error) {
+	var bw jail.BwrapState
+	if _, err := e.jail(); err != nil {
+		bw.Admission = err
+	} else if mode != JailBwrap {
+		// Explicit bwrap keeps today's path: a refused namespace fails
+		// the run with bwrap's own explanation (UsernsFailure).
+		bw.Userns = jail.ProbeUserns("/", e.jailAdm.Bwrap.Path)
+	}
+	if mode == JailLandlock {
+		return jail.Choose(mode, bw, e.landlockABI())
+	}
+	// auto falls back where bwrap cannot make its namespaces, or is not
+	// installed at all (jail.MayFallBack).
+	if bw.Admission != nil && (mode == JailBwrap || !jail.MayFallBack(bw.Admission, e.opts.BwrapPath)) {
+		return "", bw.Admission // as before: admission's error, with its fix
+	}
+	return jail.Choose(mode, bw, e.landlockABI())
+}
+
+// landlockABI is the kernel's Landlock ABI (0: none), read once.
+func (e *Engine) landlockABI() int {
+	return hostLandlockABI()
+}
+
+var hostLandlockABI = sync.OnceValue(func() int { return jail.ProbeHost().LandlockABI })
+
+// landlockSpec lays out a run under the landlock backend: the plan in
+// Landlock's terms (or the reason it cannot be), the spawner and its
+// limits. The hook's argv, dir and socket stay host paths.
+func (e *Engine) landlockSpec(r *activeRun, pf preflighted, runDir string, sp *spawned) error {
+	helper := e.jailHelper()
+	plan, err := jail.BuildPlan(jail.PlanInput{ModuleDir: pf.m.Dir, RunDir: runDir, Warden: helper.Path, WardenReason: helper.Reason(), Inputs: pathInputs(pf.hook, pf.inputs), Network: r.network})
+	if plan != nil && len(plan.Missing) > 0 {
+		sp.startDetails["absent"] = plan.Missing
+	}
+	if err != nil {
+		return err
+	}
+	in := *pf.landlock
+	in.RunDir, in.TmpDir, in.Network, in.Egress = runDir, filepath.Join(runDir, "tmp"), r.network, pf.hook.Egress
+	in.Hidden = hiddenFromHooks(e.DataDir())
+	lp, err := jail.LandlockFor(plan, in)
+	if err != nil {
+		return err
+	}
+	sp.startDetails["landlock"] = map[string]any{"abi": lp.ABI, "scoped": lp.Scoped, "denyTCP": lp.DenyTCP, "notHidden": lp.NotHidden}
+	js := pf.jl.LandlockSpawner(plan, lp)
+	sp.spawner = js
+	return r.limit(js, sp.startDetails)
+}
+
+// hiddenFromHooks are the paths no landlock rule may hold: the data dir
+// (other runs, the store, the trust root) and the operator's home.
+func hiddenFromHooks(dataDir string) []string {
+	hidden := []string{dataDir}
+	if home, err := os.UserHomeDir(); err == nil && home != "" && home != "/" {
+		hidden = append(hidden, home)
+	}
+	return hidden
+}
+
+// ValidJailMode: mode is auto, bwrap or landlock (the modes config.yaml
+// may set; off is only ever asked for per run).
+func ValidJailMode(mode string) bool { return jail.ValidMode(mode) }

@@ -27,7 +27,7 @@ type RunRecord struct {
 	Hook     string          `json:"hook"`
 	Actor    string          `json:"actor"`
 	Status   string          `json:"status"`
-	JailMode string          `json:"jailMode"` // "bwrap" or "off"
+	JailMode string          `json:"jailMode"` // "bwrap", "landlock" or "off"
 	Started  time.Time       `json:"started"`
 	Deadline time.Time       `json:"deadline"`
 	Ended    *time.Time      `json:"ended,omitempty"`
@@ -119,7 +119,7 @@ func (r *RunRecord) validate() error {
 		return errors.New("missing hook")
 	case r.Status != RunRunning && r.Status != RunSucceeded && r.Status != RunFailed && r.Status != RunCancelled:
 		return fmt.Errorf("bad status %q", r.Status)
-	case r.JailMode != "bwrap" && r.JailMode != "off":
+	case r.JailMode != "bwrap" && r.JailMode != "landlock" && r.JailMode != "off":
 		return fmt.Errorf("bad jail mode %q", r.JailMode)
 	case r.Started.IsZero():
 		return errors.New("missing start time")

@@ -963,6 +963,8 @@ func (a *App) header(w int) string {
 	switch {
 	case a.sh.opts.Jail == engine.JailOff:
 		jail = th.JailOff.Render(" ⚠ JAIL OFF ")
+	case a.sh.opts.Jail == engine.JailLandlock:
+		jail = th.JailOff.Render(" ⚠ JAIL landlock ")
 	case a.jailErr != "":
 		jail = th.JailOff.Render(" ⚠ JAIL UNAVAILABLE ")
 	case a.limitsErr != "":
@@ -970,6 +972,10 @@ func (a *App) header(w int) string {
 	}
 	if n := a.streams.unjailedRunning(); n > 0 && a.sh.opts.Jail != engine.JailOff {
 		jail += " " + th.JailOff.Render(fmt.Sprintf(" ⚠ %d UNJAILED ", n))
+	}
+	if n := a.streams.landlockRunning(); n > 0 && a.sh.opts.Jail != engine.JailLandlock {
+		// auto fell back: bwrap cannot run here (warden doctor says why).
+		jail += " " + th.JailOff.Render(fmt.Sprintf(" ⚠ %d JAIL landlock ", n))
 	}
 	if n := a.streams.hostNetworkRunning(); n > 0 {
 		jail += " " + th.JailOff.Render(fmt.Sprintf(" ⚠ %d ON HOST NETWORK ", n))

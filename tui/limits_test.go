@@ -49,3 +49,18 @@ func TestHeaderSaysLimitsOff(t *testing.T) {
 		t.Logf("this host: %v", err)
 	}
 }
+
+// The landlock backend is weaker than bwrap: the header says so, for a
+// console that asked for it and for runs auto put under it.
+func TestHeaderSaysJailLandlock(t *testing.T) {
+	e := newEngine(t)
+	app := New(e, Options{Theme: themes.NoColor(), Actor: "local:test", Bell: func() {}, Jail: engine.JailLandlock})
+	if h := app.header(120); !strings.Contains(h, "JAIL landlock") || strings.Contains(h, "jail bwrap") {
+		t.Errorf("header with --jail=landlock: %q", h)
+	}
+	app = New(e, Options{Theme: themes.NoColor(), Actor: "local:test", Bell: func() {}})
+	app.streams.runs = append(app.streams.runs, engine.RunRecord{ID: "20261201T092800-e3a1f0", Module: "m", Hook: "h", Status: engine.RunRunning, JailMode: engine.JailLandlock})
+	if h := app.header(120); !strings.Contains(h, "1 JAIL landlock") {
+		t.Errorf("header with a run under landlock: %q", h)
+	}
+}

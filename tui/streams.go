@@ -351,6 +351,17 @@ func (p *streamsPane) unjailedRunning() (n int) {
 	return n
 }
 
+// landlockRunning counts running runs under the landlock backend, which
+// is weaker than bwrap (docs/jail.md).
+func (p *streamsPane) landlockRunning() (n int) {
+	for _, r := range p.runs {
+		if r.Status == engine.RunRunning && r.JailMode == engine.JailLandlock {
+			n++
+		}
+	}
+	return n
+}
+
 // runEvent records a run that started or ended.
 func (p *streamsPane) runEvent(rec engine.RunRecord) tea.Cmd {
 	for i := range p.runs {

@@ -79,7 +79,7 @@ func (a *app) dataDirSettings() (string, settings, error) {
 }
 
 func openServed(dir string, set settings, lockTimeout time.Duration, logf func(string, ...any)) (*engine.Engine, *control.Server, error) {
-	e, err := engine.Open(engine.Options{DataDir: dir, BwrapPath: set.Bwrap, LimitCeiling: set.Limits, LockTimeout: lockTimeout})
+	e, err := engine.Open(engine.Options{DataDir: dir, BwrapPath: set.Bwrap, Jail: set.Jail, LimitCeiling: set.Limits, LockTimeout: lockTimeout})
 	if err != nil {
 		return nil, nil, err
 	}

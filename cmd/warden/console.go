@@ -50,11 +50,11 @@ func (a *app) console(c *cobra.Command, f consoleFlags) error {
 		return err
 	}
 	switch f.jail {
-	case "", engine.JailBwrap:
-		f.jail = ""
-	case engine.JailOff:
+	case "", engine.JailAuto:
+		f.jail = "" // config.yaml's jail:, else auto
+	case engine.JailBwrap, engine.JailLandlock, engine.JailOff:
 	default:
-		return usageError{fmt.Errorf("unknown jail mode %q (want bwrap or off)", f.jail)}
+		return usageError{fmt.Errorf("unknown jail mode %q (want auto, bwrap, landlock or off)", f.jail)}
 	}
 	if !isTerminal(a.stdout) || !isTerminal(a.stdin) {
 		c.SetOut(a.stderr)

@@ -74,7 +74,7 @@ func TestFleetSettings(t *testing.T) {
 		"fleet:\n  hots: a\n":                  "/c.yaml:2: fleet.hots: unknown key",
 		"fleet:\n  host: a\n  host: b\n":       "fleet.host: duplicated key",
 		"fleet:\n  url: [nats://x:1]\n":        "fleet.url: want a string",
-		"fleetx: {}\n":                         "unknown key (the config file knows: theme, bwrap, limits, fleet)",
+		"fleetx: {}\n":                         "unknown key (the config file knows: theme, bwrap, jail, limits, fleet)",
 		"fleet:\n  url: nats://x:1\nfleet: {}": "duplicated key",
 	} {
 		if _, err := parseSettings("/c.yaml", []byte(in)); err == nil || !strings.Contains(err.Error(), want) {

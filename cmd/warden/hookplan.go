@@ -51,6 +51,7 @@ and listed in the run's receipt. Give path inputs with --input to plan them.`,
 						}
 					}
 					a.printNetworkPlan(hp)
+					a.printJailPlan(hp)
 					lim := hp.Limits.String()
 					if hp.LimitsOff != "" {
 						lim += " (" + hp.LimitsOff + ")"
@@ -66,4 +67,27 @@ and listed in the run's receipt. Give path inputs with --input to plan them.`,
 	}
 	c.Flags().StringArrayVar(&inputs, "input", nil, "a path input as NAME=VALUE (repeatable)")
 	return c
+}
+
+// printJailPlan says which backend a run gets and, where the landlock
+// backend can run, what each class of the plan becomes under it.
+func (a *app) printJailPlan(hp *engine.HookPlan) {
+	if hp.JailProblem != "" {
+		a.printf("jail: none can run here: %s\n", safe(hp.JailProblem))
+	} else {
+		a.printf("jail: %s\n", safe(hp.Jail))
+	}
+	if hp.Landlock == nil {
+		return
+	}
+	a.printf("\nunder the landlock backend (ABI %d; no namespaces):\n", hp.Landlock.ABI)
+	for _, r := range hp.Landlock.Rows {
+		a.printf("  %-32s %s\n", safe(r.Target), safe(r.Became))
+	}
+	for _, n := range hp.Landlock.NotHidden {
+		a.printf("  not hidden: %s\n", safe(n))
+	}
+	if hp.LandlockRefused != "" {
+		a.printf("  %s\n", safe(hp.LandlockRefused))
+	}
 }

@@ -65,8 +65,8 @@ console or ` + "`warden perms approve ID`" + ` answers it.`,
 			if err != nil {
 				return err
 			}
-			if jail != engine.JailOff && jail != engine.JailBwrap {
-				return usageError{fmt.Errorf("--jail %q: want bwrap or off", jail)}
+			if !validJail(jail) {
+				return usageError{fmt.Errorf("--jail %q: want auto, bwrap, landlock or off", jail)}
 			}
 			return a.withEngineModule(argv[0], func(e engine.Facade, mod *engine.Module) error {
 				if err := checkInputs(mod, argv[1], raw); err != nil {
@@ -95,11 +95,24 @@ console or ` + "`warden perms approve ID`" + ` answers it.`,
 				}
 				runID.Store(h.ID)
 				if !a.json {
+					// The backend the run got (auto chose one), as its
+					// receipts say; a run started through another engine
+					// says what was asked for.
+					got := h.Jail
+					if got == "" {
+						// Another engine's run: its record is stored
+						// with the start receipt, before StartRun returns.
+						if rec, err := e.Run(h.ID); err == nil && rec.JailMode != "" {
+							got = rec.JailMode
+						} else if got = jail; got == "" {
+							got = engine.JailAuto
+						}
+					}
 					note := ""
-					if jail == engine.JailBwrap && e.LimitsReady() != nil {
+					if got != engine.JailOff && e.LimitsReady() != nil {
 						note = ", limits OFF" // as the run's receipts say
 					}
-					fmt.Fprintf(a.stderr, "run %s of %s/%s started (jail %s%s)\n", h.ID, argv[0], argv[1], jailName(jail), note)
+					fmt.Fprintf(a.stderr, "run %s of %s/%s started (jail %s%s)\n", h.ID, argv[0], argv[1], jailName(got), note)
 				}
 				go func() {
 					select {
@@ -146,7 +159,7 @@ console or ` + "`warden perms approve ID`" + ` answers it.`,
 		},
 	}
 	c.Flags().StringArrayVar(&inputs, "input", nil, "an input as NAME=VALUE (repeatable); typed by the manifest")
-	c.Flags().StringVar(&jail, "jail", engine.JailBwrap, "bwrap (default) or off; off runs the hook unjailed and every receipt says so")
+	c.Flags().StringVar(&jail, "jail", "", "auto (bwrap, else landlock; the default unless config.yaml's jail: says otherwise), bwrap (never fall back), landlock, or off; off runs the hook unjailed and every receipt says so")
 	return c
 }
 
@@ -188,6 +201,11 @@ func parseInputFlags(inputs []string) (map[string]string, error) {
 		raw[k] = v
 	}
 	return raw, nil
+}
+
+// validJail: j is a jail mode a run may ask for ("" is the config's).
+func validJail(j string) bool {
+	return j == "" || j == engine.JailOff || engine.ValidJailMode(j)
 }
 
 func jailName(j string) string {

@@ -212,7 +212,8 @@ func TestUsernsRefusedExplained(t *testing.T) {
 		out, err := cmd.CombinedOutput()
 		return string(out), err
 	}
-	out, err := inRefusingNS("hook", "run", "userns", "show")
+	// jail: bwrap never falls back: the run fails, explained.
+	out, err := inRefusingNS("hook", "run", "userns", "show", "--jail=bwrap")
 	if err == nil || strings.Contains(out, "the hook ran") {
 		t.Fatalf("the hook ran with user namespaces refused: %v\n%s", err, out)
 	}
@@ -226,6 +227,14 @@ func TestUsernsRefusedExplained(t *testing.T) {
 	}
 	if strings.Contains(out, "failed in") && strings.HasSuffix(strings.TrimSpace(out), "exit code 1") {
 		t.Errorf("the run's error is bwrap's exit code, not the cause:\n%s", out)
+	}
+
+	// auto (the default) falls back to the landlock backend, and says so.
+	if abi := jail.ProbeHost().LandlockABI; abi >= jail.MinLandlockABI {
+		out, err := inRefusingNS("hook", "run", "userns", "show")
+		if err != nil || !strings.Contains(out, "the hook ran") || !strings.Contains(out, "started (jail landlock") {
+			t.Errorf("jail: auto with user namespaces refused: want the hook run under landlock: %v\n%s", err, out)
+		}
 	}
 
 	out, _ = inRefusingNS("doctor", "--json")

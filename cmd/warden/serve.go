@@ -59,8 +59,8 @@ released. A second signal during the shutdown kills it at once.`,
 				if !ok || mod == "" || hook == "" {
 					return usageError{fmt.Errorf("--run %q: want MODULE/HOOK", runHook)}
 				}
-				if runJail != engine.JailOff && runJail != engine.JailBwrap {
-					return usageError{fmt.Errorf("--jail %q: want bwrap or off", runJail)}
+				if !validJail(runJail) {
+					return usageError{fmt.Errorf("--jail %q: want auto, bwrap, landlock or off", runJail)}
 				}
 				raw, err := parseInputFlags(runInputs)
 				if err != nil {
@@ -81,7 +81,7 @@ released. A second signal during the shutdown kills it at once.`,
 	c.Flags().StringVar(&runHook, "run", "", "start MODULE/HOOK at startup (as the local operator)")
 	c.Flags().StringArrayVar(&runInputs, "input", nil, "an input of the --run hook as NAME=VALUE (repeatable); typed by the manifest")
 	fl.bind(c)
-	c.Flags().StringVar(&runJail, "jail", engine.JailBwrap, "jail of the --run hook: bwrap (default) or off")
+	c.Flags().StringVar(&runJail, "jail", "", "jail of the --run hook: auto (default), bwrap, landlock or off")
 	c.Flags().MarkHidden("run")
 	c.Flags().MarkHidden("input")
 	c.Flags().MarkHidden("jail")

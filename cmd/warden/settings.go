@@ -13,6 +13,7 @@ import (
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
 
+	"github.com/wardenhq/warden/engine"
 	"github.com/wardenhq/warden/engine/hooks"
 	"github.com/wardenhq/warden/themes"
 )
@@ -43,6 +44,9 @@ type settings struct {
 	Bwrap string
 	// BwrapLine is the line of bwrap: in File.
 	BwrapLine int
+	// Jail is the jail mode of runs that ask for none: auto (the
+	// default, "" here), bwrap or landlock.
+	Jail string
 	// Limits is the operator's ceiling of hooks' resource limits (zero
 	// fields: hooks.DefaultCeiling's).
 	Limits hooks.Resources
@@ -182,6 +186,12 @@ func parseSettings(file string, data []byte) (s settings, err error) {
 				return s, bad(kl, key, "want an absolute, clean path to bwrap (it is never searched on PATH)")
 			}
 			s.Bwrap, s.BwrapLine = v.Value, kl
+		case "jail":
+			v, ok := mv.Value.(*ast.StringNode)
+			if !ok || !engine.ValidJailMode(v.Value) {
+				return s, bad(kl, key, "want auto (bwrap where it can run, else landlock), bwrap (never fall back) or landlock; `off` is only ever asked for per run (--jail=off)")
+			}
+			s.Jail = v.Value
 		case "limits":
 			if err := parseCeiling(&s, mv.Value, bad); err != nil {
 				return s, err
@@ -198,7 +208,7 @@ func parseSettings(file string, data []byte) (s settings, err error) {
 				return s, err
 			}
 		default:
-			return s, bad(kl, key, "unknown key (the config file knows: theme, bwrap, limits, fleet)")
+			return s, bad(kl, key, "unknown key (the config file knows: theme, bwrap, jail, limits, fleet)")
 		}
 	}
 	return s, nil

@@ -30,7 +30,7 @@ func TestParseSettings(t *testing.T) {
 		{in: "# nothing here\n", theme: ""},
 		{in: "theme: light\n", theme: "light"},
 		{in: "# mine\ntheme: contrast # high\n", theme: "contrast"},
-		{in: "theme: dark\ncolour: red\n", err: f + ":2: colour: unknown key (the config file knows: theme, bwrap, limits, fleet)"},
+		{in: "theme: dark\ncolour: red\n", err: f + ":2: colour: unknown key (the config file knows: theme, bwrap, jail, limits, fleet)"},
 		{in: "\n\nThemes: dark\n", err: f + ":3: Themes: unknown key"},
 		{in: "theme: neon\n", err: f + ":1: theme: unknown theme \"neon\" (want contrast, dark, light, none)"},
 		{in: "theme: 3\n", err: f + ":1: theme: want a theme name"},

@@ -158,7 +158,8 @@ type Spawner struct {
 	j       *Jail
 	plan    *Plan
 	network bool
-	egress  bool // see egress.go
+	egress  bool          // see egress.go
+	ll      *LandlockPlan // the landlock backend (landlock_stage.go); nil: bwrap
 	files   []*os.File
 	spawnerState
 }
@@ -214,6 +215,9 @@ const (
 func (s *Spawner) Command(sp hooks.Spawn) (*exec.Cmd, error) {
 	if len(sp.Argv) == 0 {
 		return nil, errors.New("jail: empty argv")
+	}
+	if s.ll != nil {
+		return s.landlockCommand(sp)
 	}
 	if s.egress {
 		sp.Argv = bridgeArgv(sp.Argv)

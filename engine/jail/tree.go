@@ -58,7 +58,9 @@ func (s *Spawner) Start(cmd *exec.Cmd) error {
 		s.mu.Lock()
 		s.pid, s.done = cmd.Process.Pid, done
 		s.mu.Unlock()
-		go s.pinTmpfs(done)
+		if s.ll == nil { // landlock: no tmpfs to pin, nothing held back
+			go s.pinTmpfs(done)
+		}
 	}
 	return err
 }
@@ -174,6 +176,16 @@ func (s *Spawner) Terminate() {
 	if s.group != nil {
 		_ = s.group.Signal(syscall.SIGTERM, s.isBwrap)
 		return
+	}
+	if s.ll != nil {
+		// No bwrap around the hook: the stage exec'd it, in its own
+		// process group.
+		s.mu.Lock()
+		pid := s.pid
+		s.mu.Unlock()
+		if pid > 0 {
+			_ = syscall.Kill(-pid, syscall.SIGTERM)
+		}
 	}
 	for _, p := range s.procs() {
 		if !s.isBwrap(p) {
@@ -292,6 +304,9 @@ func tmpfsFull(f *os.File) bool {
 // isBwrap: pid runs the admitted bubblewrap binary (same file: the bind
 // mount inside the jail is the same inode).
 func (s *Spawner) isBwrap(pid int) bool {
+	if s.j.Bwrap == nil {
+		return false // the landlock backend
+	}
 	var st syscall.Stat_t
 	if syscall.Stat(fmt.Sprintf("/proc/%d/exe", pid), &st) != nil {
 		return false

@@ -1,0 +1,163 @@
+package jail
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/wardenhq/warden/engine/hooks"
+)
+
+// StageArg0 is the argv[0] that makes this binary the landlock stage:
+// warden re-execs itself (/proc/self/exe) under that name, and the
+// stage restricts itself and execs the hook (see init below). Any binary
+// that links this package (warden, its test binaries) can be the stage.
+const StageArg0 = "warden-landlock-stage"
+
+// fdRuleset is the ruleset's fd in the stage.
+const fdRuleset = 3
+
+func init() {
+	if len(os.Args) > 0 && os.Args[0] == StageArg0 {
+		// Landlock and seccomp bind the calling thread: the same thread
+		// must restrict itself and exec.
+		runtime.LockOSThread()
+		err := landlockStage(os.Args[1:])
+		fmt.Fprintf(os.Stderr, "warden: landlock jail: %v\n", err)
+		os.Exit(126)
+	}
+}
+
+// landlockStage runs in the child, in this order: its own process group,
+// RLIMIT_NPROC as the bwrap path sets it, (as root) every capability
+// dropped, no_new_privs, the Landlock ruleset, the seccomp filter, then
+// execve of the hook. It returns only on failure.
+//
+// argv: NPROC NETWORK(0|1) -- HOOK-ARGV...
+func landlockStage(argv []string) error {
+	if len(argv) < 4 || argv[2] != "--" {
+		return errors.New("usage: " + StageArg0 + " NPROC NETWORK -- ARGV")
+	}
+	nproc, err := strconv.ParseUint(argv[0], 10, 64)
+	if err != nil {
+		return fmt.Errorf("nproc %q: %w", argv[0], err)
+	}
+	network := argv[1] == "1"
+	hook := argv[3:]
+	if unix.Getpgrp() != unix.Getpid() {
+		if err := unix.Setpgid(0, 0); err != nil {
+			return fmt.Errorf("setpgid: %w", err)
+		}
+	}
+	if nproc > 0 {
+		var cur unix.Rlimit
+		if err := unix.Getrlimit(unix.RLIMIT_NPROC, &cur); err != nil {
+			return fmt.Errorf("getrlimit: %w", err)
+		}
+		n := min(nproc, cur.Max)
+		if err := unix.Setrlimit(unix.RLIMIT_NPROC, &unix.Rlimit{Cur: n, Max: n}); err != nil {
+			return fmt.Errorf("RLIMIT_NPROC %d: %w", n, err)
+		}
+	}
+	if os.Geteuid() == 0 {
+		if err := dropRoot(); err != nil {
+			return fmt.Errorf("dropping root's capabilities: %w", err)
+		}
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("PR_SET_NO_NEW_PRIVS: %w", err)
+	}
+	if _, _, errno := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, fdRuleset, 0, 0); errno != 0 {
+		return fmt.Errorf("landlock_restrict_self: %w", errno)
+	}
+	unix.Close(fdRuleset)
+	prog, err := seccompProgram(network)
+	if err != nil {
+		return fmt.Errorf("seccomp filter: %w", err)
+	}
+	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
+	if _, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, uintptr(unsafe.Pointer(&fprog))); errno != 0 {
+		return fmt.Errorf("seccomp: %w", errno)
+	}
+	err = syscall.Exec(hook[0], hook, os.Environ())
+	return fmt.Errorf("exec %s: %w", hook[0], err)
+}
+
+// Securebits (linux/securebits.h): root gets no capability from exec,
+// and neither that nor the rest can be undone.
+const (
+	secNoroot            = 1 << 0
+	secNorootLocked      = 1 << 1
+	secNoSetuidFix       = 1 << 2
+	secNoSetuidFixLocked = 1 << 3
+	secKeepCapsLocked    = 1 << 5
+	secNoAmbientRaise    = 1 << 6
+	secNoAmbientLocked   = 1 << 7
+)
+
+// dropRoot leaves uid 0 without a capability, for good: the bounding
+// set emptied, ambient cleared, securebits locked so exec grants none,
+// and the effective, permitted and inheritable sets zero.
+func dropRoot() error {
+	if err := unix.Prctl(unix.PR_SET_SECUREBITS, secNoroot|secNorootLocked|secNoSetuidFix|secNoSetuidFixLocked|secKeepCapsLocked|secNoAmbientRaise|secNoAmbientLocked, 0, 0, 0); err != nil {
+		return fmt.Errorf("PR_SET_SECUREBITS: %w", err)
+	}
+	for c := 0; c <= 63; c++ {
+		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil {
+			if errors.Is(err, unix.EINVAL) {
+				break // past the kernel's last capability
+			}
+			return fmt.Errorf("PR_CAPBSET_DROP %d: %w", c, err)
+		}
+	}
+	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
+		return fmt.Errorf("PR_CAP_AMBIENT_CLEAR_ALL: %w", err)
+	}
+	var data [2]unix.CapUserData
+	if err := unix.Capset(&unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}, &data[0]); err != nil {
+		return fmt.Errorf("capset: %w", err)
+	}
+	return nil
+}
+
+// NewLandlock is the Jail of the landlock backend: no bwrap, the hook as
+// warden's own uid.
+func NewLandlock() *Jail {
+	return &Jail{UID: os.Geteuid(), GID: os.Getegid()}
+}
+
+// LandlockSpawner returns the hooks.Spawner of one run under landlock.
+// The hooks.Spawn it is given is in host terms (no mount namespace).
+func (j *Jail) LandlockSpawner(plan *Plan, lp *LandlockPlan) *Spawner {
+	return &Spawner{j: j, plan: plan, network: lp.Network, ll: lp}
+}
+
+// landlockCommand is Command for the landlock backend: this binary,
+// re-exec'd as the stage, with the ruleset at fd 3.
+func (s *Spawner) landlockCommand(sp hooks.Spawn) (*exec.Cmd, error) {
+	rs, err := s.ll.Ruleset()
+	if err != nil {
+		return nil, err
+	}
+	s.files = append(s.files, rs)
+	network := "0"
+	if s.network {
+		network = "1"
+	}
+	cmd := exec.Command("/proc/self/exe")
+	cmd.Args = append([]string{StageArg0, strconv.Itoa(HookNproc()), network, "--"}, sp.Argv...)
+	cmd.Dir = sp.Dir
+	cmd.Env = sp.Env
+	if cmd.Env == nil {
+		cmd.Env = []string{}
+	}
+	cmd.ExtraFiles = []*os.File{rs}
+	return cmd, nil
+}

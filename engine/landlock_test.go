@@ -1,0 +1,80 @@
+package engine
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/wardenhq/warden/engine/jail"
+)
+
+// TestLandlockRunRefusals: under the landlock backend a run whose plan
+// Landlock cannot express fails before anything is spawned, with the
+// reason in the run's error: a destination list (Landlock filters ports,
+// not addresses), and a path input that holds the data dir (a hidden
+// path under an allowed one). The same module runs under landlock
+// without them, in its own process group, and its record says landlock.
+func TestLandlockRunRefusals(t *testing.T) {
+	if abi := jail.ProbeHost().LandlockABI; abi < jail.MinLandlockABI {
+		t.Skipf("Landlock ABI %d here", abi)
+	}
+	e := openTestEngine(t)
+	base, err := os.UserCacheDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(base, 0o700)
+	dir, err := os.MkdirTemp(base, "warden-landlock-module-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(dir, 0o755)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	script := "#!/bin/sh\nread -r _ _ _ _ pgid _ < /proc/self/stat\n[ \"$pgid\" = \"$$\" ] || exit 3\nexit 0\n"
+	if err := os.WriteFile(filepath.Join(dir, "h.sh"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	manifest := `id: llmod
+version: 1.0.0
+description: landlock refusals
+hooks:
+  plain:
+    run: [./h.sh]
+  egress:
+    run: [./h.sh]
+    network: [api.github.com:443]
+  src:
+    run: [./h.sh]
+    inputs: {src: path}
+`
+	if err := os.WriteFile(filepath.Join(dir, "module.yaml"), []byte(manifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.AddModule(testActor, dir); err != nil {
+		t.Fatal(err)
+	}
+	o, err := e.RunHook(testActor, RunRequest{Module: "llmod", Hook: "plain", Jail: JailLandlock})
+	if err != nil || !o.OK() || o.Run.JailMode != JailLandlock {
+		t.Fatalf("plain hook under landlock: %v %+v", err, o.Run)
+	}
+	for _, c := range []struct {
+		hook string
+		raw  map[string]string
+		want string
+	}{
+		{"egress", nil, "Landlock filters TCP ports, not addresses"},
+		{"src", map[string]string{"src": filepath.Dir(e.DataDir())}, "cannot hide a path beneath it"},
+	} {
+		o, err := e.RunHook(testActor, RunRequest{Module: "llmod", Hook: c.hook, RawInputs: c.raw, Jail: JailLandlock})
+		if err != nil {
+			if !strings.Contains(err.Error(), c.want) {
+				t.Errorf("%s: %v, want %q", c.hook, err, c.want)
+			}
+			continue
+		}
+		if o.OK() || !strings.Contains(o.Run.Error, c.want) {
+			t.Errorf("%s under landlock: %+v, want a refusal saying %q", c.hook, o.Run, c.want)
+		}
+	}
+}
