@@ -273,10 +273,18 @@ func doctorKernel(root, bwrap string, add func(Check), problem func(string, stri
 		bwrap = jail.DefaultBwrap
 	}
 	h := jail.ProbeHostAt(root, bwrap)
+	if h.UserNamespaces && (root == "" || root == "/") {
+		// No sysctl refuses; a container's seccomp profile still may.
+		if _, err := jail.AdmitBwrap(bwrap); err == nil {
+			if u := jail.TryUserns(bwrap); u != nil {
+				h.UserNamespaces, h.UserNSRefused = false, u
+			}
+		}
+	}
 	if h.UserNamespaces {
 		add(Check{Name: "user namespaces", Status: "ok", Detail: h.UserNSDetail})
 	} else {
-		problem("user namespaces", "unavailable, so every jailed run fails: "+h.UserNSRefused.Problem, h.UserNSRefused.Fix)
+		problem("user namespaces", "unavailable, so bwrap cannot make its jail (jail: auto runs hooks under landlock where it can, see jail backends): "+h.UserNSRefused.Problem, h.UserNSRefused.Fix)
 	}
 	if h.Seccomp {
 		add(Check{Name: "seccomp", Status: "ok", Detail: h.SeccompDetail})

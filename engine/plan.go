@@ -94,7 +94,7 @@ func (e *Engine) PlanHook(module, hook string, raw map[string]string) (*HookPlan
 	}
 	if abi := e.landlockABI(); jail.LandlockWhyNot(abi) == "" && plan != nil {
 		run := filepath.Join(runs, "RUN")
-		lp, lerr := jail.LandlockFor(plan, jail.LandlockInput{ABI: abi, RunDir: run, TmpDir: filepath.Join(run, "tmp"), Network: network, Egress: h.Egress, Hidden: hiddenFromHooks(e.DataDir())})
+		lp, lerr := jail.LandlockFor(plan, jail.LandlockInput{ABI: abi, RunDir: run, TmpDir: filepath.Join(run, "tmp"), Network: network, Egress: h.Egress, UID: os.Geteuid(), Hidden: hiddenFromHooks(e.DataDir())})
 		if lerr != nil {
 			hp.LandlockRefused = lerr.Error()
 		}

@@ -10,6 +10,7 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -492,6 +493,10 @@ func (e *Engine) spawnSpec(r *activeRun, pf preflighted) spawned {
 	if r.egress != nil {
 		sp.spawn.Env = egressEnv(sp.spawn.Env)
 	}
+	if pf.landlock != nil { // the dialer, not the socket (landlockSpec)
+		sp.spawn.Env = slices.DeleteFunc(sp.spawn.Env, func(kv string) bool { return strings.HasPrefix(kv, "WARDEN_SOCKET=") })
+		sp.spawn.Env = append(sp.spawn.Env, broker.DialerEnv+"="+strconv.Itoa(jail.FdDialer))
+	}
 	if pf.jl != nil {
 		// The operator's HOME does not exist in the jail; /tmp is the
 		// hook's own (the synthesized passwd agrees). Under landlock the
@@ -959,6 +964,9 @@ func (e *Engine) chooseJail(mode string) (string, error) {
 		// Explicit bwrap keeps today's path: a refused namespace fails
 		// the run with bwrap's own explanation (UsernsFailure).
 		bw.Userns = jail.ProbeUserns("/", e.jailAdm.Bwrap.Path)
+		if bw.Userns == nil { // no file refuses: try it (a container's seccomp may)
+			bw.Userns = jail.TryUserns(e.jailAdm.Bwrap.Path)
+		}
 	}
 	if mode == JailLandlock {
 		return jail.Choose(mode, bw, e.landlockABI())
@@ -991,14 +999,20 @@ func (e *Engine) landlockSpec(r *activeRun, pf preflighted, runDir string, sp *s
 		return err
 	}
 	in := *pf.landlock
-	in.RunDir, in.TmpDir, in.Network, in.Egress = runDir, filepath.Join(runDir, "tmp"), r.network, pf.hook.Egress
+	in.RunDir, in.TmpDir, in.Network, in.Egress, in.UID = runDir, filepath.Join(runDir, "tmp"), r.network, pf.hook.Egress, pf.jl.UID
 	in.Hidden = hiddenFromHooks(e.DataDir())
 	lp, err := jail.LandlockFor(plan, in)
 	if err != nil {
 		return err
 	}
 	sp.startDetails["landlock"] = map[string]any{"abi": lp.ABI, "scoped": lp.Scoped, "denyTCP": lp.DenyTCP, "notHidden": lp.NotHidden}
-	js := pf.jl.LandlockSpawner(plan, lp)
+	// No socket(AF_UNIX) under landlock (connect by path reaches the
+	// host's sockets): the hook dials its broker through this fd.
+	dialer, err := r.brk.Dialer()
+	if err != nil {
+		return err
+	}
+	js := pf.jl.LandlockSpawner(plan, lp, dialer)
 	sp.spawner = js
 	return r.limit(js, sp.startDetails)
 }

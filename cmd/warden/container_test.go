@@ -82,7 +82,7 @@ func (c *container) run(script string) (string, int) {
 	c.t.Helper()
 	args := []string{"run", "--rm", "--network", "none", "--user", "1000:1000", "--cap-drop", "ALL",
 		"--security-opt", "no-new-privileges",
-		"--tmpfs", "/home/op:mode=0700,uid=1000,gid=1000", "--tmpfs", "/tmp:mode=1777",
+		"--tmpfs", "/home/op:mode=0700,uid=1000,gid=1000,exec", "--tmpfs", "/tmp:mode=1777",
 		"-e", "HOME=/home/op", "-e", "PATH=/opt/warden:/usr/bin:/bin",
 		"-v", "/usr:/usr:ro", "-v", "/etc:/etc:ro",
 		"-v", c.bins + ":/opt/warden:ro"}
@@ -110,4 +110,68 @@ func TestContainerRefusesBwrapNamespaces(t *testing.T) {
 	if code == 0 || !strings.Contains(out, "1000") || !strings.Contains(out, "namespace") {
 		t.Fatalf("bwrap in an unprivileged container: exit %d\n%s", code, out)
 	}
+}
+
+// Inside the container, as an ordinary user: `jail: auto` (the default)
+// finds bwrap refused and runs the hook under landlock, saying so in the
+// first line and the receipts; what the hook tries gets what
+// docs/jail.md's landlock section promises; `--jail=bwrap` refuses rather
+// than run weaker; doctor says which backend works and why bwrap does
+// not.
+func TestContainerRunsHooksUnderLandlock(t *testing.T) {
+	mods := privateDir(t, "warden-container-mods-")
+	probe := `t() { if eval "$2" >/dev/null 2>&1; then echo "$1: yes"; else echo "$1: no"; fi; }
+t "read home" "cat /home/op/secret"
+t "list data" "ls /home/op/.local/state/warden"
+t "write module" "echo x > /home/op/probe/pwn"
+t "write tmp" 'echo x > "$TMPDIR/w"'
+t "inet socket" "exec 3<>/dev/tcp/127.0.0.1/9"
+t "unix socket by path" "perl -MSocket -e 'socket(S, PF_UNIX, SOCK_STREAM, 0) and connect(S, pack_sockaddr_un(\$ARGV[0])) or exit 1' /home/op/host.sock"
+t "signal the operator's shell" "kill -0 $(cat /home/op/probe/shell.pid)"
+t "broker" "warden hook log from-the-hook"
+read -r _ _ _ _ pgid _ < /proc/self/stat
+if [ "$pgid" = "$$" ]; then echo "own process group: yes"; else echo "own process group: no"; fi
+`
+	bashModule(t, mods, "probe", "p", probe)
+	c := newContainer(t, mods)
+	out, code := c.run(`echo secret > /home/op/secret
+
+perl -MSocket -e 'socket(S, PF_UNIX, SOCK_STREAM, 0) or die; bind(S, pack_sockaddr_un("/home/op/host.sock")) or die; listen(S, 5); while (accept(C, S)) { print "HOST SOCKET REACHED\n" }' &
+sleep 0.2
+cp -r /opt/mod/modules/probe /home/op/probe
+echo $$ > /home/op/probe/shell.pid
+warden module add /home/op/probe >/dev/null
+echo "== auto"; warden hook run probe p || echo "auto exit $?"
+echo "== bwrap"; warden hook run probe p --jail=bwrap 2>&1 || echo "bwrap exit $?"
+echo "== receipts"; warden receipts list
+echo "== doctor"; warden doctor || true`)
+	if code != 0 {
+		t.Fatalf("the container's script: exit %d\n%s", code, out)
+	}
+	section := func(name string) string {
+		_, rest, _ := strings.Cut(out, "== "+name+"\n")
+		body, _, _ := strings.Cut(rest, "\n== ")
+		return body
+	}
+	auto := section("auto")
+	for _, want := range []string{"started (jail landlock", "read home: no", "list data: no", "write module: no", "write tmp: yes",
+		"inet socket: no", "unix socket by path: no", "signal the operator's shell: no", "broker: yes", "from-the-hook", "own process group: yes", "succeeded"} {
+		if !strings.Contains(auto, want) {
+			t.Errorf("jail: auto in the container: no %q in:\n%s", want, auto)
+		}
+	}
+	if strings.Contains(out, "HOST SOCKET REACHED") {
+		t.Errorf("the hook reached a socket of the container by its path:\n%s", out)
+	}
+	if bw := section("bwrap"); !strings.Contains(bw, "user namespaces refused, so the jail cannot start") || strings.Contains(bw, "bwrap exit 0") || strings.Contains(bw, "\": yes") || !strings.Contains(bw, "bwrap exit") {
+		t.Errorf("--jail=bwrap in the container:\n%s", bw)
+	}
+	if rec := section("receipts"); !strings.Contains(rec, "started (jail landlock") || !strings.Contains(rec, "succeeded in") {
+		t.Errorf("receipts in the container do not say jail landlock:\n%s", rec)
+	}
+	doc := section("doctor")
+	if !strings.Contains(doc, "jail backends") || !strings.Contains(doc, "auto picks landlock") {
+		t.Errorf("doctor in the container does not name the backend auto picks:\n%s", doc)
+	}
+	t.Logf("in the container:\n%s", out)
 }

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/wardenhq/warden/engine/jail"
@@ -45,14 +47,37 @@ func TestLandlockJail(t *testing.T) {
 				}
 			}
 			modDir := filepath.Join(dir, "modules", "probe")
+			// A socket of the host the hook's uid may connect to, as it may
+			// to warden's own control.sock or, as root, docker.sock.
+			hostSock := filepath.Join(dir, "host.sock")
+			ln, err := net.Listen("unix", hostSock)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			os.Chmod(hostSock, 0o666)
+			var reached atomic.Int32
+			go func() {
+				for {
+					c, err := ln.Accept()
+					if err != nil {
+						return
+					}
+					reached.Add(1)
+					c.Close()
+				}
+			}()
 			script := `t() { if eval "$2" >/dev/null 2>&1; then echo "$1: yes"; else echo "$1: no"; fi; }
 t "read home" "cat ` + filepath.Join(home, "secret") + `"
 t "list data" "ls ` + data + `"
 t "read other run" "cat ` + filepath.Join(other, "secret") + `"
 t "write module" "echo x > ` + filepath.Join(modDir, "pwn") + `"
 t "write tmp" 'echo x > "$TMPDIR/w" && test "$HOME" = "$TMPDIR"'
-t "write run dir" 'echo x > "$(dirname "$WARDEN_SOCKET")/w"'
+t "write run dir" 'echo x > "$(dirname "$TMPDIR")/w"'
 t "inet socket" "exec 3<>/dev/tcp/127.0.0.1/9"
+t "unix socket by path" "perl -MSocket -e 'socket(S, PF_UNIX, SOCK_STREAM, 0) and connect(S, pack_sockaddr_un(\$ARGV[0])) or exit 1' ` + hostSock + `"
+t "datagram pair" "perl -MSocket -e 'socketpair(A, B, AF_UNIX, SOCK_DGRAM, 0) or exit 1'"
+t "stream pair" "perl -MSocket -e 'socketpair(A, B, AF_UNIX, SOCK_STREAM, 0) or exit 1'"
 t "broker" "warden hook context"
 read -r _ _ _ _ pgid _ < /proc/self/stat
 if [ "$pgid" = "$$" ]; then echo "own process group: yes"; else echo "own process group: no ($pgid, pid $$)"; fi
@@ -84,10 +109,13 @@ if [ "$pgid" = "$$" ]; then echo "own process group: yes"; else echo "own proces
 				t.Fatalf("hook run --jail=landlock: %v\n%s", err, out)
 			}
 			for _, want := range []string{"started (jail landlock", "read home: no", "list data: no", "read other run: no", "write module: no",
-				"write tmp: yes", "write run dir: yes", "inet socket: no", "broker: yes", "own process group: yes", "succeeded"} {
+				"write tmp: yes", "write run dir: yes", "inet socket: no", "unix socket by path: no", "datagram pair: no", "stream pair: yes", "broker: yes", "own process group: yes", "succeeded"} {
 				if !strings.Contains(out, want) {
 					t.Errorf("hook run as %s: no %q in:\n%s", who.name, want, out)
 				}
+			}
+			if n := reached.Load(); n != 0 {
+				t.Errorf("the hook reached a host socket by its path (%d connections)", n)
 			}
 			if _, err := os.Stat(filepath.Join(modDir, "pwn")); err == nil {
 				t.Errorf("the hook wrote into its module dir")

@@ -186,6 +186,7 @@ type LandlockInput struct {
 	TmpDir  string // the hook's private tmp, read-write
 	Network bool   // the host network is granted
 	Egress  bool   // the hook's network is a destination list
+	UID     int    // the uid the hook runs as (warden's own)
 	// Hidden are paths the hook must not reach (the data dir, the
 	// operator's home): no rule may grant a tree holding one.
 	Hidden []string
@@ -212,12 +213,15 @@ func LandlockFor(plan *Plan, in LandlockInput) (*LandlockPlan, error) {
 	if why := LandlockWhyNot(in.ABI); why != "" {
 		return nil, &RefusedError{Reason: why}
 	}
+	if in.ABI < 6 && in.UID == 0 {
+		return nil, &RefusedError{Reason: fmt.Sprintf("warden runs as root and Landlock ABI %d here cannot scope signals (ABI 6, Linux 6.12): the hook, uid 0 even with no capability, could signal every root process of the host. Run warden as an ordinary user, or where bwrap can make its namespaces", in.ABI)}
+	}
 	if in.Egress {
 		return nil, &RefusedError{Reason: "the hook's network is a destination list (egress proxy). Without a network namespace of its own the hook shares the host's network stack, and Landlock filters TCP ports, not addresses, so the proxy could not be the only way out. Run it under bwrap, or grant `network: true` in its policy"}
 	}
 	lp := &LandlockPlan{ABI: in.ABI, Network: in.Network, TmpDir: in.TmpDir,
 		NotHidden: []string{"the host's process list in /proc (other processes are visible, not reachable: Landlock scopes ptrace)", "the host's network stack (no network namespace)", "the hook runs as warden's own uid (as root: uid 0 with every capability dropped)", "tmp and run_dir sizes are not held (no tmpfs): they are directories on the data dir's disk",
-			"unix sockets at paths: connect(2) to one is not a Landlock right on ABI 7 and below, so the hook reaches any its uid may open by file mode (as root, uid 0 owns sockets such as /run/docker.sock)"}}
+			"Unix sockets: the hook may make none (seccomp denies socket(AF_UNIX) and datagram pairs: connect and sendto by path would reach the host's), and reaches its broker through the dialer fd (WARDEN_DIALER)"}}
 	var moduleDir string
 	add := func(path, access, why string, bits uint64) {
 		lp.Rules = append(lp.Rules, LandlockRule{Path: path, Access: access, Why: why, bits: bits})

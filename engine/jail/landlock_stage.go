@@ -21,8 +21,12 @@ import (
 // that links this package (warden, its test binaries) can be the stage.
 const StageArg0 = "warden-landlock-stage"
 
-// fdRuleset is the ruleset's fd in the stage.
-const fdRuleset = 3
+// Fds handed to the stage: the ruleset (closed once applied) and the
+// broker's dialer, which the hook keeps (WARDEN_DIALER names it).
+const (
+	fdRuleset = 3
+	FdDialer  = 4
+)
 
 func init() {
 	if len(os.Args) > 0 && os.Args[0] == StageArg0 {
@@ -78,7 +82,7 @@ func landlockStage(argv []string) error {
 		return fmt.Errorf("landlock_restrict_self: %w", errno)
 	}
 	unix.Close(fdRuleset)
-	prog, err := seccompProgram(network)
+	prog, err := landlockSeccompProgram(network)
 	if err != nil {
 		return fmt.Errorf("seccomp filter: %w", err)
 	}
@@ -135,8 +139,11 @@ func NewLandlock() *Jail {
 
 // LandlockSpawner returns the hooks.Spawner of one run under landlock.
 // The hooks.Spawn it is given is in host terms (no mount namespace).
-func (j *Jail) LandlockSpawner(plan *Plan, lp *LandlockPlan) *Spawner {
-	return &Spawner{j: j, plan: plan, network: lp.Network, ll: lp}
+// dialer is the hook's end of the broker's dialer (broker.Dialer), the
+// only way the hook reaches its broker: the stage's seccomp filter
+// denies it socket(AF_UNIX). The spawner owns it (Release closes it).
+func (j *Jail) LandlockSpawner(plan *Plan, lp *LandlockPlan, dialer *os.File) *Spawner {
+	return &Spawner{j: j, plan: plan, network: lp.Network, ll: lp, files: []*os.File{dialer}, dialer: dialer}
 }
 
 // landlockCommand is Command for the landlock backend: this binary,
@@ -158,6 +165,6 @@ func (s *Spawner) landlockCommand(sp hooks.Spawn) (*exec.Cmd, error) {
 	if cmd.Env == nil {
 		cmd.Env = []string{}
 	}
-	cmd.ExtraFiles = []*os.File{rs}
+	cmd.ExtraFiles = []*os.File{rs, s.dialer} // fdRuleset, FdDialer
 	return cmd, nil
 }

@@ -100,8 +100,9 @@ func TestLandlockForClasses(t *testing.T) {
 	if !strings.Contains(rows["/proc"], "HOST") || !strings.Contains(rows[RunTarget], in.RunDir) || !strings.Contains(rows["network"], "seccomp denies inet") {
 		t.Errorf("rows do not say what each class became: %v", rows)
 	}
-	// ABI 5: no scoping, said so, not silently.
-	in.ABI = 5
+	// ABI 5: no scoping, said so, not silently (an ordinary user's: as
+	// root it is refused, TestLandlockForRefuses).
+	in.ABI, in.UID = 5, 1000
 	lp, err = LandlockFor(plan, in)
 	if err != nil || lp.Scoped || !strings.Contains(strings.Join(lp.NotHidden, ";"), "signals") {
 		t.Errorf("ABI 5: %v %+v", err, lp)
@@ -124,6 +125,7 @@ func TestLandlockForRefuses(t *testing.T) {
 		{"input holding home", []PathInput{{Name: "src", Path: filepath.Join(base, "home")}}, nil, []string{"home", "must not reach"}},
 		{"rw input holding the module", []PathInput{{Name: "out", Path: pin.ModuleDir, RW: true}}, nil, []string{"writable and holds the module dir"}},
 		{"old ABI", nil, func(in *LandlockInput) { in.ABI = 2 }, []string{"ABI 2", "truncate"}},
+		{"root below ABI 6", nil, func(in *LandlockInput) { in.ABI, in.UID = 5, 0 }, []string{"as root", "ABI 5", "signal every root process"}},
 	} {
 		p, l := pin, in
 		p.Inputs = c.inputs

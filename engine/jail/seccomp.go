@@ -57,9 +57,12 @@ const (
 	tiocsti   = 0x5412 // TIOCSTI: push a byte into a terminal's input queue
 	tioclinux = 0x541c // TIOCLINUX: VT console tricks (selection paste, ...)
 
-	afUnix  = 1
-	afInet  = 2
-	afInet6 = 10
+	afUnix = 1
+	// socket types: the low 4 bits of socket's and socketpair's type
+	sockTypeMask = 0xf
+	sockStream   = 1
+	afInet       = 2
+	afInet6      = 10
 
 	// CLONE_NEWNS|CLONE_NEWCGROUP|CLONE_NEWUTS|CLONE_NEWIPC|CLONE_NEWUSER|
 	// CLONE_NEWPID|CLONE_NEWNET: clone(2) creating namespaces is the same
@@ -209,6 +212,21 @@ func seccompPipe(prog []byte) (*os.File, error) {
 //	arch check -> x32 check -> dispatch on nr -> per-syscall argument
 //	checks -> shared return instructions.
 func seccompProgram(network bool) ([]unix.SockFilter, error) {
+	return assembleSeccomp(network, false)
+}
+
+// landlockSeccompProgram is the filter of the landlock backend, where the
+// hook shares the host's mount namespace: besides the bwrap filter's
+// rules, socket(AF_UNIX) is denied, since connect(2) by path would reach
+// every Unix socket warden's uid may use (Landlock has no right for it
+// before ABI 8), and socketpair(2) may make stream pairs only (a
+// datagram socket sends to any path with sendto(2)). The hook reaches its
+// broker through the dialer (broker.Dialer) with a stream pair of its own.
+func landlockSeccompProgram(network bool) ([]unix.SockFilter, error) {
+	return assembleSeccomp(network, true)
+}
+
+func assembleSeccomp(network, noUnixPaths bool) ([]unix.SockFilter, error) {
 	var a bpfAsm
 
 	// Block 1: ABI. Only x86_64 syscall numbers are meaningful to the
@@ -225,7 +243,11 @@ func seccompProgram(network bool) ([]unix.SockFilter, error) {
 	// Block 3: dispatch the syscalls whose arguments matter.
 	a.jeq(sysIoctl, "ioctl", "")
 	a.jeq(sysSocket, "socket", "")
-	a.jeq(sysSocketpair, "socket", "")
+	if noUnixPaths {
+		a.jeq(sysSocketpair, "socketpair", "")
+	} else {
+		a.jeq(sysSocketpair, "socket", "")
+	}
 	a.jeq(sysClone, "clone", "")
 	// clone3 passes its flags in memory the filter cannot read; ENOSYS
 	// makes libc fall back to clone(2), whose flags are checked below.
@@ -254,12 +276,26 @@ func seccompProgram(network bool) ([]unix.SockFilter, error) {
 	// vsock, ...) fails with EPERM.
 	a.label("socket")
 	a.load(offArg0L)
-	a.jeq(afUnix, "allow", "")
+	if !noUnixPaths {
+		a.jeq(afUnix, "allow", "")
+	}
 	if network {
 		a.jeq(afInet, "allow", "")
 		a.jeq(afInet6, "allow", "")
 	}
 	a.ret(retEPERM)
+
+	// Block 7b (landlock): socketpair(AF_UNIX, SOCK_STREAM[|flags], ...)
+	// only. The type (args[1]) carries SOCK_NONBLOCK and SOCK_CLOEXEC
+	// above its low 4 bits.
+	if noUnixPaths {
+		a.label("socketpair")
+		a.load(offArg0L)
+		a.jeq(afUnix, "", "eperm")
+		a.load(offArg1L)
+		a.and(sockTypeMask)
+		a.jeq(sockStream, "allow", "eperm")
+	}
 
 	// Block 8: clone(flags, ...). Creating namespaces is unshare(2) by
 	// another name: deny if any CLONE_NEW* bit is set in args[0]. The
@@ -298,6 +334,11 @@ type bpfJump struct {
 // load: A = 32-bit word at offset off of seccomp_data.
 func (a *bpfAsm) load(off uint32) {
 	a.ins = append(a.ins, unix.SockFilter{Code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, K: off})
+}
+
+// and: A &= k.
+func (a *bpfAsm) and(k uint32) {
+	a.ins = append(a.ins, unix.SockFilter{Code: unix.BPF_ALU | unix.BPF_AND | unix.BPF_K, K: k})
 }
 
 // jeq: if A == k goto jt else goto jf.

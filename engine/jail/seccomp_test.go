@@ -97,6 +97,8 @@ func runFilter(prog []unix.SockFilter, d seccompData) (uint32, error) {
 			if pc+1 >= len(prog) {
 				return 0, fmt.Errorf("jump past end at %d", pc)
 			}
+		case unix.BPF_ALU | unix.BPF_AND | unix.BPF_K:
+			acc &= ins.K
 		case unix.BPF_RET | unix.BPF_K:
 			return ins.K, nil
 		default:
@@ -654,4 +656,56 @@ func TestSeccompInBwrap(t *testing.T) {
 			}
 		}
 	})
+}
+
+// The landlock backend's filter: the hook shares the host's mount
+// namespace, so it may not make a Unix socket (connect by path reaches
+// the host's) nor a datagram pair (sendto by path); a stream pair, the
+// way to its broker's dialer, it may. The rest is the bwrap filter's.
+func TestLandlockSeccompDecisions(t *testing.T) {
+	if runtime.GOARCH != "amd64" {
+		t.Skip("the filter is x86_64-only")
+	}
+	const (
+		sockDgram, sockSeqpacket  = 2, 5
+		sockCloexec, sockNonblock = 0x80000, 0x800
+	)
+	for _, network := range []bool{false, true} {
+		prog, err := landlockSeccompProgram(network)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inet := uint32(retEPERM)
+		if network {
+			inet = retAllow
+		}
+		for _, c := range []struct {
+			what string
+			nr   uint32
+			args [6]uint64
+			want uint32
+		}{
+			{"socket(AF_UNIX)", sysSocket, [6]uint64{afUnix, sockStream}, retEPERM},
+			{"socket(AF_INET)", sysSocket, [6]uint64{afInet, sockStream}, inet},
+			{"socket(AF_INET6)", sysSocket, [6]uint64{afInet6, sockDgram}, inet},
+			{"socketpair(AF_UNIX, SOCK_STREAM)", sysSocketpair, [6]uint64{afUnix, sockStream}, retAllow},
+			{"socketpair(AF_UNIX, SOCK_STREAM|SOCK_CLOEXEC|SOCK_NONBLOCK)", sysSocketpair, [6]uint64{afUnix, sockStream | sockCloexec | sockNonblock}, retAllow},
+			{"socketpair(AF_UNIX, SOCK_DGRAM)", sysSocketpair, [6]uint64{afUnix, sockDgram}, retEPERM},
+			{"socketpair(AF_UNIX, SOCK_SEQPACKET)", sysSocketpair, [6]uint64{afUnix, sockSeqpacket}, retEPERM},
+			{"socketpair(AF_INET, SOCK_STREAM)", sysSocketpair, [6]uint64{afInet, sockStream}, retEPERM},
+			{"ptrace", 101, [6]uint64{}, retEPERM},
+			{"read", 0, [6]uint64{}, retAllow},
+		} {
+			got, err := runFilter(prog, seccompData{nr: c.nr, arch: auditArchX86_64, args: c.args})
+			if err != nil || got != c.want {
+				t.Errorf("network=%v %s: %#x %v, want %#x", network, c.what, got, err, c.want)
+			}
+		}
+	}
+	// The bwrap filter is unchanged: its hooks are in a mount namespace
+	// of their own and reach their broker by its socket.
+	prog, _ := seccompProgram(false)
+	if got, _ := runFilter(prog, seccompData{nr: sysSocket, arch: auditArchX86_64, args: [6]uint64{afUnix, sockStream}}); got != retAllow {
+		t.Errorf("bwrap filter socket(AF_UNIX): %#x, want allow", got)
+	}
 }

@@ -160,6 +160,7 @@ type Spawner struct {
 	network bool
 	egress  bool          // see egress.go
 	ll      *LandlockPlan // the landlock backend (landlock_stage.go); nil: bwrap
+	dialer  *os.File      // landlock: the hook's end of the broker's dialer
 	files   []*os.File
 	spawnerState
 }
