@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/wardenhq/warden/engine/jail"
+	"github.com/wardenhq/warden/engine/sdk/hookkit"
 )
 
 // The in-jail helper's cost (issue 25), each figure beside its baseline
@@ -286,14 +287,10 @@ func checkLines(b *testing.B, e *Engine, run string) {
 	}
 }
 
-// BenchmarkHelperCallDirect: one `warden-hook hook log` call's own cost,
-// without the shell and the jail around it. A run (jail off) holds its
-// broker open while this process starts warden-hook against its socket,
-// each call timed from exec to exit, alternating with a Go hello-world
-// (a busy shared host slows both alike): call p50/p90 beside hello p50.
-func BenchmarkHelperCallDirect(b *testing.B) {
-	_, small := helperBins(b)
-	hello := helloWorld(b)
+// heldRun starts a run (jail off) whose hook only waits, and returns its
+// broker's socket and token, and stop, which ends the run.
+func heldRun(b *testing.B, helper string) (socket, token string, stop func()) {
+	b.Helper()
 	dir := jailBenchModule(b)
 	hold := "#!/bin/sh\nprintf '%s\\n%s\\n' \"$WARDEN_SOCKET\" \"$WARDEN_TOKEN\" > env.tmp && mv env.tmp env.txt\nwhile [ ! -e stop ]; do sleep 0.02; done\n"
 	if err := os.WriteFile(filepath.Join(dir, "hold.sh"), []byte(hold), 0o755); err != nil {
@@ -303,17 +300,16 @@ func BenchmarkHelperCallDirect(b *testing.B) {
 	if err := os.WriteFile(filepath.Join(dir, "module.yaml"), []byte(manifest), 0o644); err != nil {
 		b.Fatal(err)
 	}
-	e := helperEngine(b, small, dir)
+	e := helperEngine(b, helper, dir)
 	done := make(chan error, 1)
 	go func() {
 		_, err := e.RunHook(testActor, RunRequest{Module: "testmod", Hook: "hold", Jail: JailOff})
 		done <- err
 	}()
-	var env []string
 	for deadline := time.Now().Add(10 * time.Second); ; {
 		raw, err := os.ReadFile(filepath.Join(dir, "env.txt"))
 		if f := strings.Fields(string(raw)); err == nil && len(f) == 2 {
-			env = append(os.Environ(), "WARDEN_SOCKET="+f[0], "WARDEN_TOKEN="+f[1])
+			socket, token = f[0], f[1]
 			break
 		}
 		if time.Now().After(deadline) {
@@ -321,6 +317,24 @@ func BenchmarkHelperCallDirect(b *testing.B) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+	return socket, token, func() {
+		os.WriteFile(filepath.Join(dir, "stop"), nil, 0o644)
+		if err := <-done; err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkHelperCallDirect: one `warden-hook hook log` call's own cost,
+// without the shell and the jail around it. A run (jail off) holds its
+// broker open while this process starts warden-hook against its socket,
+// each call timed from exec to exit, alternating with a Go hello-world
+// (a busy shared host slows both alike): call p50/p90 beside hello p50.
+func BenchmarkHelperCallDirect(b *testing.B) {
+	_, small := helperBins(b)
+	hello := helloWorld(b)
+	socket, token, stop := heldRun(b, small)
+	env := append(os.Environ(), "WARDEN_SOCKET="+socket, "WARDEN_TOKEN="+token)
 	var calls, hellos []time.Duration
 	i := 0
 	for b.Loop() {
@@ -339,12 +353,33 @@ func BenchmarkHelperCallDirect(b *testing.B) {
 		i++
 	}
 	b.StopTimer()
-	os.WriteFile(filepath.Join(dir, "stop"), nil, 0o644)
-	if err := <-done; err != nil {
-		b.Fatal(err)
-	}
+	stop()
 	b.ReportMetric(ms(quantile(calls, 0.5)), "call-p50-ms")
 	b.ReportMetric(ms(quantile(calls, 0.9)), "call-p90-ms")
 	b.ReportMetric(ms(quantile(hellos, 0.5)), "hello-p50-ms")
 	b.ReportMetric(float64(quantile(calls, 0.5))/float64(quantile(hellos, 0.5)), "call/hello")
+}
+
+// BenchmarkBrokerLogCall: the broker's side of one `hook log` call, in
+// process (no exec): connect, hello (token check, context), one log
+// frame, close, against a held run's real broker and handler. Profile it
+// with -cpuprofile to see where the engine's time per call goes.
+func BenchmarkBrokerLogCall(b *testing.B) {
+	_, small := helperBins(b)
+	socket, token, stop := heldRun(b, small)
+	b.ReportAllocs()
+	for b.Loop() {
+		c, err := hookkit.Dial(socket, token)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := c.Log("info", "a line"); err != nil {
+			b.Fatal(err)
+		}
+		if err := c.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	stop()
 }
