@@ -262,7 +262,7 @@ func doctorHelper(h jail.Helper, add func(Check)) {
 			Detail: fmt.Sprintf("the full warden binary %s is bound as %s, since %s; each `warden hook` call from a jailed hook starts all of warden", h.Path, jail.WardenTarget, h.Why),
 			Fix:    "install warden-hook as the warden binary is: a regular file, owned by its owner or root, not group- or world-writable (chmod go-w)"})
 	default:
-		add(Check{Name: name, Status: "ok", Detail: fmt.Sprintf("the full warden binary %s, bound as %s (%s; build it with `go build -o DIR/ ./cmd/warden ./cmd/warden-hook` for faster hook calls)", h.Path, jail.WardenTarget, h.Why)})
+		add(Check{Name: name, Status: "ok", Detail: fmt.Sprintf("the full warden binary %s, bound as %s (%s; build it with `CGO_ENABLED=0 go build -o DIR/ ./cmd/warden-hook` for faster hook calls)", h.Path, jail.WardenTarget, h.Why)})
 	}
 }
 

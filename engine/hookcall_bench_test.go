@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/wardenhq/warden/engine/jail"
+	"github.com/wardenhq/warden/engine/sdk/hookkit"
 )
 
 // The in-jail helper's cost (issue 25), each figure beside its baseline
@@ -41,9 +42,15 @@ func helperBins(b testing.TB) (full, small string) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		out, err := exec.Command(goCmd(b), "build", "-o", dir+"/", "../cmd/warden", "../cmd/warden-hook").CombinedOutput()
+		// As the README builds them: warden-hook without cgo (static).
+		out, err := exec.Command(goCmd(b), "build", "-o", dir+"/", "../cmd/warden").CombinedOutput()
 		if err != nil {
 			b.Fatalf("go build: %v\n%s", err, out)
+		}
+		cmd := exec.Command(goCmd(b), "build", "-o", dir+"/", "../cmd/warden-hook")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("go build warden-hook: %v\n%s", err, out)
 		}
 		helperBinsDir = dir
 	}
@@ -278,4 +285,101 @@ func checkLines(b *testing.B, e *Engine, run string) {
 	if m.Lines < 100_000 || m.Lines > 100_010 {
 		b.Fatalf("run %s stored %d lines, want 100,000 and the engine's own", run, m.Lines)
 	}
+}
+
+// heldRun starts a run (jail off) whose hook only waits, and returns its
+// broker's socket and token, and stop, which ends the run.
+func heldRun(b *testing.B, helper string) (socket, token string, stop func()) {
+	b.Helper()
+	dir := jailBenchModule(b)
+	hold := "#!/bin/sh\nprintf '%s\\n%s\\n' \"$WARDEN_SOCKET\" \"$WARDEN_TOKEN\" > env.tmp && mv env.tmp env.txt\nwhile [ ! -e stop ]; do sleep 0.02; done\n"
+	if err := os.WriteFile(filepath.Join(dir, "hold.sh"), []byte(hold), 0o755); err != nil {
+		b.Fatal(err)
+	}
+	manifest := "id: testmod\nversion: 1.0.0\ndescription: bench\nhooks:\n  hold:\n    run: [./hold.sh]\n    timeout: 10m\n"
+	if err := os.WriteFile(filepath.Join(dir, "module.yaml"), []byte(manifest), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	e := helperEngine(b, helper, dir)
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.RunHook(testActor, RunRequest{Module: "testmod", Hook: "hold", Jail: JailOff})
+		done <- err
+	}()
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		raw, err := os.ReadFile(filepath.Join(dir, "env.txt"))
+		if f := strings.Fields(string(raw)); err == nil && len(f) == 2 {
+			socket, token = f[0], f[1]
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatal("the holding hook did not start")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return socket, token, func() {
+		os.WriteFile(filepath.Join(dir, "stop"), nil, 0o644)
+		if err := <-done; err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkHelperCallDirect: one `warden-hook hook log` call's own cost,
+// without the shell and the jail around it. A run (jail off) holds its
+// broker open while this process starts warden-hook against its socket,
+// each call timed from exec to exit, alternating with a Go hello-world
+// (a busy shared host slows both alike): call p50/p90 beside hello p50.
+func BenchmarkHelperCallDirect(b *testing.B) {
+	_, small := helperBins(b)
+	hello := helloWorld(b)
+	socket, token, stop := heldRun(b, small)
+	env := append(os.Environ(), "WARDEN_SOCKET="+socket, "WARDEN_TOKEN="+token)
+	var calls, hellos []time.Duration
+	i := 0
+	for b.Loop() {
+		t0 := time.Now()
+		if out, err := exec.Command(hello).Output(); err != nil || len(out) == 0 {
+			b.Fatalf("hello: %v", err)
+		}
+		hellos = append(hellos, time.Since(t0))
+		cmd := exec.Command(small, "hook", "log", fmt.Sprintf("line %d", i))
+		cmd.Env = env
+		t0 = time.Now()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("warden-hook hook log: %v\n%s", err, out)
+		}
+		calls = append(calls, time.Since(t0))
+		i++
+	}
+	b.StopTimer()
+	stop()
+	b.ReportMetric(ms(quantile(calls, 0.5)), "call-p50-ms")
+	b.ReportMetric(ms(quantile(calls, 0.9)), "call-p90-ms")
+	b.ReportMetric(ms(quantile(hellos, 0.5)), "hello-p50-ms")
+	b.ReportMetric(float64(quantile(calls, 0.5))/float64(quantile(hellos, 0.5)), "call/hello")
+}
+
+// BenchmarkBrokerLogCall: the broker's side of one `hook log` call, in
+// process (no exec): connect, hello (token check, context), one log
+// frame, close, against a held run's real broker and handler. Profile it
+// with -cpuprofile to see where the engine's time per call goes.
+func BenchmarkBrokerLogCall(b *testing.B) {
+	_, small := helperBins(b)
+	socket, token, stop := heldRun(b, small)
+	b.ReportAllocs()
+	for b.Loop() {
+		c, err := hookkit.Dial(socket, token)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := c.Log("info", "a line"); err != nil {
+			b.Fatal(err)
+		}
+		if err := c.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	stop()
 }

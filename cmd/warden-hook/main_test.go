@@ -1,7 +1,10 @@
 package main
 
 import (
+	"debug/elf"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -62,5 +65,35 @@ func TestHelperLinksNoHeavyPackages(t *testing.T) {
 		if !found {
 			t.Errorf("warden-hook does not link %s", want)
 		}
+	}
+}
+
+// TestHelperBuildsStatic: built as the README says (CGO_ENABLED=0), the
+// helper is a static binary: no program interpreter, no shared library.
+// A dynamically linked one (cgo's resolver, pulled in by net) paid for
+// loading libc at each call of a hook.
+func TestHelperBuildsStatic(t *testing.T) {
+	goCmd := "go"
+	if _, err := exec.LookPath(goCmd); err != nil {
+		goCmd = "/usr/local/go/bin/go"
+	}
+	bin := filepath.Join(t.TempDir(), "warden-hook")
+	cmd := exec.Command(goCmd, "build", "-o", bin, ".")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	f, err := elf.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP || p.Type == elf.PT_DYNAMIC {
+			t.Errorf("warden-hook has a %s program header: it is dynamically linked", p.Type)
+		}
+	}
+	if libs, _ := f.ImportedLibraries(); len(libs) > 0 {
+		t.Errorf("warden-hook needs shared libraries: %v", libs)
 	}
 }

@@ -79,7 +79,9 @@ func wardenHookBinary(t testing.TB) string {
 		}
 		os.Chmod(dir, 0o755)
 		hookBin = filepath.Join(dir, "warden-hook")
-		if out, err := exec.Command(goTool(t), "build", "-o", hookBin, "../warden-hook").CombinedOutput(); err != nil {
+		cmd := exec.Command(goTool(t), "build", "-o", hookBin, "../warden-hook")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0") // as the README builds it
+		if out, err := cmd.CombinedOutput(); err != nil {
 			hookBinErr = fmt.Errorf("go build warden-hook: %v\n%s", err, out)
 		}
 	})

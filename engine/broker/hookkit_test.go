@@ -399,3 +399,49 @@ func TestDialWrongToken(t *testing.T) {
 		t.Fatalf("dial a missing socket: %v", err)
 	}
 }
+
+// TestSendLog: hello and the line in one write, before the engine's
+// answer. The line lands after a good hello; a bad token is refused
+// before anything else is read (the line is not taken); a bad level is
+// refused before anything is sent; after the run's end the line is
+// refused as a Log and Close would report it.
+func TestSendLog(t *testing.T) {
+	b, e := run(t)
+	if err := hookkit.SendLog("warn", "one write"); err != nil {
+		t.Fatal(err)
+	}
+	e.mu.Lock()
+	got := slices.Clone(e.logs)
+	e.mu.Unlock()
+	if want := []string{"warn: one write"}; !slices.Equal(got, want) {
+		t.Fatalf("logs %q, want %q", got, want)
+	}
+
+	t.Setenv("WARDEN_TOKEN", "cap_wrong")
+	if err := hookkit.SendLog("info", "not mine"); hookkit.Code(err) != protocol.CodeUnauthorized {
+		t.Fatalf("wrong token: %v, want unauthorized", err)
+	}
+	t.Setenv("WARDEN_TOKEN", token)
+	if err := hookkit.SendLog("loud", "x"); protocol.ErrorCode(err) != protocol.CodeBadFrame {
+		t.Fatalf("bad level: %v", err)
+	}
+	e.mu.Lock()
+	got = slices.Clone(e.logs)
+	e.mu.Unlock()
+	if len(got) != 1 {
+		t.Fatalf("refused lines were taken: %q", got)
+	}
+
+	b.End()
+	if err := hookkit.SendLog("info", "late"); hookkit.Code(err) != protocol.CodeRunEnded {
+		t.Fatalf("after the end: %v, want run_ended", err)
+	}
+	t.Setenv("WARDEN_SOCKET", b.SocketPath()+".missing")
+	if err := hookkit.SendLog("info", "x"); err == nil || hookkit.Code(err) != "" {
+		t.Fatalf("a missing socket: %v", err)
+	}
+	t.Setenv("WARDEN_SOCKET", "")
+	if err := hookkit.SendLog("info", "x"); !errors.Is(err, hookkit.ErrNoEngine) {
+		t.Fatalf("no engine: %v", err)
+	}
+}

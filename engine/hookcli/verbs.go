@@ -227,9 +227,9 @@ adds the other levels and never mixes with output a script captures.`,
 			if !utf8.ValidString(msg) {
 				return usageError{errors.New("the message is not valid UTF-8")}
 			}
-			return a.withHook(func(c *hookkit.Client) error {
-				return c.Log(level, msg)
-			})
+			// Hello and the line in one write: one round trip (issue 25).
+			*a.JSON = false // as withHook: errors go to stderr as text
+			return hookErr(hookkit.SendLog(level, msg))
 		},
 	}
 	c.Flags().StringVar(&level, "level", "info", "debug, info, warn, error or success")
