@@ -47,10 +47,14 @@ func TestDialerServesConnections(t *testing.T) {
 	if err := errors.Join(a.Close(), b.Close()); err != nil {
 		t.Fatal(err)
 	}
+	// The helper's one-shot `hook log MSG` takes the same way.
+	if err := hookkit.SendLog("info", "three"); err != nil {
+		t.Fatal(err)
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	slices.Sort(e.logs)
-	if want := []string{"info: one", "info: two"}; !slices.Equal(e.logs, want) {
+	if want := []string{"info: one", "info: three", "info: two"}; !slices.Equal(e.logs, want) {
 		t.Fatalf("logs %q, want %q", e.logs, want)
 	}
 }

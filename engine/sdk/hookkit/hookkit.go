@@ -77,34 +77,63 @@ type answer struct {
 // in a jail that may not create Unix sockets, through the dialer fd that
 // WARDEN_DIALER names.
 func Connect() (*Client, error) {
-	sock, dialer, tok := os.Getenv("WARDEN_SOCKET"), os.Getenv("WARDEN_DIALER"), os.Getenv("WARDEN_TOKEN")
-	if sock == "" && dialer == "" || tok == "" {
-		return nil, ErrNoEngine
+	conn, tok, err := dialEnv()
+	if err != nil {
+		return nil, err
 	}
-	if dialer != "" {
-		fd, err := strconv.Atoi(dialer)
-		if err != nil || fd < 3 {
-			return nil, fmt.Errorf("hookkit: WARDEN_DIALER=%q is not a descriptor", dialer)
-		}
-		return DialFD(fd, tok)
-	}
-	return Dial(sock, tok)
+	return handshake(conn, tok)
 }
 
 // Dial connects to a broker socket, says hello and reads the context.
 func Dial(socket, token string) (*Client, error) {
-	conn, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: socket, Net: "unix"})
+	conn, err := dialSocket(socket)
 	if err != nil {
-		return nil, fmt.Errorf("hookkit: connect to the engine at %s: %w", socket, err)
+		return nil, err
 	}
 	return handshake(conn, token)
 }
 
-// DialFD connects through the broker's dialer at fd: it makes a stream
-// socketpair, sends one end to the broker over fd (SCM_RIGHTS) and talks
-// on the other, so it needs no socket(2) and no path. fd stays open for
-// the next connection.
+// DialFD connects through the broker's dialer at fd (see dialFD), says
+// hello and reads the context. fd stays open for the next connection.
 func DialFD(fd int, token string) (*Client, error) {
+	conn, err := dialFD(fd)
+	if err != nil {
+		return nil, err
+	}
+	return handshake(conn, token)
+}
+
+// dialEnv connects to the run's broker as the environment says, and
+// returns the connection and the run's token.
+func dialEnv() (*net.UnixConn, string, error) {
+	sock, dialer, tok := os.Getenv("WARDEN_SOCKET"), os.Getenv("WARDEN_DIALER"), os.Getenv("WARDEN_TOKEN")
+	if sock == "" && dialer == "" || tok == "" {
+		return nil, "", ErrNoEngine
+	}
+	if dialer != "" {
+		fd, err := strconv.Atoi(dialer)
+		if err != nil || fd < 3 {
+			return nil, "", fmt.Errorf("hookkit: WARDEN_DIALER=%q is not a descriptor", dialer)
+		}
+		conn, err := dialFD(fd)
+		return conn, tok, err
+	}
+	conn, err := dialSocket(sock)
+	return conn, tok, err
+}
+
+func dialSocket(socket string) (*net.UnixConn, error) {
+	conn, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: socket, Net: "unix"})
+	if err != nil {
+		return nil, fmt.Errorf("hookkit: connect to the engine at %s: %w", socket, err)
+	}
+	return conn, nil
+}
+
+// dialFD makes a stream socketpair, sends one end to the broker over its
+// dialer at fd (SCM_RIGHTS) and returns the other: a connection that
+// needs no socket(2) and no path.
+func dialFD(fd int) (*net.UnixConn, error) {
 	pair, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("hookkit: connect to the engine: socketpair: %w", err)
@@ -121,7 +150,7 @@ func DialFD(fd int, token string) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("hookkit: connect to the engine: %w", err)
 	}
-	return handshake(conn.(*net.UnixConn), token)
+	return conn.(*net.UnixConn), nil
 }
 
 // handshake says hello on conn and reads the context.

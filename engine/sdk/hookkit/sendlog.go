@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"os"
 	"time"
 
 	"github.com/wardenhq/warden/engine/sdk/protocol"
@@ -20,23 +18,19 @@ import (
 // Connect) and the line is not taken; a line the engine refused after a
 // good hello (e.g. run_ended) is returned as Close returns it.
 func SendLog(level, message string) error {
-	sock, tok := os.Getenv("WARDEN_SOCKET"), os.Getenv("WARDEN_TOKEN")
-	if sock == "" || tok == "" {
-		return ErrNoEngine
-	}
-	hello, err := protocol.Encode(&protocol.Hello{Protocol: protocol.Version, Token: tok})
-	if err != nil {
-		return err
-	}
 	line, err := protocol.Encode(&protocol.Log{Level: level, Message: message}) // checks the level
 	if err != nil {
 		return err
 	}
-	conn, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: sock, Net: "unix"})
+	conn, tok, err := dialEnv()
 	if err != nil {
-		return fmt.Errorf("hookkit: connect to the engine at %s: %w", sock, err)
+		return err
 	}
 	defer conn.Close()
+	hello, err := protocol.Encode(&protocol.Hello{Protocol: protocol.Version, Token: tok})
+	if err != nil {
+		return err
+	}
 	_, werr := conn.Write(append(hello, line...))
 	if werr == nil {
 		werr = conn.CloseWrite()
