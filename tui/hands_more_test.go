@@ -274,13 +274,18 @@ func TestHandsListScrolls(t *testing.T) {
 }
 
 // privateParentBase is a new dir whose every ancestor only root or this
-// user can write (the package's folder, not /tmp), where the engine may
-// create a root's missing parent.
+// user can write (the home dir, else the package's folder; not /tmp),
+// where the engine may create a root's missing parent. The shorter of the
+// two: the wizard's lines the test waits for must not wrap, wherever the
+// repo is cloned (CI's clone is deeper than this machine's).
 func privateParentBase(t *testing.T) string {
 	t.Helper()
 	wd, err := os.Getwd()
 	if err != nil {
 		t.Fatal(err)
+	}
+	if home, err := os.UserHomeDir(); err == nil && filepath.IsAbs(home) && len(home) < len(wd) {
+		wd = home
 	}
 	dir, err := os.MkdirTemp(wd, ".warden-parent-")
 	if err != nil {
@@ -307,9 +312,7 @@ func TestHandsInitWizardCreatesMissingParent(t *testing.T) {
 	parent := filepath.Join(base, "hands")
 	root := filepath.Join(parent, "task1")
 	e := newEngine(t)
-	// The paths are as long as the checkout's: a console wide enough that
-	// no line the test waits for wraps, wherever the clone is.
-	c := startConsoleSize(t, e, 100+2*len(root), 30)
+	c := startConsole(t, e)
 	c.keys("5", "i")
 	c.wait("Hands init 1/5 · root")
 	c.keys(root)
