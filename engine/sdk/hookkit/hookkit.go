@@ -21,7 +21,6 @@ import (
 	"os"
 	"strconv"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/wardenhq/warden/engine/sdk/protocol"
@@ -134,17 +133,11 @@ func dialSocket(socket string) (*net.UnixConn, error) {
 // dialer at fd (SCM_RIGHTS) and returns the other: a connection that
 // needs no socket(2) and no path.
 func dialFD(fd int) (*net.UnixConn, error) {
-	pair, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	pfd, err := socketpairThrough(fd)
 	if err != nil {
-		return nil, fmt.Errorf("hookkit: connect to the engine: socketpair: %w", err)
+		return nil, err
 	}
-	err = syscall.Sendmsg(fd, []byte{0}, syscall.UnixRights(pair[1]), nil, 0)
-	syscall.Close(pair[1])
-	if err != nil {
-		syscall.Close(pair[0])
-		return nil, fmt.Errorf("hookkit: connect to the engine through its dialer (fd %d): %w", fd, err)
-	}
-	f := os.NewFile(uintptr(pair[0]), "warden-broker")
+	f := os.NewFile(uintptr(pfd), "warden-broker")
 	conn, err := net.FileConn(f)
 	f.Close()
 	if err != nil {
@@ -158,36 +151,44 @@ func handshake(conn *net.UnixConn, token string) (*Client, error) {
 	c := &Client{conn: conn, w: protocol.NewWriter(conn), pending: map[int64]chan answer{}, done: make(chan struct{})}
 	werr := c.w.WriteFrame(&protocol.Hello{Protocol: protocol.Version, Token: token})
 	r := protocol.NewReader(conn)
-	// Even when the hello could not be written, the engine may already have
-	// answered (it refuses a connection over its limit without reading):
-	// that refusal says more than "broken pipe".
-	wait := 30 * time.Second
-	if werr != nil {
-		wait = time.Second
-	}
-	conn.SetReadDeadline(time.Now().Add(wait))
-	f, err := r.ReadFrame()
+	ctx, err := readHello(r, werr, func(d time.Duration) { conn.SetReadDeadline(time.Now().Add(d)) })
 	conn.SetReadDeadline(time.Time{})
-	if ref, ok := f.(*protocol.Refused); err == nil && ok {
-		conn.Close()
-		return nil, &Error{Code: ref.Error.Code, Message: ref.Error.Message}
-	}
-	if werr != nil {
-		conn.Close()
-		return nil, fmt.Errorf("hookkit: hello: %w", werr)
-	}
 	if err != nil {
 		conn.Close()
-		return nil, fmt.Errorf("hookkit: reading the engine's answer to hello: %w", err)
-	}
-	ctx, ok := f.(*protocol.Context)
-	if !ok {
-		conn.Close()
-		return nil, fmt.Errorf("hookkit: the engine answered hello with %q", f.FrameType())
+		return nil, err
 	}
 	c.ctx = ctx
 	go c.read(r)
 	return c, nil
+}
+
+// readHello reads the engine's answer to hello: the run's context, or
+// the refusal (an *Error). werr is how writing the hello went: even when
+// it failed, the engine may already have answered (it refuses a
+// connection over its limit without reading), and that refusal says more
+// than "broken pipe", so it is read for a second before werr is
+// returned. deadline bounds the read from now.
+func readHello(r *protocol.Reader, werr error, deadline func(time.Duration)) (*protocol.Context, error) {
+	wait := 30 * time.Second
+	if werr != nil {
+		wait = time.Second
+	}
+	deadline(wait)
+	f, err := r.ReadFrame()
+	if ref, ok := f.(*protocol.Refused); err == nil && ok {
+		return nil, &Error{Code: ref.Error.Code, Message: ref.Error.Message}
+	}
+	switch {
+	case werr != nil:
+		return nil, fmt.Errorf("hookkit: hello: %w", werr)
+	case err != nil:
+		return nil, fmt.Errorf("hookkit: reading the engine's answer to hello: %w", err)
+	}
+	ctx, ok := f.(*protocol.Context)
+	if !ok {
+		return nil, fmt.Errorf("hookkit: the engine answered hello with %q", f.FrameType())
+	}
+	return ctx, nil
 }
 
 // Context is the run's context: run, module, hook, inputs, config,

@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/wardenhq/warden/engine/sdk/protocol"
@@ -17,12 +20,18 @@ import (
 // as it always does, so a refused hello is returned (an *Error, as from
 // Connect) and the line is not taken; a line the engine refused after a
 // good hello (e.g. run_ended) is returned as Close returns it.
+//
+// It talks over a blocking socket, not a net.Conn: a process that makes
+// one call then never starts the runtime's network poller (epoll, a
+// parked goroutine and the wakeup that ends it), which was a sixth of a
+// shell hook's helper call (issue 25). The read deadlines are the
+// socket's own (SO_RCVTIMEO).
 func SendLog(level, message string) error {
 	line, err := protocol.Encode(&protocol.Log{Level: level, Message: message}) // checks the level
 	if err != nil {
 		return err
 	}
-	conn, tok, err := dialEnv()
+	conn, tok, err := dialEnvBlocking()
 	if err != nil {
 		return err
 	}
@@ -33,31 +42,15 @@ func SendLog(level, message string) error {
 	}
 	_, werr := conn.Write(append(hello, line...))
 	if werr == nil {
-		werr = conn.CloseWrite()
+		werr = conn.closeWrite()
 	}
 	r := protocol.NewReader(conn)
-	// As in Dial: a refusal the engine sent says more than a failed write.
-	wait := 30 * time.Second
-	if werr != nil {
-		wait = time.Second
-	}
-	conn.SetReadDeadline(time.Now().Add(wait))
-	f, err := r.ReadFrame()
-	if ref, ok := f.(*protocol.Refused); err == nil && ok {
-		return &Error{Code: ref.Error.Code, Message: ref.Error.Message}
-	}
-	switch {
-	case werr != nil:
-		return fmt.Errorf("hookkit: hello: %w", werr)
-	case err != nil:
-		return fmt.Errorf("hookkit: reading the engine's answer to hello: %w", err)
-	}
-	if _, ok := f.(*protocol.Context); !ok {
-		return fmt.Errorf("hookkit: the engine answered hello with %q", f.FrameType())
+	if _, err := readHello(r, werr, conn.setReadTimeout); err != nil {
+		return err
 	}
 	// Then, until the engine closes its side (at most 30 s, as Close
 	// waits): the first failure it reported outside a call.
-	conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	conn.setReadTimeout(30 * time.Second)
 	var async error
 	for {
 		f, err := r.ReadFrame()
@@ -71,4 +64,81 @@ func SendLog(level, message string) error {
 			async = &Error{Code: t.Error.Code, Name: t.Error.Name, Message: t.Error.Message}
 		}
 	}
+}
+
+// blockingConn is a connected stream socket in blocking mode, read and
+// written with plain system calls (an *os.File over a blocking
+// descriptor is never handed to the poller).
+type blockingConn struct {
+	*os.File
+	fd int
+}
+
+func (c blockingConn) closeWrite() error {
+	return os.NewSyscallError("shutdown", syscall.Shutdown(c.fd, syscall.SHUT_WR))
+}
+
+// setReadTimeout bounds each read from now on; a read that waits longer
+// fails with EAGAIN.
+func (c blockingConn) setReadTimeout(d time.Duration) {
+	tv := syscall.NsecToTimeval(d.Nanoseconds())
+	syscall.SetsockoptTimeval(c.fd, syscall.SOL_SOCKET, syscall.SO_RCVTIMEO, &tv)
+	syscall.SetsockoptTimeval(c.fd, syscall.SOL_SOCKET, syscall.SO_SNDTIMEO, &tv)
+}
+
+// dialEnvBlocking is dialEnv for SendLog: the same two ways in (the
+// socket path, or the dialer descriptor under landlock), the same
+// errors, a blocking connection.
+func dialEnvBlocking() (blockingConn, string, error) {
+	sock, dialer, tok := os.Getenv("WARDEN_SOCKET"), os.Getenv("WARDEN_DIALER"), os.Getenv("WARDEN_TOKEN")
+	if sock == "" && dialer == "" || tok == "" {
+		return blockingConn{}, "", ErrNoEngine
+	}
+	var fd int
+	if dialer != "" {
+		dfd, err := strconv.Atoi(dialer)
+		if err != nil || dfd < 3 {
+			return blockingConn{}, "", fmt.Errorf("hookkit: WARDEN_DIALER=%q is not a descriptor", dialer)
+		}
+		if fd, err = socketpairThrough(dfd); err != nil {
+			return blockingConn{}, "", err
+		}
+	} else {
+		var err error
+		if fd, err = syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0); err != nil {
+			return blockingConn{}, "", fmt.Errorf("hookkit: connect to the engine at %s: %w", sock, os.NewSyscallError("socket", err))
+		}
+		if err := connectRetrying(fd, sock); err != nil {
+			syscall.Close(fd)
+			return blockingConn{}, "", fmt.Errorf("hookkit: connect to the engine at %s: %w", sock, os.NewSyscallError("connect", err))
+		}
+	}
+	c := blockingConn{File: os.NewFile(uintptr(fd), "warden-broker"), fd: fd}
+	c.setReadTimeout(30 * time.Second)
+	return c, tok, nil
+}
+
+func connectRetrying(fd int, path string) error {
+	for {
+		err := syscall.Connect(fd, &syscall.SockaddrUnix{Name: path})
+		if err != syscall.EINTR {
+			return err
+		}
+	}
+}
+
+// socketpairThrough makes a blocking stream socketpair, sends one end to
+// the broker's dialer at fd (SCM_RIGHTS) and returns the other.
+func socketpairThrough(fd int) (int, error) {
+	pair, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return -1, fmt.Errorf("hookkit: connect to the engine: socketpair: %w", err)
+	}
+	err = syscall.Sendmsg(fd, []byte{0}, syscall.UnixRights(pair[1]), nil, 0)
+	syscall.Close(pair[1])
+	if err != nil {
+		syscall.Close(pair[0])
+		return -1, fmt.Errorf("hookkit: connect to the engine through its dialer (fd %d): %w", fd, err)
+	}
+	return pair[0], nil
 }
