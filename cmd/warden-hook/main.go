@@ -7,7 +7,8 @@
 //
 //	go build -o bin/ ./cmd/warden && CGO_ENABLED=0 go build -o bin/ ./cmd/warden-hook
 //
-// It links the net package (pflag's IP flags do), and with cgo on, net
+// It links the net package (the protocol client and the egress bridge
+// dial Unix sockets with it), and with cgo on, net
 // brings in cgo's resolver: the binary is then dynamically linked, and
 // each call pays for loading libc and for cgo's start, about 0.5-1 ms of
 // the 3-4 ms a call cost (issue 25). The helper resolves no names.

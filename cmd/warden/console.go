@@ -11,7 +11,6 @@ import (
 	"golang.org/x/term"
 
 	"github.com/wardenhq/warden/engine"
-	"github.com/wardenhq/warden/engine/hookcli"
 	"github.com/wardenhq/warden/themes"
 	"github.com/wardenhq/warden/tui"
 )
@@ -32,7 +31,7 @@ func (a *app) attachConsole(root *cobra.Command) {
 	root.Args = cobra.ArbitraryArgs
 	root.RunE = func(c *cobra.Command, argv []string) error {
 		if len(argv) > 0 {
-			return hookcli.UnknownVerb(c, argv)
+			return unknownVerb(c, argv)
 		}
 		return a.console(c, f)
 	}

@@ -125,6 +125,27 @@ func TestWardenHookAnswersAsWarden(t *testing.T) {
 		{"hook", "result", `{"nope":1}`},
 		{"hook", "result", "[]"},
 		{"--version"},
+		{"-v"},
+		// warden-hook parses argv itself (hookcli.Execute), not with
+		// cobra: flags anywhere, = forms, --, bad values, shorthands.
+		{"hook", "log", "--level"},
+		{"hook", "log", "-x", "y"},
+		{"hook", "log", "-hx"},
+		{"hook", "log", "--level=warn", "a", "b"},
+		{"hook", "log", "a", "--level", "error"},
+		{"hook", "log", "--", "--level", "x"},
+		{"hook", "log", "--stdin", "x"},
+		{"hook", "log", "---x"},
+		{"hook", "context", "--json=maybe"},
+		{"hook", "context", "a", "b"},
+		{"--data-dir", "/nowhere", "hook", "context", "inputs.target"},
+		{"hook", "--json", "confirm", "Deny me?"},
+		{"hook", "call", "x"},
+		{"hook", "secret"},
+		{"hook", "secret", "get"},
+		{"hook", "secret", "GTE", "x"},
+		{"hook", "confirm", "-h"},
+		{"hook", "egress-bridge", "--help"},
 	}
 	for _, verb := range []string{"context", "log", "secret", "secret get", "config set", "call", "confirm", "result"} {
 		cases = append(cases, append(append([]string{"hook"}, strings.Fields(verb)...), "--help"))

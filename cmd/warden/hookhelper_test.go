@@ -338,14 +338,16 @@ func TestHookHelperWrongToken(t *testing.T) {
 }
 
 func TestHookHelperHelpHasExamples(t *testing.T) {
-	for _, c := range hookcli.Commands(&hookcli.Env{Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}, Stdin: strings.NewReader("")}) {
-		cmds := append(c.Commands(), c)
-		for _, sub := range cmds {
-			if sub.Runnable() && sub.Example == "" {
-				t.Errorf("%s has no example", sub.CommandPath())
+	var walk func(path string, cs []*hookcli.Command)
+	walk = func(path string, cs []*hookcli.Command) {
+		for _, c := range cs {
+			if c.Run != nil && c.Example == "" {
+				t.Errorf("%s %s has no example", path, c.Name())
 			}
+			walk(path+" "+c.Name(), c.Subs)
 		}
 	}
+	walk("warden hook", hookcli.Commands(&hookcli.Env{Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}, Stdin: strings.NewReader("")}))
 }
 
 // TestHookHelperConfirm: `hook confirm`'s exit status is the answer, so a

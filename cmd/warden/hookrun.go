@@ -40,7 +40,7 @@ jail, the hook's warden is warden-hook, a small binary with just these verbs
 when it sits beside this one (warden doctor says which).`,
 	}
 	c.AddCommand(a.hookRunCommand(), a.hookRunsCommand(), a.hookLogsCommand(), a.hookPlanCommand())
-	c.AddCommand(hookcli.Commands(&hookcli.Env{Stdout: a.stdout, Stderr: a.stderr, Stdin: a.stdin, JSON: &a.json})...)
+	c.AddCommand(hookVerbs(hookcli.Commands(&hookcli.Env{Stdout: a.stdout, Stderr: a.stderr, Stdin: a.stdin, JSON: &a.json}))...)
 	return c
 }
 

@@ -107,7 +107,7 @@ override it with --data-dir or WARDEN_DATA_DIR.`,
 	}
 	root.PersistentFlags().StringVar(&a.dataDir, "data-dir", "", hookcli.DataDirUsage)
 	root.PersistentFlags().BoolVar(&a.json, "json", false, hookcli.JSONUsage)
-	root.SetFlagErrorFunc(hookcli.FlagError)
+	root.SetFlagErrorFunc(flagError)
 	root.AddCommand(
 		a.receiptsCommand(),
 		a.secretsCommand(),

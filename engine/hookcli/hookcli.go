@@ -3,8 +3,8 @@
 // call|confirm|result`, and the jail's own `egress-bridge`). Two binaries
 // serve them: the full `warden` (cmd/warden mounts Commands under its
 // `hook` verb) and the small in-jail helper `warden-hook` (cmd/warden-hook,
-// through Main), which links only this package, the protocol client
-// (hookkit) and cobra, so that a hook's call starts like a small program.
+// through Main), which links only this package and the protocol client
+// (hookkit), not cobra, so that a hook's call starts like a small program.
 //
 // Exit codes: 0 success; 1 when the engine threw or refused (stderr says
 // `warden: <code>: <message>`) or could not be reached; 2 on usage, which
@@ -18,9 +18,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
-
-	"github.com/spf13/cobra"
 
 	"github.com/wardenhq/warden/engine/termsafe"
 )
@@ -69,12 +66,12 @@ func IsUsage(err error) bool {
 type cli struct{ *Env }
 
 // Commands are the helper verbs, to be added under a `hook` command.
-func Commands(env *Env) []*cobra.Command {
+func Commands(env *Env) []*Command {
 	if env.JSON == nil {
 		env.JSON = new(bool)
 	}
 	a := &cli{env}
-	return []*cobra.Command{
+	return []*Command{
 		a.hookContextCommand(),
 		a.hookLogCommand(),
 		a.hookStoreCommand("secret", "secrets", "visit_token"),
@@ -86,16 +83,6 @@ func Commands(env *Env) []*cobra.Command {
 	}
 }
 
-// args wraps cobra's arg validators so a wrong count is a usage error (exit 2).
-func args(v cobra.PositionalArgs) cobra.PositionalArgs {
-	return func(c *cobra.Command, a []string) error {
-		if err := v(c, a); err != nil {
-			return usageError{fmt.Errorf("%w\nusage: %s", err, c.UseLine())}
-		}
-		return nil
-	}
-}
-
 // Global flag help, the same words in both binaries so that a verb's
 // --help reads the same whichever of them answers.
 const (
@@ -103,85 +90,35 @@ const (
 	JSONUsage    = "print machine-readable JSON"
 )
 
-// FlagError is the root's flag error func: a bad flag is a usage error
-// that points at the verb's help.
-func FlagError(c *cobra.Command, err error) error {
-	return usageError{fmt.Errorf("%w\nsee `%s --help`", err, c.CommandPath())}
-}
-
-// RefuseUnknownVerbs makes every command that only groups verbs (the root
-// included) refuse an unknown verb as a usage error, exit 2. Left to
-// cobra, `warden receipts lsit` prints help and exits 0, and `warden
-// bogus` exits 1.
-func RefuseUnknownVerbs(root *cobra.Command) {
-	var walk func(c *cobra.Command)
-	walk = func(c *cobra.Command) {
-		if !c.HasSubCommands() {
-			return
-		}
-		if c.Run == nil && c.RunE == nil {
-			c.Args = cobra.ArbitraryArgs
-			c.RunE = UnknownVerb
-		}
-		for _, sub := range c.Commands() {
-			walk(sub)
-		}
-	}
-	walk(root)
-}
-
-// UnknownVerb is the RunE of a command that only groups verbs: help
-// without a verb, a usage error (with suggestions) for an unknown one.
-func UnknownVerb(c *cobra.Command, argv []string) error {
-	if len(argv) == 0 {
-		return c.Help()
-	}
-	msg := fmt.Sprintf("unknown command %q for %q", argv[0], c.CommandPath())
-	if c.SuggestionsMinimumDistance <= 0 {
-		c.SuggestionsMinimumDistance = 2 // cobra's own default, applied lazily
-	}
-	if s := c.SuggestionsFor(argv[0]); len(s) > 0 {
-		msg += " (did you mean " + strings.Join(s, " or ") + "?)"
-	}
-	return usageError{fmt.Errorf("%s\nsee `%s --help`", msg, c.CommandPath())}
-}
-
 // Main is the in-jail helper binary: `warden hook VERB ...` with the
 // helper verbs only. It answers as the full binary's verbs do (same
 // output, same exit codes, same --help) and returns the exit code.
 func Main(argv []string, version string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var asJSON bool
 	env := &Env{Stdout: stdout, Stderr: stderr, Stdin: stdin, JSON: &asJSON}
-	root := &cobra.Command{
+	var dataDir string
+	hook := &Command{
+		Use:   "hook",
+		Short: "Inside a hook, talk to the engine",
+		Long: `Inside a running hook (WARDEN_SOCKET and WARDEN_TOKEN set), these verbs are
+the shell helper: context, log, secret, config, call, confirm, result. They
+exit 0 on success, 1 when the engine threw (message on stderr), 2 on usage.`,
+		Subs: Commands(env),
+	}
+	root := &Command{
 		Use:   "warden",
 		Short: "The warden helper inside a hook's jail",
 		Long: `This is warden-hook, the small helper a jailed hook finds as ` + "`warden`" + ` on its
 PATH. It has the verbs a hook uses to talk to the engine:
 ` + "`warden hook context|log|secret|config|call|confirm|result`" + `. The
 operator's verbs are in the full warden binary, outside the jail.`,
-		Version:       version,
-		SilenceUsage:  true,
-		SilenceErrors: true,
+		Flags: []Flag{
+			{Name: "data-dir", String: &dataDir, Usage: DataDirUsage},
+			{Name: "json", Bool: &asJSON, Usage: JSONUsage},
+		},
+		Subs: []*Command{hook},
 	}
-	var dataDir string
-	root.PersistentFlags().StringVar(&dataDir, "data-dir", "", DataDirUsage)
-	root.PersistentFlags().BoolVar(&asJSON, "json", false, JSONUsage)
-	root.SetFlagErrorFunc(FlagError)
-	hook := &cobra.Command{
-		Use:   "hook",
-		Short: "Inside a hook, talk to the engine",
-		Long: `Inside a running hook (WARDEN_SOCKET and WARDEN_TOKEN set), these verbs are
-the shell helper: context, log, secret, config, call, confirm, result. They
-exit 0 on success, 1 when the engine threw (message on stderr), 2 on usage.`,
-	}
-	hook.AddCommand(Commands(env)...)
-	root.AddCommand(hook)
-	RefuseUnknownVerbs(root)
-	root.SetArgs(argv)
-	root.SetOut(stdout)
-	root.SetErr(stderr)
-	root.SetIn(stdin)
-	err := root.Execute()
+	err := Execute(root, version, argv, stdout)
 	if err == nil {
 		return 0
 	}

@@ -10,8 +10,6 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/spf13/cobra"
-
 	"github.com/wardenhq/warden/engine/sdk/hookkit"
 	"github.com/wardenhq/warden/engine/sdk/protocol"
 )
@@ -109,9 +107,9 @@ func clipArg(s string) string {
 	return fmt.Sprintf("%q", s)
 }
 
-func (a *cli) hookContextCommand() *cobra.Command {
+func (a *cli) hookContextCommand() *Command {
 	var asJSON bool
-	c := &cobra.Command{
+	c := &Command{
 		Use:   "context [KEY]",
 		Short: "Print the run's context (inputs, config, declared names, capabilities) as JSON",
 		Long: `context prints the run's context as one line of JSON: run, module, hook,
@@ -123,8 +121,8 @@ a string as plain text, anything else as JSON; nothing when it is absent
 		Example: `  warden hook context
   target=$(warden hook context inputs.target)
   warden hook context capabilities --json`,
-		Args: args(cobra.MaximumNArgs(1)),
-		RunE: func(cmd *cobra.Command, argv []string) error {
+		Args: maxArgs(1),
+		Run: func(argv []string) error {
 			return a.withHook(func(c *hookkit.Client) error {
 				b, err := protocol.Encode(c.Context())
 				if err != nil {
@@ -149,7 +147,7 @@ a string as plain text, anything else as JSON; nothing when it is absent
 			})
 		},
 	}
-	c.Flags().BoolVar(&asJSON, "json", false, "print KEY's value as JSON (strings quoted, null when absent)")
+	c.Flags = []Flag{{Name: "json", Bool: &asJSON, Usage: "print KEY's value as JSON (strings quoted, null when absent)"}}
 	return c
 }
 
@@ -183,10 +181,9 @@ func printValue(w io.Writer, v json.RawMessage) error {
 	return printRaw(w, v)
 }
 
-func (a *cli) hookLogCommand() *cobra.Command {
-	var level string
-	var fromStdin bool
-	c := &cobra.Command{
+func (a *cli) hookLogCommand() *Command {
+	level, fromStdin := "info", false
+	c := &Command{
 		Use:   "log [--level L] (MSG... | --stdin)",
 		Short: "Add a line to the run's stream (levels: debug, info, warn, error, success)",
 		Long: `log sends one stream line to the engine; the operator sees it live and it
@@ -204,16 +201,16 @@ adds the other levels and never mixes with output a script captures.`,
   warden hook log --level success "installed $version"
   warden hook log --level warn disk is almost full
   apt-get -q install -y nginx 2>&1 | warden hook log --stdin --level debug`,
-		Args: args(func(c *cobra.Command, argv []string) error {
+		Args: func(argv []string) error {
 			if fromStdin {
 				if len(argv) > 0 {
 					return fmt.Errorf("--stdin takes no MSG (got %d words)", len(argv))
 				}
 				return nil
 			}
-			return cobra.MinimumNArgs(1)(c, argv)
-		}),
-		RunE: func(cmd *cobra.Command, argv []string) error {
+			return minArgs(1)(argv)
+		},
+		Run: func(argv []string) error {
 			if !slices.Contains(logLevels, level) {
 				return usageError{fmt.Errorf("--level %q: want one of %s", level, strings.Join(logLevels, ", "))}
 			}
@@ -232,13 +229,15 @@ adds the other levels and never mixes with output a script captures.`,
 			return hookErr(hookkit.SendLog(level, msg))
 		},
 	}
-	c.Flags().StringVar(&level, "level", "info", "debug, info, warn, error or success")
-	c.Flags().BoolVar(&fromStdin, "stdin", false, "send each line of stdin as a stream line, over one connection")
+	c.Flags = []Flag{
+		{Name: "level", String: &level, Usage: "debug, info, warn, error or success"},
+		{Name: "stdin", Bool: &fromStdin, Usage: "send each line of stdin as a stream line, over one connection"},
+	}
 	return c
 }
 
 // hookStoreCommand builds `secret` or `config` with get, set and delete.
-func (a *cli) hookStoreCommand(verb, store, example string) *cobra.Command {
+func (a *cli) hookStoreCommand(verb, store, example string) *Command {
 	open := func(c *hookkit.Client) *hookkit.Store {
 		if store == "secrets" {
 			return c.Secrets()
@@ -249,7 +248,7 @@ func (a *cli) hookStoreCommand(verb, store, example string) *cobra.Command {
 	if store == "config" {
 		noun, rule = "config value", "Any of the module's config may be read; only the names it declares\nunder `config:` may be written."
 	}
-	c := &cobra.Command{
+	c := &Command{
 		Use:   verb,
 		Short: fmt.Sprintf("Get, set or delete the module's %ss", noun),
 		Long: fmt.Sprintf(`%s get|set|delete reads and writes the module's %ss through the engine.
@@ -257,15 +256,15 @@ func (a *cli) hookStoreCommand(verb, store, example string) *cobra.Command {
 	}
 
 	var asJSON bool
-	get := &cobra.Command{
+	get := &Command{
 		Use:   "get NAME",
 		Short: fmt.Sprintf("Print a %s (nothing when it is not set)", noun),
 		Long: fmt.Sprintf(`get prints the %s followed by a newline, or nothing when it is not set.
 With --json it prints the JSON value instead: a quoted string, or null.`, noun),
 		Example: fmt.Sprintf(`  value=$(warden hook %s get %s)
   warden hook %s get %s --json     # "..." or null`, verb, example, verb, example),
-		Args: args(cobra.ExactArgs(1)),
-		RunE: func(cmd *cobra.Command, argv []string) error {
+		Args: exactArgs(1),
+		Run: func(argv []string) error {
 			return a.withHook(func(c *hookkit.Client) error {
 				v, ok, err := open(c).Get(argv[0])
 				if err != nil {
@@ -283,9 +282,9 @@ With --json it prints the JSON value instead: a quoted string, or null.`, noun),
 			})
 		},
 	}
-	get.Flags().BoolVar(&asJSON, "json", false, "print the JSON value (a string, or null when not set)")
+	get.Flags = []Flag{{Name: "json", Bool: &asJSON, Usage: "print the JSON value (a string, or null when not set)"}}
 
-	set := &cobra.Command{
+	set := &Command{
 		Use:   "set NAME VALUE|-",
 		Short: fmt.Sprintf("Set a %s; - reads the value from stdin", noun),
 		Long: fmt.Sprintf(`set stores the %s; it lands at once. With - as VALUE the value is read
@@ -293,8 +292,8 @@ from stdin and one trailing newline is dropped, which keeps it out of the
 process list.`, noun),
 		Example: fmt.Sprintf(`  warden hook %s set %s "$value"
   head -c16 /dev/urandom | od -An -tx1 | tr -d ' \n' | warden hook %s set %s -`, verb, example, verb, example),
-		Args: args(cobra.ExactArgs(2)),
-		RunE: func(cmd *cobra.Command, argv []string) error {
+		Args: exactArgs(2),
+		Run: func(argv []string) error {
 			value := argv[1]
 			if value == "-" {
 				var err error
@@ -311,18 +310,18 @@ process list.`, noun),
 		},
 	}
 
-	del := &cobra.Command{
+	del := &Command{
 		Use:     "delete NAME",
 		Short:   fmt.Sprintf("Delete a %s (deleting one that is not set is fine)", noun),
 		Example: fmt.Sprintf(`  warden hook %s delete %s`, verb, example),
-		Args:    args(cobra.ExactArgs(1)),
-		RunE: func(cmd *cobra.Command, argv []string) error {
+		Args:    exactArgs(1),
+		Run: func(argv []string) error {
 			return a.withHook(func(c *hookkit.Client) error {
 				return open(c).Delete(argv[0])
 			})
 		},
 	}
-	c.AddCommand(get, set, del)
+	c.Subs = []*Command{get, set, del}
 	return c
 }
 
@@ -339,8 +338,8 @@ func (a *cli) readStdinValue() (string, error) {
 	return string(b), nil
 }
 
-func (a *cli) hookCallCommand() *cobra.Command {
-	c := &cobra.Command{
+func (a *cli) hookCallCommand() *Command {
+	c := &Command{
 		Use:   "call CAP METHOD [JSON_ARGS]",
 		Short: "Call a capability method and print the JSON value it returns",
 		Long: `call invokes CAP.METHOD with JSON_ARGS, a JSON array (default []), and
@@ -352,8 +351,8 @@ false; while it waits, the hook's idle clock is paused.`,
 		Example: `  warden hook call operator confirm '["Reboot now?"]'
   if [ "$(warden hook call operator confirm '["Wipe the cache?"]')" = true ]; then ...; fi
   warden hook call hands exec '["web", ["uname", "-a"]]'`,
-		Args: args(cobra.RangeArgs(2, 3)),
-		RunE: func(cmd *cobra.Command, argv []string) error {
+		Args: rangeArgs(2, 3),
+		Run: func(argv []string) error {
 			var callArgs []json.RawMessage
 			if len(argv) == 3 {
 				if err := parseJSONArg("JSON_ARGS", argv[2], '[', &callArgs); err != nil {
@@ -385,8 +384,8 @@ const (
 	confirmFailed = 3
 )
 
-func (a *cli) hookConfirmCommand() *cobra.Command {
-	c := &cobra.Command{
+func (a *cli) hookConfirmCommand() *Command {
+	c := &Command{
 		Use:   "confirm QUESTION",
 		Short: "Ask the operator a yes/no question; the exit status is the answer",
 		Long: `confirm asks the operator QUESTION (operator.confirm) and waits for the
@@ -407,8 +406,8 @@ true or false and exits 0 either way: do not use it in an if.)`,
 		Example: `  if warden hook confirm "Store the token?"; then store_it; fi
   warden hook confirm "Reboot now?" || exit 0
   warden hook confirm "Wipe the cache?"; case $? in 0) wipe;; 1) echo kept;; *) exit 1;; esac`,
-		Args: args(cobra.ExactArgs(1)),
-		RunE: func(cmd *cobra.Command, argv []string) error {
+		Args: exactArgs(1),
+		Run: func(argv []string) error {
 			asJSON := *a.JSON // withHook turns --json off for errors
 			var yes bool
 			err := a.withHook(func(c *hookkit.Client) error {
@@ -448,8 +447,8 @@ func confirmErr(err error) error {
 	return err
 }
 
-func (a *cli) hookResultCommand() *cobra.Command {
-	c := &cobra.Command{
+func (a *cli) hookResultCommand() *Command {
+	c := &Command{
 		Use:   "result JSON",
 		Short: "Set the run's outputs (a JSON object; once per run)",
 		Long: `result sends the run's outputs, a JSON object, and waits for the engine to
@@ -458,8 +457,8 @@ one result; a refused result (wrong names or types) exits 1 and may be
 sent again, fixed.`,
 		Example: `  warden hook result '{"address":"203.0.113.7"}'
   warden hook result "{\"greeting\":\"Hello, $target\",\"confirmed\":true}"`,
-		Args: args(cobra.ExactArgs(1)),
-		RunE: func(cmd *cobra.Command, argv []string) error {
+		Args: exactArgs(1),
+		Run: func(argv []string) error {
 			var outputs map[string]json.RawMessage
 			if err := parseJSONArg("the result", argv[0], '{', &outputs); err != nil {
 				return err
