@@ -175,3 +175,48 @@ echo "== doctor"; warden doctor || true`)
 	}
 	t.Logf("in the container:\n%s", out)
 }
+
+// In the container cgroups cannot be had, so limits are off and nothing
+// of the kernel's holds a run's processes together: no pid namespace, no
+// cgroup. A hook that double-forks and calls setsid leaves its process
+// group behind. The landlock stage is the run's subreaper, so the run's
+// end still takes every such daemon with it: one left behind by a hook
+// that exits at once, and one by a hook cut short by its timeout. The
+// start line says limits are off, and so does doctor.
+func TestContainerRunLeavesNoDaemon(t *testing.T) {
+	mods := privateDir(t, "warden-container-mods-")
+	for _, m := range []struct{ id, extra, mark, tail string }{
+		{"daemon", "", "11", "exit 0"},
+		{"daemonto", "    timeout: 2s\n", "22", "sleep 600"},
+	} {
+		dir := filepath.Join(mods, "modules", m.id)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		manifest := "id: " + m.id + "\nversion: 1.0.0\ndescription: leaves a daemon\nhooks:\n  d:\n    run: [./hook.sh]\n" + m.extra
+		// The marker is sleep's argument: a decimal, so it is unique and
+		// still a duration sleep takes.
+		script := "#!/bin/bash\n( setsid sleep 1000.$1 </dev/null >/dev/null 2>&1 & )\necho \"left sleep 1000.$1\"\n" + m.tail + "\n"
+		os.WriteFile(filepath.Join(dir, "module.yaml"), []byte(manifest), 0o644)
+		os.WriteFile(filepath.Join(dir, "hook.sh"), []byte(strings.Replace(script, "$1", m.mark, -1)), 0o755)
+	}
+	c := newContainer(t, mods)
+	out, code := c.run(`alive() { for p in /proc/[0-9]*; do if tr '\0' ' ' < $p/cmdline 2>/dev/null | grep -q "sleep 1000.$1"; then
+    if ! grep -q '^State:.*Z' $p/status 2>/dev/null; then echo "$1 alive: $(basename $p)"; return; fi; fi; done; echo "$1 gone"; }
+for m in daemon daemonto; do cp -r /opt/mod/modules/$m /home/op/$m; warden module add /home/op/$m >/dev/null; done
+echo "== exits"; warden hook run daemon d || echo "exit $?"; alive 11
+echo "== timeout"; warden hook run daemonto d || echo "exit $?"; alive 22
+echo "== doctor"; warden doctor || true`)
+	if code != 0 {
+		t.Fatalf("the container's script: exit %d\n%s", code, out)
+	}
+	for _, want := range []string{"started (jail landlock, limits OFF)", "left sleep 1000.11", "11 gone", "left sleep 1000.22", "timeout", "22 gone"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in:\n%s", want, out)
+		}
+	}
+	if _, doc, _ := strings.Cut(out, "== doctor\n"); !strings.Contains(doc, "resource limits") || !strings.Contains(doc, "cannot be enforced") {
+		t.Errorf("doctor in the container does not say limits are off:\n%s", doc)
+	}
+	t.Logf("in the container:\n%s", out)
+}

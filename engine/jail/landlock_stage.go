@@ -16,10 +16,16 @@ import (
 )
 
 // StageArg0 is the argv[0] that makes this binary the landlock stage:
-// warden re-execs itself (/proc/self/exe) under that name, and the
-// stage restricts itself and execs the hook (see init below). Any binary
-// that links this package (warden, its test binaries) can be the stage.
+// warden re-execs itself (/proc/self/exe) under that name. The stage is
+// the run's reaper (landlock_reaper.go): it starts itself once more as
+// hookArg0, which restricts itself and execs the hook (see init below).
+// Any binary that links this package (warden, its test binaries) can be
+// the stage.
 const StageArg0 = "warden-landlock-stage"
+
+// hookArg0 is the argv[0] of the stage's child: the process that
+// restricts itself and becomes the hook.
+const hookArg0 = "warden-landlock-hook"
 
 // Fds handed to the stage: the ruleset (closed once applied) and the
 // broker's dialer, which the hook keeps (WARDEN_DIALER names it).
@@ -29,7 +35,13 @@ const (
 )
 
 func init() {
-	if len(os.Args) > 0 && os.Args[0] == StageArg0 {
+	if len(os.Args) == 0 {
+		return
+	}
+	switch os.Args[0] {
+	case StageArg0:
+		reaperStage(os.Args[1:]) // never returns
+	case hookArg0:
 		// Landlock and seccomp bind the calling thread: the same thread
 		// must restrict itself and exec.
 		runtime.LockOSThread()
@@ -39,7 +51,7 @@ func init() {
 	}
 }
 
-// landlockStage runs in the child, in this order: its own process group,
+// landlockStage runs in the stage's child, in this order: its own process group,
 // RLIMIT_NPROC as the bwrap path sets it, (as root) every capability
 // dropped, no_new_privs, the Landlock ruleset, the seccomp filter, then
 // execve of the hook. It returns only on failure.
