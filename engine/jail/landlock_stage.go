@@ -121,7 +121,23 @@ const (
 // dropRoot leaves uid 0 without a capability, for good: the bounding
 // set emptied, ambient cleared, securebits locked so exec grants none,
 // and the effective, permitted and inheritable sets zero.
+//
+// Root that has no capability to drop (a container started with
+// --cap-drop ALL) cannot set securebits (that needs CAP_SETPCAP), and
+// needs not: with the bounding set empty, exec grants root nothing, and
+// no_new_privs (set next) keeps setuid and file capabilities from adding
+// any. Then only ambient and the sets are cleared, which any process may.
 func dropRoot() error {
+	if boundingEmpty() {
+		if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
+			return fmt.Errorf("PR_CAP_AMBIENT_CLEAR_ALL: %w", err)
+		}
+		var data [2]unix.CapUserData
+		if err := unix.Capset(&unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}, &data[0]); err != nil {
+			return fmt.Errorf("capset: %w", err)
+		}
+		return nil
+	}
 	if err := unix.Prctl(unix.PR_SET_SECUREBITS, secNoroot|secNorootLocked|secNoSetuidFix|secNoSetuidFixLocked|secKeepCapsLocked|secNoAmbientRaise|secNoAmbientLocked, 0, 0, 0); err != nil {
 		return fmt.Errorf("PR_SET_SECUREBITS: %w", err)
 	}
@@ -179,4 +195,18 @@ func (s *Spawner) landlockCommand(sp hooks.Spawn) (*exec.Cmd, error) {
 	}
 	cmd.ExtraFiles = []*os.File{rs, s.dialer} // fdRuleset, FdDialer
 	return cmd, nil
+}
+
+// boundingEmpty: this process's capability bounding set holds nothing.
+func boundingEmpty() bool {
+	for c := 0; c <= 63; c++ {
+		in, err := unix.PrctlRetInt(unix.PR_CAPBSET_READ, uintptr(c), 0, 0, 0)
+		if err != nil {
+			return true // past the kernel's last capability
+		}
+		if in == 1 {
+			return false
+		}
+	}
+	return true
 }
