@@ -227,8 +227,9 @@ echo "== doctor"; warden doctor || true`)
 			t.Errorf("no %q in:\n%s", want, out)
 		}
 	}
-	if _, doc, _ := strings.Cut(out, "== doctor\n"); !strings.Contains(doc, "resource limits") || !strings.Contains(doc, "cannot be enforced") {
-		t.Errorf("doctor in the container does not say limits are off:\n%s", doc)
+	if _, doc, _ := strings.Cut(out, "== doctor\n"); !strings.Contains(doc, "resource limits") || !strings.Contains(doc, "cannot be enforced") ||
+		!strings.Contains(doc, "tmp and run_dir limits (defaults 64MiB, 16MiB) are not held") {
+		t.Errorf("doctor in the container does not say limits are off, and tmp and run_dir not held:\n%s", doc)
 	}
 	t.Logf("in the container:\n%s", out)
 }
