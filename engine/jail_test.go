@@ -492,10 +492,7 @@ func TestJailEscapes(t *testing.T) {
 		skip       string // why the backend cannot run here
 	}{
 		{"bwrap", JailBwrap, func(a attempt) (string, string) { return a.bwrap, a.bwrapWhy }, ""},
-		{"landlock", JailLandlock, func(a attempt) (string, string) { return a.landlock, a.landlockWhy }, jail.LandlockWhyNot(landlock)},
-	}
-	if root && landlock < 6 && backends[1].skip == "" {
-		backends[1].skip = fmt.Sprintf("landlock refuses root's runs below ABI 6 (ABI %d here): signals are not scoped", landlock)
+		{"landlock", JailLandlock, func(a attempt) (string, string) { return a.landlock, a.landlockWhy }, landlockWhyNot()},
 	}
 	for _, b := range backends {
 		for _, a := range attempts {
@@ -600,7 +597,7 @@ func TestJailNetworkGrant(t *testing.T) {
 	if start := hookStartDetails(t, e, o.Run.ID); start["network"] != true {
 		t.Errorf("hook.start of a granted run: network=%v", start["network"])
 	}
-	if jail.LandlockWhyNot(jail.ProbeHost().LandlockABI) == "" {
+	if landlockWhyNot() == "" {
 		// No network namespace to share: the grant lets inet sockets
 		// through the seccomp filter and drops Landlock's TCP rules.
 		_, cs = escapeRun(t, e, "tcp", JailLandlock)
@@ -622,7 +619,7 @@ func TestJailEnvAllowList(t *testing.T) {
 	t.Setenv("LANG", "C.UTF-8")
 	e := setupRun(t, map[string]string{"env": escapeYAML("escape-env")})
 	modes := []string{JailBwrap, JailOff}
-	if jail.LandlockWhyNot(jail.ProbeHost().LandlockABI) == "" {
+	if landlockWhyNot() == "" {
 		modes = append(modes, JailLandlock)
 	}
 	for _, mode := range modes {
@@ -652,7 +649,7 @@ func TestJailIdentityAndLifetime(t *testing.T) {
 	} {
 		t.Run(b.name, func(t *testing.T) {
 			if b.mode == JailLandlock {
-				if why := jail.LandlockWhyNot(jail.ProbeHost().LandlockABI); why != "" {
+				if why := landlockWhyNot(); why != "" {
 					t.Skip(why)
 				}
 			}

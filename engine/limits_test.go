@@ -214,7 +214,7 @@ dd if=/dev/zero of=$d/fill bs=1M count=100 2>&1 | tail -1
 	// there (no mount namespace), which docs/jail.md lists as known:
 	// the host's /tmp cannot be reached at all, and the run dir takes
 	// what the data dir's disk has.
-	if why := jail.LandlockWhyNot(jail.ProbeHost().LandlockABI); why != "" {
+	if why := landlockWhyNot(); why != "" {
 		t.Logf("landlock: not tried: %s", why)
 		return
 	}
