@@ -95,11 +95,11 @@ func Doctor(opts DoctorOptions) Report {
 	}
 	doctorBwrap(opts.BwrapPath, add, problem)
 	doctorHelper(jailHelper(), add)
-	doctorKernel(opts.SysRoot, opts.BwrapPath, add, problem)
+	picked := doctorKernel(opts.SysRoot, opts.BwrapPath, add, problem)
 	if opts.EngineSocket != "" {
 		doctorEngine(opts.EngineSocket, add, problem)
 	}
-	doctorLimits(opts.Ceiling.Or(hooks.DefaultCeiling), add)
+	doctorLimits(opts.Ceiling.Or(hooks.DefaultCeiling), picked, add)
 	return rep
 }
 
@@ -268,7 +268,9 @@ func doctorHelper(h jail.Helper, add func(Check)) {
 
 // doctorKernel reports what the kernel gives the jail, and which jail
 // backends can run here.
-func doctorKernel(root, bwrap string, add func(Check), problem func(string, string, string)) {
+//
+// It returns the backend `jail: auto` picks here ("" when none can run).
+func doctorKernel(root, bwrap string, add func(Check), problem func(string, string, string)) string {
 	if bwrap == "" {
 		bwrap = jail.DefaultBwrap
 	}
@@ -318,9 +320,11 @@ func doctorKernel(root, bwrap string, add func(Check), problem func(string, stri
 		problem("jail backends", strings.Join(parts, "; ")+"; jail: auto does not fall back from a bwrap that is there and refused", "fix bubblewrap (above)")
 	} else if got, err := jail.Choose(jail.BackendAuto, bw, h.LandlockABI); err == nil {
 		add(Check{Name: "jail backends", Status: "ok", Detail: strings.Join(parts, "; ") + "; jail: auto picks " + got})
+		return got
 	} else {
 		problem("jail backends", strings.Join(parts, "; ")+"; no jailed run can start", "make bwrap usable (see user namespaces above), or run on a kernel with Landlock ABI 3 or later")
 	}
+	return ""
 }
 
 // chainDetail says what a verify from the newest checkpoint checked:

@@ -235,7 +235,8 @@ func hookScenario(name string) int {
 	// "CHECK escape-X ok" or "CHECK escape-X blocked: ERRNO" line.
 	case "escape-read", "escape-write", "escape-write-module", "escape-proc",
 		"escape-tcp", "escape-tiocsti", "escape-ptrace", "escape-mount",
-		"escape-unshare", "escape-keyctl", "escape-env", "escape-linger", "escape-fd":
+		"escape-unshare", "escape-keyctl", "escape-env", "escape-linger", "escape-fd",
+		"escape-signal", "escape-abstract":
 		return escapeScenario(name, os.Args[3:])
 
 	// Egress through the run's proxy (egress_test.go).

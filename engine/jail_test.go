@@ -113,6 +113,17 @@ func escapeScenario(name string, args []string) int {
 		}
 		return escapeSay(name, err, "")
 
+	case "escape-signal": // PID: signal 0 to a host process (sleep 300, the test's uid)
+		pid, _ := strconv.Atoi(arg(0))
+		return escapeSay(name, syscall.Kill(pid, 0), "")
+
+	case "escape-abstract": // NAME: connect to the test's abstract unix socket
+		c, err := net.DialTimeout("unix", "@"+arg(0), 5*time.Second)
+		if err == nil {
+			c.Close()
+		}
+		return escapeSay(name, err, "")
+
 	case "escape-tiocsti":
 		return escapeTIOCSTI(name)
 
@@ -212,6 +223,12 @@ func escapeTIOCSTI(name string) int {
 	// Closing the pty hangs up the session it controls: ours, jailed.
 	signal.Ignore(syscall.SIGHUP)
 	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
+	if errors.Is(err, syscall.EACCES) {
+		// A jail with no pty to give (landlock grants no /dev/ptmx):
+		// there is no terminal to push into. (Its seccomp filter denies
+		// TIOCSTI as well, behind that.)
+		return escapeSay(name, err, " (no pty: /dev/ptmx)")
+	}
 	if err != nil {
 		say("%s setup failed: open /dev/ptmx: %v", name, err)
 		return 1
@@ -310,13 +327,21 @@ func escapeYAML(scenario string, args ...string) string {
 	return fmt.Sprintf("    run: [%s]\n", strings.Join(q, ", "))
 }
 
-// As an ordinary user, every attempt is still made in the jail; the three
-// whose unjailed contrasts only root can make (a write to /usr/local, a
-// mount, TIOCSTI into a terminal that is not the caller's controlling
-// one) have their contrasts left out, and the test says so.
+// Every attempt runs under each jail backend (subtests bwrap/HOOK and
+// landlock/HOOK) and once with the jail off (off/HOOK), the contrast.
+// Each backend has its own expected line: an attempt that must fail
+// there, or, where it is out of the backend's reach, what the hook does
+// get, asserted as a known gap (docs/jail.md, "Escape attempts by
+// backend", lists both, from this table).
+//
+// As an ordinary user, every attempt is still made in the jails; the
+// three whose unjailed contrasts only root can make (a write to
+// /usr/local, a mount, TIOCSTI into a terminal that is not the caller's
+// controlling one) have their contrasts left out, and the test says so.
 func TestJailEscapes(t *testing.T) {
 	needJail(t)
 	root := os.Geteuid() == 0
+	landlock := jail.ProbeHost().LandlockABI
 	e := openTestEngine(t)
 
 	// A file in the data dir (0700 root): the run dir below it is in the
@@ -350,8 +375,23 @@ func TestJailEscapes(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { sleeper.Process.Kill(); sleeper.Wait() })
-	// A loopback listener.
+	// A loopback listener, and an abstract unix socket.
 	port := loopbackListener(t)
+	abstract := fmt.Sprintf("warden-escape-%d", rand.Uint64())
+	abs, err := net.Listen("unix", "@"+abstract)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { abs.Close() })
+	go func() {
+		for {
+			c, err := abs.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
 	// A descriptor the engine inherited without close-on-exec, as from the
 	// operator's shell: open on a root-only file.
 	fdFile := filepath.Join(e.DataDir(), "planted-fd.txt")
@@ -382,58 +422,114 @@ func TestJailEscapes(t *testing.T) {
 		"unshare":      escapeYAML("escape-unshare"),
 		"keyctl":       escapeYAML("escape-keyctl"),
 		"fd":           escapeYAML("escape-fd", strconv.Itoa(int(leaked.Fd()))),
+		"signal":       escapeYAML("escape-signal", strconv.Itoa(sleeper.Process.Pid)),
+		"abstract":     escapeYAML("escape-abstract", abstract),
 	})
 	if _, err := e.AddModule(testActor, dir); err != nil {
 		t.Fatal(err)
 	}
 
-	for _, a := range []struct {
+	type attempt struct {
 		hook, scenario string
-		jailed         string // the jailed CHECK line starts with this
-		why            string
-		before         func() // before each of the two runs
-		off            string // the unjailed CHECK line, when not "<scenario> ok"
-		rootOnly       bool   // only root can make the unjailed contrast
-	}{
-		{"read-data", "escape-read", "escape-read blocked: ENOENT", "the data dir is not in the plan", nil, "", false},
-		{"read-vartmp", "escape-read", "escape-read blocked: ENOENT", "/var/tmp is not in the plan", nil, "", false},
-		{"write-usr", "escape-write", "escape-write blocked: EROFS", "/usr is bound read-only", nil, "", true},
-		{"write-module", "escape-write-module", "escape-write-module blocked: EROFS", "/module is bound read-only", nil, "", false},
-		{"proc", "escape-proc", "escape-proc blocked: ENOENT", "the jail has its own pid namespace", nil, "", false},
+		// The CHECK line starts with this under each backend, and why.
+		bwrap, bwrapWhy       string
+		landlock, landlockWhy string
+		known                 bool   // under landlock: a gap, not a block (docs/jail.md)
+		before                func() // before each run
+		off                   string // the unjailed CHECK line, when not "<scenario> ok"
+		rootOnly              bool   // only root can make the unjailed contrast
+	}
+	attempts := []attempt{
+		{"read-data", "escape-read", "escape-read blocked: ENOENT", "the data dir is not in the plan",
+			"escape-read blocked: EACCES", "no Landlock rule covers the data dir", false, nil, "", false},
+		{"read-vartmp", "escape-read", "escape-read blocked: ENOENT", "/var/tmp is not in the plan",
+			"escape-read blocked: EACCES", "no Landlock rule covers /var/tmp", false, nil, "", false},
+		{"write-usr", "escape-write", "escape-write blocked: EROFS", "/usr is bound read-only",
+			"escape-write blocked: EACCES", "/usr's rule is ro+exec", false, nil, "", true},
+		{"write-module", "escape-write-module", "escape-write-module blocked: EROFS", "/module is bound read-only",
+			"escape-write-module blocked: EACCES", "the module's rule is ro+exec", false, nil, "", false},
+		{"proc", "escape-proc", "escape-proc blocked: ENOENT", "the jail has its own pid namespace",
+			"escape-proc ok", "no pid namespace: the host's /proc shows", true, nil, "", false},
 		// No network grant: socket(AF_INET) fails in the seccomp filter
-		// (and there is no interface but lo in the jail's net namespace).
-		{"tcp", "escape-tcp", "escape-tcp blocked: EPERM", "no network grant", nil, "", false},
-		{"tiocsti", "escape-tiocsti", "escape-tiocsti blocked: EPERM", "seccomp denies TIOCSTI", nil, "", true},
-		{"ptrace", "escape-ptrace", "escape-ptrace blocked: EPERM", "seccomp denies ptrace", nil, "", false},
-		{"mount", "escape-mount", "escape-mount blocked: EPERM", "seccomp denies mount", nil, "", true},
-		{"unshare", "escape-unshare", "escape-unshare blocked: EPERM", "seccomp denies unshare", nil, "", false},
-		{"keyctl", "escape-keyctl", "escape-keyctl blocked: EPERM", "seccomp denies keyctl", nil, "", false},
+		// (and, under bwrap, there is no interface but lo in the jail's
+		// net namespace; under landlock, Landlock denies TCP connect too).
+		{"tcp", "escape-tcp", "escape-tcp blocked: EPERM", "no network grant",
+			"escape-tcp blocked: EPERM", "no network grant: seccomp denies inet sockets", false, nil, "", false},
+		{"tiocsti", "escape-tiocsti", "escape-tiocsti blocked: EPERM", "seccomp denies TIOCSTI",
+			"escape-tiocsti blocked: EACCES", "no pty: /dev/ptmx has no rule (and seccomp denies TIOCSTI)", false, nil, "", true},
+		{"ptrace", "escape-ptrace", "escape-ptrace blocked: EPERM", "seccomp denies ptrace",
+			"escape-ptrace blocked: EPERM", "seccomp denies ptrace", false, nil, "", false},
+		{"mount", "escape-mount", "escape-mount blocked: EPERM", "seccomp denies mount",
+			"escape-mount blocked: EPERM", "seccomp denies mount", false, nil, "", true},
+		{"unshare", "escape-unshare", "escape-unshare blocked: EPERM", "seccomp denies unshare",
+			"escape-unshare blocked: EPERM", "seccomp denies unshare", false, nil, "", false},
+		{"keyctl", "escape-keyctl", "escape-keyctl blocked: EPERM", "seccomp denies keyctl",
+			"escape-keyctl blocked: EPERM", "seccomp denies keyctl", false, nil, "", false},
 		// hooks.Start marks inherited descriptors close-on-exec before any
 		// hook starts, so this one is blocked unjailed too: its contrast is
 		// TestInheritedFdWouldLeak, which execs without the executor.
-		{"fd", "escape-fd", "escape-fd blocked: EBADF", "inherited fds are close-on-exec", inheritable, "escape-fd blocked: EBADF", false},
-	} {
-		t.Run(a.hook, func(t *testing.T) {
-			if a.before != nil {
-				a.before()
-			}
-			_, cs := escapeRun(t, e, a.hook, JailBwrap)
-			got := wantEscape(t, "bwrap", cs, a.scenario, a.jailed)
-			t.Logf("jailed:   %s  [%s]", got, a.why)
+		{"fd", "escape-fd", "escape-fd blocked: EBADF", "inherited fds are close-on-exec",
+			"escape-fd blocked: EBADF", "inherited fds are close-on-exec", false, inheritable, "escape-fd blocked: EBADF", false},
+		// A process of the test's own uid: unjailed, the signal goes
+		// through.
+		{"signal", "escape-signal", "escape-signal blocked: ESRCH", "the host's pids are not in the jail's pid namespace",
+			"escape-signal blocked: EPERM", "Landlock scopes signals (ABI 6)", false, nil, "", false},
+		// Below ABI 6 (an ordinary user's run only: root's is refused
+		// there), signals are not scoped: the known gap, asserted.
+	}
+	if landlock < 6 {
+		attempts[len(attempts)-1].landlock = "escape-signal ok"
+		attempts[len(attempts)-1].landlockWhy = fmt.Sprintf("Landlock ABI %d < 6 does not scope signals", landlock)
+		attempts[len(attempts)-1].known = true
+	}
+	attempts = append(attempts, []attempt{
+		{"abstract", "escape-abstract", "escape-abstract blocked: ECONNREFUSED", "abstract sockets belong to the jail's own net namespace",
+			"escape-abstract blocked: EPERM", "seccomp denies socket(AF_UNIX)", false, nil, "", false},
+	}...)
+	backends := []struct {
+		name, mode string
+		want       func(attempt) (line, why string)
+		skip       string // why the backend cannot run here
+	}{
+		{"bwrap", JailBwrap, func(a attempt) (string, string) { return a.bwrap, a.bwrapWhy }, ""},
+		{"landlock", JailLandlock, func(a attempt) (string, string) { return a.landlock, a.landlockWhy }, landlockWhyNot()},
+	}
+	for _, b := range backends {
+		for _, a := range attempts {
+			t.Run(b.name+"/"+a.hook, func(t *testing.T) {
+				if b.skip != "" {
+					t.Skip(b.skip)
+				}
+				if a.before != nil {
+					a.before()
+				}
+				want, why := b.want(a)
+				if b.mode == JailLandlock && a.known {
+					why = "KNOWN, out of the backend's reach (docs/jail.md): " + why
+				}
+				o, cs := escapeRun(t, e, a.hook, b.mode)
+				if o.Run.JailMode != b.mode {
+					t.Errorf("run %s ran under jail %q, want %q", o.Run.ID, o.Run.JailMode, b.mode)
+				}
+				got := wantEscape(t, b.name, cs, a.scenario, want)
+				t.Logf("%s: %s  [%s]", b.name, got, why)
+			})
+		}
+	}
+	for _, a := range attempts {
+		t.Run("off/"+a.hook, func(t *testing.T) {
 			if a.rootOnly && !root {
-				t.Logf("unjailed: not tried: only root can make this contrast, uid %d is not", os.Geteuid())
-				return
+				t.Skipf("only root can make this contrast, uid %d is not", os.Geteuid())
 			}
 			if a.before != nil {
 				a.before()
 			}
-			_, cs = escapeRun(t, e, a.hook, JailOff)
+			_, cs := escapeRun(t, e, a.hook, JailOff)
 			off := a.off
 			if off == "" {
 				off = a.scenario + " ok"
 			}
-			got = wantEscape(t, "off", cs, a.scenario, off)
-			t.Logf("unjailed: %s", got)
+			t.Logf("unjailed: %s", wantEscape(t, "off", cs, a.scenario, off))
 		})
 	}
 	if _, err := os.Stat(usrFile); err == nil {
@@ -501,6 +597,12 @@ func TestJailNetworkGrant(t *testing.T) {
 	if start := hookStartDetails(t, e, o.Run.ID); start["network"] != true {
 		t.Errorf("hook.start of a granted run: network=%v", start["network"])
 	}
+	if landlockWhyNot() == "" {
+		// No network namespace to share: the grant lets inet sockets
+		// through the seccomp filter and drops Landlock's TCP rules.
+		_, cs = escapeRun(t, e, "tcp", JailLandlock)
+		wantEscape(t, "landlock, granted", cs, "escape-tcp", "escape-tcp ok")
+	}
 	_, cs = escapeRun(t, e, "tcp", JailOff)
 	wantEscape(t, "off", cs, "escape-tcp", "escape-tcp ok")
 }
@@ -516,23 +618,62 @@ func TestJailEnvAllowList(t *testing.T) {
 	t.Setenv("ESCAPE_CANARY", "canary-value-71")
 	t.Setenv("LANG", "C.UTF-8")
 	e := setupRun(t, map[string]string{"env": escapeYAML("escape-env")})
-	for _, mode := range []string{JailBwrap, JailOff} {
+	modes := []string{JailBwrap, JailOff}
+	if landlockWhyNot() == "" {
+		modes = append(modes, JailLandlock)
+	}
+	for _, mode := range modes {
 		_, cs := escapeRun(t, e, "env", mode)
 		wantEscape(t, mode, cs, "escape-env", `escape-env canary="" set=false lang="C.UTF-8"`)
 	}
 }
 
-// TestJailIdentityAndLifetime: the jailed hook runs as uid 60999 inside
-// and, on the host, as uid 60999 too (not root); a grandchild that leaves
-// the hook's session and process group still dies with the run, because
-// it cannot leave the jail's pid namespace.
+// TestJailIdentityAndLifetime, per backend: under bwrap the jailed hook
+// runs as uid 60999 inside and, on the host, as uid 60999 too (not
+// root); under landlock, as warden's own uid (as root, uid 0 with no
+// capability), with no /etc/passwd to name it. A grandchild that leaves
+// the hook's session and process group still dies with the run: it
+// cannot leave bwrap's pid namespace, and under landlock the stage is
+// its subreaper (or the run's cgroup holds it).
 func TestJailIdentityAndLifetime(t *testing.T) {
 	needJail(t)
 	marker := fmt.Sprintf("300.%09d", rand.IntN(1e9)) // sleep takes decimals
 	e := setupRun(t, map[string]string{"linger": escapeYAML("escape-linger", marker) + "    timeout: 6s\n"})
 	t.Cleanup(func() { killMarked(marker) })
+	self := strconv.Itoa(os.Geteuid())
+	for _, b := range []struct {
+		name, mode, uids, inside string
+	}{
+		{"bwrap", JailBwrap, "60999 60999 60999 60999", "uid=60999 gid=60999 user=hook"},
+		{"landlock", JailLandlock, strings.Repeat(self+" ", 3) + self, fmt.Sprintf("uid=%d gid=%d user=unreadable:EACCES", os.Geteuid(), os.Getegid())},
+	} {
+		t.Run(b.name, func(t *testing.T) {
+			if b.mode == JailLandlock {
+				if why := landlockWhyNot(); why != "" {
+					t.Skip(why)
+				}
+			}
+			jailLinger(t, e, b.mode, marker, b.uids, b.inside)
+		})
+	}
 
-	h, err := e.StartRun(testActor, RunRequest{Module: "testmod", Hook: "linger", Jail: JailBwrap})
+	// Unjailed, the same grandchild outlives the run: setsid takes it out
+	// of the process group the executor kills, and there is no pid
+	// namespace to take it down. Logged, not asserted: it shows that the
+	// scan above sees survivors, and what --jail=off gives up.
+	o, err := e.RunHook(testActor, RunRequest{Module: "testmod", Hook: "linger", Jail: JailOff})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	t.Logf("jail off: run %s; processes left: %+v", o.Run.Status, markedProcs(marker))
+}
+
+// jailLinger runs the linger hook under mode: its grandchild and the
+// hook run as host uids uids, the hook sees itself as inside, and
+// nothing of the run is left after it.
+func jailLinger(t *testing.T, e *Engine, mode, marker, uids, inside string) {
+	h, err := e.StartRun(testActor, RunRequest{Module: "testmod", Hook: "linger", Jail: mode})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -554,14 +695,14 @@ func TestJailIdentityAndLifetime(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if uids := procUIDs(sleepPid); uids != "60999 60999 60999 60999" {
-		t.Errorf("the jailed grandchild runs as host uids %q, want 60999 (real, effective, saved, fs)", uids)
+	if got := procUIDs(sleepPid); got != uids {
+		t.Errorf("the jailed grandchild runs as host uids %q, want %q (real, effective, saved, fs)", got, uids)
 	}
 	for _, p := range markedProcs(marker) {
 		if p.argv0 == "warden" { // the hook itself, exec'd through PATH
 			t.Logf("jailed hook: host pid %d, uids %s", p.pid, procUIDs(p.pid))
-			if uids := procUIDs(p.pid); uids != "60999 60999 60999 60999" {
-				t.Errorf("the jailed hook (host pid %d) runs as host uids %q, want 60999", p.pid, uids)
+			if got := procUIDs(p.pid); got != uids {
+				t.Errorf("the jailed hook (host pid %d) runs as host uids %q, want %q", p.pid, got, uids)
 			}
 		}
 	}
@@ -570,8 +711,8 @@ func TestJailIdentityAndLifetime(t *testing.T) {
 		t.Errorf("run %s: %s", o.Run.Status, o.Run.Error)
 	}
 	cs := checks(t, e, o.Run.ID)
-	if got := hasCheck(cs, "escape-linger "); !strings.Contains(got, "uid=60999 gid=60999 user=hook") {
-		t.Errorf("inside the jail: %q, want uid=60999 gid=60999 user=hook (from the synthesized, readable /etc/passwd)", got)
+	if got := hasCheck(cs, "escape-linger "); !strings.Contains(got, inside) {
+		t.Errorf("inside the jail: %q, want %s", got, inside)
 	}
 	// After it: nothing of the run is left (zombies awaiting a reaper are
 	// dead already).
@@ -582,17 +723,6 @@ func TestJailIdentityAndLifetime(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-
-	// Unjailed, the same grandchild outlives the run: setsid takes it out
-	// of the process group the executor kills, and there is no pid
-	// namespace to take it down. Logged, not asserted: it shows that the
-	// scan above sees survivors, and what --jail=off gives up.
-	o, err = e.RunHook(testActor, RunRequest{Module: "testmod", Hook: "linger", Jail: JailOff})
-	if err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(200 * time.Millisecond)
-	t.Logf("jail off: run %s; processes left: %+v", o.Run.Status, markedProcs(marker))
 }
 
 type markedProc struct {

@@ -70,8 +70,10 @@ func (e *Engine) Ceiling() hooks.Resources { return e.ceiling() }
 
 // doctorLimits says which of jailed runs' resource limits this host
 // enforces, and which it cannot, with why and what to do. Limits off is a
-// warning: runs still go, and their receipts say "limits OFF".
-func doctorLimits(ceiling hooks.Resources, add func(Check)) {
+// warning: runs still go, and their receipts say "limits OFF". picked is
+// the backend `jail: auto` picks here: under landlock /tmp and the run
+// dir are not sized.
+func doctorLimits(ceiling hooks.Resources, picked string, add func(Check)) {
 	sup := cgroup.Probe()
 	def := hooks.DefaultResources.Min(ceiling)
 	switch {
@@ -86,7 +88,12 @@ func doctorLimits(ceiling hooks.Resources, add func(Check)) {
 	default:
 		add(Check{Name: "resource limits", Status: "ok", Detail: fmt.Sprintf("%s; memory, pids and cpu enforced (defaults: %s; ceiling: %s)", sup.Detail, def, ceiling)})
 	}
-	add(Check{Name: "jail tmpfs", Status: "ok", Detail: fmt.Sprintf("/tmp and %s of each jailed run are sized tmpfs (defaults tmp %s, run_dir %s)", jail.RunTarget, def.Format("tmp"), def.Format("run_dir"))})
+	if picked == jail.BackendLandlock {
+		add(Check{Name: "jail tmpfs", Status: "problem", Warning: true, Detail: fmt.Sprintf("jail: auto picks landlock here, which has no mount namespace: a run's tmp and run dir are directories on the data dir's disk, and the tmp and run_dir limits (defaults %s, %s) are not held", def.Format("tmp"), def.Format("run_dir")),
+			Fix: "where bwrap can make its namespaces (see user namespaces), runs get sized tmpfs"})
+	} else {
+		add(Check{Name: "jail tmpfs", Status: "ok", Detail: fmt.Sprintf("/tmp and %s of each jailed run are sized tmpfs (defaults tmp %s, run_dir %s)", jail.RunTarget, def.Format("tmp"), def.Format("run_dir"))})
+	}
 	if fi, err := os.Lstat(jail.DefaultPrlimit); os.Geteuid() == 0 || (err == nil && fi.Mode().IsRegular()) {
 		how := "inherited from warden, which as root is exempt from it"
 		if os.Geteuid() != 0 {

@@ -28,6 +28,10 @@ type container struct {
 	docker     string // the docker CLI
 	sock, bins string
 	mods       string
+	// root: the script runs as uid 0 (still unprivileged: no user
+	// namespace, the default seccomp profile) with Docker's default
+	// capabilities, or with none when noCaps.
+	root, noCaps bool
 }
 
 func newContainer(t *testing.T, mods string) *container {
@@ -80,12 +84,20 @@ func (c *container) cli(stdin *bytes.Buffer, args ...string) (string, error) {
 // output and exit code. The script's PATH has /opt/warden first.
 func (c *container) run(script string) (string, int) {
 	c.t.Helper()
-	args := []string{"run", "--rm", "--network", "none", "--user", "1000:1000", "--cap-drop", "ALL",
-		"--security-opt", "no-new-privileges",
-		"--tmpfs", "/home/op:mode=0700,uid=1000,gid=1000,exec", "--tmpfs", "/tmp:mode=1777",
+	uid, caps := "1000", []string{"--cap-drop", "ALL"}
+	if c.root {
+		uid = "0"
+		if !c.noCaps {
+			caps = nil
+		}
+	}
+	args := []string{"run", "--rm", "--network", "none", "--user", uid + ":" + uid}
+	args = append(args, caps...)
+	args = append(args, "--security-opt", "no-new-privileges",
+		"--tmpfs", "/home/op:mode=0700,uid="+uid+",gid="+uid+",exec", "--tmpfs", "/tmp:mode=1777",
 		"-e", "HOME=/home/op", "-e", "PATH=/opt/warden:/usr/bin:/bin",
 		"-v", "/usr:/usr:ro", "-v", "/etc:/etc:ro",
-		"-v", c.bins + ":/opt/warden:ro"}
+		"-v", c.bins+":/opt/warden:ro")
 	if c.mods != "" {
 		args = append(args, "-v", c.mods+":/opt/mod:ro")
 	}
@@ -174,4 +186,84 @@ echo "== doctor"; warden doctor || true`)
 		t.Errorf("doctor in the container does not name the backend auto picks:\n%s", doc)
 	}
 	t.Logf("in the container:\n%s", out)
+}
+
+// In the container cgroups cannot be had, so limits are off and nothing
+// of the kernel's holds a run's processes together: no pid namespace, no
+// cgroup. A hook that double-forks and calls setsid leaves its process
+// group behind. The landlock stage is the run's subreaper, so the run's
+// end still takes every such daemon with it: one left behind by a hook
+// that exits at once, and one by a hook cut short by its timeout. The
+// start line says limits are off, and so does doctor.
+func TestContainerRunLeavesNoDaemon(t *testing.T) {
+	mods := privateDir(t, "warden-container-mods-")
+	for _, m := range []struct{ id, extra, mark, tail string }{
+		{"daemon", "", "11", "exit 0"},
+		{"daemonto", "    timeout: 2s\n", "22", "sleep 600"},
+	} {
+		dir := filepath.Join(mods, "modules", m.id)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		manifest := "id: " + m.id + "\nversion: 1.0.0\ndescription: leaves a daemon\nhooks:\n  d:\n    run: [./hook.sh]\n" + m.extra
+		// The marker is sleep's argument: a decimal, so it is unique and
+		// still a duration sleep takes.
+		script := "#!/bin/bash\n( setsid sleep 1000.$1 </dev/null >/dev/null 2>&1 & )\necho \"left sleep 1000.$1\"\n" + m.tail + "\n"
+		os.WriteFile(filepath.Join(dir, "module.yaml"), []byte(manifest), 0o644)
+		os.WriteFile(filepath.Join(dir, "hook.sh"), []byte(strings.Replace(script, "$1", m.mark, -1)), 0o755)
+	}
+	c := newContainer(t, mods)
+	out, code := c.run(`alive() { for p in /proc/[0-9]*; do if tr '\0' ' ' < $p/cmdline 2>/dev/null | grep -q "sleep 1000.$1"; then
+    if ! grep -q '^State:.*Z' $p/status 2>/dev/null; then echo "$1 alive: $(basename $p)"; return; fi; fi; done; echo "$1 gone"; }
+for m in daemon daemonto; do cp -r /opt/mod/modules/$m /home/op/$m; warden module add /home/op/$m >/dev/null; done
+echo "== exits"; warden hook run daemon d || echo "exit $?"; alive 11
+echo "== timeout"; warden hook run daemonto d || echo "exit $?"; alive 22
+echo "== doctor"; warden doctor || true`)
+	if code != 0 {
+		t.Fatalf("the container's script: exit %d\n%s", code, out)
+	}
+	for _, want := range []string{"started (jail landlock, limits OFF)", "left sleep 1000.11", "11 gone", "left sleep 1000.22", "timeout", "22 gone"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in:\n%s", want, out)
+		}
+	}
+	if _, doc, _ := strings.Cut(out, "== doctor\n"); !strings.Contains(doc, "resource limits") || !strings.Contains(doc, "cannot be enforced") ||
+		!strings.Contains(doc, "tmp and run_dir limits (defaults 64MiB, 16MiB) are not held") {
+		t.Errorf("doctor in the container does not say limits are off, and tmp and run_dir not held:\n%s", doc)
+	}
+	t.Logf("in the container:\n%s", out)
+}
+
+// As root in the container (uid 0, still no user namespace, Docker's
+// default seccomp profile): bwrap is refused there too, and auto picks
+// landlock, with Docker's default capabilities and with none at all
+// (the stage drops root's capabilities, which needs CAP_SETPCAP only
+// while there are some to drop).
+func TestContainerAsRootPicksLandlock(t *testing.T) {
+	mods := privateDir(t, "warden-container-mods-")
+	bashModule(t, mods, "probe", "p", `id -u; grep CapEff /proc/self/status
+if cat /home/op/secret >/dev/null 2>&1; then echo "read home: yes"; else echo "read home: no"; fi
+if echo x > /opt/pwn 2>/dev/null; then echo "write opt: yes"; else echo "write opt: no"; fi
+`)
+	for _, v := range []struct {
+		name   string
+		noCaps bool
+	}{{"default-caps", false}, {"no-caps", true}} {
+		t.Run(v.name, func(t *testing.T) {
+			c := newContainer(t, mods)
+			c.root, c.noCaps = true, v.noCaps
+			out, code := c.run(`echo secret > /home/op/secret; chmod 600 /home/op/secret
+echo x > /opt/contrast && echo "root may write /opt"
+cp -r /opt/mod/modules/probe /home/op/probe
+warden module add /home/op/probe >/dev/null
+echo "== auto"; warden hook run probe p 2>&1 || echo "auto exit $?"
+echo "== doctor"; warden doctor 2>&1 || true`)
+			t.Logf("as root in the container (%s), exit %d:\n%s", v.name, code, out)
+			for _, want := range []string{"started (jail landlock", "CapEff: 0000000000000000", "read home: no", "root may write /opt", "write opt: no", "succeeded", "auto picks landlock"} {
+				if !strings.Contains(out, want) {
+					t.Errorf("no %q in:\n%s", want, out)
+				}
+			}
+		})
+	}
 }

@@ -367,10 +367,13 @@ func (p *Process) cancel(limit string, after time.Duration, reason string) {
 		select {
 		case <-t.C:
 			p.mu.Lock()
-			p.signalGroupLocked(syscall.SIGKILL)
+			// The tree first: a jail whose leader is the run's reaper
+			// (landlock) finds the run's processes under it only while
+			// the leader lives.
 			if p.tree != nil && !p.reaped {
 				p.tree.Kill()
 			}
+			p.signalGroupLocked(syscall.SIGKILL)
 			p.mu.Unlock()
 		case <-p.exitedCh:
 			// reap kills whatever of the group is left.

@@ -16,10 +16,16 @@ import (
 )
 
 // StageArg0 is the argv[0] that makes this binary the landlock stage:
-// warden re-execs itself (/proc/self/exe) under that name, and the
-// stage restricts itself and execs the hook (see init below). Any binary
-// that links this package (warden, its test binaries) can be the stage.
+// warden re-execs itself (/proc/self/exe) under that name. The stage is
+// the run's reaper (landlock_reaper.go): it starts itself once more as
+// hookArg0, which restricts itself and execs the hook (see init below).
+// Any binary that links this package (warden, its test binaries) can be
+// the stage.
 const StageArg0 = "warden-landlock-stage"
+
+// hookArg0 is the argv[0] of the stage's child: the process that
+// restricts itself and becomes the hook.
+const hookArg0 = "warden-landlock-hook"
 
 // Fds handed to the stage: the ruleset (closed once applied) and the
 // broker's dialer, which the hook keeps (WARDEN_DIALER names it).
@@ -29,7 +35,13 @@ const (
 )
 
 func init() {
-	if len(os.Args) > 0 && os.Args[0] == StageArg0 {
+	if len(os.Args) == 0 {
+		return
+	}
+	switch os.Args[0] {
+	case StageArg0:
+		reaperStage(os.Args[1:]) // never returns
+	case hookArg0:
 		// Landlock and seccomp bind the calling thread: the same thread
 		// must restrict itself and exec.
 		runtime.LockOSThread()
@@ -39,7 +51,7 @@ func init() {
 	}
 }
 
-// landlockStage runs in the child, in this order: its own process group,
+// landlockStage runs in the stage's child, in this order: its own process group,
 // RLIMIT_NPROC as the bwrap path sets it, (as root) every capability
 // dropped, no_new_privs, the Landlock ruleset, the seccomp filter, then
 // execve of the hook. It returns only on failure.
@@ -109,7 +121,23 @@ const (
 // dropRoot leaves uid 0 without a capability, for good: the bounding
 // set emptied, ambient cleared, securebits locked so exec grants none,
 // and the effective, permitted and inheritable sets zero.
+//
+// Root that has no capability to drop (a container started with
+// --cap-drop ALL) cannot set securebits (that needs CAP_SETPCAP), and
+// needs not: with the bounding set empty, exec grants root nothing, and
+// no_new_privs (set next) keeps setuid and file capabilities from adding
+// any. Then only ambient and the sets are cleared, which any process may.
 func dropRoot() error {
+	if boundingEmpty() {
+		if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
+			return fmt.Errorf("PR_CAP_AMBIENT_CLEAR_ALL: %w", err)
+		}
+		var data [2]unix.CapUserData
+		if err := unix.Capset(&unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}, &data[0]); err != nil {
+			return fmt.Errorf("capset: %w", err)
+		}
+		return nil
+	}
 	if err := unix.Prctl(unix.PR_SET_SECUREBITS, secNoroot|secNorootLocked|secNoSetuidFix|secNoSetuidFixLocked|secKeepCapsLocked|secNoAmbientRaise|secNoAmbientLocked, 0, 0, 0); err != nil {
 		return fmt.Errorf("PR_SET_SECUREBITS: %w", err)
 	}
@@ -167,4 +195,18 @@ func (s *Spawner) landlockCommand(sp hooks.Spawn) (*exec.Cmd, error) {
 	}
 	cmd.ExtraFiles = []*os.File{rs, s.dialer} // fdRuleset, FdDialer
 	return cmd, nil
+}
+
+// boundingEmpty: this process's capability bounding set holds nothing.
+func boundingEmpty() bool {
+	for c := 0; c <= 63; c++ {
+		in, err := unix.PrctlRetInt(unix.PR_CAPBSET_READ, uintptr(c), 0, 0, 0)
+		if err != nil {
+			return true // past the kernel's last capability
+		}
+		if in == 1 {
+			return false
+		}
+	}
+	return true
 }

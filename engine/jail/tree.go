@@ -198,9 +198,42 @@ func (s *Spawner) Terminate() {
 // there is nothing more to do than the executor's SIGKILL to bwrap's
 // process group: the pid namespace's init dies with it, and the kernel
 // kills everything in the namespace.
+//
+// Under landlock with no cgroup, the stage is the run's subreaper
+// (landlock_reaper.go): everything of the run, setsid'd daemons
+// included, is a descendant of it. They are killed here, before the
+// executor's SIGKILL to the process group ends the stage: after that
+// they would be init's, and nothing would find them.
 func (s *Spawner) Kill() {
 	if s.group != nil {
 		_ = s.group.Kill()
+		return
+	}
+	if s.ll != nil {
+		s.mu.Lock()
+		pid := s.pid
+		s.mu.Unlock()
+		if pid > 0 {
+			killBelow(pid)
+		}
+	}
+}
+
+// killBelow SIGKILLs the live descendants of pid (not pid itself) until
+// none is left, a bounded number of times: a process forking while the
+// tree is walked leaves a child that the next walk finds.
+func killBelow(pid int) {
+	for range 64 {
+		d := descendants(pid)[1:]
+		if len(d) == 0 {
+			return
+		}
+		for _, p := range d {
+			_ = syscall.Kill(p, syscall.SIGKILL)
+		}
+		// SIGKILL is delivered asynchronously: the killed ones' children
+		// are reparented to the stage only once they are gone.
+		time.Sleep(time.Millisecond)
 	}
 }
 

@@ -1,0 +1,145 @@
+package jail
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// The landlock backend has no pid namespace, and where cgroups cannot
+// be had (an unprivileged container) no cgroup either: nothing of the
+// kernel's holds a run's processes together. A hook that double-forks
+// and calls setsid leaves its process group, which is all the executor
+// kills, and would outlive its run.
+//
+// So the stage the executor starts is the run's reaper. It marks itself
+// a child subreaper (PR_SET_CHILD_SUBREAPER), so every process the hook
+// orphans is reparented to it rather than to init: the whole run stays
+// one tree under the stage, whatever sessions and groups it makes. It
+// then starts the hook (hookArg0: restrict, exec) in a process group of
+// its own, and when the hook exits it kills everything left under it
+// and exits with the hook's status. Spawner.Kill walks the same tree
+// (descendants of the stage) before the executor's SIGKILL reaches the
+// stage, for a run that is cut short.
+//
+// The stage is not in the hook's Landlock domain: with Landlock's
+// signal scoping (ABI 6) the hook cannot signal it. What it does not
+// cover: the engine dying (the stage gets SIGKILL by its parent-death
+// signal, and the hook by its own, but orphans already reparented to the
+// stage then go to init), and, below ABI 6, a hook of warden's own uid
+// that kills the stage first.
+
+// reaperStage is the stage: argv as landlockStage's. It never returns.
+func reaperStage(argv []string) {
+	// The hook's parent-death signal is tied to the thread that forks it.
+	runtime.LockOSThread()
+	fail := func(err error) {
+		fmt.Fprintf(os.Stderr, "warden: landlock jail: %v\n", err)
+		os.Exit(126)
+	}
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		fail(fmt.Errorf("PR_SET_CHILD_SUBREAPER: %w", err))
+	}
+	// SIGTERM (the executor's, to this process group) is passed on to the
+	// hook's group: the hook stops in its own time, within its grace,
+	// while the stage stays to reap. Caught, not ignored: an ignored
+	// signal would stay ignored in the hook across exec.
+	term := make(chan os.Signal, 1)
+	signal.Notify(term, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+
+	// The ruleset and the dialer go on to the hook at the same fds.
+	ruleset, dialer := os.NewFile(fdRuleset, "ruleset"), os.NewFile(FdDialer, "dialer")
+	cmd := exec.Command("/proc/self/exe")
+	cmd.Args = append([]string{hookArg0}, argv...)
+	cmd.Env = os.Environ()
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.ExtraFiles = []*os.File{ruleset, dialer}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		fail(fmt.Errorf("starting the hook: %w", err))
+	}
+	ruleset.Close()
+	dialer.Close()
+	hook := cmd.Process.Pid
+	go func() {
+		for sig := range term {
+			_ = syscall.Kill(-hook, sig.(syscall.Signal))
+		}
+	}()
+
+	// Reap until the hook itself is gone: orphans of the run that end
+	// meanwhile are reaped here too (they are our children now).
+	var status unix.WaitStatus
+	for {
+		var ws unix.WaitStatus
+		pid, err := unix.Wait4(-1, &ws, 0, nil)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			fail(fmt.Errorf("waiting for the hook: %w", err))
+		}
+		if pid == hook {
+			status = ws
+			break
+		}
+	}
+	killChildren()
+	if status.Signaled() {
+		dieBy(syscall.Signal(status.Signal()))
+	}
+	os.Exit(status.ExitStatus())
+}
+
+// killChildren kills every child of this process until none is left.
+// As a subreaper, a killed child's children become ours in turn, so the
+// loop ends with the whole tree below us gone and reaped.
+func killChildren() {
+	for {
+		for _, pid := range ownChildren() {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		var ws unix.WaitStatus
+		_, err := unix.Wait4(-1, &ws, 0, nil)
+		if err == unix.ECHILD {
+			return
+		}
+	}
+}
+
+// ownChildren lists this process's children, of all its threads.
+func ownChildren() []int {
+	tasks, _ := os.ReadDir("/proc/self/task")
+	var out []int
+	for _, t := range tasks {
+		b, _ := os.ReadFile("/proc/self/task/" + t.Name() + "/children")
+		for _, f := range strings.Fields(string(b)) {
+			if pid, err := strconv.Atoi(f); err == nil {
+				out = append(out, pid)
+			}
+		}
+	}
+	return out
+}
+
+// dieBy ends this process by sig, so that the executor sees the hook's
+// own end ("killed by SIGKILL"). The Go runtime keeps handlers of its own
+// for some signals (SIGSEGV, SIGABRT, ...): the action is set back to
+// the default with a raw rt_sigaction first (an all-zero struct
+// sigaction is SIG_DFL on every architecture).
+func dieBy(sig syscall.Signal) {
+	signal.Reset(sig)
+	var act [64]byte
+	_, _, _ = unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(sig), uintptr(unsafe.Pointer(&act[0])), 0, 8, 0, 0)
+	// To this very thread: delivered before the call returns to us.
+	_ = unix.Tgkill(os.Getpid(), unix.Gettid(), sig)
+	os.Exit(128 + int(sig))
+}
