@@ -321,7 +321,7 @@ func (e *Engine) preflight(actor Actor, req RunRequest) (pf preflighted, err err
 	if req.Client != "" || req.Session != "" || req.Ticket != "" {
 		// Last, so that a run refused for anything else leaves the
 		// ticket for a retry of the same call.
-		if pf.gate, err = e.tickets.redeem(req.Ticket, MCPSubject(req.Client), req.Session, MCPToolName(m.ID, hook.Name), argsDigest(req.Inputs)); err != nil {
+		if pf.gate, err = e.gate.tickets.redeem(req.Ticket, MCPSubject(req.Client), req.Session, MCPToolName(m.ID, hook.Name), argsDigest(req.Inputs)); err != nil {
 			return pf, err
 		}
 	}
