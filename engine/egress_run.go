@@ -248,21 +248,7 @@ func (er *egressRun) decide(ctx context.Context, host string, port uint16) egres
 	if over {
 		return egress.Verdict{Reason: askLimitReason}
 	}
-	for attempt := 0; ; attempt++ {
-		allowed, via, req, err := e.checkOrOpen(r, op)
-		var refused *perms.Refusal
-		switch {
-		case errors.As(err, &refused):
-			return egress.Verdict{Reason: refused.Message}
-		case err != nil:
-			return egress.Verdict{Reason: "the engine could not decide: " + err.Error()}
-		case allowed:
-			by := "rule"
-			if strings.Contains(via, "retry claim") {
-				by = "approve-once"
-			}
-			return egress.Verdict{Allow: true, AllowedBy: by, Via: via, Exempt: literal && !strings.Contains(via, "network true")}
-		}
+	ans, err := e.gate.ask(ctx, e.runAsk(r, op, func(req Request) askWords {
 		ask := fmt.Sprintf("Allow %s/%s to connect to %s (request %d)?", r.rec.Module, r.rec.Hook, dest, req.ID)
 		if req.Warning != "" {
 			r.say(storage.LevelWarn, fmt.Sprintf("request %d: network.connect %s needs a decision (`warden perms show %d`); warning: %s", req.ID, dest, req.ID, req.Warning))
@@ -274,35 +260,42 @@ func (er *egressRun) decide(ctx context.Context, host string, port uint16) egres
 		if p, _, err := e.Policy(subject); err == nil && len(p.NetworkAllow) > 0 {
 			list = strings.Join(append(append([]string{}, p.NetworkAllow...), dest), ",")
 		}
-		res, err := e.await(ctx, r, req, ask,
-			fmt.Sprintf("network.connect %s is not allowed by the policy of %s, and no operator is attached (no terminal, no console) to decide request %d, so it is denied (add it to the list with `warden perms policy set %s --network '%s' --revision N`)",
-				dest, subject, req.ID, subject, list))
-		if err != nil {
-			if errors.Is(context.Cause(ctx), egress.ErrHungUp) {
-				return egress.Verdict{Reason: egress.ErrHungUp.Error()}
-			}
-			return egress.Verdict{Reason: "the run ended while waiting for the operator"}
+		return askWords{prompt: ask,
+			noOperator: fmt.Sprintf("network.connect %s is not allowed by the policy of %s, and no operator is attached (no terminal, no console) to decide request %d, so it is denied (add it to the list with `warden perms policy set %s --network '%s' --revision N`)",
+				dest, subject, req.ID, subject, list)}
+	}))
+	switch {
+	case err != nil:
+		return egress.Verdict{Reason: "the engine could not decide: " + err.Error()}
+	case ans.refusal != nil:
+		return egress.Verdict{Reason: ans.refusal.Message}
+	case ans.approved() && ans.req.ID == 0: // a rule, or a retry claim
+		by := "rule"
+		if strings.Contains(ans.via, "retry claim") {
+			by = "approve-once"
 		}
-		if res.superseded && attempt < 8 {
-			continue // the policy changed (maybe another connection's approve-always): ask again
+		return egress.Verdict{Allow: true, AllowedBy: by, Via: ans.via, Exempt: literal && !strings.Contains(ans.via, "network true")}
+	case ans.outcome == outcomeRunEnded:
+		if errors.Is(context.Cause(ctx), egress.ErrHungUp) {
+			return egress.Verdict{Reason: egress.ErrHungUp.Error()}
 		}
-		d := res.decision
-		switch d.Verdict {
-		case ApproveOnce, ApproveAlways:
-			return egress.Verdict{Allow: true, AllowedBy: d.Verdict, Exempt: literal,
-				Via: fmt.Sprintf("%s by %s (request %d)", d.Verdict, d.By, req.ID)}
-		}
-		why := d.Reason
-		switch {
-		case d.By == perms.EngineActor && why == "expired":
-			why = fmt.Sprintf("request %d expired without a decision", req.ID)
-		case d.By == perms.EngineActor && why == "no operator attached":
-			why = fmt.Sprintf("no operator attached to decide request %d; the policy of %s does not list %s", req.ID, subject, dest)
-		case why == "":
-			why = fmt.Sprintf("denied by %s (request %d)", d.By, req.ID)
-		}
-		return egress.Verdict{Reason: why, Via: fmt.Sprintf("deny by %s (request %d)", d.By, req.ID)}
+		return egress.Verdict{Reason: runEndedWaiting}
 	}
+	req, d := ans.req, ans.decision
+	if ans.approved() {
+		return egress.Verdict{Allow: true, AllowedBy: d.Verdict, Exempt: literal,
+			Via: fmt.Sprintf("%s by %s (request %d)", d.Verdict, d.By, req.ID)}
+	}
+	why := d.Reason
+	switch {
+	case ans.outcome == outcomeExpired:
+		why = fmt.Sprintf("request %d expired without a decision", req.ID)
+	case ans.outcome == outcomeNoOperator:
+		why = fmt.Sprintf("no operator attached to decide request %d; the policy of %s does not list %s", req.ID, subject, dest)
+	case why == "":
+		why = fmt.Sprintf("denied by %s (request %d)", d.By, req.ID)
+	}
+	return egress.Verdict{Reason: why, Via: fmt.Sprintf("deny by %s (request %d)", d.By, req.ID)}
 }
 
 // check is decide's quick path, for the common case: a connection the

@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -133,12 +132,12 @@ type Engine struct {
 	// of what the limits cost.
 	noLimits bool
 
-	reqMu   sync.Mutex
-	tickets mcpTickets // MCP calls GateMCP let through, not yet made
+	// gate is where every call that needs an operator's word asks
+	// (gate.go): it holds the waiting calls, the attached operators and
+	// the MCP tickets.
+	gate *askGate
 	// mcpRefusals bounds the receipts of MCP sessions' refused calls.
 	mcpRefusals mcpRefusals
-	waiting     map[uint64]*waiter
-	operators   atomic.Int64
 
 	// roles are the registered roles of non-local actors (see SetRole).
 	rolesMu sync.RWMutex
@@ -151,8 +150,6 @@ type Engine struct {
 
 	// mcp are the MCP clients connected now (see HoldMCPSession).
 	mcp mcpSessions
-	// standing counts the operators attached by AttachStandingOperator.
-	standing atomic.Int64
 
 	// pruneKick wakes the stream pruner (see prune.go); pruned is closed
 	// when it has stopped.
@@ -186,13 +183,14 @@ func Open(opts Options) (*Engine, error) {
 		opts.StreamBudget = DefaultStreamBudget
 	}
 	e := &Engine{bus: newBus(), opts: opts, active: map[string]*RunHandle{}, lingering: map[*broker.Broker]*time.Timer{},
-		lingerDirs: map[*broker.Broker]string{}, waiting: map[uint64]*waiter{},
+		lingerDirs:   map[*broker.Broker]string{},
 		capabilities: defaultCapabilities(), requestTTL: DefaultRequestTTL}
 	st, err := storage.Open(storage.Options{Dir: opts.DataDir, LockTimeout: opts.LockTimeout, OnCommit: e.receiptsCommitted})
 	if err != nil {
 		return nil, err
 	}
 	e.store = st
+	e.gate = newAskGate(st, e.bus)
 	e.newRunID = st.NewRunID
 	if e.auth, err = caps.Open(st, string(LocalActor())); err != nil {
 		st.Close()

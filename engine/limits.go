@@ -65,9 +65,6 @@ func (e *LimitsOffError) Error() string {
 	return "resource limits off (memory, pids and cpu are not enforced): " + e.Detail
 }
 
-// Ceiling is the operator's ceiling of hooks' resource limits.
-func (e *Engine) Ceiling() hooks.Resources { return e.ceiling() }
-
 // doctorLimits says which of jailed runs' resource limits this host
 // enforces, and which it cannot, with why and what to do. Limits off is a
 // warning: runs still go, and their receipts say "limits OFF". picked is

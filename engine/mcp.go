@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -120,9 +119,8 @@ func (e *Engine) GateMCP(ctx context.Context, actor Actor, c MCPCall) (MCPGate, 
 	if ttl <= 0 {
 		ttl = DefaultMCPRequestTTL
 	}
-	ask := perms.Ask{Op: op, Requester: storage.Requester{Module: subject, Hook: c.Tool, Client: subject, Session: c.Session},
+	pa := perms.Ask{Op: op, Requester: storage.Requester{Module: subject, Hook: c.Tool, Client: subject, Session: c.Session},
 		TTL: ttl, Actor: subject}
-	consumer := "mcp:" + c.Session
 	// The common case, a tool the policy lets run, costs a read and no
 	// commit: the run's own receipts say what let it through (RunRequest.Gate).
 	var ruled bool
@@ -139,50 +137,11 @@ func (e *Engine) GateMCP(ctx context.Context, actor Actor, c MCPCall) (MCPGate, 
 	if ruled {
 		return e.ticketed(subject, c, MCPGate{Allowed: true, Outcome: MCPAllowed, Via: ruledVia}), nil
 	}
-	var g MCPGate
-	for attempt := 0; ; attempt++ {
-		var allowed bool
-		var via string
-		var req Request
-		var refused *perms.Refusal
-		var noOperator bool
-		_, err = e.store.Update(func(tx *storage.Tx) error {
-			refused, req, allowed, noOperator = nil, Request{}, false, false
-			now := time.Now()
-			var err error
-			if allowed, via, err = perms.Check(tx, op, consumer, now); err != nil || allowed {
-				return err
-			}
-			if noOperator = e.noOperator(); noOperator {
-				return nil // nobody would see a request: none is opened
-			}
-			req, err = perms.Open(tx, ask, now)
-			if errors.As(err, &refused) {
-				return nil
-			}
-			return err
-		})
-		if err != nil {
-			return MCPGate{}, err
-		}
-		if allowed {
-			g = MCPGate{Allowed: true, Outcome: MCPAllowed, Via: via}
-			break
-		}
-		if refused != nil {
-			g = MCPGate{Outcome: MCPRefused, Message: refused.Message}
-			break
-		}
-		if noOperator {
-			g = MCPGate{Outcome: MCPNoOperator, Message: noOperatorMessage}
-			break
-		}
-		var superseded bool
-		g, superseded = e.awaitMCP(ctx, req, consumer, ttl)
-		if !superseded || attempt >= 8 {
-			break
-		}
+	ans, err := e.gate.ask(ctx, mcpAsk(pa))
+	if err != nil {
+		return MCPGate{}, err
 	}
+	g := mcpGate(ans, ttl)
 	e.receiptMCPGate(c, subject, g)
 	if g.Allowed {
 		g = e.ticketed(subject, c, g)
@@ -190,84 +149,42 @@ func (e *Engine) GateMCP(ctx context.Context, actor Actor, c MCPCall) (MCPGate, 
 	return g, nil
 }
 
+// mcpAsk is the gate's ask for an MCP call: its consumer is the serve's
+// session, and only an open console counts as someone to ask.
+func mcpAsk(a perms.Ask) ask {
+	return ask{Ask: a, consumer: "mcp:" + a.Requester.Session, consoleOnly: true, withdrawn: "the MCP client withdrew the call"}
+}
+
 // noOperatorMessage is what an MCP client is told when no console is
 // there to answer its call.
 const noOperatorMessage = "refused: no operator is attached to answer; open the warden console, or let the tool run without asking (approve-always)"
 
-// noOperator: no console (local, or an SSH session) is there to answer a
-// request; a serve waiting for SSH sessions that nobody has opened does
-// not count (see AttachStandingOperator).
-func (e *Engine) noOperator() bool { return e.operators.Load()-e.standing.Load() <= 0 }
-
 // ticketed gives an allowed gate its ticket.
 func (e *Engine) ticketed(subject string, c MCPCall, g MCPGate) MCPGate {
-	g.Ticket = e.tickets.issue(mcpTicket{subject: subject, session: c.Session, tool: c.Tool, args: rawArgsDigest(c.Arguments),
+	g.Ticket = e.gate.tickets.issue(mcpTicket{subject: subject, session: c.Session, tool: c.Tool, args: rawArgsDigest(c.Arguments),
 		via: g.Via, expires: time.Now().Add(mcpTicketTTL)})
 	return g
 }
 
-// awaitMCP waits for the decision on req; see GateMCP.
-func (e *Engine) awaitMCP(ctx context.Context, req Request, consumer string, ttl time.Duration) (MCPGate, bool) {
-	w := &waiter{done: make(chan wake, 1), run: consumer}
-	e.reqMu.Lock()
-	e.waiting[req.ID] = w
-	e.reqMu.Unlock()
-	defer func() {
-		e.reqMu.Lock()
-		delete(e.waiting, req.ID)
-		e.reqMu.Unlock()
-	}()
-	e.bus.publish(Event{Kind: EventRequest, Request: &req})
+// mcpGate is what the gate's answer means for the MCP call.
+func mcpGate(ans answer, ttl time.Duration) MCPGate {
+	req, d := ans.req, ans.decision
 	g := MCPGate{Request: req.ID}
-	var wk wake
-	if got, ok := e.earlyDecision(req.ID, consumer); ok {
-		wk.decision = *got.Decision
-		return e.mcpOutcome(g, wk, req, ttl)
-	}
-	// An MCP client is told at once when no console (local, or an SSH
-	// session) is there to answer: a serve waiting for SSH sessions that
-	// nobody has opened does not count (see AttachStandingOperator).
-	if e.noOperator() { // the last console went between the check and now
-		e.decide(internalActor, req.ID, Deny, "no operator attached")
-		g.Outcome, g.Message = MCPNoOperator, fmt.Sprintf("%s (request %d)", noOperatorMessage, req.ID)
-		return g, false
-	}
-	wctx, stop := context.WithDeadline(ctx, req.Expires)
-	defer stop()
-	select {
-	case wk = <-w.done:
-	case <-wctx.Done():
-		why := "expired"
-		if !errors.Is(wctx.Err(), context.DeadlineExceeded) {
-			why = "the MCP client withdrew the call"
-		}
-		e.decide(internalActor, req.ID, Deny, why)
-		select {
-		case wk = <-w.done:
-		default:
-			got, err := e.Request(req.ID)
-			if err != nil || got.Decision == nil {
-				wk.decision = storage.Decision{Verdict: Deny, By: perms.EngineActor, Reason: why}
-			} else {
-				wk.decision = *got.Decision
-			}
-		}
-	}
-	return e.mcpOutcome(g, wk, req, ttl)
-}
-
-// mcpOutcome is what the decision on req means for the MCP call; true
-// when it was superseded (ask again).
-func (e *Engine) mcpOutcome(g MCPGate, wk wake, req Request, ttl time.Duration) (MCPGate, bool) {
-	d := wk.decision
 	switch {
-	case wk.superseded:
-		return g, true
+	case ans.refusal != nil:
+		return MCPGate{Outcome: MCPRefused, Message: ans.refusal.Message}
+	case ans.approved() && req.ID == 0:
+		return MCPGate{Allowed: true, Outcome: MCPAllowed, Via: ans.via}
+	case ans.outcome == outcomeNoOperator && req.ID == 0:
+		return MCPGate{Outcome: MCPNoOperator, Message: noOperatorMessage}
+	case ans.outcome == outcomeNoOperator:
+		g.Outcome, g.Message = MCPNoOperator, fmt.Sprintf("%s (request %d)", noOperatorMessage, req.ID)
 	case d.Verdict == ApproveOnce || d.Verdict == ApproveAlways:
+		// Approved, even when the approval raced the client's withdrawal.
 		g.Allowed, g.Outcome, g.Via = true, MCPAllowed, fmt.Sprintf("request %d: %s by %s", req.ID, d.Verdict, d.By)
-	case d.By == perms.EngineActor && d.Reason == "expired":
+	case ans.outcome == outcomeExpired:
 		g.Outcome, g.Message = MCPExpired, fmt.Sprintf("refused: the request expired after %s without a decision (request %d)", shortTTL(ttl), req.ID)
-	case d.By == perms.EngineActor:
+	case ans.outcome == outcomeRefused, ans.outcome == outcomeRunEnded:
 		g.Outcome, g.Message = MCPRefused, fmt.Sprintf("refused: %s (request %d)", d.Reason, req.ID)
 	default:
 		why := d.Reason
@@ -276,7 +193,7 @@ func (e *Engine) mcpOutcome(g MCPGate, wk wake, req Request, ttl time.Duration) 
 		}
 		g.Outcome, g.Message = MCPDenied, fmt.Sprintf("denied by %s: %s (request %d)", d.By, why, req.ID)
 	}
-	return g, false
+	return g
 }
 
 // shortTTL writes a duration as operators do: 5m, 90s, 1h30m.
@@ -342,7 +259,7 @@ func (e *Engine) ApproveAlwaysTool(actor Actor, id uint64, reason string) (Reque
 	}
 	// The same path as every other decision (decideWith), so the call
 	// waiting on it is woken, never lost.
-	d, err := e.decideWith(id, func(tx *storage.Tx, consumer string) (perms.Decided, error) {
+	d, err := e.gate.decideWith(id, func(tx *storage.Tx, consumer string) (perms.Decided, error) {
 		return perms.DecideScoped(tx, id, ApproveAlways, string(actor), reason, time.Now(), consumer, true)
 	})
 	if err != nil {
@@ -360,17 +277,7 @@ func (e *Engine) ApproveAlwaysTool(actor Actor, id uint64, reason string) (Reque
 // consoles none of which may be open (`warden serve --ssh`): a hook's
 // request waits for someone to connect, but an MCP call, which has its
 // own client waiting, is refused at once unless a console is there.
-func (e *Engine) AttachStandingOperator() (detach func()) {
-	e.standing.Add(1)
-	d := e.AttachOperator()
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			d()
-			e.standing.Add(-1)
-		})
-	}
-}
+func (e *Engine) AttachStandingOperator() (detach func()) { return e.gate.attachStanding() }
 
 // MCPSession is an MCP client connected through `warden mcp serve`.
 type MCPSession struct {

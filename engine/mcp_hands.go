@@ -50,7 +50,7 @@ func (e *Engine) MCPHands(ctx context.Context, actor Actor, c MCPCall) (json.Raw
 		}
 	}
 	subject := MCPSubject(c.Client)
-	via, err := e.tickets.redeem(c.Ticket, subject, c.Session, c.Tool, rawArgsDigest(c.Arguments))
+	via, err := e.gate.tickets.redeem(c.Ticket, subject, c.Session, c.Tool, rawArgsDigest(c.Arguments))
 	if err != nil {
 		return nil, err
 	}

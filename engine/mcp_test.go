@@ -70,9 +70,10 @@ func TestMCPDecisionBeforeTheWaiter(t *testing.T) {
 		t.Fatal(err)
 	}
 	var req Request
+	pa := perms.Ask{Op: op, Requester: storage.Requester{Module: op.Subject, Hook: call.Tool, Client: op.Subject, Session: call.Session},
+		TTL: time.Minute, Actor: op.Subject}
 	if _, err := e.store.Update(func(tx *storage.Tx) (err error) {
-		req, err = perms.Open(tx, perms.Ask{Op: op, Requester: storage.Requester{Module: op.Subject, Hook: call.Tool, Client: op.Subject, Session: call.Session},
-			TTL: time.Minute, Actor: op.Subject}, time.Now())
+		req, err = perms.Open(tx, pa, time.Now())
 		return err
 	}); err != nil {
 		t.Fatal(err)
@@ -82,7 +83,8 @@ func TestMCPDecisionBeforeTheWaiter(t *testing.T) {
 		t.Fatal(err)
 	}
 	detach() // nobody left to answer: only the stored decision can
-	g, again := e.awaitMCP(context.Background(), req, "mcp:s", time.Minute)
+	ans, again := e.gate.await(context.Background(), mcpAsk(pa), req, askWords{})
+	g := mcpGate(ans, time.Minute)
 	if again || !g.Allowed || g.Outcome != MCPAllowed || !strings.Contains(g.Via, "by local:test") {
 		t.Fatalf("an early approval: %+v (again %v)", g, again)
 	}

@@ -60,7 +60,7 @@ func TestRolesViewerRefused(t *testing.T) {
 			"approve":        func() error { _, err := e.Approve(actor, req.ID, ""); return err },
 			"approve-always": func() error { _, _, _, err := e.ApproveAlways(actor, req.ID, ""); return err },
 			"deny":           func() error { _, err := e.Deny(actor, req.ID, ""); return err },
-			"decide":         func() error { _, err := e.DecideRequest(actor, req.ID, ApproveOnce, ""); return err },
+			"decide":         func() error { _, err := e.decideRequest(actor, req.ID, ApproveOnce, ""); return err },
 			"run": func() error {
 				_, err := e.StartRun(actor, RunRequest{Module: "testmod", Hook: "r", Jail: JailOff})
 				return err

@@ -237,6 +237,28 @@ func (e *Engine) StartRun(actor Actor, req RunRequest) (_ *RunHandle, err error)
 	return e.launch(r, sp), nil
 }
 
+// RunInputs are the inputs req gives a run of hook: its typed Inputs
+// checked against the hook's declared inputs, or its RawInputs (k=v
+// strings, as `--input` gives them) typed by them; never both. It is
+// the one parser of run inputs: preflight uses it, and so does `warden
+// hook run` to call a bad input a usage error before anything starts.
+func RunInputs(hook *hooks.Hook, req RunRequest) (map[string]any, error) {
+	switch {
+	case req.RawInputs != nil && req.Inputs != nil:
+		return nil, errors.New("give inputs either typed or as k=v strings, not both")
+	case req.RawInputs != nil:
+		return hooks.ParseInputs(hook.Inputs, req.RawInputs)
+	}
+	inputs := req.Inputs
+	if inputs == nil {
+		inputs = map[string]any{}
+	}
+	if err := hooks.CheckInputs(hook.Inputs, inputs); err != nil {
+		return nil, err
+	}
+	return inputs, nil
+}
+
 // preflighted is what preflight found: the hook and how it will run.
 type preflighted struct {
 	m        *hooks.Manifest
@@ -268,21 +290,9 @@ func (e *Engine) preflight(actor Actor, req RunRequest) (pf preflighted, err err
 	if !ok {
 		return pf, fmt.Errorf("module %s has no hook %q (it has: %s)", m.ID, req.Hook, hookNames(m))
 	}
-	inputs := req.Inputs
-	switch {
-	case req.RawInputs != nil && req.Inputs != nil:
-		return pf, errors.New("give inputs either typed or as k=v strings, not both")
-	case req.RawInputs != nil:
-		if inputs, err = hooks.ParseInputs(hook.Inputs, req.RawInputs); err != nil {
-			return pf, err
-		}
-	default:
-		if inputs == nil {
-			inputs = map[string]any{}
-		}
-		if err := hooks.CheckInputs(hook.Inputs, inputs); err != nil {
-			return pf, err
-		}
+	inputs, err := RunInputs(hook, req)
+	if err != nil {
+		return pf, err
 	}
 	for _, c := range hook.Requires {
 		if _, ok := e.capabilities[c]; !ok {
@@ -321,7 +331,7 @@ func (e *Engine) preflight(actor Actor, req RunRequest) (pf preflighted, err err
 	if req.Client != "" || req.Session != "" || req.Ticket != "" {
 		// Last, so that a run refused for anything else leaves the
 		// ticket for a retry of the same call.
-		if pf.gate, err = e.tickets.redeem(req.Ticket, MCPSubject(req.Client), req.Session, MCPToolName(m.ID, hook.Name), argsDigest(req.Inputs)); err != nil {
+		if pf.gate, err = e.gate.tickets.redeem(req.Ticket, MCPSubject(req.Client), req.Session, MCPToolName(m.ID, hook.Name), argsDigest(req.Inputs)); err != nil {
 			return pf, err
 		}
 	}

@@ -226,7 +226,7 @@ func TestConfirmPausesIdleClock(t *testing.T) {
 		}
 	}
 	time.Sleep(5 * time.Second) // well past the 3s idle limit
-	if _, err := e.DecideRequest("local:test", id, ApproveOnce, ""); err != nil {
+	if _, err := e.decideRequest("local:test", id, ApproveOnce, ""); err != nil {
 		t.Fatalf("%v (run: %+v)", err, h.Wait().Run)
 	}
 	o := h.Wait()

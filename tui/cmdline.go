@@ -215,7 +215,7 @@ func (p *receiptsPane) showKind(kind string) tea.Cmd {
 // startRaw runs a hook with inputs as typed (name=value, converted by the
 // hook's declared types), as `warden hook run --input` does.
 func (p *modulesPane) startRaw(module, hook string, raw map[string]string) tea.Cmd {
-	e, actor, jail := p.sh.e, p.sh.opts.Actor, p.sh.opts.Jail
+	e, actor, jail := p.eng(), p.sh.opts.Actor, p.sh.opts.Jail
 	p.sh.setStatus(fmt.Sprintf("starting %s/%s …", module, hook), false)
 	return func() tea.Msg {
 		h, err := e.StartRun(actor, engine.RunRequest{Module: module, Hook: hook, RawInputs: raw, Jail: jail})

@@ -16,7 +16,7 @@ type themeT = themes.Theme
 const approveAlwaysTool = "approve-always (whole tool)"
 
 // decideRequest records the console's decision through the engine.
-func decideRequest(e engine.Facade, actor engine.Actor, id uint64, verdict, reason string) (engine.Request, error) {
+func decideRequest(e engine.Requests, actor engine.Actor, id uint64, verdict, reason string) (engine.Request, error) {
 	switch verdict {
 	case approveAlwaysTool:
 		r, _, _, err := e.ApproveAlwaysTool(actor, id, reason)
@@ -33,7 +33,7 @@ func decideRequest(e engine.Facade, actor engine.Actor, id uint64, verdict, reas
 
 // alwaysRule describes the rule approve-always would add, for the
 // operator to confirm.
-func alwaysRule(e engine.Facade, r engine.Request) (string, error) {
+func alwaysRule(e engine.Requests, r engine.Request) (string, error) {
 	if r.Operation == "operator.confirm" {
 		return "", fmt.Errorf("request %d is a question (%s), not an operation a policy rule can allow: approve it once (y) or deny it (n)", r.ID, r.Operation)
 	}
@@ -53,7 +53,7 @@ func alwaysRule(e engine.Facade, r engine.Request) (string, error) {
 
 // listRequests reads the pending requests, then (with history) the
 // decided ones, newest first, limit in all.
-func listRequests(e engine.Facade, limit int, history bool) ([]engine.Request, error) {
+func listRequests(e engine.Requests, limit int, history bool) ([]engine.Request, error) {
 	return e.Requests(engine.RequestFilter{All: history, Limit: limit})
 }
 

@@ -83,7 +83,7 @@ func (p *handsPane) refreshLive() tea.Cmd {
 		return nil
 	}
 	p.liveOn, p.liveAt = true, p.sh.now()
-	e, ctx := p.sh.e, p.sh.context()
+	e, ctx := p.eng(), p.sh.context()
 	return func() tea.Msg {
 		out := map[string]liveState{}
 		for _, root := range roots {
@@ -180,7 +180,7 @@ func (p *handsPane) wait(d time.Duration) {
 }
 
 func (p *handsPane) reload() {
-	rs, err := p.sh.e.HandsList()
+	rs, err := p.eng().HandsList()
 	if err != nil {
 		p.sh.errStatus(err)
 		return
@@ -200,7 +200,7 @@ type handsLoadedMsg struct {
 // job ends or the wizard closes, and on every hands.* receipt (a phase
 // written by any warden on this data dir).
 func (p *handsPane) refresh(sel string) tea.Cmd {
-	e := p.sh.e
+	e := p.eng()
 	return func() tea.Msg {
 		rs, err := e.HandsList()
 		return handsLoadedMsg{roots: rs, err: err, sel: sel}
@@ -382,7 +382,7 @@ func (p *handsPane) status(root string) tea.Cmd {
 		return nil
 	}
 	p.busy = root
-	e, ctx := p.sh.e, p.sh.context()
+	e, ctx := p.eng(), p.sh.context()
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 		defer cancel()
@@ -472,3 +472,6 @@ func (p *handsPane) view(w, h int) string {
 	out = append(out, th.Dim.Render(plain("i sets up a new root · x finishes one · s shows live status and drift", w)))
 	return strings.Join(out[:h], "\n")
 }
+
+// eng is the engine as this pane needs it: the hands roots.
+func (p *handsPane) eng() engine.Hands { return p.sh.e }

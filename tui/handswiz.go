@@ -328,7 +328,7 @@ func (z *handsWizard) next() tea.Cmd {
 			return z.open(formRoot) // back, the path kept
 		}
 		// The engine checks again before and after it creates anything.
-		made, err := z.sh.e.MakeHandsRootParent(z.sh.opts.Actor, z.root)
+		made, err := z.eng().MakeHandsRootParent(z.sh.opts.Actor, z.root)
 		if err != nil {
 			cmd := z.open(formRoot)
 			z.live, z.liveOK = "✗ "+OneLine(err.Error()), false
@@ -344,7 +344,7 @@ func (z *handsWizard) next() tea.Cmd {
 			z.socket = z.socketPath
 		}
 		z.stage, z.images = wsLoading, nil
-		e, socket, ctx := z.sh.e, z.socket, z.sh.context()
+		e, socket, ctx := z.eng(), z.socket, z.sh.context()
 		return tea.Batch(z.spin.Tick, func() tea.Msg {
 			ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 			defer cancel()
@@ -378,7 +378,7 @@ func (z *handsWizard) start() tea.Cmd {
 	z.stage, z.form, z.live = wsRun, nil, ""
 	z.job = newProgressJob(z.sh.context())
 	z.prog = newProgress(z.kind)
-	e, actor, root := z.sh.e, z.sh.opts.Actor, z.root
+	e, actor, root := z.eng(), z.sh.opts.Actor, z.root
 	if z.kind == wizInit {
 		opts := engine.HandsInitOptions{Root: root, EngineSocket: z.socket, Image: z.image, Access: z.access}
 		z.job.run(func(ctx context.Context, progress func(step, detail string)) (func(), error) {
@@ -424,3 +424,6 @@ const noEngineHelp = "No Docker Engine or Podman socket found (looked at /run/do
 	"Start Docker: sudo systemctl start docker (install it: sudo apt-get install docker.io); " +
 	"or Podman as root: sudo podman system service --time=0 unix:///run/podman/podman.sock (rootless Podman is refused: it drops the container's ulimits). " +
 	"Then type its socket path here, or esc and press i again."
+
+// eng is the engine as the wizard needs it: the hands roots.
+func (z *handsWizard) eng() engine.Hands { return z.sh.e }

@@ -23,7 +23,7 @@ func (z *handsWizard) checkRoot(s string) error {
 		return err
 	}
 	z.create = nil
-	err = z.sh.e.ValidateHandsRoot(abs)
+	err = z.eng().ValidateHandsRoot(abs)
 	// A parent that is only missing, where the engine may create it,
 	// does not stop the form: enter goes on to ask whether to create it.
 	var re *engine.HandsRootError
@@ -74,7 +74,7 @@ func (z *handsWizard) checkLive() {
 			z.live = "type the socket's absolute path"
 			return
 		}
-		if err := z.sh.e.ValidateHandsSocket(z.socketPath); err != nil {
+		if err := z.eng().ValidateHandsSocket(z.socketPath); err != nil {
 			z.live = "✗ " + OneLine(err.Error())
 			return
 		}

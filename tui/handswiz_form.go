@@ -19,7 +19,7 @@ import (
 // open builds and shows one of the forms.
 func (z *handsWizard) open(which int) tea.Cmd {
 	z.which, z.stage = which, wsForm
-	e := z.sh.e
+	e := z.eng()
 	nonEmpty := func(what string) func(string) error {
 		return func(s string) error {
 			if s == "" {

@@ -115,7 +115,7 @@ func (p *streamsPane) runLog(op logOp) tea.Cmd {
 	}
 	p.logGen++
 	p.logBusy = true
-	gen, c := p.logGen, p.log.clone(p.sh.e, true)
+	gen, c := p.logGen, p.log.clone(p.eng(), true)
 	return func() tea.Msg {
 		then := op(c)
 		return logDoneMsg{gen: gen, v: c, then: then}

@@ -60,7 +60,7 @@ func newModulesPane(sh *shared) *modulesPane {
 }
 
 func (p *modulesPane) reload(runs []engine.RunRecord) {
-	mods, err := p.sh.e.Modules()
+	mods, err := p.eng().Modules()
 	if err != nil {
 		p.sh.errStatus(err)
 		return
@@ -79,7 +79,7 @@ type modulesLoadedMsg struct {
 // refresh re-reads the modules off the UI goroutine: on r, after an add,
 // and on every module.* receipt (a module added or removed anywhere).
 func (p *modulesPane) refresh(then func()) tea.Cmd {
-	e := p.sh.e
+	e := p.eng()
 	return func() tea.Msg {
 		mods, err := e.Modules()
 		return modulesLoadedMsg{mods: mods, err: err, then: then}
@@ -238,7 +238,7 @@ func (p *modulesPane) addModule(path string) tea.Cmd {
 		return nil
 	}
 	path = abs
-	e, actor := p.sh.e, p.sh.opts.Actor
+	e, actor := p.eng(), p.sh.opts.Actor
 	p.sh.setStatus("adding the module at "+path+" …", false)
 	return func() tea.Msg {
 		m, err := e.AddModule(actor, path)
@@ -330,7 +330,7 @@ type runStartedMsg struct {
 // runs off the UI goroutine: its preflight may wait on the operator (a
 // network request), who must still be able to answer in this console.
 func (p *modulesPane) start(module, hook string, inputs map[string]any) tea.Cmd {
-	e, actor, jail := p.sh.e, p.sh.opts.Actor, p.sh.opts.Jail
+	e, actor, jail := p.eng(), p.sh.opts.Actor, p.sh.opts.Jail
 	p.sh.setStatus(fmt.Sprintf("starting %s/%s …", module, hook), false)
 	return func() tea.Msg {
 		h, err := e.StartRun(actor, engine.RunRequest{Module: module, Hook: hook, Inputs: inputs, Jail: jail})
@@ -455,3 +455,13 @@ func resolvePath(path string) (string, error) {
 	}
 	return abs, nil
 }
+
+// modulesRole is the engine as the Modules pane needs it: the modules,
+// and starting their hooks.
+type modulesRole interface {
+	engine.Modules
+	StartRun(actor engine.Actor, req engine.RunRequest) (*engine.RunHandle, error)
+}
+
+// eng is the engine as this pane needs it.
+func (p *modulesPane) eng() modulesRole { return p.sh.e }

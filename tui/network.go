@@ -125,7 +125,7 @@ func (p *streamsPane) lookUpDests(run string) tea.Cmd {
 	if !ok || !p.dests.wants(r) {
 		return nil
 	}
-	e := p.sh.e
+	e := p.eng()
 	return func() tea.Msg {
 		m := destsMsg{run: r.ID}
 		if rc, ok, err := runEnd(e, r); err == nil && ok {
@@ -166,7 +166,7 @@ const endWindow = 32
 // there. That is log2(receipts) + 1 reads, however long the log. A clock
 // that stepped back can put it outside the window: then the walk from
 // the run's start.
-func runEnd(e engine.Facade, r engine.RunRecord) (engine.Receipt, bool, error) {
+func runEnd(e engine.Receipts, r engine.RunRecord) (engine.Receipt, bool, error) {
 	if r.Ended == nil {
 		return engine.Receipt{}, false, nil
 	}

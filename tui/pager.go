@@ -118,7 +118,7 @@ func (f *failedWriter) Write(p []byte) (int, error) {
 }
 
 // writeStream writes a run's stored lines, a page at a time, escaped.
-func writeStream(e engine.Facade, run string, w io.Writer) error {
+func writeStream(e engine.Streams, run string, w io.Writer) error {
 	m, err := e.StreamInfo(run)
 	if err != nil {
 		return err

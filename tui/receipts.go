@@ -107,7 +107,7 @@ func (p *receiptsPane) reload() tea.Cmd {
 	}
 	p.restart()
 	p.loading = true
-	e, gen, f := p.sh.e, p.gen, engine.ReceiptFilter{Kind: p.kind, Limit: receiptsLoad}
+	e, gen, f := p.eng(), p.gen, engine.ReceiptFilter{Kind: p.kind, Limit: receiptsLoad}
 	return func() tea.Msg {
 		rs, err := e.Receipts(f)
 		return receiptsPageMsg{gen: gen, rs: rs, err: err}
@@ -303,7 +303,7 @@ type verifiedMsg struct {
 // goroutine: a long walk takes a while, and the console must keep
 // drawing meanwhile.
 func (p *receiptsPane) verify() tea.Cmd {
-	e := p.sh.e
+	e := p.eng()
 	p.sh.setStatus("verifying the receipt chain…", false)
 	return func() tea.Msg {
 		v, err := e.VerifyReceiptsSince(0)
@@ -454,3 +454,6 @@ func receiptStyle(th themeT, kind string) (s styleT) {
 	}
 	return th.LevelInfo
 }
+
+// eng is the engine as this pane needs it: the receipts.
+func (p *receiptsPane) eng() engine.Receipts { return p.sh.e }

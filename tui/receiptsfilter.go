@@ -278,7 +278,7 @@ func (p *receiptsPane) readOlder() tea.Cmd {
 	if p.query != "" {
 		limit = receiptsScan
 	}
-	e, gen := p.sh.e, p.gen
+	e, gen := p.eng(), p.gen
 	f := engine.ReceiptFilter{Kind: p.kind, Limit: limit, Before: p.from}
 	return func() tea.Msg {
 		rs, err := e.Receipts(f)

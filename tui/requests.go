@@ -101,7 +101,7 @@ func (p *requestsPane) show() tea.Cmd {
 // reload reads the requests in place: New does it, before the program
 // runs. Update reads with refresh.
 func (p *requestsPane) reload() {
-	rs, err := listRequests(p.sh.e, maxRequests, p.history)
+	rs, err := listRequests(p.eng(), maxRequests, p.history)
 	p.loaded(requestsLoadedMsg{gen: p.loadGen, rs: rs, err: err})
 }
 
@@ -116,7 +116,7 @@ type requestsLoadedMsg struct {
 // decision that failed, after missed events, a take-over).
 func (p *requestsPane) refresh() tea.Cmd {
 	p.loadGen++
-	gen, e, history := p.loadGen, p.sh.e, p.history
+	gen, e, history := p.loadGen, p.eng(), p.history
 	return func() tea.Msg {
 		rs, err := listRequests(e, maxRequests, history)
 		return requestsLoadedMsg{gen: gen, rs: rs, err: err}
@@ -453,7 +453,7 @@ func (p *requestsPane) key(msg tea.KeyMsg) tea.Cmd {
 		}
 	case key.Matches(msg, k.Always):
 		if r, ok := p.currentPending(); ok {
-			e := p.sh.e
+			e := p.eng()
 			return func() tea.Msg {
 				rule, err := alwaysRule(e, r)
 				return alwaysRuleMsg{id: r.ID, rule: rule, tool: r.Operation == engine.OpMCPCall, err: err}
@@ -521,7 +521,7 @@ type (
 
 // decide records a decision through the engine, off the UI goroutine.
 func (p *requestsPane) decide(id uint64, verdict, reason string) tea.Cmd {
-	e, actor := p.sh.e, p.sh.opts.Actor
+	e, actor := p.eng(), p.sh.opts.Actor
 	return func() tea.Msg {
 		r, err := decideRequest(e, actor, id, verdict, reason)
 		return decidedMsg{id: id, verdict: verdict, r: r, err: err}
@@ -730,3 +730,6 @@ func (p *requestsPane) detail(r engine.Request) []string {
 	}
 	return append(out[:1:1], append(p.connectBanner(r), out[1:]...)...)
 }
+
+// eng is the engine as this pane needs it: the requests and policies.
+func (p *requestsPane) eng() engine.Requests { return p.sh.e }

@@ -114,7 +114,7 @@ func newStreamsPane(sh *shared) *streamsPane {
 // reload reads the runs and opens the selected one's log in place: New
 // does it, before the program runs. Update re-reads with refresh.
 func (p *streamsPane) reload() {
-	runs, live, err := readRuns(p.sh.e, p.runsWanted())
+	runs, live, err := readRuns(p.eng(), p.runsWanted())
 	p.setRuns(runs, live, err)
 	if id := p.selectedID(); id != "" {
 		p.want = id
@@ -133,7 +133,7 @@ type runsLoadedMsg struct {
 }
 
 // readRuns reads the newest n runs and the runs still running.
-func readRuns(e engine.Facade, n int) (runs, live []engine.RunRecord, err error) {
+func readRuns(e engine.Runs, n int) (runs, live []engine.RunRecord, err error) {
 	runs, err = e.RunsBefore("", n)
 	if err != nil {
 		return nil, nil, err
@@ -148,7 +148,7 @@ func readRuns(e engine.Facade, n int) (runs, live []engine.RunRecord, err error)
 // take-over); the log of the selected run follows.
 func (p *streamsPane) refresh() tea.Cmd {
 	p.runsGen++
-	gen, e, n := p.runsGen, p.sh.e, p.runsWanted()
+	gen, e, n := p.runsGen, p.eng(), p.runsWanted()
 	return func() tea.Msg {
 		runs, live, err := readRuns(e, n)
 		return runsLoadedMsg{gen: gen, runs: runs, live: live, err: err}
@@ -299,7 +299,7 @@ func (p *streamsPane) show(id string) tea.Cmd {
 		p.sh.setStatus("runs filter cleared to show run "+id, false)
 	}
 	if !found {
-		e := p.sh.e
+		e := p.eng()
 		return func() tea.Msg {
 			rec, err := e.Run(id)
 			if err == nil && rec.ID != id {
@@ -792,7 +792,7 @@ func (p *streamsPane) openLine() tea.Cmd {
 // decide records a decision on the run's request (the Requests pane
 // shows its outcome: decidedMsg goes to every pane).
 func (p *streamsPane) decide(id uint64, verdict, reason string) tea.Cmd {
-	e, actor := p.sh.e, p.sh.opts.Actor
+	e, actor := p.eng(), p.sh.opts.Actor
 	return func() tea.Msg {
 		r, err := decideRequest(e, actor, id, verdict, reason)
 		return decidedMsg{id: id, verdict: verdict, r: r, err: err}
@@ -841,7 +841,7 @@ func (p *streamsPane) cancelRun() tea.Cmd {
 		p.sh.setStatus(fmt.Sprintf("run %s is not running (%s): nothing to cancel", id, status), false)
 		return nil
 	}
-	e, actor := p.sh.e, p.sh.opts.Actor
+	e, actor := p.eng(), p.sh.opts.Actor
 	q := fmt.Sprintf("cancel run %s (%s/%s, running for %s)?", id, safe(rec.Module), safe(rec.Hook), runDuration(rec, p.sh.now()))
 	return ask(q, "the hook is stopped; its receipt says cancelled by you", false, func() tea.Msg { return cancelledMsg{run: id, err: e.CancelRun(actor, id)} })
 }
@@ -908,7 +908,7 @@ func (p *streamsPane) olderRuns(from string, left int) tea.Cmd {
 		return nil
 	}
 	p.olderAsked = p.pageEnd
-	e, after := p.sh.e, p.pageEnd
+	e, after := p.eng(), p.pageEnd
 	return func() tea.Msg {
 		rs, err := e.RunsBefore(after, runsPage)
 		return olderRunsMsg{after: after, rs: rs, err: err, from: from, left: left}
@@ -1182,3 +1182,16 @@ func runDuration(r engine.RunRecord, now time.Time) string {
 	}
 	return ShortDuration(end.Sub(r.Started))
 }
+
+// streamsRole is the engine as the Streams pane needs it: the runs,
+// their lines, a run's end receipt (the destinations it reached), and
+// the request a run waits on (its banner decides it).
+type streamsRole interface {
+	engine.Runs
+	engine.Streams
+	engine.Receipts
+	engine.Requests
+}
+
+// eng is the engine as this pane needs it.
+func (p *streamsPane) eng() streamsRole { return p.sh.e }

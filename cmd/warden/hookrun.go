@@ -21,7 +21,6 @@ import (
 	"github.com/wardenhq/warden/engine"
 	"github.com/wardenhq/warden/engine/control"
 	"github.com/wardenhq/warden/engine/hookcli"
-	"github.com/wardenhq/warden/engine/hooks"
 	"github.com/wardenhq/warden/engine/termsafe"
 )
 
@@ -69,10 +68,10 @@ console or ` + "`warden perms approve ID`" + ` answers it.`,
 				return usageError{fmt.Errorf("--jail %q: want auto, bwrap, landlock or off", jail)}
 			}
 			return a.withEngineModule(argv[0], func(e engine.Facade, mod *engine.Module) error {
-				if err := checkInputs(mod, argv[1], raw); err != nil {
+				req := engine.RunRequest{Module: argv[0], Hook: argv[1], RawInputs: raw, Jail: jail}
+				if err := checkInputs(mod, req); err != nil {
 					return usageError{fmt.Errorf("%w\nusage: %s (see `warden module show %s`)", err, cmd.UseLine(), argv[0])}
 				}
-				req := engine.RunRequest{Module: argv[0], Hook: argv[1], RawInputs: raw, Jail: jail}
 				var runID atomic.Value
 				tty, background := openTTY(a.stdin)
 				var prompt *openPrompt
@@ -553,15 +552,15 @@ func (b breakPrompt) Write(s []byte) (int, error) {
 // before anything starts: a missing, unknown or malformed input is the
 // caller's mistake (a usage error, exit 2), as a bad flag is. An unknown
 // module or hook is left to the engine, which names what there is.
-func checkInputs(m *engine.Module, hook string, raw map[string]string) error {
+func checkInputs(m *engine.Module, req engine.RunRequest) error {
 	if m == nil || m.Manifest == nil {
 		return nil
 	}
-	h, ok := m.Manifest.Hooks[hook]
+	h, ok := m.Manifest.Hooks[req.Hook]
 	if !ok {
 		return nil
 	}
-	_, err := hooks.ParseInputs(h.Inputs, raw)
+	_, err := engine.RunInputs(h, req)
 	return err
 }
 

@@ -209,6 +209,10 @@ const (
 	RefusedExpired = "expired"
 )
 
+// ReasonExpired is the reason of the deny the engine records on a
+// request whose time ran out.
+const ReasonExpired = "expired"
+
 // Policy reads a subject's policy. A subject without one gets the default:
 // everything denied, no rules, revision 0, and exists false.
 func Policy(tx *storage.Tx, subject string) (p storage.PolicyRecord, exists bool, err error) {
@@ -369,7 +373,7 @@ func Expire(tx *storage.Tx, subject string, now time.Time) ([]storage.RequestRec
 		if r.Pending(now) {
 			continue
 		}
-		if err := record(tx, &r, storage.Deny, EngineActor, "expired", now, nil); err != nil {
+		if err := record(tx, &r, storage.Deny, EngineActor, ReasonExpired, now, nil); err != nil {
 			return nil, err
 		}
 		out = append(out, r)
@@ -432,7 +436,7 @@ func DecideScoped(tx *storage.Tx, id uint64, verdict, actor, reason string, now 
 		return Decided{Request: req}, r
 	}
 	if !req.Pending(now) {
-		if err := record(tx, &req, storage.Deny, EngineActor, "expired", now, nil); err != nil {
+		if err := record(tx, &req, storage.Deny, EngineActor, ReasonExpired, now, nil); err != nil {
 			return Decided{}, err
 		}
 		return refuse("it expired", &Refusal{Reason: RefusedExpired,
