@@ -1,6 +1,6 @@
 // Package engine is warden's facade (Facade, implemented by *Engine): the
 // one surface the CLI, the console, the SSH console and the control socket
-// (engine/control, which serves it to other warden processes) call.
+// (cmd/serve/control, which serves it to other warden processes) call.
 // Storage is the truth; every event a subscriber sees is durable before it
 // is published. docs/architecture.md maps the packages and a run's flow.
 package engine

@@ -20,8 +20,8 @@ import (
 	"github.com/charmbracelet/x/ansi"
 	gossh "golang.org/x/crypto/ssh"
 
+	"github.com/wardenhq/warden/cmd/serve/sshconsole"
 	"github.com/wardenhq/warden/engine"
-	"github.com/wardenhq/warden/tui/sshconsole"
 )
 
 func sshTestKey(t *testing.T) (gossh.Signer, string) {

@@ -19,11 +19,11 @@ import (
 	"github.com/creack/pty"
 	gossh "golang.org/x/crypto/ssh"
 
+	"github.com/wardenhq/warden/cmd/serve/sshconsole"
 	"github.com/wardenhq/warden/engine"
 	"github.com/wardenhq/warden/engine/hands"
 	"github.com/wardenhq/warden/engine/perms"
 	"github.com/wardenhq/warden/engine/sdk/hookkit"
-	"github.com/wardenhq/warden/tui/sshconsole"
 )
 
 // What testers sent to the operator's terminal: a screen clear, an OSC 52
