@@ -1,7 +1,7 @@
 // Package fleethost is a warden host's door to its fleet: it joins the
 // fleet (engine/fleet's protocol and connection), publishes the engine's
 // receipts in order, and answers the decisions and verifies the fleet
-// sends this host, acting on the engine it is given.
+// sends this host, acting on the engine.Host it is given.
 //
 // The host stays the authority (see engine/fleet's package comment): the
 // fleet gets copies, and a decision from it is one more actor's, refused
@@ -56,7 +56,7 @@ type HostOptions struct {
 // loses nothing: on reconnect it publishes its backlog in order, each
 // message with a Nats-Msg-Id so a resend is never doubled.
 type Host struct {
-	e    *engine.Engine
+	e    engine.Host
 	o    HostOptions
 	nc   *nats.Conn
 	js   jetstream.JetStream
@@ -105,7 +105,7 @@ func (k *KeyChangedError) Error() string {
 // config (URL, credentials, name, key file), credentials the fleet
 // refuses, or a changed key, is an error and nothing runs. A fleet that
 // is only unreachable is not: the host joins offline and keeps trying.
-func Join(e *engine.Engine, o HostOptions) (*Host, error) {
+func Join(e engine.Host, o HostOptions) (*Host, error) {
 	if err := fleet.CheckName("fleet host", o.Name); err != nil {
 		return nil, fmt.Errorf("%v (--fleet-host)", err)
 	}
