@@ -28,7 +28,51 @@ type (
 	HandsImage = hands.Image
 	// HandsRootError is a root refused before anything was touched.
 	HandsRootError = hands.RootError
+	// HandsFixError is a hands error that says what to do next (Fix).
+	HandsFixError = hands.FixError
+	// HandsStage is a group of progress steps a view shows as one row.
+	HandsStage = hands.Stage
 )
+
+// The phases a hands root's HandsRecord.Phase names, as the plain
+// strings the record holds.
+const (
+	HandsPhasePrepared = string(hands.PhasePrepared)
+	HandsPhaseCreating = string(hands.PhaseCreating)
+	HandsPhaseRunning  = string(hands.PhaseRunning)
+	HandsPhaseReady    = string(hands.PhaseReady)
+	HandsPhaseFinished = string(hands.PhaseFinished)
+	HandsPhaseFailed   = string(hands.PhaseFailed)
+)
+
+// The progress steps HandsInit and HandsFinish report that the console
+// names (the rest it shows only as part of their stage); see
+// engine/hands/steps.go for what each says.
+const (
+	HandsStepPrepared = hands.StepPrepared
+	HandsStepCreating = hands.StepCreating
+	HandsStepCreated  = hands.StepCreated // detail: the container id
+	HandsStepRunning  = hands.StepRunning
+	HandsStepPolicy   = hands.StepPolicy // detail: the initial policy
+	HandsStepReady    = hands.StepReady
+	HandsStepReceipt  = hands.StepReceipt // detail: the receipt read
+	HandsStepRuntime  = hands.StepRuntime
+	HandsStepStopped  = hands.StepStopped
+	HandsStepFinished = hands.StepFinished
+	HandsStepFailed   = hands.StepFailed // detail: the whole error
+)
+
+// HandsInitStages and HandsFinishStages group HandsInit's and
+// HandsFinish's steps into the rows a progress view shows.
+func HandsInitStages() []HandsStage   { return hands.InitStages }
+func HandsFinishStages() []HandsStage { return hands.FinishStages }
+
+// HandsShortID is a container id as the console and the CLI show it.
+func HandsShortID(id string) string { return hands.ShortID(id) }
+
+// HandsFixes are the next steps a hands error carries (its structured
+// Fix fields, outermost first), never its text taken apart.
+func HandsFixes(err error) []string { return hands.Fixes(err) }
 
 // Hands access modes and file names.
 const (

@@ -72,7 +72,7 @@ func Finish(ctx context.Context, root string, progress func(step, detail string)
 	if err := eng.checkIdentity(root, rec); err != nil {
 		return res, err
 	}
-	say(StepEngine, engineName(rec.Engine)+" "+rec.DaemonID+" on "+rec.EngineSocket+" as recorded")
+	say(StepRuntime, engineName(rec.Engine)+" "+rec.DaemonID+" on "+rec.EngineSocket+" as recorded")
 	cli := cliFor(rec.Engine, rec.EngineSocket)
 
 	if rec.ContainerID == "" {

@@ -140,7 +140,7 @@ func Init(ctx context.Context, opts InitOptions) (InitResult, error) {
 	if eng.id.Storage != "" {
 		detail += ", storage " + eng.id.Storage
 	}
-	r.progress(StepEngine, detail)
+	r.progress(StepRuntime, detail)
 	if err := r.interrupted(); err != nil {
 		return InitResult{}, err
 	}
