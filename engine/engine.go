@@ -112,10 +112,14 @@ type Engine struct {
 	bus   *bus
 	opts  Options
 
+	// runsMu guards active, lingering, lingerDirs and closing, and
+	// nothing else: a run's own state is its activeRun's. Close sets
+	// closing under it, so that a run ending during shutdown removes its
+	// broker at once instead of starting a linger timer nobody waits for.
 	runsMu     sync.Mutex
-	active     map[string]*RunHandle
-	lingering  map[*broker.Broker]*time.Timer
-	lingerDirs map[*broker.Broker]string
+	active     map[string]*RunHandle          // the runs started and not yet ended, by run id
+	lingering  map[*broker.Broker]*time.Timer // ended runs' brokers still answering run_ended
+	lingerDirs map[*broker.Broker]string      // each lingering broker's run dir, removed with it
 	closing    bool
 
 	// capabilities is what hooks may call (defaultCapabilities); it is
@@ -133,11 +137,17 @@ type Engine struct {
 	// of what the limits cost.
 	noLimits bool
 
+	// reqMu guards waiting, the calls blocked on a permission request's
+	// decision (by request id). decideWith holds it from looking up the
+	// waiter to waking it, with the decision's store write in between,
+	// so a waiter registering meanwhile finds the decision in the store:
+	// none is lost. It does not guard tickets or mcpRefusals (each has
+	// its own mu), nor operators (atomic).
 	reqMu   sync.Mutex
+	waiting map[uint64]*waiter
 	tickets mcpTickets // MCP calls GateMCP let through, not yet made
 	// mcpRefusals bounds the receipts of MCP sessions' refused calls.
 	mcpRefusals mcpRefusals
-	waiting     map[uint64]*waiter
 	operators   atomic.Int64
 
 	// roles are the registered roles of non-local actors (see SetRole).
