@@ -22,9 +22,9 @@ type (
 	HandsInitFailedError = hands.InitFailedError
 	// HandsFinishResult says how a root was finished.
 	HandsFinishResult = hands.FinishResult
-	// HandsStatusReport is a root's receipt beside what the engine shows.
+	// HandsStatusReport is a root's receipt beside what its container runtime shows.
 	HandsStatusReport = hands.StatusReport
-	// HandsImage is a local image of an engine.
+	// HandsImage is a local image of a container runtime.
 	HandsImage = hands.Image
 	// HandsRootError is a root refused before anything was touched.
 	HandsRootError = hands.RootError
@@ -107,7 +107,7 @@ func (e *Engine) MakeHandsRootParent(actor Actor, path string) ([]string, error)
 // absolute, clean, short enough, and a socket.
 func (e *Engine) ValidateHandsSocket(path string) error { return hands.CheckSocket(path) }
 
-// HandsImages lists the local images of the engine at socket (init
+// HandsImages lists the local images of the container runtime at socket (init
 // never pulls), sorted by reference.
 func (e *Engine) HandsImages(ctx context.Context, socket string) ([]HandsImage, error) {
 	return hands.LocalImages(ctx, socket)
@@ -118,7 +118,7 @@ func (e *Engine) HandsImages(ctx context.Context, socket string) ([]HandsImage, 
 // /var/run/docker.sock, $XDG_RUNTIME_DIR/docker.sock (rootless Docker),
 // /run/podman/podman.sock, $XDG_RUNTIME_DIR/podman/podman.sock (rootless
 // Podman), then $WARDEN_TEST_DOCKER and $WARDEN_TEST_PODMAN (the tests'
-// private engines) when set. Two paths to
+// private runtimes) when set. Two paths to
 // the same socket file are offered once. It is only an offer: the
 // operator still chooses.
 func HandsSocketCandidates() []string {

@@ -14,7 +14,7 @@ const (
 	StepImage     = "image" // the image is local and pinned by id
 	StepCreating  = string(PhaseCreating)
 	StepCreated   = "created" // detail: the container id
-	StepInodes    = "inodes"  // the engine refused an inode bound: the workspace is bounded by size only
+	StepInodes    = "inodes"  // the runtime refused an inode bound: the workspace is bounded by size only
 	StepOptions   = "options" // every create option was verified by inspection
 	StepLabel     = "label"   // the owner label is verified
 	StepStarted   = "started" // detail: the generation
