@@ -10,16 +10,16 @@ import (
 	"github.com/wardenhq/warden/engine/hands"
 )
 
-// HandsEngineInfo is what warden knows about a container engine before it
+// HandsEngineInfo is what warden knows about a container runtime before it
 // creates anything on it.
-type HandsEngineInfo = hands.EngineInfo
+type HandsEngineInfo = hands.RuntimeInfo
 
-// HandsEngine reports which engine answers on socket (Docker or Podman),
+// HandsEngine reports which container runtime answers on socket (Docker or Podman),
 // its API version and whether its init binary exists: the checks `warden
 // doctor --engine-socket` and the init wizard make before anything is
 // created. It changes nothing.
 func (e *Engine) HandsEngine(ctx context.Context, socket string) (HandsEngineInfo, error) {
-	return hands.ProbeEngine(ctx, socket)
+	return hands.ProbeRuntime(ctx, socket)
 }
 
 // minEngineAPI is the oldest Docker API warden's hands calls work with
@@ -30,12 +30,12 @@ const (
 	testedEngineAPI = "1.41"
 )
 
-// doctorEngine checks the engine on socket: which one, its init binary
+// doctorEngine checks the container runtime on socket: which one, its init binary
 // and its API version, one line each.
 func doctorEngine(socket string, add func(Check), problem func(string, string, string)) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	in, err := hands.ProbeEngine(ctx, socket)
+	in, err := hands.ProbeRuntime(ctx, socket)
 	if err != nil {
 		problem("engine", err.Error(), "start the engine (dockerd, or `podman system service --time=0 unix://"+socket+"`), or pass the socket it listens on")
 		return

@@ -1,6 +1,6 @@
 // Package engine is warden's facade (Facade, implemented by *Engine): the
 // one surface the CLI, the console, the SSH console and the control socket
-// (engine/control, which serves it to other warden processes) call.
+// (cmd/serve/control, which serves it to other warden processes) call.
 // Storage is the truth; every event a subscriber sees is durable before it
 // is published. docs/architecture.md maps the packages and a run's flow.
 package engine
@@ -111,10 +111,14 @@ type Engine struct {
 	bus   *bus
 	opts  Options
 
+	// runsMu guards active, lingering, lingerDirs and closing, and
+	// nothing else: a run's own state is its activeRun's. Close sets
+	// closing under it, so that a run ending during shutdown removes its
+	// broker at once instead of starting a linger timer nobody waits for.
 	runsMu     sync.Mutex
-	active     map[string]*RunHandle
-	lingering  map[*broker.Broker]*time.Timer
-	lingerDirs map[*broker.Broker]string
+	active     map[string]*RunHandle          // the runs started and not yet ended, by run id
+	lingering  map[*broker.Broker]*time.Timer // ended runs' brokers still answering run_ended
+	lingerDirs map[*broker.Broker]string      // each lingering broker's run dir, removed with it
 	closing    bool
 
 	// capabilities is what hooks may call (defaultCapabilities); it is

@@ -10,7 +10,7 @@ import (
 
 // Facade is the engine as the CLI, the console and the SSH server see it:
 // plain request/response methods plus Subscribe for events. *Engine is
-// the engine itself, in this process; engine/control's Client is one that
+// the engine itself, in this process; cmd/serve/control's Client is one that
 // another warden process holds, reached over that data dir's control
 // socket. Callers hold a Facade and cannot tell the two apart, except that
 // a Client's subscription can end with the serving process.

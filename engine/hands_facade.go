@@ -42,7 +42,7 @@ func (e *Engine) HandsInit(ctx context.Context, actor Actor, opts hands.InitOpti
 	return hands.Init(ctx, opts)
 }
 
-// HandsFinish stops the root's recorded container (only when engine,
+// HandsFinish stops the root's recorded container (only when the runtime,
 // owner label and generation match), writes phase finished and revokes
 // every grant of the root's policy. Finishing twice says "already
 // finished", after making sure no grant survived a first finish that
@@ -66,7 +66,7 @@ func (e *Engine) HandsFinish(ctx context.Context, actor Actor, root string, prog
 	return res, err
 }
 
-// HandsStatus compares the root's receipt with the engine.
+// HandsStatus compares the root's receipt with what its container runtime shows.
 func (e *Engine) HandsStatus(ctx context.Context, root string) (hands.StatusReport, error) {
 	return hands.Status(ctx, root)
 }

@@ -22,13 +22,57 @@ type (
 	HandsInitFailedError = hands.InitFailedError
 	// HandsFinishResult says how a root was finished.
 	HandsFinishResult = hands.FinishResult
-	// HandsStatusReport is a root's receipt beside what the engine shows.
+	// HandsStatusReport is a root's receipt beside what its container runtime shows.
 	HandsStatusReport = hands.StatusReport
-	// HandsImage is a local image of an engine.
+	// HandsImage is a local image of a container runtime.
 	HandsImage = hands.Image
 	// HandsRootError is a root refused before anything was touched.
 	HandsRootError = hands.RootError
+	// HandsFixError is a hands error that says what to do next (Fix).
+	HandsFixError = hands.FixError
+	// HandsStage is a group of progress steps a view shows as one row.
+	HandsStage = hands.Stage
 )
+
+// The phases a hands root's HandsRecord.Phase names, as the plain
+// strings the record holds.
+const (
+	HandsPhasePrepared = string(hands.PhasePrepared)
+	HandsPhaseCreating = string(hands.PhaseCreating)
+	HandsPhaseRunning  = string(hands.PhaseRunning)
+	HandsPhaseReady    = string(hands.PhaseReady)
+	HandsPhaseFinished = string(hands.PhaseFinished)
+	HandsPhaseFailed   = string(hands.PhaseFailed)
+)
+
+// The progress steps HandsInit and HandsFinish report that the console
+// names (the rest it shows only as part of their stage); see
+// engine/hands/steps.go for what each says.
+const (
+	HandsStepPrepared = hands.StepPrepared
+	HandsStepCreating = hands.StepCreating
+	HandsStepCreated  = hands.StepCreated // detail: the container id
+	HandsStepRunning  = hands.StepRunning
+	HandsStepPolicy   = hands.StepPolicy // detail: the initial policy
+	HandsStepReady    = hands.StepReady
+	HandsStepReceipt  = hands.StepReceipt // detail: the receipt read
+	HandsStepRuntime  = hands.StepRuntime
+	HandsStepStopped  = hands.StepStopped
+	HandsStepFinished = hands.StepFinished
+	HandsStepFailed   = hands.StepFailed // detail: the whole error
+)
+
+// HandsInitStages and HandsFinishStages group HandsInit's and
+// HandsFinish's steps into the rows a progress view shows.
+func HandsInitStages() []HandsStage   { return hands.InitStages }
+func HandsFinishStages() []HandsStage { return hands.FinishStages }
+
+// HandsShortID is a container id as the console and the CLI show it.
+func HandsShortID(id string) string { return hands.ShortID(id) }
+
+// HandsFixes are the next steps a hands error carries (its structured
+// Fix fields, outermost first), never its text taken apart.
+func HandsFixes(err error) []string { return hands.Fixes(err) }
 
 // Hands access modes and file names.
 const (
@@ -63,7 +107,7 @@ func (e *Engine) MakeHandsRootParent(actor Actor, path string) ([]string, error)
 // absolute, clean, short enough, and a socket.
 func (e *Engine) ValidateHandsSocket(path string) error { return hands.CheckSocket(path) }
 
-// HandsImages lists the local images of the engine at socket (init
+// HandsImages lists the local images of the container runtime at socket (init
 // never pulls), sorted by reference.
 func (e *Engine) HandsImages(ctx context.Context, socket string) ([]HandsImage, error) {
 	return hands.LocalImages(ctx, socket)
@@ -74,7 +118,7 @@ func (e *Engine) HandsImages(ctx context.Context, socket string) ([]HandsImage, 
 // /var/run/docker.sock, $XDG_RUNTIME_DIR/docker.sock (rootless Docker),
 // /run/podman/podman.sock, $XDG_RUNTIME_DIR/podman/podman.sock (rootless
 // Podman), then $WARDEN_TEST_DOCKER and $WARDEN_TEST_PODMAN (the tests'
-// private engines) when set. Two paths to
+// private runtimes) when set. Two paths to
 // the same socket file are offered once. It is only an offer: the
 // operator still chooses.
 func HandsSocketCandidates() []string {

@@ -13,7 +13,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/huh"
 
-	"github.com/wardenhq/warden/engine/hooks"
+	"github.com/wardenhq/warden/engine"
 )
 
 // inputsForm is a huh form for a hook's declared inputs, embedded in the
@@ -22,7 +22,7 @@ import (
 type inputsForm struct {
 	sh     *shared
 	module string
-	hook   *hooks.Hook
+	hook   *engine.Hook
 	form   *huh.Form
 	strs   map[string]*string
 	bools  map[string]*bool
@@ -32,7 +32,7 @@ type inputsForm struct {
 	w, h   int
 }
 
-func newInputsForm(sh *shared, module string, h *hooks.Hook, start func(string, string, map[string]any) tea.Cmd) (*inputsForm, tea.Cmd) {
+func newInputsForm(sh *shared, module string, h *engine.Hook, start func(string, string, map[string]any) tea.Cmd) (*inputsForm, tea.Cmd) {
 	f := &inputsForm{sh: sh, module: module, hook: h, start: start, strs: map[string]*string{}, bools: map[string]*bool{},
 		cancel: key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "cancel"))}
 	for n := range h.Inputs {
@@ -72,7 +72,7 @@ func newInputsForm(sh *shared, module string, h *hooks.Hook, start func(string, 
 }
 
 // validator checks one typed input as the operator types it.
-func validator(t hooks.Type) func(string) error {
+func validator(t engine.InputType) func(string) error {
 	return func(s string) error {
 		switch t.Kind {
 		case "number":

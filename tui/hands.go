@@ -10,7 +10,6 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/wardenhq/warden/engine"
-	"github.com/wardenhq/warden/engine/hands"
 )
 
 type handsKeys struct {
@@ -75,7 +74,7 @@ func (p *handsPane) refreshLive() tea.Cmd {
 	}
 	var roots []string
 	for _, r := range p.roots {
-		if r.Phase != string(hands.PhaseFinished) {
+		if r.Phase != engine.HandsPhaseFinished {
 			roots = append(roots, r.Root)
 		}
 	}
@@ -363,7 +362,7 @@ func (p *handsPane) wizard(msg tea.Msg) tea.Cmd {
 	case w.showFinish:
 		known := false
 		for _, r := range p.roots {
-			known = known || (r.Root == w.root && r.Phase != string(hands.PhaseFinished))
+			known = known || (r.Root == w.root && r.Phase != engine.HandsPhaseFinished)
 		}
 		fw, fcmd := newFinishWizard(p.sh, p.roots, w.root, p.w, p.h)
 		if !known || fw == nil {
@@ -431,16 +430,16 @@ func (p *handsPane) view(w, h int) string {
 		}
 		st := th.Dim
 		switch r.Phase {
-		case string(hands.PhaseReady):
+		case engine.HandsPhaseReady:
 			st = th.RunOK
-		case string(hands.PhaseFailed):
+		case engine.HandsPhaseFailed:
 			st = th.RunFailed
-		case string(hands.PhasePrepared), string(hands.PhaseCreating), string(hands.PhaseRunning):
+		case engine.HandsPhasePrepared, engine.HandsPhaseCreating, engine.HandsPhaseRunning:
 			st = th.RunRunning
 		}
 		row := fmt.Sprintf("%s %-9s %s", mark, safe(r.Phase), safe(r.Root))
 		tail := fmt.Sprintf("  %s · %s · access %s · updated %s ago", r.EngineName(), imageLabel(r), r.Access, ShortDuration(now.Sub(r.Updated)))
-		if ls, ok := p.live[r.Root]; ok && r.Phase != string(hands.PhaseFinished) {
+		if ls, ok := p.live[r.Root]; ok && r.Phase != engine.HandsPhaseFinished {
 			switch {
 			case ls.err != "":
 				tail = "  ⚠ engine: " + ls.err + tail

@@ -18,7 +18,6 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/wardenhq/warden/engine"
-	"github.com/wardenhq/warden/engine/hands"
 	"github.com/wardenhq/warden/engine/hands/handstest"
 	"github.com/wardenhq/warden/themes"
 )
@@ -155,7 +154,7 @@ func TestHandsWizardSocketErrorSaidOnce(t *testing.T) {
 			}
 		}
 	}
-	want := hands.CheckSocket(missing).Error()
+	want := e.ValidateHandsSocket(missing).Error()
 	if got := strings.Join(block, " "); got != want {
 		t.Errorf("the error's rows, joined at spaces:\n%q\nwant the whole error, broken only at spaces:\n%q", got, want)
 	}
@@ -248,7 +247,7 @@ func TestHandsListScrolls(t *testing.T) {
 	p := newHandsPane(sh)
 	var rs []engine.HandsRecord
 	for i := range 30 {
-		rs = append(rs, engine.HandsRecord{Root: fmt.Sprintf("/srv/hands/task%02d", i), Phase: string(hands.PhaseReady), Access: engine.HandsAccessFiles, Updated: now})
+		rs = append(rs, engine.HandsRecord{Root: fmt.Sprintf("/srv/hands/task%02d", i), Phase: engine.HandsPhaseReady, Access: engine.HandsAccessFiles, Updated: now})
 	}
 	p.apply(rs, "")
 	p.resize(80, 10)

@@ -17,7 +17,6 @@ import (
 	"github.com/charmbracelet/x/exp/teatest"
 
 	"github.com/wardenhq/warden/engine"
-	"github.com/wardenhq/warden/engine/hands"
 	"github.com/wardenhq/warden/engine/hands/handstest"
 )
 
@@ -446,7 +445,7 @@ func TestHandsFailureViewSmall(t *testing.T) {
 	z.root, z.socket, z.image, z.access = "/srv/hands/task1", "/run/docker.sock", "busybox:1.36", "files"
 	z.prog, z.stage = newProgress(wizInit), wsDone
 	z.prog.step("root", "ok")
-	z.err = &engine.HandsInitFailedError{Root: z.root, Cause: &hands.FixError{Problem: `image "busybox:1.36" is gone`, Fix: "load it first, then init a new root"}}
+	z.err = &engine.HandsInitFailedError{Root: z.root, Cause: &engine.HandsFixError{Problem: `image "busybox:1.36" is gone`, Fix: "load it first, then init a new root"}}
 	z.prog.fail(z.err.Error())
 	view := z.view(80, 20)
 	lines := strings.Split(view, "\n")

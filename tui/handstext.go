@@ -5,14 +5,13 @@ import (
 	"strings"
 
 	"github.com/wardenhq/warden/engine"
-	"github.com/wardenhq/warden/engine/hands"
 )
 
 // HandsStatusText is a hands root's live status and drift as text, one
 // fact a line, every recorded or engine-reported string escaped: what
 // `warden hands status` prints and what s shows in the console's Hands
 // tab (one printer, so both read the same).
-func HandsStatusText(s hands.StatusReport) string {
+func HandsStatusText(s engine.HandsStatusReport) string {
 	var b strings.Builder
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	p("root       %s\nphase      %s\n", safe(s.Root), safe(string(s.Phase)))
@@ -39,10 +38,10 @@ func HandsStatusText(s hands.StatusReport) string {
 		if !c.LabelOK {
 			label = "owner label MISSING"
 		}
-		p("container  %s %s, started %s; %s; %s\n", safe(hands.ShortID(s.ContainerID)), safe(c.State), safe(orNone(c.StartedAt)), safe(gen), label)
+		p("container  %s %s, started %s; %s; %s\n", safe(engine.HandsShortID(s.ContainerID)), safe(c.State), safe(orNone(c.StartedAt)), safe(gen), label)
 	}
 	for _, id := range s.Unrecorded {
-		p("unrecorded %s carries this root's label\n", safe(hands.ShortID(id)))
+		p("unrecorded %s carries this root's label\n", safe(engine.HandsShortID(id)))
 	}
 	if s.Failure != nil {
 		p("failure    stopped=%v reconciliationRequired=%v\n", s.Failure.Stopped, s.Failure.ReconciliationRequired)

@@ -11,7 +11,6 @@ import (
 	"github.com/charmbracelet/huh"
 
 	"github.com/wardenhq/warden/engine"
-	"github.com/wardenhq/warden/engine/hands"
 )
 
 // The hands wizards: `i` sets up a new hands root, `x` finishes one. Each
@@ -134,7 +133,7 @@ func newInitWizard(sh *shared, prev *handsWizard, w, h int) (*handsWizard, tea.C
 func newFinishWizard(sh *shared, roots []engine.HandsRecord, selected string, w, h int) (*handsWizard, tea.Cmd) {
 	z := newWizard(sh, wizFinish, w, h)
 	for _, r := range roots {
-		if r.Phase != string(hands.PhaseFinished) {
+		if r.Phase != engine.HandsPhaseFinished {
 			z.finishable = append(z.finishable, r)
 		}
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/charmbracelet/huh"
 
 	"github.com/wardenhq/warden/engine"
-	"github.com/wardenhq/warden/engine/hands"
 )
 
 // The wizards' forms: which huh form each step is, and its size.
@@ -123,7 +122,7 @@ func (z *handsWizard) open(which int) tea.Cmd {
 	case formFinish:
 		opts := make([]huh.Option[string], 0, len(z.finishable))
 		for _, r := range z.finishable {
-			opts = append(opts, huh.NewOption(fmt.Sprintf("%s  (%s, container %s)", safe(r.Root), safe(r.Phase), safe(hands.ShortID(r.ContainerID))), r.Root))
+			opts = append(opts, huh.NewOption(fmt.Sprintf("%s  (%s, container %s)", safe(r.Root), safe(r.Phase), safe(engine.HandsShortID(r.ContainerID))), r.Root))
 		}
 		z.confirmed = false
 		groups = append(groups,

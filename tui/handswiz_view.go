@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/wardenhq/warden/engine"
-	"github.com/wardenhq/warden/engine/hands"
 )
 
 // The wizards' views: the forms, the live progress of the engine's steps,
@@ -84,7 +83,7 @@ func (z *handsWizard) failureView(w int) []string {
 }
 
 // nextSteps says what to do after a failed init or finish: the fixes the
-// error carries (hands.Fixes: its structured Fix fields, never its text
+// error carries (engine.HandsFixes: its structured Fix fields, never its text
 // taken apart), then what the console offers.
 func nextSteps(kind string, err error) []string {
 	var failed *engine.HandsInitFailedError
@@ -92,7 +91,7 @@ func nextSteps(kind string, err error) []string {
 	if errors.As(err, &rootErr) {
 		return []string{rootErr.Fix, "nothing was touched: press i to start again with another root"}
 	}
-	out := hands.Fixes(err)
+	out := engine.HandsFixes(err)
 	if errors.As(err, &failed) {
 		if failed.Evidence.ReconciliationRequired {
 			out = append(out, "press s on this root for its status and drift, and deal with the containers it lists")

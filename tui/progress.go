@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/wardenhq/warden/engine"
-	"github.com/wardenhq/warden/engine/hands"
 )
 
 // progress is the phases of a job, each pending, current, done, skipped
@@ -35,9 +34,9 @@ type progress struct {
 
 func newProgress(kind string) *progress {
 	p := &progress{kind: kind, details: map[string]string{}}
-	stages, texts := hands.FinishStages, finishStageText
+	stages, texts := engine.HandsFinishStages(), finishStageText
 	if kind == wizInit {
-		stages, texts = hands.InitStages, initStageText
+		stages, texts = engine.HandsInitStages(), initStageText
 	}
 	for _, st := range stages {
 		p.rows = append(p.rows, progRow{name: st.Name, steps: st.Steps, text: texts[st.Name]})
@@ -48,25 +47,25 @@ func newProgress(kind string) *progress {
 // initStageText and finishStageText say what a completed stage did.
 var (
 	initStageText = map[string]func(*progress) string{
-		hands.StepPrepared: func(*progress) string { return "layout made, receipt written (evidence/setup.json)" },
-		hands.StepCreating: func(p *progress) string {
-			return "container " + hands.ShortID(p.details[hands.StepCreated]) + " created: owner label, image pinned by id, options verified"
+		engine.HandsStepPrepared: func(*progress) string { return "layout made, receipt written (evidence/setup.json)" },
+		engine.HandsStepCreating: func(p *progress) string {
+			return "container " + engine.HandsShortID(p.details[engine.HandsStepCreated]) + " created: owner label, image pinned by id, options verified"
 		},
-		hands.StepRunning: func(*progress) string { return "container started, generation recorded, hands.json written" },
-		hands.StepReady:   func(p *progress) string { return "initial policy set: " + p.details[hands.StepPolicy] },
+		engine.HandsStepRunning: func(*progress) string { return "container started, generation recorded, hands.json written" },
+		engine.HandsStepReady:   func(p *progress) string { return "initial policy set: " + p.details[engine.HandsStepPolicy] },
 	}
 	finishStageText = map[string]func(*progress) string{
-		hands.StepReceipt:  func(p *progress) string { return "read: " + p.details[hands.StepReceipt] },
-		hands.StepEngine:   func(*progress) string { return "the recorded engine answers (same engine, same storage)" },
-		hands.StepStopped:  func(*progress) string { return "the recorded container, verified stopped by inspection" },
-		hands.StepFinished: func(*progress) string { return "phase finished written, every grant revoked" },
+		engine.HandsStepReceipt:  func(p *progress) string { return "read: " + p.details[engine.HandsStepReceipt] },
+		engine.HandsStepRuntime:  func(*progress) string { return "the recorded engine answers (same engine, same storage)" },
+		engine.HandsStepStopped:  func(*progress) string { return "the recorded container, verified stopped by inspection" },
+		engine.HandsStepFinished: func(*progress) string { return "phase finished written, every grant revoked" },
 	}
 )
 
 // step applies one of the engine's progress steps.
 func (p *progress) step(step, detail string) {
 	p.details[step] = detail
-	if step == hands.StepFailed {
+	if step == engine.HandsStepFailed {
 		return // fail() marks the row with the whole error
 	}
 	for i := range p.rows {
@@ -193,12 +192,12 @@ func (z *handsWizard) progressLines(w int) []string {
 	case z.err != nil:
 		out = append(out, z.failureView(w)...)
 	case z.kind == wizInit:
-		out = append(out, th.RunOK.Render(fmt.Sprintf("✓ ready: container %s from %s, access %s", safe(hands.ShortID(z.initRes.ContainerID)), safe(z.image), safe(z.access))))
+		out = append(out, th.RunOK.Render(fmt.Sprintf("✓ ready: container %s from %s, access %s", safe(engine.HandsShortID(z.initRes.ContainerID)), safe(z.image), safe(z.access))))
 		out = append(out, th.Dim.Render("x finishes it · s shows status and drift · enter closes"))
 	default:
 		msg := "✓ finished"
 		if z.finRes.Stopped {
-			msg += ": container " + safe(hands.ShortID(z.finRes.ContainerID)) + " stopped"
+			msg += ": container " + safe(engine.HandsShortID(z.finRes.ContainerID)) + " stopped"
 		} else if z.finRes.Note != "" {
 			msg += ": " + z.finRes.Note
 		}

@@ -11,8 +11,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/wardenhq/warden/cmd/serve/control"
 	"github.com/wardenhq/warden/engine"
-	"github.com/wardenhq/warden/engine/control"
 	"github.com/wardenhq/warden/storage"
 )
 

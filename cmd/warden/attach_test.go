@@ -16,8 +16,8 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/exp/teatest"
 
+	"github.com/wardenhq/warden/cmd/serve/control"
 	"github.com/wardenhq/warden/engine"
-	"github.com/wardenhq/warden/engine/control"
 	"github.com/wardenhq/warden/engine/hands/handstest"
 	"github.com/wardenhq/warden/storage"
 	"github.com/wardenhq/warden/themes"

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wardenhq/warden/cmd/serve/control"
 	"github.com/wardenhq/warden/engine"
-	"github.com/wardenhq/warden/engine/control"
 )
 
 // TestHookConfirmShellIfFollowsOperator: a real shell hook, run by `warden

@@ -10,10 +10,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/wardenhq/warden/cmd/serve/control"
+	"github.com/wardenhq/warden/cmd/serve/sshconsole"
 	"github.com/wardenhq/warden/engine"
-	"github.com/wardenhq/warden/engine/control"
 	"github.com/wardenhq/warden/engine/mcpconf"
-	"github.com/wardenhq/warden/tui/sshconsole"
 )
 
 func (a *app) doctorCommand() *cobra.Command {

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/wardenhq/warden/cmd/serve/fleethost"
 	"github.com/wardenhq/warden/engine"
 	"github.com/wardenhq/warden/engine/fleet"
 )
@@ -508,7 +509,7 @@ func fleetCheck(dataDir string, f fleetJoin) engine.Check {
 		return engine.Check{Name: "fleet", Status: "problem", Detail: err.Error(), Fix: "give --fleet-creds FILE (mode 0600)"}
 	}
 	creds.CA, creds.Domain = f.ca, f.domain
-	return fleet.Probe(dataDir, fleet.HostOptions{URL: f.url, Creds: creds, Name: f.host})
+	return fleethost.Probe(dataDir, fleethost.HostOptions{URL: f.url, Creds: creds, Name: f.host})
 }
 
 // check says which fleet setting is missing or bad, before anything runs.
@@ -536,7 +537,7 @@ func (f fleetJoin) check() error {
 
 // joinFleet joins serve's engine to the fleet; nil when not asked to. A
 // bad fleet config is an error and serve does not start.
-func (a *app) joinFleet(e *engine.Engine, f fleetJoin) (*fleet.Host, error) {
+func (a *app) joinFleet(e *engine.Engine, f fleetJoin) (*fleethost.Host, error) {
 	if f.url == "" {
 		return nil, nil
 	}
@@ -546,7 +547,7 @@ func (a *app) joinFleet(e *engine.Engine, f fleetJoin) (*fleet.Host, error) {
 	}
 	creds.CA, creds.Domain = f.ca, f.domain
 	logf := func(format string, args ...any) { fmt.Fprintln(a.stderr, safe(fmt.Sprintf(format, args...))) }
-	h, err := fleet.Join(e, fleet.HostOptions{URL: f.url, Creds: creds, Name: f.host, Version: version, Logf: logf})
+	h, err := fleethost.Join(e, fleethost.HostOptions{URL: f.url, Creds: creds, Name: f.host, Version: version, Logf: logf})
 	if err != nil {
 		return nil, fmt.Errorf("joining the fleet: %w", err)
 	}

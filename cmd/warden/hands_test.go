@@ -44,7 +44,7 @@ func TestHandsVerbs(t *testing.T) {
 			t.Errorf("status %+v", st)
 		}
 		inodes := hands.WorkspaceInodes
-		if e.Name == hands.EnginePodman {
+		if e.Name == hands.RuntimePodman {
 			inodes = hands.InodesUnboundedPodman
 		}
 		if st.EngineKind != e.Name || st.Engine != "ok" || st.Inodes != inodes {
@@ -319,7 +319,7 @@ func TestDoctorEngineSocket(t *testing.T) {
 			got[ch.Name] = ch
 		}
 		label, init := "Docker ", "docker-init"
-		if e.Name == hands.EnginePodman {
+		if e.Name == hands.RuntimePodman {
 			label, init = "Podman ", "catatonit ("+hands.PodmanInitPath+")"
 		}
 		if ch := got["engine"]; ch.Status != "ok" || !strings.HasPrefix(ch.Detail, label) || !strings.Contains(ch.Detail, e.Socket+": "+e.Name+", storage ") {

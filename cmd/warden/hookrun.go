@@ -18,8 +18,8 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/wardenhq/warden/cmd/serve/control"
 	"github.com/wardenhq/warden/engine"
-	"github.com/wardenhq/warden/engine/control"
 	"github.com/wardenhq/warden/engine/hookcli"
 	"github.com/wardenhq/warden/engine/termsafe"
 )

@@ -14,8 +14,9 @@ import (
 //
 // cmd may import anything; tui imports engine, themes and itself; engine
 // imports storage and itself; storage and themes import no other warden
-// package; examples import engine. Test files count too: a test that
-// reaches across the house couples the rooms as surely as code does.
+// package; examples import engine. So engine and tui never import the
+// doors (cmd/serve/...). Test files count too: a test that reaches across
+// the house couples the rooms as surely as code does.
 var arrows = map[string][]string{
 	"cmd":      {"cmd", "tui", "engine", "storage", "themes", "examples"},
 	"tui":      {"tui", "engine", "themes"},
@@ -50,13 +51,23 @@ func TestHouseArrows(t *testing.T) {
 }
 
 // houseViolations lists each import of `go list` output (lines of
-// "pkg|imports...") that is not an arrow of the house.
+// "pkg|imports...") that is not an arrow of the house, once (a package's
+// code and its tests may import the same thing).
 func houseViolations(mod, list string) []string {
 	var bad []string
 	for _, line := range strings.Split(strings.TrimSpace(list), "\n") {
 		pkg, imps, _ := strings.Cut(line, "|")
 		from := room(mod, pkg)
+		seen := map[string]bool{}
 		for _, imp := range strings.Fields(imps) {
+			if seen[imp] {
+				continue
+			}
+			seen[imp] = true
+			if why := partViolation(mod, pkg, imp); why != "" {
+				bad = append(bad, pkg+" imports "+imp+" ("+why+")")
+				continue
+			}
 			to := room(mod, imp)
 			if to == "" || to == from && from != "other" {
 				continue
@@ -67,6 +78,43 @@ func houseViolations(mod, list string) []string {
 		}
 	}
 	return bad
+}
+
+// engineParts are the engine's insides that tui must not name: what the
+// console shows of them is re-exported as the engine's view types
+// (engine/tui_types.go, engine/hands_ui.go). Their test helpers
+// (engine/hands/handstest) are no part of this: a test may drive a fake
+// runtime.
+var engineParts = []string{"engine/hands", "engine/hooks", "engine/fleet"}
+
+// partViolation says why import imp of package pkg breaks one of the
+// finer arrows, the ones between parts of a room ("" when none does):
+//
+//   - a package under engine/ never imports one it is part of (engine,
+//     or an engine/ package above it): a part that needs the whole engine
+//     is a door, and lives under cmd/serve taking an engine.Host;
+//   - tui never imports engineParts;
+//   - a door (cmd/serve/...) never imports another command (cmd/warden
+//     imports the doors, not the other way round).
+func partViolation(mod, pkg, imp string) string {
+	if room(mod, pkg) == "" || room(mod, imp) == "" {
+		return ""
+	}
+	from, to := inModule(mod, pkg), inModule(mod, imp)
+	switch {
+	case room(mod, pkg) == "engine" && strings.HasPrefix(from, to+"/"):
+		return "a part of the engine imports the whole it is part of; a door that needs the engine goes under cmd/serve and takes an engine.Host"
+	case room(mod, pkg) == "tui" && contains(engineParts, to):
+		return "tui names the engine's insides; re-export what the console shows as the engine's view types"
+	case strings.HasPrefix(from, "cmd/serve/") && room(mod, imp) == "cmd" && !strings.HasPrefix(to, "cmd/serve/"):
+		return "a door imports a command; the command imports its doors"
+	}
+	return ""
+}
+
+// inModule is import path p relative to module mod ("" for mod itself).
+func inModule(mod, p string) string {
+	return strings.TrimPrefix(strings.TrimPrefix(p, mod), "/")
 }
 
 // room is the room of import path p, "" outside the module, "other" for
@@ -83,14 +131,38 @@ func room(mod, p string) string {
 }
 
 // A wrong import is caught: engine reaching up into tui, storage into
-// engine, a package outside every room.
+// engine, a package outside every room; an engine part importing the
+// engine or a part above it, tui naming the engine's insides, engine or
+// tui importing a door, a door importing the command that opens it.
+// What may be imported is not: the engine's face and test helpers from
+// tui, one door from another, the doors from cmd.
 func TestHouseArrowsCatchAWrongImport(t *testing.T) {
-	list := "m/engine/x|fmt m/tui m/storage\nm/storage|m/engine/perms\nm/tui/a|m/engine m/themes\nm/tools|m/engine\nm/cmd/w|m/tui m/storage\n"
+	list := strings.Join([]string{
+		"m/engine/x|fmt m/tui m/storage",
+		"m/storage|m/engine/perms",
+		"m/tui/a|m/engine m/themes",
+		"m/tools|m/engine",
+		"m/cmd/w|m/tui m/storage m/cmd/serve/control",
+		"m/engine/control|m/engine m/engine/hands",
+		"m/engine/fleet/fleettest|m/engine/fleet m/storage",
+		"m/tui|m/engine/hands m/engine/hooks m/engine/fleet m/engine/hands/handstest m/engine/termsafe",
+		"m/engine/mcp|m/cmd/serve/mcp",
+		"m/tui/b|m/cmd/serve/ssh",
+		"m/cmd/serve/ssh|m/tui m/engine m/cmd/serve/control m/cmd/warden",
+	}, "\n")
 	got := houseViolations("m", list)
 	want := []string{
 		"m/engine/x imports m/tui (engine -> tui is not an arrow of the house)",
 		"m/storage imports m/engine/perms (storage -> engine is not an arrow of the house)",
 		"m/tools imports m/engine (other -> engine is not an arrow of the house)",
+		"m/engine/control imports m/engine (a part of the engine imports the whole it is part of; a door that needs the engine goes under cmd/serve and takes an engine.Host)",
+		"m/engine/fleet/fleettest imports m/engine/fleet (a part of the engine imports the whole it is part of; a door that needs the engine goes under cmd/serve and takes an engine.Host)",
+		"m/tui imports m/engine/hands (tui names the engine's insides; re-export what the console shows as the engine's view types)",
+		"m/tui imports m/engine/hooks (tui names the engine's insides; re-export what the console shows as the engine's view types)",
+		"m/tui imports m/engine/fleet (tui names the engine's insides; re-export what the console shows as the engine's view types)",
+		"m/engine/mcp imports m/cmd/serve/mcp (engine -> cmd is not an arrow of the house)",
+		"m/tui/b imports m/cmd/serve/ssh (tui -> cmd is not an arrow of the house)",
+		"m/cmd/serve/ssh imports m/cmd/warden (a door imports a command; the command imports its doors)",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("violations:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

@@ -14,9 +14,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/wardenhq/warden/cmd/serve/mcpgw"
 	"github.com/wardenhq/warden/engine"
 	"github.com/wardenhq/warden/engine/mcpconf"
-	"github.com/wardenhq/warden/engine/mcpgw"
 )
 
 func (a *app) mcpCommand() *cobra.Command {

@@ -16,8 +16,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/wardenhq/warden/cmd/serve/control"
 	"github.com/wardenhq/warden/engine"
-	"github.com/wardenhq/warden/engine/control"
 	"github.com/wardenhq/warden/engine/hands/handstest"
 )
 

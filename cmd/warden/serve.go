@@ -12,9 +12,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/wardenhq/warden/cmd/serve/fleethost"
+	"github.com/wardenhq/warden/cmd/serve/sshconsole"
 	"github.com/wardenhq/warden/engine"
-	"github.com/wardenhq/warden/engine/fleet"
-	"github.com/wardenhq/warden/tui/sshconsole"
 )
 
 // sshShutdownTimeout bounds how long a shutdown waits for SSH sessions to
@@ -108,7 +108,7 @@ func (a *app) serve(sshAddr, operators string, run *engine.RunRequest, fl fleetJ
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var srv *sshconsole.Server
-	var fh *fleet.Host
+	var fh *fleethost.Host
 	closed := false
 	shutdown := func() error {
 		if closed {

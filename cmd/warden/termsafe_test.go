@@ -17,13 +17,11 @@ import (
 	"unicode/utf8"
 
 	"github.com/creack/pty"
-	gossh "golang.org/x/crypto/ssh"
 
 	"github.com/wardenhq/warden/engine"
 	"github.com/wardenhq/warden/engine/hands"
 	"github.com/wardenhq/warden/engine/perms"
 	"github.com/wardenhq/warden/engine/sdk/hookkit"
-	"github.com/wardenhq/warden/tui/sshconsole"
 )
 
 // What testers sent to the operator's terminal: a screen clear, an OSC 52
@@ -376,51 +374,6 @@ func TestRawLogsOnAFileAreExact(t *testing.T) {
 	got, _ := os.ReadFile(f.Name())
 	if n := bytes.Count(got, []byte(hostileText+"\n")); n != 2 {
 		t.Errorf("the file holds the hook's exact line %d times, want 2 (stdout and log):\n%q", n, got)
-	}
-}
-
-// TestHostileModuleOverSSH: an SSH operator's console shows the module's
-// version escaped; its title and clipboard sequences never reach the
-// operator's terminal (they did, as the Modules tab's row title).
-func TestHostileModuleOverSSH(t *testing.T) {
-	f := newSSHFixture(t, sshconsole.Config{})
-	if _, err := f.e.AddModule(engine.LocalActor(), hostileModule(t)); err != nil {
-		t.Fatal(err)
-	}
-	con := f.console(t, f.operator)
-	con.keys(t, "4")
-	con.waitFor(t, "hostile 1.0␛]0;pwned-by-version␇", 15*time.Second, f.log)
-	con.waitFor(t, "desc ␛]52;c;cm0gLXJmIH4=␇␛[2J safe␍EVIL end", 15*time.Second, f.log)
-	raw := con.screen.String()
-	for _, bad := range []string{"\x1b]0;pwned", "\x1b]52;", "\x1b[2J safe", "safe\rEVIL", "\u202e"} {
-		if i := strings.Index(raw, bad); i >= 0 {
-			t.Errorf("the SSH operator's terminal was sent %q at byte %d:\n%q", bad, i, raw[max(i-80, 0):min(i+80, len(raw))])
-		}
-	}
-}
-
-// TestSSHLogEscapesWhatTheClientChose: the session log on serve's stderr
-// quotes the client's user name; a user name carrying OSC 0 is escaped.
-func TestSSHLogEscapesWhatTheClientChose(t *testing.T) {
-	f := newSSHFixture(t, sshconsole.Config{})
-	c, err := gossh.Dial("tcp", f.srv.Addr(), &gossh.ClientConfig{
-		User:            "eve\x1b]0;pwned\x07",
-		Auth:            []gossh.AuthMethod{gossh.PublicKeys(f.operator)},
-		HostKeyCallback: gossh.FixedHostKey(f.hostKey),
-		Timeout:         10 * time.Second,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := c.NewSession()
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Output("") // no PTY: the status screen, then the session ends
-	c.Close()
-	sshWaitUntil(t, "the session is logged", 10*time.Second, func() bool { return strings.Contains(f.log.String(), "eve") })
-	if log := f.log.String(); strings.Contains(log, "\x1b]0;pwned") || !strings.Contains(log, "eve␛]0;pwned␇") {
-		t.Errorf("the session log is not escaped:\n%q", log)
 	}
 }
 

@@ -43,14 +43,14 @@ func Dial(url string, creds Creds, name, role string) (*Client, error) {
 	if name == "" {
 		name = creds.name()
 	}
-	if err := checkName("fleet member", name); err != nil {
+	if err := CheckName("fleet member", name); err != nil {
 		return nil, fmt.Errorf("%v (give --name)", err)
 	}
 	if role != RoleOperator && role != RoleViewer {
 		return nil, fmt.Errorf("bad role %q: want operator or viewer", role)
 	}
 	c := &Client{Name: name, Role: role, domain: creds.Domain}
-	nc, err := connect(url, creds, "warden fleet "+role+" "+name, false, func(err error) {
+	nc, err := Connect(url, creds, "warden fleet "+role+" "+name, false, func(err error) {
 		c.errMu.Lock()
 		c.lastErr = err
 		c.errMu.Unlock()
@@ -59,7 +59,7 @@ func Dial(url string, creds Creds, name, role string) (*Client, error) {
 		return nil, err
 	}
 	c.nc = nc
-	if c.js, err = creds.newJetStream(nc); err != nil {
+	if c.js, err = creds.NewJetStream(nc); err != nil {
 		nc.Close()
 		return nil, err
 	}
@@ -72,7 +72,7 @@ func Dial(url string, creds Creds, name, role string) (*Client, error) {
 		if _, err := c.js.AccountInfo(ctx); err != nil {
 			nc.Close()
 			return nil, fmt.Errorf("no JetStream answers in domain %s (%v): check --fleet-domain against the `domain` of the jetstream block on the fleet's hub, and that your permissions allow %s.>",
-				c.domain, err, creds.jsAPI())
+				c.domain, err, creds.JSAPI())
 		}
 	}
 	return c, nil
@@ -403,7 +403,7 @@ func (c *Client) Follow(ctx context.Context, v *View, o FollowOptions) error {
 // Decide sends a decision to host, as this member, and returns the host's
 // answer.
 func (c *Client) Decide(ctx context.Context, host string, d Decision) (DecisionReply, error) {
-	if err := checkName("host", host); err != nil {
+	if err := CheckName("host", host); err != nil {
 		return DecisionReply{}, err
 	}
 	b, _ := json.Marshal(d)

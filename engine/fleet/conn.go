@@ -47,18 +47,18 @@ type Creds struct {
 	Domain string
 }
 
-// newJetStream is the JetStream API of nc, in the fleet's domain.
-func (c Creds) newJetStream(nc *nats.Conn) (jetstream.JetStream, error) {
+// NewJetStream is the JetStream API of nc, in the fleet's domain.
+func (c Creds) NewJetStream(nc *nats.Conn) (jetstream.JetStream, error) {
 	if c.Domain == "" {
 		return jetstream.New(nc)
 	}
 	return jetstream.NewWithDomain(nc, c.Domain)
 }
 
-// jsAPI is the JetStream API's subject prefix in the fleet's domain
+// JSAPI is the JetStream API's subject prefix in the fleet's domain
 // ($JS.API, or $JS.<domain>.API): what raw API requests are sent on, and
 // what a member's permissions name.
-func (c Creds) jsAPI() string {
+func (c Creds) JSAPI() string {
 	if c.Domain == "" {
 		return "$JS.API"
 	}
@@ -180,9 +180,9 @@ func CheckURL(server string) error {
 	return nil
 }
 
-// connect dials the fleet. name is the connection name the server shows.
+// Connect dials the fleet. name is the connection name the server shows.
 // errs receives asynchronous errors (permission violations) when set.
-func connect(server string, creds Creds, name string, retry bool, errs func(error), extra ...nats.Option) (*nats.Conn, error) {
+func Connect(server string, creds Creds, name string, retry bool, errs func(error), extra ...nats.Option) (*nats.Conn, error) {
 	if err := CheckURL(server); err != nil {
 		return nil, err
 	}
@@ -213,10 +213,10 @@ func connect(server string, creds Creds, name string, retry bool, errs func(erro
 func explainConnect(server string, creds Creds, err error) error {
 	switch {
 	case creds.jwt && (errors.Is(err, nats.ErrAuthExpired) || strings.Contains(strings.ToLower(err.Error()), "expired")):
-		return fmt.Errorf("the fleet at %s refused the credentials in %s as expired (%v); %s", server, creds.File, err, newCreds)
+		return fmt.Errorf("the fleet at %s refused the credentials in %s as expired (%v); %s", server, creds.File, err, CredsAdvice)
 	case creds.jwt && (errors.Is(err, nats.ErrAuthorization) || strings.Contains(strings.ToLower(err.Error()), "authorization")):
 		return fmt.Errorf("the fleet at %s refused these credentials (%v): the user JWT in %s is not one this server trusts "+
-			"(issued by another operator or account, or revoked); %s", server, err, creds.File, newCreds)
+			"(issued by another operator or account, or revoked); %s", server, err, creds.File, CredsAdvice)
 	case errors.Is(err, nats.ErrAuthorization) || strings.Contains(strings.ToLower(err.Error()), "authorization"):
 		return fmt.Errorf("the fleet at %s refused these credentials (%v): check --fleet-creds", server, err)
 	case errors.Is(err, nats.ErrNoServers):
@@ -234,8 +234,8 @@ func (c Creds) name() string {
 	return c.hint
 }
 
-// newCreds is what to do about credentials that will not do.
-const newCreds = "ask the fleet's admin for a new creds file (with nsc: `nsc generate creds -a ACCOUNT -n USER`)"
+// CredsAdvice is what to do about credentials that will not do.
+const CredsAdvice = "ask the fleet's admin for a new creds file (with nsc: `nsc generate creds -a ACCOUNT -n USER`)"
 
 // checkUserJWT reads a NATS creds file's user JWT and seed before they
 // are used: a file that cannot log in (cut short, the seed of another
@@ -247,7 +247,7 @@ func (c *Creds) checkUserJWT(file []byte) error {
 	tok, err := nkeys.ParseDecoratedJWT(file)
 	parts := strings.Split(tok, ".")
 	if err != nil || len(parts) != 3 {
-		return fmt.Errorf("fleet credentials %s: the user JWT in it is malformed; %s", c.File, newCreds)
+		return fmt.Errorf("fleet credentials %s: the user JWT in it is malformed; %s", c.File, CredsAdvice)
 	}
 	payload, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(parts[1], "="))
 	var claims struct {
@@ -260,10 +260,10 @@ func (c *Creds) checkUserJWT(file []byte) error {
 		} `json:"nats"`
 	}
 	if err != nil || json.Unmarshal(payload, &claims) != nil {
-		return fmt.Errorf("fleet credentials %s: the user JWT in it is malformed; %s", c.File, newCreds)
+		return fmt.Errorf("fleet credentials %s: the user JWT in it is malformed; %s", c.File, CredsAdvice)
 	}
 	if claims.Nats.Type != "" && claims.Nats.Type != "user" {
-		return fmt.Errorf("fleet credentials %s hold a JWT of a NATS %s, not of a user; %s", c.File, printable(claims.Nats.Type), newCreds)
+		return fmt.Errorf("fleet credentials %s hold a JWT of a NATS %s, not of a user; %s", c.File, printable(claims.Nats.Type), CredsAdvice)
 	}
 	who := printable(claims.Name)
 	if who == "" {
@@ -271,16 +271,16 @@ func (c *Creds) checkUserJWT(file []byte) error {
 	}
 	kp, err := nkeys.ParseDecoratedUserNKey(file)
 	if err != nil {
-		return fmt.Errorf("fleet credentials %s: the JWT of %s comes without its user's nkey seed (the file is cut short, or is a JWT alone); %s", c.File, who, newCreds)
+		return fmt.Errorf("fleet credentials %s: the JWT of %s comes without its user's nkey seed (the file is cut short, or is a JWT alone); %s", c.File, who, CredsAdvice)
 	}
 	pub, err := kp.PublicKey()
 	kp.Wipe()
 	if err != nil || pub != claims.Subject {
-		return fmt.Errorf("fleet credentials %s: the seed in it is not the key of the JWT's user %s (the file mixes two users); %s", c.File, who, newCreds)
+		return fmt.Errorf("fleet credentials %s: the seed in it is not the key of the JWT's user %s (the file mixes two users); %s", c.File, who, CredsAdvice)
 	}
 	now := time.Now()
 	if claims.Expires != 0 && now.Unix() >= claims.Expires {
-		return fmt.Errorf("fleet credentials %s: the user JWT (user %s) expired at %s; %s", c.File, who, time.Unix(claims.Expires, 0).UTC().Format(time.RFC3339), newCreds)
+		return fmt.Errorf("fleet credentials %s: the user JWT (user %s) expired at %s; %s", c.File, who, time.Unix(claims.Expires, 0).UTC().Format(time.RFC3339), CredsAdvice)
 	}
 	if claims.NotBefore != 0 && now.Unix() < claims.NotBefore {
 		return fmt.Errorf("fleet credentials %s: the user JWT (user %s) is not valid before %s (check this host's clock)", c.File, who, time.Unix(claims.NotBefore, 0).UTC().Format(time.RFC3339))

@@ -168,7 +168,7 @@ func FuzzDecodeDecision(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		d, err := decodeDecision(b)
+		d, err := DecodeDecision(b)
 		if err != nil {
 			return
 		}

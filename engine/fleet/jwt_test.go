@@ -1,18 +1,14 @@
 package fleet
 
 import (
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nkeys"
 
-	"github.com/wardenhq/warden/engine"
 	"github.com/wardenhq/warden/engine/fleet/fleettest"
 )
 
@@ -58,75 +54,4 @@ func TestLoadCredsJWT(t *testing.T) {
 	if _, err := LoadCreds(mangled); err == nil || !strings.Contains(err.Error(), "malformed") {
 		t.Errorf("a mangled JWT: %v", err)
 	}
-}
-
-// TestJWTCredsRenewed: a host whose user JWT expires while it is joined
-// is cut off by the server; once a new creds file is in place (same
-// path), the host logs in with it and publishes again, without a restart.
-func TestJWTCredsRenewed(t *testing.T) {
-	testNats(t) // installs nats-server (or fails under CI / skips)
-	server, err := exec.LookPath("nats-server")
-	if err != nil {
-		server = "/usr/sbin/nats-server"
-	}
-	dir := t.TempDir()
-	tr := fleettest.NewTrust(t)
-	url := tr.Serve(t, server, dir, fmt.Sprintf("jetstream: { store_dir: %q }", filepath.Join(dir, "js")))
-	adminFile, _ := creds(t, tr, dir, "admin", tr.Account, time.Time{})
-	ac, _ := LoadCreds(adminFile)
-	admin, err := Dial(url, ac, "", RoleOperator)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
-	if err := admin.Init(t.Context(), InitOptions{MaxBytes: 64 << 20}); err != nil {
-		t.Fatal(err)
-	}
-	e, err := engine.Open(engine.Options{DataDir: filepath.Join(dir, "data")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	// JWT expiry has a resolution of a second; leave the join time (a
-	// loaded machine can take a few seconds to join).
-	hostFile, _ := creds(t, tr, dir, "web1", tr.Account, time.Now().Add(6*time.Second))
-	hc, err := LoadCreds(hostFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var logMu sync.Mutex
-	var logs []string
-	h, err := Join(e, HostOptions{URL: url, Creds: hc, Name: "web1", Version: "test", Logf: func(f string, a ...any) {
-		logMu.Lock()
-		logs = append(logs, fmt.Sprintf(f, a...))
-		logMu.Unlock()
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	logged := func(s string) bool {
-		logMu.Lock()
-		defer logMu.Unlock()
-		return strings.Contains(strings.Join(logs, "\n"), s)
-	}
-	waitFor(t, "the server to cut off the expired host", 15*time.Second, func() bool { return logged("credentials expired") })
-	time.Sleep(2 * time.Second) // it keeps retrying with the expired file meanwhile
-	renewed := time.Now()
-	tr.Creds(t, hostFile+".new", "web1", tr.Account, time.Time{}, nil)
-	if err := os.Rename(hostFile+".new", hostFile); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "a heartbeat with the renewed creds file", 20*time.Second, func() bool {
-		hs, err := admin.heartbeats(t.Context())
-		return err == nil && hs["web1"].At.After(renewed)
-	})
-	logMu.Lock()
-	t.Logf("the host's log:\n%s", strings.Join(logs, "\n"))
-	for _, l := range logs {
-		if strings.Contains(l, "SU") {
-			t.Errorf("a log line shows what looks like a seed: %s", l)
-		}
-	}
-	logMu.Unlock()
 }

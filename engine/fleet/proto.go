@@ -1,5 +1,9 @@
-// Package fleet joins a host's warden to a fleet over NATS JetStream
-// (docs/operating.md, "Many hosts: the fleet"), and is the operator's side of it.
+// Package fleet is a warden fleet over NATS JetStream (docs/operating.md,
+// "Many hosts: the fleet"): its protocol (subjects, envelopes, signed
+// checkpoints), the connection and credentials, the operator's Client and
+// the View it folds events into. The host's side, which publishes an
+// engine's receipts and answers decisions for it, is a door of its own:
+// cmd/serve/fleethost, so that this package needs no engine.
 //
 // The host stays the authority: its store and receipt chain are the
 // truth, and the fleet gets copies. A host publishes, under
@@ -80,20 +84,23 @@ func ValidName(s string) bool {
 	return true
 }
 
-func checkName(what, s string) error {
+// CheckName is ValidName as an error that says which name is bad and
+// what a good one looks like (what says whose name it is).
+func CheckName(what, s string) error {
 	if !ValidName(s) {
 		return fmt.Errorf("bad %s name %q: use 1-64 letters, digits, '-' or '_'", what, s)
 	}
 	return nil
 }
 
-// Subjects.
-func hostPrefix(host string) string         { return "warden.host." + host }
-func EventSubject(host, kind string) string { return hostPrefix(host) + ".evt." + kind }
+// Subjects. HostPrefix is every subject about one host; a host
+// subscribes under it for the decisions and verifies sent to it.
+func HostPrefix(host string) string         { return "warden.host." + host }
+func EventSubject(host, kind string) string { return HostPrefix(host) + ".evt." + kind }
 func DecideSubject(host, role, op string) string {
-	return hostPrefix(host) + ".decide." + role + "." + op
+	return HostPrefix(host) + ".decide." + role + "." + op
 }
-func VerifySubject(host string) string { return hostPrefix(host) + ".verify" }
+func VerifySubject(host string) string { return HostPrefix(host) + ".verify" }
 
 // Event kinds (the last token of an event subject).
 const (
@@ -180,16 +187,18 @@ type Decision struct {
 
 // Reply codes of a decision.
 const (
-	CodeOK              = "ok"
-	CodeAlreadyDecided  = "already_decided"
-	CodeForbidden       = "forbidden"
-	CodeNotFound        = "not_found"
-	CodeRefused         = "refused"
-	CodeBadRequest      = "bad_request"
-	CodeInternal        = "internal"
-	maxDecisionBytes    = 4 << 10
-	maxVerifySeqs       = 1 << 16
-	maxVerifyRequestLen = 1 << 20
+	CodeOK             = "ok"
+	CodeAlreadyDecided = "already_decided"
+	CodeForbidden      = "forbidden"
+	CodeNotFound       = "not_found"
+	CodeRefused        = "refused"
+	CodeBadRequest     = "bad_request"
+	CodeInternal       = "internal"
+	maxDecisionBytes   = 4 << 10
+	// A verify request a host answers is at most MaxVerifyRequestLen
+	// bytes asking for at most MaxVerifySeqs hashes.
+	MaxVerifySeqs       = 1 << 16
+	MaxVerifyRequestLen = 1 << 20
 )
 
 // DecisionReply is a host's answer to a decision.
@@ -228,8 +237,8 @@ type VerifyReply struct {
 	Error  string            `json:"error,omitempty"`
 }
 
-// decodeDecision parses a decision payload strictly.
-func decodeDecision(b []byte) (Decision, error) {
+// DecodeDecision parses a decision payload strictly.
+func DecodeDecision(b []byte) (Decision, error) {
 	var d Decision
 	if len(b) > maxDecisionBytes {
 		return d, fmt.Errorf("decision is %d bytes, more than %d", len(b), maxDecisionBytes)

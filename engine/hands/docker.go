@@ -4,9 +4,9 @@
 // recorded under a hands root so it can always be finished or reconciled
 // (docs/operating.md).
 //
-// The engine is reached over the explicit engine socket only: never
+// The runtime is reached over the explicit engine socket only: never
 // DOCKER_HOST, never a default. Its identity (engine.go) is recorded at
-// init and checked before every later effect, so a different engine
+// init and checked before every later effect, so a different runtime
 // answering on the same path is never asked to stop anything.
 package hands
 
@@ -44,7 +44,7 @@ type observed struct {
 }
 
 // inspect looks at a container; a missing one is not an error.
-func (e *engineClient) inspect(ctx context.Context, id, owner, root string) (observed, container.InspectResponse, error) {
+func (e *runtimeClient) inspect(ctx context.Context, id, owner, root string) (observed, container.InspectResponse, error) {
 	res, err := e.cli.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
 	if cerrdefs.IsNotFound(err) {
 		return observed{Missing: true, State: "missing"}, container.InspectResponse{}, nil
@@ -64,7 +64,7 @@ func (e *engineClient) inspect(ctx context.Context, id, owner, root string) (obs
 }
 
 // labelled lists containers (running or not) that carry this root's labels.
-func (e *engineClient) labelled(ctx context.Context, owner, root string) ([]string, error) {
+func (e *runtimeClient) labelled(ctx context.Context, owner, root string) ([]string, error) {
 	f := client.Filters{}.Add("label", LabelOwner+"="+OwnerLabel(owner, root))
 	res, err := e.cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
 	if err != nil {
@@ -82,7 +82,7 @@ func (e *engineClient) labelled(ctx context.Context, owner, root string) ([]stri
 
 // runningOf returns those of ids that are running now (a container gone
 // since it was listed is not).
-func (e *engineClient) runningOf(ctx context.Context, ids []string, owner, root string) ([]string, error) {
+func (e *runtimeClient) runningOf(ctx context.Context, ids []string, owner, root string) ([]string, error) {
 	var running []string
 	for _, id := range ids {
 		o, _, err := e.inspect(ctx, id, owner, root)
@@ -99,7 +99,7 @@ func (e *engineClient) runningOf(ctx context.Context, ids []string, owner, root 
 // stopOwned stops a container only after inspection shows our labels, and
 // verifies by inspection that it stopped. stopped reports a container that
 // is not running afterwards.
-func (e *engineClient) stopOwned(ctx context.Context, id, owner, root string) (stopped bool, err error) {
+func (e *runtimeClient) stopOwned(ctx context.Context, id, owner, root string) (stopped bool, err error) {
 	o, _, err := e.inspect(ctx, id, owner, root)
 	if err != nil {
 		return false, err

@@ -18,11 +18,11 @@ import (
 	"github.com/moby/moby/client"
 )
 
-// The engines warden speaks to, told apart by the version endpoint's
+// The runtimes warden speaks to, told apart by the version endpoint's
 // components ("Engine" for Docker, "Podman Engine" for Podman).
 const (
-	EngineDocker = "docker"
-	EnginePodman = "podman"
+	RuntimeDocker = "docker"
+	RuntimePodman = "podman"
 )
 
 // PodmanInitPath is where Podman looks for the binary behind --init
@@ -30,7 +30,7 @@ const (
 const PodmanInitPath = "/usr/libexec/podman/catatonit"
 
 // Identity is who answers on the socket: what stays the same while the
-// engine holds the same containers, and differs when it does not.
+// runtime holds the same containers, and differs when it does not.
 //
 // Storage is the graph driver and root from /info ("DRIVER:ROOT"): the
 // containers live there. Docker: the daemon ID from /info plus Storage.
@@ -41,26 +41,26 @@ const PodmanInitPath = "/usr/libexec/podman/catatonit"
 // hashed ("podman-" and 40 hex digits).
 //
 // So a dockerd or Podman service restarted on the same storage is the
-// same engine, and one on another storage root is not. Both re-create
+// same runtime, and one on another storage root is not. Both re-create
 // their socket when they restart, so its device and inode are recorded
 // (for the operator) but not compared, except for receipts of version 1,
 // which recorded no storage: for them the socket still decides, as it did.
 type Identity struct {
-	Engine     string // EngineDocker or EnginePodman
+	Engine     string // RuntimeDocker or RuntimePodman
 	DaemonID   string
 	Socket     string // "DEV:INODE" of the socket file
-	Storage    string // "DRIVER:ROOT" of the engine's storage
-	Version    string // the engine's own version, e.g. 20.10.24 or 4.3.1
+	Storage    string // "DRIVER:ROOT" of the runtime's storage
+	Version    string // the runtime's own version, e.g. 20.10.24 or 4.3.1
 	APIVersion string // the Docker API version warden negotiated
 }
 
-// engineClient is a Docker-API client bound to one socket.
-type engineClient struct {
+// runtimeClient is a Docker-API client bound to one socket.
+type runtimeClient struct {
 	cli     *client.Client
 	socket  string
 	id      Identity
 	initBin string // the init component Docker reports; empty if none
-	cgroup  string // the cgroup version the engine reports ("1", "2")
+	cgroup  string // the cgroup version the runtime reports ("1", "2")
 }
 
 // Compiled on first use, not at init (each CLI verb paid for them at start).
@@ -70,10 +70,10 @@ var (
 	storagePattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9_.-]{1,32}:/`) })
 )
 
-// openEngine checks the socket path, connects, negotiates the API version
+// openRuntime checks the socket path, connects, negotiates the API version
 // (Debian 12's docker.io and podman both speak 1.41), tells Docker from
-// Podman and reads the engine's identity.
-func openEngine(ctx context.Context, socket string) (*engineClient, error) {
+// Podman and reads the runtime's identity.
+func openRuntime(ctx context.Context, socket string) (*runtimeClient, error) {
 	switch {
 	case socket == "":
 		return nil, errors.New("no --engine-socket: pass the Docker or Podman socket explicitly, e.g. --engine-socket /run/docker.sock or /run/podman/podman.sock (warden never reads DOCKER_HOST)")
@@ -90,10 +90,10 @@ func openEngine(ctx context.Context, socket string) (*engineClient, error) {
 	if err != nil {
 		return nil, fmt.Errorf("engine socket %s: %w", socket, err)
 	}
-	e := &engineClient{cli: cli, socket: socket}
+	e := &runtimeClient{cli: cli, socket: socket}
 	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	fail := func(err error) (*engineClient, error) {
+	fail := func(err error) (*runtimeClient, error) {
 		cli.Close()
 		return nil, err
 	}
@@ -108,9 +108,9 @@ func openEngine(ctx context.Context, socket string) (*engineClient, error) {
 	for _, c := range ver.Components {
 		switch c.Name {
 		case "Engine":
-			kind, e.id.Version = EngineDocker, c.Version
+			kind, e.id.Version = RuntimeDocker, c.Version
 		case "Podman Engine":
-			kind, e.id.Version = EnginePodman, c.Version
+			kind, e.id.Version = RuntimePodman, c.Version
 		case "docker-init":
 			e.initBin = "docker-init " + c.Version
 		}
@@ -122,21 +122,21 @@ func openEngine(ctx context.Context, socket string) (*engineClient, error) {
 	e.id.Version = clean(e.id.Version, 64)
 	info, err := cli.Info(pctx, client.InfoOptions{})
 	if err != nil {
-		return fail(fmt.Errorf("the %s at %s did not say who it is (info): %v; check its log", engineName(kind), socket, err))
+		return fail(fmt.Errorf("the %s at %s did not say who it is (info): %v; check its log", runtimeName(kind), socket, err))
 	}
 	driver, root := info.Info.Driver, info.Info.DockerRootDir
 	if !storageDriverPattern().MatchString(driver) || !filepath.IsAbs(root) || filepath.Clean(root) != root || len(root) > 1024 || hasControl(root) {
-		return fail(fmt.Errorf("the %s at %s reports a storage driver or root warden does not recognise, so it cannot tell this engine from another", engineName(kind), socket))
+		return fail(fmt.Errorf("the %s at %s reports a storage driver or root warden does not recognise, so it cannot tell this engine from another", runtimeName(kind), socket))
 	}
 	e.id.Storage = driver + ":" + root
 	e.cgroup = clean(info.Info.CgroupVersion, 8)
 	switch kind {
-	case EngineDocker:
+	case RuntimeDocker:
 		if !daemonIDPattern().MatchString(info.Info.ID) {
 			return fail(fmt.Errorf("the Docker Engine at %s reports a daemon ID warden does not recognise; is it a Docker Engine?", socket))
 		}
 		e.id.DaemonID = info.Info.ID
-	case EnginePodman:
+	case RuntimePodman:
 		e.id.DaemonID = podmanID(e.id.Storage)
 	}
 	return e, nil
@@ -148,9 +148,9 @@ func podmanID(storage string) string {
 	return "podman-" + hex.EncodeToString(sum[:20])
 }
 
-func (e *engineClient) Close() { e.cli.Close() }
+func (e *runtimeClient) Close() { e.cli.Close() }
 
-// checkInit says whether the engine can run the container as warden
+// checkInit says whether the runtime can run the container as warden
 // creates it. --init: Docker reports its docker-init component; Podman
 // runs catatonit from PodmanInitPath on this host (the socket is a local
 // unix socket, so the service is here). Rootless Podman is refused on
@@ -160,8 +160,8 @@ func (e *engineClient) Close() { e.cli.Close() }
 // have to refuse the container it made, after spending the root; on a
 // cgroup v1 host it ignores the pids limit too. Rootless is told by the
 // socket's owner: a rootless service's socket belongs to its user.
-func (e *engineClient) checkInit() (string, error) {
-	if e.id.Engine == EnginePodman {
+func (e *runtimeClient) checkInit() (string, error) {
+	if e.id.Engine == RuntimePodman {
 		if fi, err := os.Stat(e.socket); err == nil && fi.Sys().(*syscall.Stat_t).Uid != 0 {
 			return "", rootlessPodman(int(fi.Sys().(*syscall.Stat_t).Uid), e.cgroup)
 		}
@@ -187,7 +187,7 @@ func rootlessPodman(uid int, cgroup string) error {
 
 func checkInitBinary(kind, dockerInit string) (string, error) {
 	switch kind {
-	case EnginePodman:
+	case RuntimePodman:
 		fi, err := os.Stat(PodmanInitPath)
 		if err != nil {
 			return "", fmt.Errorf("the init binary Podman needs, %s, is missing (%v): every hands container runs with --init, so Podman cannot create it; install it with `apt-get install catatonit` (or your distribution's catatonit package)", PodmanInitPath, errText(err))
@@ -205,7 +205,7 @@ func checkInitBinary(kind, dockerInit string) (string, error) {
 }
 
 // socketIdentity is "DEV:INODE" of the socket file (symlinks followed: the
-// identity is the file the engine listens on).
+// identity is the file the runtime listens on).
 func socketIdentity(socket string) (string, error) {
 	fi, err := os.Stat(socket)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -223,8 +223,8 @@ func socketIdentity(socket string) (string, error) {
 	return fmt.Sprintf("%d:%d", uint64(st.Dev), st.Ino), nil
 }
 
-// checkIdentity refuses an engine that is not the one the receipt names.
-func (e *engineClient) checkIdentity(root string, r SetupReceipt) error {
+// checkIdentity refuses a runtime that is not the one the receipt names.
+func (e *runtimeClient) checkIdentity(root string, r SetupReceipt) error {
 	same := e.id.Engine == r.Engine && e.id.DaemonID == r.DaemonID
 	if r.EngineStorage != "" {
 		same = same && e.id.Storage == r.EngineStorage
@@ -234,8 +234,8 @@ func (e *engineClient) checkIdentity(root string, r SetupReceipt) error {
 	if same {
 		return nil
 	}
-	now := fmt.Sprintf("%s %s, storage %s, socket %s", engineName(e.id.Engine), e.id.DaemonID, e.id.Storage, e.id.Socket)
-	was := fmt.Sprintf("%s %s, storage %s, socket %s", engineName(r.Engine), r.DaemonID, orUnrecorded(r.EngineStorage), r.SocketIdentity)
+	now := fmt.Sprintf("%s %s, storage %s, socket %s", runtimeName(e.id.Engine), e.id.DaemonID, e.id.Storage, e.id.Socket)
+	was := fmt.Sprintf("%s %s, storage %s, socket %s", runtimeName(r.Engine), r.DaemonID, orUnrecorded(r.EngineStorage), r.SocketIdentity)
 	hint := "An engine restarted on the same storage is recognised; this one is another engine. Inspect the container yourself "
 	if r.EngineStorage == "" {
 		hint = "This root was set up before warden recorded the engine's storage, so the socket's inode decides: if dockerd was only restarted (it re-creates its socket), inspect the container yourself "
@@ -252,23 +252,23 @@ func orUnrecorded(s string) string {
 	return s
 }
 
-// engineName is how messages name an engine kind.
-func engineName(kind string) string {
-	if kind == EnginePodman {
+// runtimeName is how messages name a runtime kind.
+func runtimeName(kind string) string {
+	if kind == RuntimePodman {
 		return "Podman service"
 	}
 	return "Docker Engine"
 }
 
-// cliFor is the command line an operator uses to reach the engine by hand.
+// cliFor is the command line an operator uses to reach the runtime by hand.
 func cliFor(kind, socket string) string {
-	if kind == EnginePodman {
+	if kind == RuntimePodman {
 		return "podman --url unix://" + socket
 	}
 	return "docker -H unix://" + socket
 }
 
-// clean keeps an engine-reported string printable and short: the engine
+// clean keeps a runtime-reported string printable and short: the runtime
 // is not trusted to keep escapes out of a terminal.
 func clean(s string, n int) string {
 	s = strings.Map(func(r rune) rune {
@@ -283,12 +283,12 @@ func clean(s string, n int) string {
 	return s
 }
 
-// EngineInfo is what warden knows about the engine on a socket before it
+// RuntimeInfo is what warden knows about the runtime on a socket before it
 // creates anything: doctor and the init wizard show it.
-type EngineInfo struct {
+type RuntimeInfo struct {
 	Socket     string `json:"socket"`
 	Engine     string `json:"engine"`     // docker or podman
-	Version    string `json:"version"`    // the engine's version
+	Version    string `json:"version"`    // the runtime's version
 	APIVersion string `json:"apiVersion"` // the negotiated Docker API version
 	DaemonID   string `json:"daemonId"`   // as setup.json will record it
 	Storage    string `json:"storage,omitempty"`
@@ -302,24 +302,24 @@ type EngineInfo struct {
 	Fix        string `json:"fix,omitempty"`       // what to do about Problem
 }
 
-// ProbeEngine dials the engine at socket and reports which engine it is,
+// ProbeRuntime dials the runtime at socket and reports which runtime it is,
 // its API version and whether its init binary exists. It changes nothing.
-// An engine that cannot be reached is an error; a missing init binary is
-// reported in Problem (init refuses such an engine before it creates the
+// A runtime that cannot be reached is an error; a missing init binary is
+// reported in Problem (init refuses such a runtime before it creates the
 // root).
-func ProbeEngine(ctx context.Context, socket string) (EngineInfo, error) {
-	eng, err := openEngine(ctx, socket)
+func ProbeRuntime(ctx context.Context, socket string) (RuntimeInfo, error) {
+	eng, err := openRuntime(ctx, socket)
 	if err != nil {
-		return EngineInfo{Socket: socket}, err
+		return RuntimeInfo{Socket: socket}, err
 	}
 	defer eng.Close()
 	return eng.describe(), nil
 }
 
-func (e *engineClient) describe() EngineInfo {
-	in := EngineInfo{Socket: e.socket, Engine: e.id.Engine, Version: e.id.Version, APIVersion: e.id.APIVersion, DaemonID: e.id.DaemonID,
+func (e *runtimeClient) describe() RuntimeInfo {
+	in := RuntimeInfo{Socket: e.socket, Engine: e.id.Engine, Version: e.id.Version, APIVersion: e.id.APIVersion, DaemonID: e.id.DaemonID,
 		Storage: e.id.Storage, Inodes: WorkspaceInodes}
-	if e.id.Engine == EnginePodman {
+	if e.id.Engine == RuntimePodman {
 		in.Inodes = InodesUnboundedPodman + " unless this Podman accepts nr_inodes"
 	}
 	if fi, err := os.Stat(e.socket); err == nil {
@@ -327,7 +327,7 @@ func (e *engineClient) describe() EngineInfo {
 		in.Rootless = in.SocketUID != 0
 	}
 	name := "Docker"
-	if e.id.Engine == EnginePodman {
+	if e.id.Engine == RuntimePodman {
 		name = "Podman"
 	}
 	in.Label = fmt.Sprintf("%s %s (API %s)", name, e.id.Version, e.id.APIVersion)
@@ -338,7 +338,7 @@ func (e *engineClient) describe() EngineInfo {
 		switch {
 		case errors.As(err, &fe):
 			in.InitError, in.Problem, in.Fix = fe.Problem, fe.Problem, fe.Fix
-		case e.id.Engine == EngineDocker:
+		case e.id.Engine == RuntimeDocker:
 			in.Fix = "install docker-init (tini) or set dockerd's --init-path"
 		}
 	} else {

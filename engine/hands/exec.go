@@ -28,9 +28,9 @@ type ExecResult struct {
 }
 
 // Exec runs argv in the root's container as ContainerUser in /workspace,
-// after checking the engine, the owner label and the generation. Each
+// after checking the runtime, the owner label and the generation. Each
 // stream is cut at MaxOutput with a note. A cancelled ctx stops waiting;
-// neither engine can kill an exec, so the command may run on until the
+// neither runtime can kill an exec, so the command may run on until the
 // container stops.
 func Exec(ctx context.Context, root string, argv []string) (ExecResult, error) {
 	if len(argv) == 0 || argv[0] == "" {
@@ -122,9 +122,9 @@ func checkWorkspacePath(p string) error {
 	return nil
 }
 
-// openReady opens the recorded engine and checks that the root is ready
+// openReady opens the recorded runtime and checks that the root is ready
 // and its container is the recorded one, running.
-func openReady(ctx context.Context, root string) (*engineClient, SetupReceipt, error) {
+func openReady(ctx context.Context, root string) (*runtimeClient, SetupReceipt, error) {
 	rec, err := ReadReceipt(root)
 	if err != nil {
 		return nil, rec, err
@@ -132,11 +132,11 @@ func openReady(ctx context.Context, root string) (*engineClient, SetupReceipt, e
 	if rec.Phase != PhaseReady {
 		return nil, rec, fmt.Errorf("hands root %s is at phase %s, not ready: see `warden hands status --root %s`", root, rec.Phase, root)
 	}
-	eng, err := openEngine(ctx, rec.EngineSocket)
+	eng, err := openRuntime(ctx, rec.EngineSocket)
 	if err != nil {
 		return nil, rec, err
 	}
-	fail := func(err error) (*engineClient, SetupReceipt, error) {
+	fail := func(err error) (*runtimeClient, SetupReceipt, error) {
 		eng.Close()
 		return nil, rec, err
 	}
@@ -154,12 +154,12 @@ func openReady(ctx context.Context, root string) (*engineClient, SetupReceipt, e
 }
 
 // exec runs argv and cuts each stream with a note.
-func (e *engineClient) exec(ctx context.Context, id string, argv []string, stdin io.Reader) (ExecResult, error) {
+func (e *runtimeClient) exec(ctx context.Context, id string, argv []string, stdin io.Reader) (ExecResult, error) {
 	res, _, err := e.execRaw(ctx, id, argv, stdin)
 	return res, err
 }
 
-func (e *engineClient) execRaw(ctx context.Context, id string, argv []string, stdin io.Reader) (ExecResult, bool, error) {
+func (e *runtimeClient) execRaw(ctx context.Context, id string, argv []string, stdin io.Reader) (ExecResult, bool, error) {
 	cr, err := e.cli.ExecCreate(ctx, id, client.ExecCreateOptions{User: ContainerUser, WorkingDir: "/workspace", Cmd: argv,
 		AttachStdin: stdin != nil, AttachStdout: true, AttachStderr: true})
 	if err != nil {

@@ -17,21 +17,21 @@ type FinishResult struct {
 	ContainerID string `json:"containerId"`
 	Stopped     bool   `json:"stopped"` // warden stopped the container now
 	Note        string `json:"note,omitempty"`
-	// ContainerKept: the stopped container stays on the engine. warden
+	// ContainerKept: the stopped container stays on the runtime. warden
 	// never removes a container: the stopped one still holds what the
 	// evidence files do not copy (its logs, its filesystem changes, its
-	// inspect record). KeptWhy says so; RemoveWith is the engine's
+	// inspect record). KeptWhy says so; RemoveWith is the runtime's
 	// command that removes it, for when the operator is done with it.
 	ContainerKept bool   `json:"containerKept"`
 	KeptWhy       string `json:"keptWhy,omitempty"`
 	RemoveWith    string `json:"removeWith,omitempty"`
 }
 
-// keptWhy is why finish leaves the stopped container on the engine.
+// keptWhy is why finish leaves the stopped container on the runtime.
 const keptWhy = "warden never removes a container: the stopped one keeps its logs, filesystem changes and inspect record, which evidence/ does not copy"
 
 // Finish stops exactly the recorded container of root, and only when the
-// engine is the recorded one, the container carries our owner label and
+// runtime is the recorded one, the container carries our owner label and
 // it is still the recorded generation; it verifies by inspection that the
 // container stopped, then writes phase finished and calls onPhase. Anything
 // else is refused with what to do next, and nothing is stopped.
@@ -64,7 +64,7 @@ func Finish(ctx context.Context, root string, progress func(step, detail string)
 	say(StepReceipt, fmt.Sprintf("phase %s, container %s", rec.Phase, ShortID(rec.ContainerID)))
 	res.ContainerID = rec.ContainerID
 
-	eng, err := openEngine(ctx, rec.EngineSocket)
+	eng, err := openRuntime(ctx, rec.EngineSocket)
 	if err != nil {
 		return res, err
 	}
@@ -72,7 +72,7 @@ func Finish(ctx context.Context, root string, progress func(step, detail string)
 	if err := eng.checkIdentity(root, rec); err != nil {
 		return res, err
 	}
-	say(StepEngine, engineName(rec.Engine)+" "+rec.DaemonID+" on "+rec.EngineSocket+" as recorded")
+	say(StepRuntime, runtimeName(rec.Engine)+" "+rec.DaemonID+" on "+rec.EngineSocket+" as recorded")
 	cli := cliFor(rec.Engine, rec.EngineSocket)
 
 	if rec.ContainerID == "" {

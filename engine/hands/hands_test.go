@@ -32,7 +32,7 @@ func TestInitReadyThenFinish(t *testing.T) {
 			t.Fatal(err)
 		}
 		wantSteps := []string{"root", "engine", "layout", "lease", "prepared", "image", "creating", "created", "options", "label", "started", "running", "policy", "ready"}
-		if e.Name == EnginePodman {
+		if e.Name == RuntimePodman {
 			// Podman 4.3 refuses nr_inodes: warden says so, and creates with the size bound.
 			wantSteps = slices.Insert(wantSteps, 7, "inodes")
 		}
@@ -90,7 +90,7 @@ func TestInitReadyThenFinish(t *testing.T) {
 			{"user", c.Config.User == "10002:10002"},
 			// Podman reports the image's name in Config.Image even when
 			// created by id; the container's image is the id on both.
-			{"image by id", c.Image == res.Image && (c.Config.Image == res.Image || e.Name == EnginePodman)},
+			{"image by id", c.Image == res.Image && (c.Config.Image == res.Image || e.Name == RuntimePodman)},
 			{"running generation", c.State.Running && c.State.StartedAt == res.Generation},
 			{"no restart", hc.RestartPolicy.Name == "no" || hc.RestartPolicy.Name == ""},
 			{"not privileged", !hc.Privileged},
@@ -188,7 +188,7 @@ func TestInitMissingImageBurnsNothing(t *testing.T) {
 			t.Fatalf("want a plain refusal, got %v", err)
 		}
 		cli := "docker -H unix://"
-		if e.Name == EnginePodman {
+		if e.Name == RuntimePodman {
 			cli = "podman --url unix://"
 		}
 		wantContains(t, err, "never pulls", cli+f.sock+" pull warden-test/not-here:0", "run the same init again")
@@ -382,7 +382,7 @@ func TestForeignContainerNeverStopped(t *testing.T) {
 				if _, err := Exec(ctx, f.root, []string{"true"}); err == nil {
 					t.Error("exec ran in a foreign container")
 				}
-				eng, err := openEngine(ctx, f.sock)
+				eng, err := openRuntime(ctx, f.sock)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -442,7 +442,7 @@ func TestFinishRefusesDifferentEngine(t *testing.T) {
 		good := f.receipt()
 		other := good
 		otherID := good
-		if e.Name == EngineDocker {
+		if e.Name == RuntimeDocker {
 			// Same daemon ID, other data root: Docker 20.10 derives the ID
 			// from /etc/docker/key.json, shared by every dockerd on a host.
 			other.EngineStorage = "overlay2:/var/lib/other-docker"
@@ -453,9 +453,9 @@ func TestFinishRefusesDifferentEngine(t *testing.T) {
 			other.DaemonID = podmanID(other.EngineStorage)
 		}
 		otherKind := good
-		otherKind.Engine, otherKind.EngineStorage, otherKind.Inodes = EngineDocker, good.EngineStorage, WorkspaceInodes
-		if e.Name == EngineDocker {
-			otherKind.Engine, otherKind.EngineStorage, otherKind.Inodes = EnginePodman, "vfs:/var/lib/containers", InodesUnboundedPodman
+		otherKind.Engine, otherKind.EngineStorage, otherKind.Inodes = RuntimeDocker, good.EngineStorage, WorkspaceInodes
+		if e.Name == RuntimeDocker {
+			otherKind.Engine, otherKind.EngineStorage, otherKind.Inodes = RuntimePodman, "vfs:/var/lib/containers", InodesUnboundedPodman
 			otherKind.DaemonID = podmanID(otherKind.EngineStorage)
 		}
 		for _, rec := range []SetupReceipt{other, otherID, otherKind} {

@@ -18,7 +18,7 @@ import (
 
 const testOwner = "local:test"
 
-// fixture is one not-yet-existing root on a real engine.
+// fixture is one not-yet-existing root on a real runtime.
 type fixture struct {
 	t    *testing.T
 	eng  string // docker or podman
@@ -39,9 +39,9 @@ func newFixture(t *testing.T, e handstest.Engine) *fixture {
 	return f
 }
 
-// wantInodes is what the workspace's inodes are bounded by on f's engine.
+// wantInodes is what the workspace's inodes are bounded by on f's runtime.
 func (f *fixture) wantInodes() string {
-	if f.eng == EnginePodman {
+	if f.eng == RuntimePodman {
 		return InodesUnboundedPodman
 	}
 	return WorkspaceInodes
@@ -132,14 +132,14 @@ func mode(t *testing.T, path string) os.FileMode {
 	return fi.Mode().Perm()
 }
 
-// capsAllDropped reads the engine's report of --cap-drop ALL: Docker
+// capsAllDropped reads the runtime's report of --cap-drop ALL: Docker
 // echoes ["ALL"]; Podman lists each capability it dropped, which must be
 // at least its default set (containers.conf) plus the ones Docker grants.
 func (f *fixture) capsAllDropped(drop, add []string) bool {
 	if len(add) != 0 {
 		return false
 	}
-	if f.eng == EngineDocker {
+	if f.eng == RuntimeDocker {
 		return reflect.DeepEqual(drop, []string{"ALL"})
 	}
 	for _, c := range []string{"CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "NET_BIND_SERVICE", "SETFCAP", "SETGID", "SETPCAP", "SETUID", "SYS_CHROOT"} {
@@ -154,7 +154,7 @@ func (f *fixture) capsAllDropped(drop, add []string) bool {
 // Podman the size and mode as set, no inode option, Podman's defaults
 // appended.
 func (f *fixture) tmpfsAsSet(opts string) bool {
-	if f.eng == EngineDocker {
+	if f.eng == RuntimeDocker {
 		return opts == "size=128m,nr_inodes=32768,mode=1777"
 	}
 	have := strings.Split(opts, ",")
@@ -169,10 +169,10 @@ func (f *fixture) ulimitsAsSet(us []*container.Ulimit) bool {
 	return len(got) == 2 && got["nofile"] == [2]int64{4096, 4096} && got["nproc"] == [2]int64{4096, 4096}
 }
 
-// cliPrefix is the engine's own command line on f's socket, as messages
+// cliPrefix is the runtime's own command line on f's socket, as messages
 // name it.
 func (f *fixture) cliPrefix() string {
-	if f.eng == EnginePodman {
+	if f.eng == RuntimePodman {
 		return "podman --url unix://" + f.sock
 	}
 	return "docker -H unix://" + f.sock

@@ -10,7 +10,7 @@ import (
 	"github.com/moby/moby/client"
 )
 
-// Image is one local image of an engine, as the console offers it.
+// Image is one local image of a runtime, as the console offers it.
 type Image struct {
 	// Ref is what to pass as --image: a repo:tag, or the short id of an
 	// image without tags.
@@ -35,23 +35,23 @@ func CheckSocket(socket string) error {
 	return err
 }
 
-// LocalImages lists the images the engine at socket holds locally (init
+// LocalImages lists the images the runtime at socket holds locally (init
 // never pulls), sorted by Ref: one entry per repo:tag, and the short id
 // for an image without tags.
 func LocalImages(ctx context.Context, socket string) ([]Image, error) {
-	eng, err := openEngine(ctx, socket)
+	eng, err := openRuntime(ctx, socket)
 	if err != nil {
 		return nil, err
 	}
 	defer eng.Close()
 	// The same check init makes before it creates anything: the wizard
-	// lists images only on an engine that can run the container.
+	// lists images only on a runtime that can run the container.
 	if _, err := eng.checkInit(); err != nil {
-		return nil, fmt.Errorf("the %s at %s cannot run a hands container: %w", engineName(eng.id.Engine), socket, err)
+		return nil, fmt.Errorf("the %s at %s cannot run a hands container: %w", runtimeName(eng.id.Engine), socket, err)
 	}
 	res, err := eng.cli.ImageList(ctx, client.ImageListOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("list the images of the %s at %s: %w", engineName(eng.id.Engine), socket, err)
+		return nil, fmt.Errorf("list the images of the %s at %s: %w", runtimeName(eng.id.Engine), socket, err)
 	}
 	var out []Image
 	for _, im := range res.Items {

@@ -29,7 +29,7 @@ const ContainerUser = "10002:10002"
 // WorkspaceTmpfs is the workspace mount: 128 MiB, 32768 inodes.
 const WorkspaceTmpfs = "size=128m,nr_inodes=" + WorkspaceInodes + ",mode=1777"
 
-// WorkspaceTmpfsSizeOnly is the workspace mount on an engine that refuses
+// WorkspaceTmpfsSizeOnly is the workspace mount on a runtime that refuses
 // nr_inodes (Podman 4.3): 128 MiB, inodes bounded by the size only.
 const WorkspaceTmpfsSizeOnly = "size=128m,mode=1777"
 
@@ -64,11 +64,11 @@ type InitOptions struct {
 	// Progress, when set, is told each step as it completes.
 	Progress func(step, detail string) `json:"-"`
 	// OnPhase, when set, is called after each phase is durably written to
-	// setup.json (the engine records a receipt and the known-root record).
+	// setup.json (warden's engine records a receipt and the known-root record).
 	// An error fails the init, except at phase failed.
 	OnPhase func(SetupReceipt) error `json:"-"`
 	// BeforeReady, when set, runs after phase running and before ready:
-	// the engine sets the root's initial policy there.
+	// warden's engine sets the root's initial policy there.
 	BeforeReady func(SetupReceipt) error `json:"-"`
 }
 
@@ -123,24 +123,24 @@ func Init(ctx context.Context, opts InitOptions) (InitResult, error) {
 	r := &initRun{opts: opts, root: opts.Root, ctx: ctx}
 	r.progress(StepRoot, opts.Root+" is new and its ancestors are safe")
 
-	eng, err := openEngine(ctx, opts.EngineSocket)
+	eng, err := openRuntime(ctx, opts.EngineSocket)
 	if err != nil {
 		return InitResult{}, err
 	}
 	defer eng.Close()
 	r.eng = eng
-	// Before the layout: an engine that cannot create the container must
+	// Before the layout: a runtime that cannot create the container must
 	// not cost the operator a root.
 	initBin, err := eng.checkInit()
 	if err != nil {
-		return InitResult{}, &FixError{Problem: fmt.Sprintf("the %s at %s cannot run the container: %v", engineName(eng.id.Engine), opts.EngineSocket, err),
+		return InitResult{}, &FixError{Problem: fmt.Sprintf("the %s at %s cannot run the container: %v", runtimeName(eng.id.Engine), opts.EngineSocket, err),
 			Fix: "nothing was created, so run the same init again once that is fixed", Err: err}
 	}
-	detail := fmt.Sprintf("%s %s, daemon %s on %s (API %s), init %s", engineName(eng.id.Engine), eng.id.Version, eng.id.DaemonID, opts.EngineSocket, eng.id.APIVersion, initBin)
+	detail := fmt.Sprintf("%s %s, daemon %s on %s (API %s), init %s", runtimeName(eng.id.Engine), eng.id.Version, eng.id.DaemonID, opts.EngineSocket, eng.id.APIVersion, initBin)
 	if eng.id.Storage != "" {
 		detail += ", storage " + eng.id.Storage
 	}
-	r.progress(StepEngine, detail)
+	r.progress(StepRuntime, detail)
 	if err := r.interrupted(); err != nil {
 		return InitResult{}, err
 	}
@@ -187,7 +187,7 @@ func Init(ctx context.Context, opts InitOptions) (InitResult, error) {
 type initRun struct {
 	opts     InitOptions
 	root     string
-	eng      *engineClient
+	eng      *runtimeClient
 	rec      SetupReceipt
 	creating bool            // phase creating was written: a container may exist
 	ctx      context.Context // Init's: the pause hook and the interruption checks watch it
@@ -213,7 +213,7 @@ func (r *initRun) interrupted() error {
 	return fmt.Errorf("interrupted: %v", context.Cause(r.ctx))
 }
 
-// phase writes the receipt at p, then tells the engine.
+// phase writes the receipt at p, then tells warden's engine (OnPhase).
 func (r *initRun) phase(p Phase) error {
 	r.rec.Phase = p
 	if err := writeReceipt(r.root, r.rec); err != nil {
@@ -300,7 +300,7 @@ func (r *initRun) steps(ctx context.Context) error {
 	if _, err := r.eng.cli.ContainerStart(ctx, id, client.ContainerStartOptions{}); err != nil {
 		err = fmt.Errorf("start container %s: %w", ShortID(id), err)
 		// What checkReach looks for before the root exists, in case the
-		// engine could not show it there.
+		// runtime could not show it there.
 		if dir, bin := initDir(r.eng.id.Engine); strings.Contains(err.Error(), "stat "+bin+": permission denied") {
 			err = &FixError{Problem: err.Error() + " (the container's user, uid 10002, cannot search / or " + dir + " in this image)",
 				Fix: "give the image's / and " + dir + " mode 0755, then init a new root", Err: err}
@@ -362,7 +362,7 @@ func (r *initRun) steps(ctx context.Context) error {
 func (r *initRun) create(ctx context.Context) (id, inodes string, err error) {
 	id, err = r.createWith(ctx, WorkspaceTmpfs)
 	inodes = WorkspaceInodes
-	if err != nil && r.eng.id.Engine == EnginePodman && strings.Contains(err.Error(), `unknown mount option "nr_inodes`) {
+	if err != nil && r.eng.id.Engine == RuntimePodman && strings.Contains(err.Error(), `unknown mount option "nr_inodes`) {
 		r.progress(StepInodes, "Podman refuses nr_inodes on a tmpfs: the workspace is bounded by its 128 MiB only ("+InodesUnboundedPodman+")")
 		id, err = r.createWith(ctx, WorkspaceTmpfsSizeOnly)
 		inodes = InodesUnboundedPodman
@@ -401,7 +401,7 @@ func (r *initRun) createWith(ctx context.Context, tmpfs string) (string, error) 
 	return res.ID, nil
 }
 
-// missingImage says the image is not there, with the engine's own command.
+// missingImage says the image is not there, with the runtime's own command.
 func (r *initRun) missingImage() error {
 	cli := cliFor(r.eng.id.Engine, r.opts.EngineSocket)
 	return &FixError{Problem: fmt.Sprintf("image %q is not on the engine at %s and warden never pulls", r.opts.Image, r.opts.EngineSocket),

@@ -10,7 +10,7 @@ import (
 
 // VerifyOptions compares an inspected container with what create asked
 // for and lists every option that is not as set (empty when all are).
-// Init runs it before it starts the container, on both engines: an engine
+// Init runs it before it starts the container, on both runtimes: a runtime
 // that silently dropped an option (a compat layer, an old daemon) gets
 // its container refused rather than trusted.
 //
@@ -74,7 +74,7 @@ func VerifyOptions(engine string, c container.InspectResponse, image, inodes str
 		case WorkspaceInodes:
 			want = append(want, "nr_inodes="+WorkspaceInodes)
 		case InodesUnboundedPodman:
-			if engine != EnginePodman {
+			if engine != RuntimePodman {
 				no("inodes bounded on Docker", opts)
 			}
 		default:
@@ -106,7 +106,7 @@ func capsDropped(engine string, drop, add []string) bool {
 	if slices.ContainsFunc(drop, func(c string) bool { return strings.EqualFold(c, "ALL") || strings.EqualFold(c, "CAP_ALL") }) {
 		return true
 	}
-	return engine == EnginePodman && len(drop) > 0
+	return engine == RuntimePodman && len(drop) > 0
 }
 
 // OptionsSummary says in one line what VerifyOptions confirmed.

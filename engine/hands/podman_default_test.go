@@ -17,7 +17,7 @@ import (
 // Podman started as the README says (its own defaults: on this host
 // overlay storage, runc, cgroupfs) runs hands to ready and finish.
 func TestInitOnPodmanDefaultFlags(t *testing.T) {
-	e := handstest.Engine{Name: EnginePodman, Socket: handstest.PodmanDefaults(t)}
+	e := handstest.Engine{Name: RuntimePodman, Socket: handstest.PodmanDefaults(t)}
 	f := newFixture(t, e)
 	res := f.ready()
 	st, err := Status(context.Background(), f.root)
@@ -36,7 +36,7 @@ func TestInitOnPodmanDefaultFlags(t *testing.T) {
 	}
 }
 
-// importBroken imports a busybox image as ref on the engine behind cli,
+// importBroken imports a busybox image as ref on the runtime behind cli,
 // its root at mode root and with dirs, removed when the test ends.
 func importBroken(t *testing.T, cli *client.Client, ref string, root fs.FileMode, dirs map[string]fs.FileMode) {
 	t.Helper()
@@ -76,7 +76,7 @@ func TestInitRefusesImageWhoseRunLocksOutTheUser(t *testing.T) {
 		sock func(testing.TB) string
 	}{{"defaults", handstest.PodmanDefaults}, {"test", handstest.Podman}} {
 		t.Run(eng.name, func(t *testing.T) {
-			f := newFixture(t, handstest.Engine{Name: EnginePodman, Socket: eng.sock(t)})
+			f := newFixture(t, handstest.Engine{Name: RuntimePodman, Socket: eng.sock(t)})
 			ref := "warden-test/run0700:1"
 			importBroken(t, f.cli, ref, 0o755, map[string]fs.FileMode{"run/": 0o700})
 			opts := f.opts()
@@ -97,7 +97,7 @@ func TestInitRefusesImageWhoseRunLocksOutTheUser(t *testing.T) {
 func TestInitImageWhoseRootIs0700(t *testing.T) {
 	ref := "warden-test/root0700:1"
 	t.Run("vfs", func(t *testing.T) {
-		f := newFixture(t, handstest.Engine{Name: EnginePodman, Socket: handstest.Podman(t)})
+		f := newFixture(t, handstest.Engine{Name: RuntimePodman, Socket: handstest.Podman(t)})
 		importBroken(t, f.cli, ref, 0o700, nil)
 		opts := f.opts()
 		opts.Image = ref
@@ -105,7 +105,7 @@ func TestInitImageWhoseRootIs0700(t *testing.T) {
 		wantRefusedBeforeRoot(t, f, err, "/ is 0700", "vfs storage", "--storage-driver overlay", "chmod 755")
 	})
 	t.Run("overlay", func(t *testing.T) {
-		f := newFixture(t, handstest.Engine{Name: EnginePodman, Socket: handstest.PodmanDefaults(t)})
+		f := newFixture(t, handstest.Engine{Name: RuntimePodman, Socket: handstest.PodmanDefaults(t)})
 		importBroken(t, f.cli, ref, 0o700, nil)
 		opts := f.opts()
 		opts.Image = ref
@@ -122,13 +122,13 @@ func TestReachProblem(t *testing.T) {
 		seen          []dirStat
 		want          []string // nil: no problem
 	}{
-		{EnginePodman, "overlay:/x", []dirStat{{Path: "/", Mode: dir | 0o555}, {Path: "/run", Missing: true}}, nil},
-		{EnginePodman, "vfs:/x", []dirStat{{Path: "/", Mode: dir | 0o755}, {Path: "/run", Mode: dir | 0o711}}, nil},
-		{EnginePodman, "vfs:/x", []dirStat{{Path: "/", Mode: dir | 0o750}, {Path: "/run", Missing: true}}, []string{"/ is 0750", "--storage-driver overlay"}},
-		{EnginePodman, "overlay:/x", []dirStat{{Path: "/", Mode: dir | 0o555}, {Path: "/run", Mode: dir | 0o700}}, []string{"/run is 0700", "no Podman flag"}},
-		{EnginePodman, "overlay:/x", []dirStat{{Path: "/", Mode: dir | 0o555}, {Path: "/run", Mode: 0o644}}, []string{"/run is not a directory"}},
-		{EngineDocker, "overlay2:/x", []dirStat{{Path: "/", Mode: dir | 0o700}, {Path: "/sbin", Missing: true}}, []string{"/ is 0700", "/sbin/docker-init", "give the image a / of mode 0755"}},
-		{EngineDocker, "overlay2:/x", []dirStat{{Path: "/", Mode: dir | 0o755}, {Path: "/sbin", Mode: dir | 0o700}}, []string{"/sbin is 0700", "rebuild the image with /sbin at mode 0755"}},
+		{RuntimePodman, "overlay:/x", []dirStat{{Path: "/", Mode: dir | 0o555}, {Path: "/run", Missing: true}}, nil},
+		{RuntimePodman, "vfs:/x", []dirStat{{Path: "/", Mode: dir | 0o755}, {Path: "/run", Mode: dir | 0o711}}, nil},
+		{RuntimePodman, "vfs:/x", []dirStat{{Path: "/", Mode: dir | 0o750}, {Path: "/run", Missing: true}}, []string{"/ is 0750", "--storage-driver overlay"}},
+		{RuntimePodman, "overlay:/x", []dirStat{{Path: "/", Mode: dir | 0o555}, {Path: "/run", Mode: dir | 0o700}}, []string{"/run is 0700", "no Podman flag"}},
+		{RuntimePodman, "overlay:/x", []dirStat{{Path: "/", Mode: dir | 0o555}, {Path: "/run", Mode: 0o644}}, []string{"/run is not a directory"}},
+		{RuntimeDocker, "overlay2:/x", []dirStat{{Path: "/", Mode: dir | 0o700}, {Path: "/sbin", Missing: true}}, []string{"/ is 0700", "/sbin/docker-init", "give the image a / of mode 0755"}},
+		{RuntimeDocker, "overlay2:/x", []dirStat{{Path: "/", Mode: dir | 0o755}, {Path: "/sbin", Mode: dir | 0o700}}, []string{"/sbin is 0700", "rebuild the image with /sbin at mode 0755"}},
 	} {
 		err := reachProblem(c.kind, c.storage, c.seen)
 		if c.want == nil {
@@ -146,7 +146,7 @@ func TestReachProblem(t *testing.T) {
 				t.Errorf("%s %s %+v: %q lacks %q", c.kind, c.storage, c.seen, err, w)
 			}
 		}
-		if c.kind == EngineDocker && strings.Contains(err.Error(), "storage-driver") {
+		if c.kind == RuntimeDocker && strings.Contains(err.Error(), "storage-driver") {
 			t.Errorf("Docker told about Podman's storage flag: %v", err)
 		}
 	}
@@ -157,7 +157,7 @@ func TestReachProblem(t *testing.T) {
 // denied`), and init refuses it the same way. Its overlay2 storage makes
 // / 0755 whatever the image says.
 func TestInitRefusesImageWhoseSbinLocksOutTheUserOnDocker(t *testing.T) {
-	f := newFixture(t, handstest.Engine{Name: EngineDocker, Socket: handstest.Docker(t)})
+	f := newFixture(t, handstest.Engine{Name: RuntimeDocker, Socket: handstest.Docker(t)})
 	ref := "warden-test/sbin0700:1"
 	importBroken(t, f.cli, ref, 0o755, map[string]fs.FileMode{"sbin/": 0o700})
 	opts := f.opts()

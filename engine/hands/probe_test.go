@@ -15,12 +15,12 @@ import (
 	"github.com/wardenhq/warden/engine/hands/handstest"
 )
 
-// fakeEngine answers the three calls openEngine makes, for faults the
-// real engines on this host cannot show: an engine that is neither
+// fakeRuntime answers the three calls openRuntime makes, for faults the
+// real runtimes on this host cannot show: a runtime that is neither
 // Docker nor Podman, a Docker without docker-init, a rootless Podman (on
 // cgroup v1 and v2). Beside the real tests (TestDoctorEngineSocket and the hands
-// suite run on the real engines), never instead of them.
-func fakeEngine(t *testing.T, component, cgroup string, withInit bool, socketUID int) string {
+// suite run on the real runtimes), never instead of them.
+func fakeRuntime(t *testing.T, component, cgroup string, withInit bool, socketUID int) string {
 	t.Helper()
 	sock := filepath.Join(handstest.Base(t, ""), "fake.sock")
 	l, err := net.Listen("unix", sock)
@@ -60,16 +60,16 @@ func fakeEngine(t *testing.T, component, cgroup string, withInit bool, socketUID
 func TestProbeEngineFaults(t *testing.T) {
 	ctx := context.Background()
 
-	_, err := ProbeEngine(ctx, fakeEngine(t, "Containerd Thing", "2", true, 0))
+	_, err := ProbeRuntime(ctx, fakeRuntime(t, "Containerd Thing", "2", true, 0))
 	if err == nil || !strings.Contains(err.Error(), "neither a Docker Engine nor Podman") {
 		t.Errorf("an unknown engine: %v", err)
 	}
 
-	in, err := ProbeEngine(ctx, fakeEngine(t, "Engine", "2", false, 0))
-	if err != nil || in.Engine != EngineDocker || !strings.Contains(in.Problem, "no docker-init component") || in.Fix == "" {
+	in, err := ProbeRuntime(ctx, fakeRuntime(t, "Engine", "2", false, 0))
+	if err != nil || in.Engine != RuntimeDocker || !strings.Contains(in.Problem, "no docker-init component") || in.Fix == "" {
 		t.Errorf("Docker without docker-init: %+v %v", in, err)
 	}
-	in, err = ProbeEngine(ctx, fakeEngine(t, "Engine", "1", true, 0))
+	in, err = ProbeRuntime(ctx, fakeRuntime(t, "Engine", "1", true, 0))
 	if err != nil || in.Problem != "" || in.Init != "docker-init 0.19.0" || in.Storage != "vfs:/var/lib/fake" || in.DaemonID != "AAAA:BBBB" || in.Label != "Docker 9.9 (API 1.41)" {
 		t.Errorf("a Docker with docker-init: %+v %v", in, err)
 	}
@@ -81,9 +81,9 @@ func TestProbeEngineFaults(t *testing.T) {
 	// drops the ulimits (TestInitRefusesRootlessPodman shows it on a real
 	// one); on cgroup v1 the pids limit too.
 	for _, cg := range []string{"1", "2"} {
-		sock := fakeEngine(t, "Podman Engine", cg, false, 1000)
-		in, err = ProbeEngine(ctx, sock)
-		if err != nil || in.Engine != EnginePodman || !in.Rootless || in.DaemonID != podmanID("vfs:/var/lib/fake") ||
+		sock := fakeRuntime(t, "Podman Engine", cg, false, 1000)
+		in, err = ProbeRuntime(ctx, sock)
+		if err != nil || in.Engine != RuntimePodman || !in.Rootless || in.DaemonID != podmanID("vfs:/var/lib/fake") ||
 			!strings.Contains(in.Problem, "rootless (its socket belongs to uid 1000)") || !strings.Contains(in.Problem, "drops the ulimits") ||
 			strings.Contains(in.Problem, "pids limit") != (cg == "1") || in.Fix != RootlessPodmanFix {
 			t.Errorf("rootless Podman on cgroup v%s: %+v %v", cg, in, err)
@@ -100,7 +100,7 @@ func TestProbeEngineFaults(t *testing.T) {
 		}
 	}
 	// The same Podman with a root-owned socket is fine.
-	if in, err := ProbeEngine(ctx, fakeEngine(t, "Podman Engine", "2", false, 0)); err != nil || in.Problem != "" || in.Rootless {
+	if in, err := ProbeRuntime(ctx, fakeRuntime(t, "Podman Engine", "2", false, 0)); err != nil || in.Problem != "" || in.Rootless {
 		t.Errorf("Podman as root on cgroup v2: %+v %v", in, err)
 	}
 }

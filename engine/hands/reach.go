@@ -20,18 +20,18 @@ import (
 // never started and may be removed by hand.
 const LabelProbe = "dev.warden.hands.probe"
 
-// initDir is the directory the engine puts its init binary in, inside the
+// initDir is the directory the runtime puts its init binary in, inside the
 // container: Podman bind-mounts catatonit at /run/podman-init, on the
 // tmpfs it mounts at /run of a read-only container; Docker bind-mounts
 // docker-init at /sbin/docker-init.
 func initDir(kind string) (dir, bin string) {
-	if kind == EnginePodman {
+	if kind == RuntimePodman {
 		return "/run", "/run/podman-init"
 	}
 	return "/sbin", "/sbin/docker-init"
 }
 
-// dirStat is what the engine says about one directory of the container's
+// dirStat is what the runtime says about one directory of the container's
 // file system: its mode, or that it is not there.
 type dirStat struct {
 	Path    string
@@ -45,11 +45,11 @@ type dirStat struct {
 // search bit for others fails every start with the runtime's bare
 // `exec: "/run/podman-init": stat /run/podman-init: permission denied`.
 //
-// The engine shows a rootfs only through a container, so checkReach
+// The runtime shows a rootfs only through a container, so checkReach
 // creates one from the image (never started, labelled LabelProbe), stats
 // / and the init's directory through the archive endpoint, and removes
-// it. A stat the engine cannot answer proves nothing and is not a refusal.
-func (e *engineClient) checkReach(ctx context.Context, image, root string) (err error) {
+// it. A stat the runtime cannot answer proves nothing and is not a refusal.
+func (e *runtimeClient) checkReach(ctx context.Context, image, root string) (err error) {
 	res, err := e.cli.ContainerCreate(ctx, client.ContainerCreateOptions{
 		Config: &container.Config{
 			Image:      image,
@@ -60,7 +60,7 @@ func (e *engineClient) checkReach(ctx context.Context, image, root string) (err 
 		HostConfig: &container.HostConfig{NetworkMode: "none", CapDrop: []string{"ALL"}},
 	})
 	if err != nil {
-		return &FixError{Problem: fmt.Sprintf("the %s at %s could not create a container from %s to check it: %v", engineName(e.id.Engine), e.socket, image, err),
+		return &FixError{Problem: fmt.Sprintf("the %s at %s could not create a container from %s to check it: %v", runtimeName(e.id.Engine), e.socket, image, err),
 			Fix: "nothing was created, so run the same init again once the engine can create containers", Err: err}
 	}
 	defer func() {
@@ -84,8 +84,8 @@ func (e *engineClient) checkReach(ctx context.Context, image, root string) (err 
 }
 
 // statDir stats p in container id, following symlinks (at most 8). ok is
-// false when the engine could not say.
-func (e *engineClient) statDir(ctx context.Context, id, p string) (dirStat, bool) {
+// false when the runtime could not say.
+func (e *runtimeClient) statDir(ctx context.Context, id, p string) (dirStat, bool) {
 	for range 8 {
 		res, err := e.cli.ContainerStatPath(ctx, id, client.ContainerStatPathOptions{Path: p})
 		if cerrdefs.IsNotFound(err) {
@@ -125,15 +125,15 @@ func reachProblem(kind, storage string, seen []dirStat) error {
 			mode = "not a directory (" + st.Mode.String() + ")"
 		}
 		problem := fmt.Sprintf("in a container of this image, %s is %s: the container's user (uid 10002) cannot search it, so the runtime cannot reach %s (the %s's init) and every start fails with `stat %s: permission denied`",
-			st.Path, mode, bin, engineName(kind), bin)
+			st.Path, mode, bin, runtimeName(kind), bin)
 		var fix string
 		switch {
-		case st.Path == "/" && kind == EnginePodman && strings.HasPrefix(storage, "vfs:"):
+		case st.Path == "/" && kind == RuntimePodman && strings.HasPrefix(storage, "vfs:"):
 			problem += "; Podman's vfs storage keeps the mode of the image's own / (its overlay storage makes / 0555 whatever the image says)"
 			fix = "give the image a / of mode 0755 (for `podman import`, `chmod 755` the directory you tar first), or run the Podman service on overlay storage (`podman --storage-driver overlay system service ...`, the default where the kernel has overlayfs); nothing was created, so run the same init again then"
 		case st.Path == "/":
 			fix = "give the image a / of mode 0755 (for an import, `chmod 755` the directory you tar first); nothing was created, so run the same init again then"
-		case kind == EnginePodman:
+		case kind == RuntimePodman:
 			problem += "; Podman mounts a tmpfs on /run of a read-only container, and the runtime gives it the mode of the image's /run"
 			fix = "rebuild the image with /run at mode 0755 (or with no /run at all); no Podman flag changes this; nothing was created, so run the same init again then"
 		default:

@@ -110,13 +110,13 @@ func (r *SetupReceipt) validate() error {
 		return errors.New("socketIdentity does not match DEV:INODE")
 	case !daemonIDPattern().MatchString(r.DaemonID):
 		return errors.New("daemonId does not match the Docker daemon ID format")
-	case r.Engine != EngineDocker && r.Engine != EnginePodman:
+	case r.Engine != RuntimeDocker && r.Engine != RuntimePodman:
 		return errors.New("engine is not docker or podman")
 	case r.EngineStorage != "" && (!storagePattern().MatchString(r.EngineStorage) || len(r.EngineStorage) > 1100 || hasControl(r.EngineStorage)):
 		return errors.New("engineStorage is not DRIVER:/ROOT")
-	case r.Engine == EngineDocker && r.Inodes != "" && r.Inodes != WorkspaceInodes:
+	case r.Engine == RuntimeDocker && r.Inodes != "" && r.Inodes != WorkspaceInodes:
 		return errors.New("a docker receipt with unbounded inodes")
-	case r.Engine == EnginePodman && (r.EngineStorage == "" || podmanID(r.EngineStorage) != r.DaemonID):
+	case r.Engine == RuntimePodman && (r.EngineStorage == "" || podmanID(r.EngineStorage) != r.DaemonID):
 		return errors.New("a podman receipt whose engineStorage is missing or does not match its daemonId")
 	case r.Inodes != "" && r.Inodes != WorkspaceInodes && r.Inodes != InodesUnboundedPodman:
 		return errors.New("inodes is not 32768 or \"unbounded (podman)\"")
@@ -297,7 +297,7 @@ func decodeReceipt(data []byte, r *SetupReceipt) string {
 // was written against a Docker Engine, whose workspace tmpfs bounded its
 // inodes. The next write stores it as version 2.
 func upgradeV1(r *SetupReceipt) {
-	r.Version, r.Engine = ReceiptVersion, EngineDocker
+	r.Version, r.Engine = ReceiptVersion, RuntimeDocker
 	if r.ContainerID != "" {
 		r.Inodes = WorkspaceInodes
 	}

@@ -12,14 +12,14 @@ import (
 )
 
 func validReceipt() SetupReceipt {
-	return SetupReceipt{Version: 2, Owner: "local:test", Engine: EngineDocker, EngineSocket: "/run/docker.sock", SocketIdentity: "64768:1234",
+	return SetupReceipt{Version: 2, Owner: "local:test", Engine: RuntimeDocker, EngineSocket: "/run/docker.sock", SocketIdentity: "64768:1234",
 		DaemonID: "ICFL:TV3P:MQ2O:LHTN:UMKE:6RBL", EngineStorage: "overlay2:/var/lib/docker", Inodes: WorkspaceInodes, Image: "sha256:" + strings.Repeat("ab", 32),
 		ContainerID: strings.Repeat("0f", 32), Generation: "2026-01-02T03:04:05.123456789Z", Phase: PhaseReady}
 }
 
 func validPodmanReceipt() SetupReceipt {
 	r := validReceipt()
-	r.Engine, r.EngineSocket, r.EngineStorage, r.Inodes = EnginePodman, "/run/podman/podman.sock", "vfs:/var/lib/containers/storage", InodesUnboundedPodman
+	r.Engine, r.EngineSocket, r.EngineStorage, r.Inodes = RuntimePodman, "/run/podman/podman.sock", "vfs:/var/lib/containers/storage", InodesUnboundedPodman
 	r.DaemonID = podmanID(r.EngineStorage)
 	return r
 }
@@ -45,9 +45,9 @@ func TestReadReceiptValid(t *testing.T) {
 	}
 	// Every phase with what it promises.
 	for _, r := range []SetupReceipt{
-		{Version: 2, Owner: "o", Engine: EngineDocker, EngineSocket: "/s", SocketIdentity: "1:2", DaemonID: "d", Phase: PhasePrepared},
-		{Version: 2, Owner: "o", Engine: EngineDocker, EngineSocket: "/s", SocketIdentity: "1:2", DaemonID: "d", Image: validReceipt().Image, Phase: PhaseCreating},
-		{Version: 2, Owner: "o", Engine: EngineDocker, EngineSocket: "/s", SocketIdentity: "1:2", DaemonID: "d", Phase: PhaseFailed},
+		{Version: 2, Owner: "o", Engine: RuntimeDocker, EngineSocket: "/s", SocketIdentity: "1:2", DaemonID: "d", Phase: PhasePrepared},
+		{Version: 2, Owner: "o", Engine: RuntimeDocker, EngineSocket: "/s", SocketIdentity: "1:2", DaemonID: "d", Image: validReceipt().Image, Phase: PhaseCreating},
+		{Version: 2, Owner: "o", Engine: RuntimeDocker, EngineSocket: "/s", SocketIdentity: "1:2", DaemonID: "d", Phase: PhaseFailed},
 		validPodmanReceipt(),
 	} {
 		if err := writeReceipt(root, r); err != nil {
@@ -231,7 +231,7 @@ func TestReadReceiptUpgradesVersion1(t *testing.T) {
 	if err := os.WriteFile(path, []byte(v1), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := ReadReceipt(root); err != nil || got.Engine != EngineDocker || got.Inodes != "" || got.Version != 2 {
+	if got, err := ReadReceipt(root); err != nil || got.Engine != RuntimeDocker || got.Inodes != "" || got.Version != 2 {
 		t.Fatalf("v1 without a container: %+v %v", got, err)
 	}
 	if err := writeReceipt(root, got); err != nil {

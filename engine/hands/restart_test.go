@@ -15,8 +15,8 @@ import (
 	"github.com/wardenhq/warden/engine/hands/handstest"
 )
 
-// service is an engine process a test started itself, so it may stop and
-// start it again without disturbing the shared test engines.
+// service is a runtime process a test started itself, so it may stop and
+// start it again without disturbing the shared test runtimes.
 type service struct {
 	t    *testing.T
 	args []string
@@ -113,7 +113,7 @@ func podmanStorage(t *testing.T) string {
 	return filepath.Dir(handstest.Podman(t))
 }
 
-// A Podman service restarted on the same storage is the same engine:
+// A Podman service restarted on the same storage is the same runtime:
 // status shows no drift and finish stops the container. A service on
 // another storage root answering on the same socket is not: status says
 // different, finish refuses, and nothing is stopped.
@@ -125,7 +125,7 @@ func TestPodmanRestartedServiceIsSameEngine(t *testing.T) {
 	// served by a process of this test's own.
 	svc := podmanService(t, base, filepath.Join(shared, "root"), filepath.Join(shared, "run"), sock)
 	svc.start()
-	f := newFixture(t, handstest.Engine{Name: EnginePodman, Socket: sock})
+	f := newFixture(t, handstest.Engine{Name: RuntimePodman, Socket: sock})
 	// Through the shared service (same storage): ours may be stopped.
 	t.Cleanup(func() { handstest.RemoveContainers(t, handstest.Podman(t), f.base) })
 	res := f.ready()
@@ -187,7 +187,7 @@ func dockerService(t *testing.T, dir, sock string) *service {
 }
 
 // A dockerd restarted on the same data root keeps its daemon ID: the
-// same engine, though its socket's inode changed. Another daemon (another
+// same runtime, though its socket's inode changed. Another daemon (another
 // data root, so another ID) on the same socket is not.
 func TestDockerRestartedServiceIsSameEngine(t *testing.T) {
 	handstest.Docker(t) // the shared one proves dockerd and the image tarball work here
@@ -198,7 +198,7 @@ func TestDockerRestartedServiceIsSameEngine(t *testing.T) {
 	cli := handstest.Client(t, sock)
 	handstest.ImportImage(t, cli)
 
-	f := newFixture(t, handstest.Engine{Name: EngineDocker, Socket: sock})
+	f := newFixture(t, handstest.Engine{Name: RuntimeDocker, Socket: sock})
 	res := f.ready()
 
 	svc.restart()

@@ -17,7 +17,7 @@ type RootError struct {
 	Fix     string
 	// Create, when set, says the only problem is a parent that does not
 	// exist yet and that MakeParent may create it: these directories,
-	// outermost first, with mode ParentMode, owned by UID (the engine's
+	// outermost first, with mode ParentMode, owned by UID (warden's
 	// user). It is set only when every existing ancestor is a real
 	// directory that only root or this user can write (no sticky
 	// exception: a directory made in /tmp could be taken first by

@@ -15,7 +15,7 @@ import (
 )
 
 // Bad roots are refused before anything is touched: nothing is created,
-// the engine is never asked (the socket here does not even exist), and an
+// the runtime is never asked (the socket here does not even exist), and an
 // existing dir keeps its content and mode.
 func TestBadRootsTouchNothing(t *testing.T) {
 	base := handstest.Base(t, "")

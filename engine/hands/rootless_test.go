@@ -27,10 +27,10 @@ func TestInitRefusesRootlessPodman(t *testing.T) {
 		t.Skip("no rootless Podman service: scripts/uml-systemd starts one as cloudsdk and sets WARDEN_TEST_PODMAN_ROOTLESS")
 	}
 	ctx := context.Background()
-	f := newFixture(t, handstest.Engine{Name: EnginePodman, Socket: sock})
+	f := newFixture(t, handstest.Engine{Name: RuntimePodman, Socket: sock})
 
-	in, err := ProbeEngine(ctx, sock)
-	if err != nil || in.Engine != EnginePodman || !in.Rootless || in.SocketUID != os.Geteuid() || !strings.Contains(in.Problem, "drops the ulimits") || in.Fix != RootlessPodmanFix {
+	in, err := ProbeRuntime(ctx, sock)
+	if err != nil || in.Engine != RuntimePodman || !in.Rootless || in.SocketUID != os.Geteuid() || !strings.Contains(in.Problem, "drops the ulimits") || in.Fix != RootlessPodmanFix {
 		t.Errorf("doctor on rootless Podman: %+v %v", in, err)
 	}
 	_, err = Init(ctx, f.opts())

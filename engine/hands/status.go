@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// StatusReport is a root's receipt beside what the engine shows now.
+// StatusReport is a root's receipt beside what the runtime shows now.
 type StatusReport struct {
 	Root         string           `json:"root"`
 	Phase        Phase            `json:"phase"`
@@ -34,13 +34,13 @@ type ContainerStatus struct {
 	LabelOK           bool   `json:"labelOk"`
 }
 
-// Drift is a mismatch between the receipt and the engine, with its fix.
+// Drift is a mismatch between the receipt and the runtime, with its fix.
 type Drift struct {
 	Problem string `json:"problem"`
 	Fix     string `json:"fix"`
 }
 
-// Status reads the receipt strictly and compares it with the engine. Only
+// Status reads the receipt strictly and compares it with the runtime. Only
 // an unreadable receipt is an error; everything else is reported as drift.
 func Status(ctx context.Context, root string) (StatusReport, error) {
 	rec, err := ReadReceipt(root)
@@ -59,7 +59,7 @@ func Status(ctx context.Context, root string) (StatusReport, error) {
 	}
 	s.InProgress = leaseHeld(root)
 
-	eng, err := openEngine(ctx, rec.EngineSocket)
+	eng, err := openRuntime(ctx, rec.EngineSocket)
 	if err != nil {
 		s.Engine = "unreachable"
 		drift(err.Error(), "start the engine (or fix its socket), then run `warden hands status --root "+root+"` again")

@@ -7,14 +7,14 @@ package hands
 // spelling the names again.
 const (
 	StepRoot      = "root"   // the root is new and its ancestors are safe
-	StepEngine    = "engine" // the engine answers (init), or is the recorded one (finish)
+	StepRuntime   = "engine" // the container runtime answers (init), or is the recorded one (finish); the wire name stays "engine"
 	StepLayout    = "layout" // the directory layout is made
 	StepLease     = "lease"  // evidence/ is held
 	StepPrepared  = string(PhasePrepared)
 	StepImage     = "image" // the image is local and pinned by id
 	StepCreating  = string(PhaseCreating)
 	StepCreated   = "created" // detail: the container id
-	StepInodes    = "inodes"  // the engine refused an inode bound: the workspace is bounded by size only
+	StepInodes    = "inodes"  // the runtime refused an inode bound: the workspace is bounded by size only
 	StepOptions   = "options" // every create option was verified by inspection
 	StepLabel     = "label"   // the owner label is verified
 	StepStarted   = "started" // detail: the generation
@@ -37,7 +37,7 @@ type Stage struct {
 
 // InitStages are Init's steps, one stage per phase it writes.
 var InitStages = []Stage{
-	{Name: StepPrepared, Steps: []string{StepRoot, StepEngine, StepLayout, StepLease, StepPrepared}},
+	{Name: StepPrepared, Steps: []string{StepRoot, StepRuntime, StepLayout, StepLease, StepPrepared}},
 	{Name: StepCreating, Steps: []string{StepImage, StepCreating, StepInodes, StepCreated, StepOptions, StepLabel}},
 	{Name: StepRunning, Steps: []string{StepStarted, StepRunning}},
 	{Name: StepReady, Steps: []string{StepPolicy, StepReady}},
@@ -46,7 +46,7 @@ var InitStages = []Stage{
 // FinishStages are Finish's steps.
 var FinishStages = []Stage{
 	{Name: StepReceipt, Steps: []string{StepReceipt}},
-	{Name: StepEngine, Steps: []string{StepEngine}},
+	{Name: StepRuntime, Steps: []string{StepRuntime}},
 	{Name: StepStopped, Steps: []string{StepInspected, StepStopped}},
 	{Name: StepFinished, Steps: []string{StepFinished}},
 }

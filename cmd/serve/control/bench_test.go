@@ -15,7 +15,7 @@ import (
 // the same call in-process, and beside its floor: a raw Unix socket
 // ping-pong of one JSON line each way, as big as the call's own reply.
 //
-//	go test ./engine/control/ -run '^$' -bench FacadeCall -benchtime 2s
+//	go test ./cmd/serve/control/ -run '^$' -bench FacadeCall -benchtime 2s
 func BenchmarkFacadeCall(b *testing.B) {
 	e, _ := served(b)
 	c := attach(b, e.DataDir())

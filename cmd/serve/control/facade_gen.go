@@ -465,7 +465,7 @@ func (c *Client) GateMCP(ctx context.Context, _ engine.Actor, a0 engine.MCPCall)
 }
 
 // HandsEngine calls engine.Facade.HandsEngine in the serving process.
-func (c *Client) HandsEngine(ctx context.Context, a0 string) (r0 hands.EngineInfo, err error) {
+func (c *Client) HandsEngine(ctx context.Context, a0 string) (r0 hands.RuntimeInfo, err error) {
 	err = c.do(ctx, nil, "HandsEngine", []any{a0}, &r0)
 	return
 }

@@ -14,7 +14,7 @@ import (
 func safe(s string) string { return termsafe.String(s) }
 
 // statusScreen is the one-screen status of a session without a terminal.
-func statusScreen(e *engine.Engine, version string) string {
+func statusScreen(e engine.Host, version string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "warden %s on %s\n\n", version, e.DataDir())
 	reqs, err := e.Requests(engine.RequestFilter{})

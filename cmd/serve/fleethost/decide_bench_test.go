@@ -1,4 +1,4 @@
-package fleet
+package fleethost
 
 import (
 	"os"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/wardenhq/warden/engine"
+	"github.com/wardenhq/warden/engine/fleet"
 	"github.com/wardenhq/warden/engine/sdk/hookkit"
 )
 
@@ -21,12 +22,12 @@ import (
 //	go test -run '^$' -bench BenchmarkHostDecide -benchtime 40x -count 3 ./engine/fleet/
 func BenchmarkHostDecide(b *testing.B) {
 	url, creds := testNats(b)
-	admin, err := Dial(url, mustCreds(b, creds, "admin"), "admin", RoleOperator)
+	admin, err := fleet.Dial(url, mustCreds(b, creds, "admin"), "admin", fleet.RoleOperator)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer admin.Close()
-	if err := admin.Init(b.Context(), InitOptions{MaxBytes: 64 << 20}); err != nil {
+	if err := admin.Init(b.Context(), fleet.InitOptions{MaxBytes: 64 << 20}); err != nil {
 		b.Fatal(err)
 	}
 	cache, _ := os.UserCacheDir()
@@ -57,7 +58,7 @@ func BenchmarkHostDecide(b *testing.B) {
 	}
 	defer h.Close()
 	defer e.AttachOperator()()
-	op, err := Dial(url, mustCreds(b, creds, "alice"), "", RoleOperator)
+	op, err := fleet.Dial(url, mustCreds(b, creds, "alice"), "", fleet.RoleOperator)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -65,7 +66,7 @@ func BenchmarkHostDecide(b *testing.B) {
 
 	b.Run("not-found", func(b *testing.B) {
 		for b.Loop() {
-			if r, err := op.Decide(b.Context(), "hostb", Decision{Request: 1 << 40, Verdict: "approve-once"}); err != nil || r.Code != CodeNotFound {
+			if r, err := op.Decide(b.Context(), "hostb", fleet.Decision{Request: 1 << 40, Verdict: "approve-once"}); err != nil || r.Code != fleet.CodeNotFound {
 				b.Fatalf("%+v %v", r, err)
 			}
 		}
@@ -86,7 +87,7 @@ func BenchmarkHostDecide(b *testing.B) {
 				}
 			}
 			b.StartTimer()
-			if r, err := op.Decide(b.Context(), "hostb", Decision{Request: id, Verdict: "approve-once"}); err != nil || r.Code != CodeOK {
+			if r, err := op.Decide(b.Context(), "hostb", fleet.Decision{Request: id, Verdict: "approve-once"}); err != nil || r.Code != fleet.CodeOK {
 				b.Fatalf("%+v %v", r, err)
 			}
 		}

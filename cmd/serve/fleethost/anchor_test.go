@@ -1,4 +1,4 @@
-package fleet
+package fleethost
 
 import (
 	"path/filepath"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/wardenhq/warden/engine"
+	"github.com/wardenhq/warden/engine/fleet"
 	"github.com/wardenhq/warden/engine/fleet/fleettest"
 	"github.com/wardenhq/warden/storage"
 )
@@ -16,16 +17,16 @@ import (
 // (and not without: that is the trade, as with `receipts verify`).
 func TestVerifyFromAnchor(t *testing.T) {
 	url, creds := testNats(t)
-	admin, err := Dial(url, mustCreds(t, creds, "admin"), "admin", RoleOperator)
+	admin, err := fleet.Dial(url, mustCreds(t, creds, "admin"), "admin", fleet.RoleOperator)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer admin.Close()
 	ctx := t.Context()
-	if err := admin.Init(ctx, InitOptions{MaxBytes: 64 << 20}); err != nil {
+	if err := admin.Init(ctx, fleet.InitOptions{MaxBytes: 64 << 20}); err != nil {
 		t.Fatal(err)
 	}
-	op, err := Dial(url, mustCreds(t, creds, "alice"), "", RoleOperator)
+	op, err := fleet.Dial(url, mustCreds(t, creds, "alice"), "", fleet.RoleOperator)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +55,7 @@ func TestVerifyFromAnchor(t *testing.T) {
 			rev = p.Revision
 		}
 	}
-	newest := func() (*View, uint64) {
+	newest := func() (*fleet.View, uint64) {
 		v, err := op.Load(ctx, true)
 		if err != nil {
 			t.Fatal(err)
@@ -70,17 +71,17 @@ func TestVerifyFromAnchor(t *testing.T) {
 	work(150)
 	waitFor(t, "a checkpoint at seq 100", 10*time.Second, func() bool { _, top := newest(); return top >= 100 })
 	v, _ := newest()
-	res, err := op.Verify(ctx, v, VerifyOptions{Only: "hostc"})
+	res, err := op.Verify(ctx, v, fleet.VerifyOptions{Only: "hostc"})
 	if err != nil || len(res) != 1 || res[0].Status != "verified" || res[0].Anchor == nil || res[0].From != 0 {
 		t.Fatalf("the first verify: %+v %v", res, err)
 	}
 	anchor := *res[0].Anchor
-	from := map[string]Anchor{"hostc": anchor}
+	from := map[string]fleet.Anchor{"hostc": anchor}
 
 	work(150)
 	waitFor(t, "a checkpoint after the anchor", 15*time.Second, func() bool { _, top := newest(); return top > anchor.Seq })
 	v, _ = newest()
-	res, err = op.Verify(ctx, v, VerifyOptions{From: from})
+	res, err = op.Verify(ctx, v, fleet.VerifyOptions{From: from})
 	if err != nil || len(res) != 1 || res[0].Status != "verified" || res[0].From != anchor.Seq || res[0].Anchor.Seq <= anchor.Seq {
 		t.Fatalf("a verify from the anchor: %+v %v", res, err)
 	}
@@ -91,11 +92,11 @@ func TestVerifyFromAnchor(t *testing.T) {
 	// A rewrite before the anchor: not seen from it, seen with Full.
 	fleettest.RewriteReceipt(t, filepath.Join(data, storage.DBFile), 5, "nothing to see here")
 	up()
-	res, err = op.Verify(ctx, v, VerifyOptions{From: from})
+	res, err = op.Verify(ctx, v, fleet.VerifyOptions{From: from})
 	if err != nil || res[0].Status != "verified" {
 		t.Errorf("a verify from the anchor after a rewrite before it: %+v %v", res, err)
 	}
-	res, err = op.Verify(ctx, v, VerifyOptions{From: from, Full: true})
+	res, err = op.Verify(ctx, v, fleet.VerifyOptions{From: from, Full: true})
 	if err != nil || res[0].Status != "mismatch" || res[0].BadSeq == 0 || res[0].BadSeq > anchor.Seq || res[0].From != 0 {
 		t.Errorf("--full after a rewrite before the anchor: %+v %v (anchor %d)", res, err, anchor.Seq)
 	}
@@ -105,7 +106,7 @@ func TestVerifyFromAnchor(t *testing.T) {
 	fleettest.RewriteReceipt(t, filepath.Join(data, storage.DBFile), anchor.Seq+10, "nor here")
 	up()
 	defer down()
-	res, err = op.Verify(ctx, v, VerifyOptions{From: from})
+	res, err = op.Verify(ctx, v, fleet.VerifyOptions{From: from})
 	if err != nil || res[0].Status != "mismatch" || res[0].BadSeq <= anchor.Seq || res[0].From != anchor.Seq {
 		t.Errorf("a verify from the anchor after a rewrite after it: %+v %v (anchor %d)", res, err, anchor.Seq)
 	}

@@ -63,7 +63,7 @@ type Config struct {
 
 // Server is a running SSH console server.
 type Server struct {
-	e    *engine.Engine
+	e    engine.Host
 	cfg  Config
 	ops  *operatorsFile
 	srv  *ssh.Server
@@ -90,7 +90,7 @@ type session struct {
 
 // Start serves the console over SSH until ctx ends or the server is shut
 // down or closed.
-func Start(ctx context.Context, e *engine.Engine, cfg Config) (*Server, error) {
+func Start(ctx context.Context, e engine.Host, cfg Config) (*Server, error) {
 	if cfg.Operators == "" {
 		return nil, errors.New("ssh needs an operators file (--operators FILE)")
 	}

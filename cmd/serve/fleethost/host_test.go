@@ -1,4 +1,4 @@
-package fleet
+package fleethost
 
 import (
 	"bytes"
@@ -27,6 +27,7 @@ import (
 	"github.com/nats-io/nkeys"
 
 	"github.com/wardenhq/warden/engine"
+	"github.com/wardenhq/warden/engine/fleet"
 	"github.com/wardenhq/warden/storage"
 )
 
@@ -41,7 +42,7 @@ func testNats(t testing.TB) (url, creds string) {
 func testNatsIn(t testing.TB, dir string) (url, creds string) {
 	t.Helper()
 	var stderr bytes.Buffer
-	cmd := exec.Command("bash", filepath.Join("..", "..", "scripts", "nats-test"), dir)
+	cmd := exec.Command("bash", filepath.Join("..", "..", "..", "scripts", "nats-test"), dir)
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
@@ -63,9 +64,9 @@ func testNatsIn(t testing.TB, dir string) (url, creds string) {
 	return lines[len(lines)-1], filepath.Join(dir, "creds")
 }
 
-func mustCreds(t testing.TB, dir, user string) Creds {
+func mustCreds(t testing.TB, dir, user string) fleet.Creds {
 	t.Helper()
-	c, err := LoadCreds(filepath.Join(dir, user))
+	c, err := fleet.LoadCreds(filepath.Join(dir, user))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,13 +90,13 @@ func waitFor(t *testing.T, what string, d time.Duration, ok func() bool) {
 // publishes only what the fleet has not seen.
 func TestHostCheckpointsAndRejoin(t *testing.T) {
 	url, creds := testNats(t)
-	admin, err := Dial(url, mustCreds(t, creds, "admin"), "admin", RoleOperator)
+	admin, err := fleet.Dial(url, mustCreds(t, creds, "admin"), "admin", fleet.RoleOperator)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer admin.Close()
 	ctx := t.Context()
-	if err := admin.Init(ctx, InitOptions{MaxBytes: 64 << 20}); err != nil {
+	if err := admin.Init(ctx, fleet.InitOptions{MaxBytes: 64 << 20}); err != nil {
 		t.Fatal(err)
 	}
 	data := filepath.Join(t.TempDir(), "data")
@@ -131,7 +132,7 @@ func TestHostCheckpointsAndRejoin(t *testing.T) {
 	if err != nil || len(early) != 1 || early[0].Seq >= 100 {
 		t.Fatalf("head after 37 changes: %+v %v", early, err)
 	}
-	seeded, _ := json.Marshal(hostState{Cursor: early[0].Seq, Checkpoint: &Checkpoint{At: time.Now().UTC(), Hash: early[0].Hash, Host: "hostc", Seq: early[0].Seq}})
+	seeded, _ := json.Marshal(hostState{Cursor: early[0].Seq, Checkpoint: &fleet.Checkpoint{At: time.Now().UTC(), Hash: early[0].Hash, Host: "hostc", Seq: early[0].Seq}})
 	if err := os.MkdirAll(filepath.Join(data, "fleet"), 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -140,12 +141,12 @@ func TestHostCheckpointsAndRejoin(t *testing.T) {
 	}
 	h := join()
 	setPolicies(113)
-	op, err := Dial(url, mustCreds(t, creds, "alice"), "", RoleOperator)
+	op, err := fleet.Dial(url, mustCreds(t, creds, "alice"), "", fleet.RoleOperator)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer op.Close()
-	var v *View
+	var v *fleet.View
 	waitFor(t, "a checkpoint at seq 100", 8*time.Second, func() bool {
 		v, err = op.Load(ctx, true)
 		for _, cp := range v.Checkpoints("hostc") {
@@ -155,13 +156,13 @@ func TestHostCheckpointsAndRejoin(t *testing.T) {
 		}
 		return false
 	})
-	res, err := op.Verify(ctx, v, VerifyOptions{Only: "hostc"})
+	res, err := op.Verify(ctx, v, fleet.VerifyOptions{Only: "hostc"})
 	if err != nil || len(res) != 1 || res[0].Status != "verified" {
 		t.Fatalf("verify: %+v %v", res, err)
 	}
 	// The same, reading the chain a receipt at a time (a long chain).
 	verifyInMemory.Store(0)
-	res2, err := op.Verify(ctx, v, VerifyOptions{Only: "hostc"})
+	res2, err := op.Verify(ctx, v, fleet.VerifyOptions{Only: "hostc"})
 	verifyInMemory.Store(100_000)
 	if err != nil || len(res2) != 1 || res2[0].Status != "verified" || res2[0].Head != res[0].Head {
 		t.Fatalf("verify a receipt at a time: %+v %v (in one go: %+v)", res2, err, res)
@@ -182,7 +183,7 @@ func TestHostCheckpointsAndRejoin(t *testing.T) {
 	if err != nil || json.Unmarshal(b, &st) != nil || st.Cursor != last[0].Seq || st.Checkpoint == nil || st.Checkpoint.Seq < 100 {
 		t.Fatalf("state after leaving: %s %v", b, err)
 	}
-	before := streamMsgs(t, op)
+	before := streamMsgs(t, url, mustCreds(t, creds, "alice"))
 	h = join()
 	defer h.Close()
 	if _, err := e.SetPolicy(actor, engine.Policy{Subject: "module:m"}, rev); err != nil {
@@ -193,7 +194,7 @@ func TestHostCheckpointsAndRejoin(t *testing.T) {
 	if v.Duplicates() != 0 {
 		t.Errorf("%d duplicate events after a rejoin", v.Duplicates())
 	}
-	if after := streamMsgs(t, op); after > before+1 {
+	if after := streamMsgs(t, url, mustCreds(t, creds, "alice")); after > before+1 {
 		t.Errorf("the rejoin republished: %d messages before, %d after", before, after)
 	}
 	// The heartbeat says who and how far.
@@ -203,9 +204,20 @@ func TestHostCheckpointsAndRejoin(t *testing.T) {
 	})
 }
 
-func streamMsgs(t *testing.T, c *Client) uint64 {
+// streamMsgs is how many messages the fleet's stream holds, read over a
+// connection of its own (as an operator's creds may).
+func streamMsgs(t *testing.T, url string, c fleet.Creds) uint64 {
 	t.Helper()
-	s, err := c.js.Stream(context.Background(), StreamName)
+	nc, err := fleet.Connect(url, c, "test stream count", false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := c.NewJetStream(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := js.Stream(context.Background(), fleet.StreamName)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,12 +275,12 @@ func TestHostJoinsOffline(t *testing.T) {
 		rev = p.Revision
 	}
 	testNatsIn(t, dir) // the fleet comes up
-	admin, err := Dial(url, mustCreds(t, creds, "admin"), "admin", RoleOperator)
+	admin, err := fleet.Dial(url, mustCreds(t, creds, "admin"), "admin", fleet.RoleOperator)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer admin.Close()
-	if err := admin.Init(t.Context(), InitOptions{MaxBytes: 64 << 20}); err != nil {
+	if err := admin.Init(t.Context(), fleet.InitOptions{MaxBytes: 64 << 20}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the backlog's checkpoint at seq 100", 20*time.Second, func() bool {
@@ -296,8 +308,7 @@ func TestSubjectPermissions(t *testing.T) {
 	as := func(user string) (*nats.Conn, chan error) {
 		errs := make(chan error, 8)
 		c := mustCreds(t, creds, user)
-		nc, err := nats.Connect(url, nats.UserInfo(c.User, c.password),
-			nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { errs <- err }))
+		nc, err := fleet.Connect(url, c, "test "+user, false, func(err error) { errs <- err })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -317,39 +328,39 @@ func TestSubjectPermissions(t *testing.T) {
 	}
 	hostb, hostbErrs := as("hostb")
 	errs := hostbErrs
-	hostb.Publish(EventSubject("hostc", KindRequest), []byte(`{}`))
+	hostb.Publish(fleet.EventSubject("hostc", fleet.KindRequest), []byte(`{}`))
 	hostb.Flush()
 	refused("hostb publishing as hostc", errs)
-	hostb.Subscribe(DecideSubject("hostc", RoleOperator, "alice"), func(*nats.Msg) {})
+	hostb.Subscribe(fleet.DecideSubject("hostc", fleet.RoleOperator, "alice"), func(*nats.Msg) {})
 	hostb.Flush()
 	refused("hostb listening to hostc's decisions", errs)
 	bob, errs := as("bob")
-	bob.Publish(DecideSubject("hostb", RoleOperator, "bob"), []byte(`{}`))
+	bob.Publish(fleet.DecideSubject("hostb", fleet.RoleOperator, "bob"), []byte(`{}`))
 	bob.Flush()
 	refused("viewer bob sending an operator's decision", errs)
-	bob.Publish(DecideSubject("hostb", RoleOperator, "alice"), []byte(`{}`))
+	bob.Publish(fleet.DecideSubject("hostb", fleet.RoleOperator, "alice"), []byte(`{}`))
 	bob.Flush()
 	refused("viewer bob sending alice's decision", errs)
 	alice, errs := as("alice")
-	alice.Publish(DecideSubject("hostb", RoleOperator, "carol"), []byte(`{}`))
+	alice.Publish(fleet.DecideSubject("hostb", fleet.RoleOperator, "carol"), []byte(`{}`))
 	alice.Flush()
 	refused("alice sending carol's decision", errs)
 	// Pinned keys are the admin's: an operator cannot replace a host's,
 	// nor a host another host's.
-	alice.Publish("$KV."+KeysBucket+".hostb", []byte("forged"))
+	alice.Publish("$KV."+fleet.KeysBucket+".hostb", []byte("forged"))
 	alice.Flush()
 	refused("alice replacing hostb's pinned key", errs)
-	hostb.Publish("$KV."+KeysBucket+".hostc", []byte("forged"))
+	hostb.Publish("$KV."+fleet.KeysBucket+".hostc", []byte("forged"))
 	hostb.Flush()
 	refused("hostb replacing hostc's pinned key", hostbErrs)
 	// What is allowed is allowed: alice's own decision subject.
 	got := make(chan string, 1)
-	hostb.Subscribe(DecideSubject("hostb", "*", "*"), func(m *nats.Msg) { got <- m.Subject })
+	hostb.Subscribe(fleet.DecideSubject("hostb", "*", "*"), func(m *nats.Msg) { got <- m.Subject })
 	hostb.Flush()
-	alice.Publish(DecideSubject("hostb", RoleOperator, "alice"), []byte(`{}`))
+	alice.Publish(fleet.DecideSubject("hostb", fleet.RoleOperator, "alice"), []byte(`{}`))
 	select {
 	case s := <-got:
-		if s != DecideSubject("hostb", RoleOperator, "alice") {
+		if s != fleet.DecideSubject("hostb", fleet.RoleOperator, "alice") {
 			t.Errorf("hostb heard %s", s)
 		}
 	case <-time.After(5 * time.Second):
@@ -388,13 +399,13 @@ func TestNkeyCreds(t *testing.T) {
 	good := filepath.Join(dir, "good.nk")
 	os.WriteFile(good, append(seed, '\n'), 0o600)
 	os.WriteFile(filepath.Join(dir, "bad.nk"), append(otherSeed, '\n'), 0o600)
-	var c *Client
+	var c *fleet.Client
 	waitFor(t, "the nkey login", 10*time.Second, func() bool {
-		c, err = Dial(url, mustCreds(t, dir, "good.nk"), "web1", RoleOperator)
+		c, err = fleet.Dial(url, mustCreds(t, dir, "good.nk"), "web1", fleet.RoleOperator)
 		return err == nil
 	})
 	c.Close()
-	if _, err := Dial(url, mustCreds(t, dir, "bad.nk"), "web1", RoleOperator); err == nil || !strings.Contains(err.Error(), "refused these credentials") {
+	if _, err := fleet.Dial(url, mustCreds(t, dir, "bad.nk"), "web1", fleet.RoleOperator); err == nil || !strings.Contains(err.Error(), "refused these credentials") {
 		t.Errorf("an unknown nkey: %v", err)
 	}
 }
@@ -451,9 +462,9 @@ func TestPrivateCA(t *testing.T) {
 	creds := mustCreds(t, dir, "web1.creds")
 	creds.CA = caFile
 	url := fmt.Sprintf("tls://127.0.0.1:%d", port)
-	var c *Client
+	var c *fleet.Client
 	waitFor(t, "a TLS login trusting the private CA", 10*time.Second, func() bool {
-		c, err = Dial(url, creds, "web1", RoleOperator)
+		c, err = fleet.Dial(url, creds, "web1", fleet.RoleOperator)
 		return err == nil
 	})
 	if !c.Conn().TLSRequired() {
@@ -461,11 +472,11 @@ func TestPrivateCA(t *testing.T) {
 	}
 	c.Close()
 	creds.CA = ""
-	if _, err := Dial(url, creds, "web1", RoleOperator); err == nil || !strings.Contains(err.Error(), "certificate") {
+	if _, err := fleet.Dial(url, creds, "web1", fleet.RoleOperator); err == nil || !strings.Contains(err.Error(), "certificate") {
 		t.Errorf("without the CA: %v", err)
 	}
 	creds.CA = filepath.Join(dir, "missing.pem")
-	if _, err := Dial(url, creds, "web1", RoleOperator); err == nil || !strings.Contains(err.Error(), "fleet CA") {
+	if _, err := fleet.Dial(url, creds, "web1", fleet.RoleOperator); err == nil || !strings.Contains(err.Error(), "fleet CA") {
 		t.Errorf("a missing CA file: %v", err)
 	}
 }
@@ -474,15 +485,15 @@ func TestPrivateCA(t *testing.T) {
 // published without its content instead of blocking the backlog.
 func TestHugeRequestDoesNotBlock(t *testing.T) {
 	url, creds := testNats(t)
-	admin, err := Dial(url, mustCreds(t, creds, "admin"), "admin", RoleOperator)
+	admin, err := fleet.Dial(url, mustCreds(t, creds, "admin"), "admin", fleet.RoleOperator)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer admin.Close()
-	if err := admin.Init(t.Context(), InitOptions{MaxBytes: 64 << 20}); err != nil {
+	if err := admin.Init(t.Context(), fleet.InitOptions{MaxBytes: 64 << 20}); err != nil {
 		t.Fatal(err)
 	}
-	nc, err := connect(url, mustCreds(t, creds, "hosta"), "test", false, nil)
+	nc, err := fleet.Connect(url, mustCreds(t, creds, "hosta"), "test", false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -492,7 +503,7 @@ func TestHugeRequestDoesNotBlock(t *testing.T) {
 	now := time.Now().UTC()
 	big := `{"data":"` + strings.Repeat("x", 2<<20) + `"}`
 	r := storage.RequestRecord{ID: 1, Subject: "module:m", Operation: "hands.write", Content: json.RawMessage(big), Created: now, Expires: now.Add(time.Hour)}
-	if err := h.publish(KindRequest, "hosta.1.req", Envelope{Host: "hosta", Seq: 1, At: now, Request: &r}); err != nil {
+	if err := h.publish(fleet.KindRequest, "hosta.1.req", fleet.Envelope{Host: "hosta", Seq: 1, At: now, Request: &r}); err != nil {
 		t.Fatalf("publishing a 2 MiB request: %v", err)
 	}
 	v, err := admin.Load(t.Context(), false)

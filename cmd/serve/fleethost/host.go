@@ -1,4 +1,12 @@
-package fleet
+// Package fleethost is a warden host's door to its fleet: it joins the
+// fleet (engine/fleet's protocol and connection), publishes the engine's
+// receipts in order, and answers the decisions and verifies the fleet
+// sends this host, acting on the engine.Host it is given.
+//
+// The host stays the authority (see engine/fleet's package comment): the
+// fleet gets copies, and a decision from it is one more actor's, refused
+// or receipted like any other.
+package fleethost
 
 import (
 	"context"
@@ -18,6 +26,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/wardenhq/warden/engine"
+	"github.com/wardenhq/warden/engine/fleet"
 	"github.com/wardenhq/warden/engine/perms"
 	"github.com/wardenhq/warden/storage"
 )
@@ -35,7 +44,7 @@ const maxPublish = 900 << 10
 // HostOptions configure Join.
 type HostOptions struct {
 	URL     string // nats://HOST:4222 (comma-separated for a cluster)
-	Creds   Creds
+	Creds   fleet.Creds
 	Name    string // this host's fleet name
 	Version string // warden's version, for the heartbeat
 	// Logf reports the link's state changes; nil for none.
@@ -47,7 +56,7 @@ type HostOptions struct {
 // loses nothing: on reconnect it publishes its backlog in order, each
 // message with a Nats-Msg-Id so a resend is never doubled.
 type Host struct {
-	e    *engine.Engine
+	e    engine.Host
 	o    HostOptions
 	nc   *nats.Conn
 	js   jetstream.JetStream
@@ -78,7 +87,7 @@ type hostState struct {
 	// Cursor is the last receipt whose events the fleet acknowledged.
 	Cursor uint64 `json:"cursor"`
 	// Checkpoint is the last checkpoint the fleet acknowledged.
-	Checkpoint *Checkpoint `json:"checkpoint,omitempty"`
+	Checkpoint *fleet.Checkpoint `json:"checkpoint,omitempty"`
 }
 
 // KeyChangedError is a host key the fleet has pinned differently.
@@ -96,11 +105,11 @@ func (k *KeyChangedError) Error() string {
 // config (URL, credentials, name, key file), credentials the fleet
 // refuses, or a changed key, is an error and nothing runs. A fleet that
 // is only unreachable is not: the host joins offline and keeps trying.
-func Join(e *engine.Engine, o HostOptions) (*Host, error) {
-	if err := checkName("fleet host", o.Name); err != nil {
+func Join(e engine.Host, o HostOptions) (*Host, error) {
+	if err := fleet.CheckName("fleet host", o.Name); err != nil {
 		return nil, fmt.Errorf("%v (--fleet-host)", err)
 	}
-	if err := CheckURL(o.URL); err != nil {
+	if err := fleet.CheckURL(o.URL); err != nil {
 		return nil, err
 	}
 	seed, err := storage.LoadKeyFile(e.DataDir(), KeyFile, true)
@@ -134,7 +143,7 @@ func Join(e *engine.Engine, o HostOptions) (*Host, error) {
 	}
 	// A first dial without retries tells a refused login (a config
 	// error: refuse to start) from an absent server (join offline).
-	probe, err := connect(o.URL, o.Creds, "warden host "+o.Name, false, nil)
+	probe, err := fleet.Connect(o.URL, o.Creds, "warden host "+o.Name, false, nil)
 	reachable := err == nil
 	if err != nil && !errors.Is(err, nats.ErrNoServers) && !strings.Contains(err.Error(), "no fleet server answers") {
 		return nil, err
@@ -142,7 +151,7 @@ func Join(e *engine.Engine, o HostOptions) (*Host, error) {
 	if probe != nil {
 		probe.Close()
 	}
-	h.nc, err = connect(o.URL, o.Creds, "warden host "+o.Name, true, h.asyncError,
+	h.nc, err = fleet.Connect(o.URL, o.Creds, "warden host "+o.Name, true, h.asyncError,
 		nats.ConnectHandler(func(nc *nats.Conn) { // the first connection, when it came late
 			h.logf("fleet: connected to %s; publishing the backlog", nc.ConnectedUrlRedacted())
 			h.poke()
@@ -150,7 +159,7 @@ func Join(e *engine.Engine, o HostOptions) (*Host, error) {
 	if err != nil {
 		return nil, err
 	}
-	if h.js, err = o.Creds.newJetStream(h.nc); err != nil {
+	if h.js, err = o.Creds.NewJetStream(h.nc); err != nil {
 		h.nc.Close()
 		return nil, err
 	}
@@ -174,11 +183,11 @@ func Join(e *engine.Engine, o HostOptions) (*Host, error) {
 		h.logf("fleet: reconnected to %s; publishing the backlog", h.nc.ConnectedUrlRedacted())
 		h.poke()
 	})
-	if _, err := h.nc.Subscribe(hostPrefix(o.Name)+".decide.*.*", h.onDecide); err != nil {
+	if _, err := h.nc.Subscribe(fleet.HostPrefix(o.Name)+".decide.*.*", h.onDecide); err != nil {
 		h.Close()
 		return nil, err
 	}
-	if _, err := h.nc.Subscribe(VerifySubject(o.Name), h.onVerify); err != nil {
+	if _, err := h.nc.Subscribe(fleet.VerifySubject(o.Name), h.onVerify); err != nil {
 		h.Close()
 		return nil, err
 	}
@@ -205,7 +214,7 @@ func (h *Host) asyncError(err error) {
 	}
 	if errors.Is(err, nats.ErrAuthExpired) || strings.Contains(strings.ToLower(err.Error()), "expired") {
 		h.logf("fleet: the fleet's server says this host's credentials expired (%v): working offline; %s, and put it at %s: the host logs in with it at its next retry",
-			err, newCreds, h.o.Creds.File)
+			err, fleet.CredsAdvice, h.o.Creds.File)
 		return
 	}
 	h.logf("fleet: %v", err)
@@ -241,7 +250,7 @@ func (h *Host) poke() {
 // pin creates this host's key in the keys bucket, once; a different key
 // already there is a *KeyChangedError.
 func (h *Host) pin(ctx context.Context) error {
-	subj := "$KV." + KeysBucket + "." + h.o.Name
+	subj := "$KV." + fleet.KeysBucket + "." + h.o.Name
 	pub := h.PublicKey()
 	for attempt := 0; attempt < 3; attempt++ {
 		last, current, err := h.pinnedKey(ctx)
@@ -275,15 +284,15 @@ func (h *Host) pin(ctx context.Context) error {
 // pinnedKey reads the pinned key by a direct get; "" when none (never
 // pinned, or forgotten: last is then the delete marker's sequence).
 func (h *Host) pinnedKey(ctx context.Context) (last uint64, key string, err error) {
-	subj := h.o.Creds.jsAPI() + ".DIRECT.GET.KV_" + KeysBucket + ".$KV." + KeysBucket + "." + h.o.Name
+	subj := h.o.Creds.JSAPI() + ".DIRECT.GET.KV_" + fleet.KeysBucket + ".$KV." + fleet.KeysBucket + "." + h.o.Name
 	msg, err := h.nc.RequestWithContext(ctx, subj, nil)
 	if err != nil {
 		if errors.Is(err, nats.ErrNoResponders) {
 			if h.o.Creds.Domain != "" {
 				return 0, "", fmt.Errorf("no %s bucket answers in JetStream domain %s: check the domain (--fleet-domain, the hub's `jetstream { domain: ... }`), and that an operator ran `warden fleet init --fleet-domain %s`",
-					KeysBucket, h.o.Creds.Domain, h.o.Creds.Domain)
+					fleet.KeysBucket, h.o.Creds.Domain, h.o.Creds.Domain)
 			}
-			return 0, "", fmt.Errorf("the fleet has no %s bucket: an operator runs `warden fleet init` first", KeysBucket)
+			return 0, "", fmt.Errorf("the fleet has no %s bucket: an operator runs `warden fleet init` first", fleet.KeysBucket)
 		}
 		if h.o.Creds.Domain != "" {
 			return 0, "", fmt.Errorf("reading the fleet's pinned key: no answer in JetStream domain %s (%v): check --fleet-domain against the hub's `jetstream { domain: ... }`, and that this host may publish to %s",
@@ -346,7 +355,7 @@ func (h *Host) publishLoop() {
 	}()
 	// Timed checkpoints start at a random phase and vary by ±10%
 	// (jitter.go: hosts started together do not publish in lockstep).
-	tick := time.NewTimer(FirstAfter(CheckpointEvery))
+	tick := time.NewTimer(fleet.FirstAfter(fleet.CheckpointEvery))
 	defer tick.Stop()
 	backoff := 200 * time.Millisecond
 	for {
@@ -369,7 +378,7 @@ func (h *Host) publishLoop() {
 			return
 		case <-h.kick:
 		case <-tick.C:
-			tick.Reset(Jittered(CheckpointEvery))
+			tick.Reset(fleet.Jittered(fleet.CheckpointEvery))
 			if err := h.publishBacklog(true); err != nil && h.nc.IsConnected() && h.ctx.Err() == nil {
 				h.logf("fleet: checkpoint: %v", err)
 			}
@@ -477,12 +486,12 @@ func (h *Host) publishBacklog(timed bool) error {
 // still leaves no more than CheckpointReceipts receipts unwitnessed. A
 // seq missing from the chain moves the checkpoint to the next one there.
 func countCheckpointDue(seq, lastCP uint64) bool {
-	return seq/CheckpointReceipts > lastCP/CheckpointReceipts
+	return seq/fleet.CheckpointReceipts > lastCP/fleet.CheckpointReceipts
 }
 
 type outgoing struct {
 	kind, id string
-	env      Envelope
+	env      fleet.Envelope
 }
 
 // eventsFor is what the fleet hears of receipt r: the request it
@@ -495,7 +504,7 @@ func (h *Host) eventsFor(r *storage.Receipt) []outgoing {
 	if len(r.Details) > 0 {
 		json.Unmarshal(r.Details, &d)
 	}
-	env := Envelope{Host: h.o.Name, Seq: r.Seq, At: r.At}
+	env := fleet.Envelope{Host: h.o.Name, Seq: r.Seq, At: r.At}
 	switch {
 	case strings.HasPrefix(r.Kind, "request.") && d.Request != 0:
 		req, err := h.e.Request(d.Request)
@@ -503,20 +512,20 @@ func (h *Host) eventsFor(r *storage.Receipt) []outgoing {
 			return nil
 		}
 		env.Request = &req
-		return []outgoing{{KindRequest, fmt.Sprintf("%s.%d.%s", h.o.Name, r.Seq, KindRequest), env}}
+		return []outgoing{{fleet.KindRequest, fmt.Sprintf("%s.%d.%s", h.o.Name, r.Seq, fleet.KindRequest), env}}
 	case (r.Kind == "hook.start" || r.Kind == "hook.end") && d.Run != "":
 		run, err := h.e.Run(d.Run)
 		if err != nil {
 			return nil
 		}
-		env.Run = &RunSummary{ID: run.ID, Module: run.Module, Hook: run.Hook, Actor: run.Actor, Status: run.Status,
+		env.Run = &fleet.RunSummary{ID: run.ID, Module: run.Module, Hook: run.Hook, Actor: run.Actor, Status: run.Status,
 			Started: run.Started, Ended: run.Ended, Error: run.Error}
-		return []outgoing{{KindRun, fmt.Sprintf("%s.%d.%s", h.o.Name, r.Seq, KindRun), env}}
+		return []outgoing{{fleet.KindRun, fmt.Sprintf("%s.%d.%s", h.o.Name, r.Seq, fleet.KindRun), env}}
 	}
 	return nil
 }
 
-func (h *Host) publish(kind, id string, env Envelope) error {
+func (h *Host) publish(kind, id string, env fleet.Envelope) error {
 	b, err := json.Marshal(env)
 	if err != nil {
 		return err
@@ -532,7 +541,7 @@ func (h *Host) publish(kind, id string, env Envelope) error {
 			return err
 		}
 	}
-	m := nats.NewMsg(EventSubject(h.o.Name, kind))
+	m := nats.NewMsg(fleet.EventSubject(h.o.Name, kind))
 	m.Data = b
 	m.Header.Set(jetstream.MsgIDHeader, id)
 	ctx, cancel := context.WithTimeout(h.ctx, 3*time.Second)
@@ -548,9 +557,9 @@ func (h *Host) publish(kind, id string, env Envelope) error {
 
 // checkpoint signs and publishes {host, seq, hash, at} for receipt r.
 func (h *Host) checkpoint(r *storage.Receipt) error {
-	cp := Checkpoint{At: time.Now().UTC(), Hash: r.Hash, Host: h.o.Name, Seq: r.Seq}
-	sc := Sign(cp, h.key)
-	if err := h.publish(KindCheckpoint, fmt.Sprintf("%s.cp.%d", h.o.Name, r.Seq), Envelope{Host: h.o.Name, Seq: r.Seq, At: cp.At, Checkpoint: &sc}); err != nil {
+	cp := fleet.Checkpoint{At: time.Now().UTC(), Hash: r.Hash, Host: h.o.Name, Seq: r.Seq}
+	sc := fleet.Sign(cp, h.key)
+	if err := h.publish(fleet.KindCheckpoint, fmt.Sprintf("%s.cp.%d", h.o.Name, r.Seq), fleet.Envelope{Host: h.o.Name, Seq: r.Seq, At: cp.At, Checkpoint: &sc}); err != nil {
 		return err
 	}
 	h.mu.Lock()
@@ -564,7 +573,7 @@ func (h *Host) heartbeatLoop() {
 	// The first heartbeat goes out at once (the fleet sees the host
 	// join); the next at a random phase, then every period ±10%
 	// (jitter.go).
-	wait := FirstAfter(HeartbeatEvery)
+	wait := fleet.FirstAfter(fleet.HeartbeatEvery)
 	for {
 		if h.nc.IsConnected() && h.pinned.Load() {
 			h.heartbeat()
@@ -576,12 +585,12 @@ func (h *Host) heartbeatLoop() {
 			return
 		case <-t.C:
 		}
-		wait = Jittered(HeartbeatEvery)
+		wait = fleet.Jittered(fleet.HeartbeatEvery)
 	}
 }
 
 func (h *Host) heartbeat() {
-	hb := Heartbeat{Host: h.o.Name, Version: h.o.Version, At: time.Now().UTC()}
+	hb := fleet.Heartbeat{Host: h.o.Name, Version: h.o.Version, At: time.Now().UTC()}
 	if runs, err := h.e.Runs(200); err == nil {
 		for _, r := range runs {
 			if r.Status == storage.RunRunning {
@@ -602,7 +611,7 @@ func (h *Host) heartbeat() {
 	}
 	h.mu.Unlock()
 	b, _ := json.Marshal(hb)
-	m := nats.NewMsg("$KV." + HostsBucket + "." + h.o.Name)
+	m := nats.NewMsg("$KV." + fleet.HostsBucket + "." + h.o.Name)
 	m.Data = b
 	ctx, cancel := context.WithTimeout(h.ctx, 3*time.Second)
 	defer cancel()
@@ -617,26 +626,26 @@ func (h *Host) heartbeat() {
 // as for any actor: an operator's decision goes through its usual
 // checks; a viewer's is refused and receipted.
 func (h *Host) onDecide(m *nats.Msg) {
-	reply := func(r DecisionReply) {
+	reply := func(r fleet.DecisionReply) {
 		b, _ := json.Marshal(r)
 		m.Respond(b)
 	}
 	toks := strings.Split(m.Subject, ".")
-	if len(toks) != 6 || !ValidName(toks[5]) {
-		reply(DecisionReply{Code: CodeBadRequest, Message: "bad decision subject"})
+	if len(toks) != 6 || !fleet.ValidName(toks[5]) {
+		reply(fleet.DecisionReply{Code: fleet.CodeBadRequest, Message: "bad decision subject"})
 		return
 	}
 	role, name := toks[4], toks[5]
 	actor := engine.Actor("fleet:" + name)
-	d, err := decodeDecision(m.Data)
+	d, err := fleet.DecodeDecision(m.Data)
 	if err != nil {
-		reply(DecisionReply{Code: CodeBadRequest, Message: err.Error()})
+		reply(fleet.DecisionReply{Code: fleet.CodeBadRequest, Message: err.Error()})
 		return
 	}
 	h.decideMu.Lock()
 	defer h.decideMu.Unlock()
 	switch role {
-	case RoleOperator:
+	case fleet.RoleOperator:
 		h.e.SetRole(actor, engine.RoleOperator)
 	default: // a viewer, or a role this host does not know: may watch only
 		h.e.SetRole(actor, engine.RoleViewer)
@@ -654,17 +663,17 @@ func (h *Host) onDecide(m *nats.Msg) {
 	var refused *perms.Refusal
 	switch {
 	case err == nil:
-		reply(DecisionReply{Code: CodeOK, Request: &req, Message: fmt.Sprintf("request %d on %s: %s by %s", req.ID, h.o.Name, d.Verdict, actor)})
+		reply(fleet.DecisionReply{Code: fleet.CodeOK, Request: &req, Message: fmt.Sprintf("request %d on %s: %s by %s", req.ID, h.o.Name, d.Verdict, actor)})
 	case errors.Is(err, engine.ErrForbidden):
-		reply(DecisionReply{Code: CodeForbidden, Message: fmt.Sprintf("host %s refused: %v (recorded in its receipts)", h.o.Name, err)})
+		reply(fleet.DecisionReply{Code: fleet.CodeForbidden, Message: fmt.Sprintf("host %s refused: %v (recorded in its receipts)", h.o.Name, err)})
 	case errors.Is(err, perms.ErrAlreadyDecided):
-		reply(DecisionReply{Code: CodeAlreadyDecided, Request: &req, Message: fmt.Sprintf("host %s: %v", h.o.Name, err)})
+		reply(fleet.DecisionReply{Code: fleet.CodeAlreadyDecided, Request: &req, Message: fmt.Sprintf("host %s: %v", h.o.Name, err)})
 	case errors.Is(err, engine.ErrNotFound):
-		reply(DecisionReply{Code: CodeNotFound, Message: fmt.Sprintf("host %s: %v", h.o.Name, err)})
+		reply(fleet.DecisionReply{Code: fleet.CodeNotFound, Message: fmt.Sprintf("host %s: %v", h.o.Name, err)})
 	case errors.As(err, &refused):
-		reply(DecisionReply{Code: CodeRefused, Request: &req, Message: fmt.Sprintf("host %s: %v", h.o.Name, err)})
+		reply(fleet.DecisionReply{Code: fleet.CodeRefused, Request: &req, Message: fmt.Sprintf("host %s: %v", h.o.Name, err)})
 	default:
-		reply(DecisionReply{Code: CodeInternal, Message: fmt.Sprintf("host %s: %v", h.o.Name, err)})
+		reply(fleet.DecisionReply{Code: fleet.CodeInternal, Message: fmt.Sprintf("host %s: %v", h.o.Name, err)})
 	}
 }
 
@@ -673,13 +682,13 @@ func (h *Host) onDecide(m *nats.Msg) {
 // (its stored hash kept) or a chain rewritten and re-hashed both answer a
 // hash other than the one a checkpoint witnessed.
 func (h *Host) onVerify(m *nats.Msg) {
-	out := VerifyReply{Host: h.o.Name, Hashes: map[uint64]string{}}
+	out := fleet.VerifyReply{Host: h.o.Name, Hashes: map[uint64]string{}}
 	defer func() {
 		b, _ := json.Marshal(out)
 		m.Respond(b)
 	}()
-	var vr VerifyRequest
-	if len(m.Data) > maxVerifyRequestLen || json.Unmarshal(m.Data, &vr) != nil || len(vr.Seqs) > maxVerifySeqs ||
+	var vr fleet.VerifyRequest
+	if len(m.Data) > fleet.MaxVerifyRequestLen || json.Unmarshal(m.Data, &vr) != nil || len(vr.Seqs) > fleet.MaxVerifySeqs ||
 		vr.From != nil && (vr.From.Seq == 0 || len(vr.From.Hash) != 64) {
 		out.Error = "bad verify request"
 		return
@@ -770,10 +779,10 @@ func Probe(dataDir string, o HostOptions) engine.Check {
 		c.Status, c.Detail, c.Fix = "problem", detail, fix
 		return c
 	}
-	if err := checkName("fleet host", o.Name); err != nil {
+	if err := fleet.CheckName("fleet host", o.Name); err != nil {
 		return problem(err.Error(), "set --fleet-host (or fleet.host in config.yaml) to this host's fleet name")
 	}
-	nc, err := connect(o.URL, o.Creds, "warden doctor "+o.Name, false, nil)
+	nc, err := fleet.Connect(o.URL, o.Creds, "warden doctor "+o.Name, false, nil)
 	if err != nil {
 		return problem(err.Error(), "check the URL, that nats-server runs with -js, and the credentials file")
 	}

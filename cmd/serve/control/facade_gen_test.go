@@ -7,7 +7,7 @@ package control
 //
 // After changing engine.Facade:
 //
-//	go generate ./engine/control
+//	go generate ./cmd/serve/control
 //
 // TestFacadeCodeIsCurrent fails until that is done; TestWireParameters
 // fails for a method whose parameters or results JSON cannot carry.
@@ -217,7 +217,7 @@ func generate(ms []facadeMethod) ([]byte, error) {
 }
 
 // TestFacadeCodeIsCurrent: facade_gen.go is what engine.Facade generates
-// now. Run `go generate ./engine/control` to rewrite it.
+// now. Run `go generate ./cmd/serve/control` to rewrite it.
 func TestFacadeCodeIsCurrent(t *testing.T) {
 	want, err := generate(remoteMethods(t))
 	if err != nil {
@@ -234,7 +234,7 @@ func TestFacadeCodeIsCurrent(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got, want) {
-		t.Fatalf("%s is out of date with engine.Facade: run `go generate ./engine/control`", genFile)
+		t.Fatalf("%s is out of date with engine.Facade: run `go generate ./cmd/serve/control`", genFile)
 	}
 }
 

@@ -93,7 +93,7 @@ type operatorsFile struct {
 	logf func(format string, a ...any)
 	// e learns each key's role on every (re-)read; a key gone from the
 	// file is forgotten (a viewer again).
-	e *engine.Engine
+	e engine.Host
 
 	mu      sync.Mutex
 	stamp   [4]int64

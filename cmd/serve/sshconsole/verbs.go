@@ -35,7 +35,7 @@ func (s *Server) runVerb(sess ssh.Session) bool {
 }
 
 // verb runs args and returns its output and exit status.
-func verb(e *engine.Engine, args []string) (string, int) {
+func verb(e engine.Host, args []string) (string, int) {
 	if len(args) < 2 {
 		return fmt.Sprintf("warden: %q is not a read-only verb served over ssh\n%s\n", strings.Join(args, " "), verbUsage), 2
 	}

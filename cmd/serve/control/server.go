@@ -47,7 +47,7 @@ type Options struct {
 
 // Server serves one engine on its data dir's control socket.
 type Server struct {
-	e     *engine.Engine
+	e     engine.Host
 	ln    *net.UnixListener
 	path  string
 	owner int // uid allowed besides root: the data dir's owner
@@ -63,7 +63,7 @@ type Server struct {
 // Listen creates <data>/control.sock (0600) and serves e on it until
 // Close. The caller holds e's store, so any socket file already there was
 // left by a process that died: it is replaced.
-func Listen(e *engine.Engine, opts Options) (*Server, error) {
+func Listen(e engine.Host, opts Options) (*Server, error) {
 	dir := e.DataDir()
 	path := filepath.Join(dir, engine.ControlSocket)
 	fi, err := os.Stat(dir)
