@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -14,33 +15,30 @@ import (
 	"github.com/charmbracelet/x/exp/teatest"
 
 	"github.com/wardenhq/warden/engine"
-	"github.com/wardenhq/warden/engine/fleet"
 	"github.com/wardenhq/warden/themes"
 )
 
-// fleetHost plays the hosts behind the fleet console: it decides like
-// a host's engine (first decision wins, a second hears who won) and
-// publishes each change into the view as a host would. The real hosts,
-// server and CLI are in cmd/warden's TestFleetEndToEnd; this stands in
-// for the network so the console's keys and frames can be checked.
+// fakeFleet plays the fleet behind the console (engine.Fleet): it
+// decides like a host's engine (first decision wins, a second hears who
+// won) and folds each change into its queue as the fleet's view does
+// (pending oldest first, then decided newest first). The real hosts,
+// server, client and view are in cmd/warden's TestFleetEndToEnd, which
+// drives this console over them; this stands in for the network so the
+// console's keys and frames can be checked.
 type fakeFleet struct {
 	mu    sync.Mutex
-	v     *fleet.View
-	reqs  map[string]*fleet.FleetRequest
-	seq   map[string]uint64
+	rev   uint64
+	reqs  map[string]*engine.FleetRequest
+	runs  []engine.FleetRun
 	calls []string
-	hosts []fleet.HostStatus
+	hosts []engine.FleetHost
 }
 
-func newFakeFleet() *fakeFleet {
-	return &fakeFleet{v: fleet.NewView(), reqs: map[string]*fleet.FleetRequest{}, seq: map[string]uint64{}}
-}
+func newFakeFleet() *fakeFleet { return &fakeFleet{reqs: map[string]*engine.FleetRequest{}} }
 
 func (f *fakeFleet) publish(host string, r engine.Request) {
-	f.seq[host]++
-	b, _ := json.Marshal(fleet.Envelope{Host: host, Seq: f.seq[host], At: time.Now(), Request: &r})
-	f.v.Add(fleet.EventSubject(host, fleet.KindRequest), b)
-	f.reqs[fmt.Sprintf("%s/%d", host, r.ID)] = &fleet.FleetRequest{Host: host, Seq: f.seq[host], Request: r}
+	f.rev++
+	f.reqs[fmt.Sprintf("%s/%d", host, r.ID)] = &engine.FleetRequest{Host: host, Request: r}
 }
 
 func (f *fakeFleet) ask(host string, id uint64, module, message string, age time.Duration) {
@@ -56,27 +54,80 @@ func fleetRequester(module string) engine.Requester {
 	return engine.Requester{Run: "20261201T000000-abcdef", Module: module, Hook: "go"}
 }
 
-func (f *fakeFleet) Hosts(context.Context, *fleet.View) ([]fleet.HostStatus, error) {
+func (f *fakeFleet) Rev() uint64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]fleet.HostStatus(nil), f.hosts...), nil
+	return f.rev
 }
 
-func (f *fakeFleet) Decide(_ context.Context, host string, d fleet.Decision) (fleet.DecisionReply, error) {
+func (f *fakeFleet) Queue(now time.Time, maxDecided int) []engine.FleetRequest {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	// As the real view: pointers sorted on precomputed keys, so that the
+	// benchmark below measures the console, not this fake.
+	type item struct {
+		at   int64
+		host string
+		r    *engine.FleetRequest
+	}
+	var pending, decided []item
+	for _, r := range f.reqs {
+		if r.Pending(now) {
+			pending = append(pending, item{r.Request.Created.UnixNano(), r.Host, r})
+		} else {
+			at := r.Request.Expires
+			if d := r.Request.Decision; d != nil {
+				at = d.At
+			}
+			decided = append(decided, item{at.UnixNano(), r.Host, r})
+		}
+	}
+	sort.Slice(pending, func(i, j int) bool {
+		if pending[i].at != pending[j].at {
+			return pending[i].at < pending[j].at
+		}
+		return pending[i].host < pending[j].host
+	})
+	sort.Slice(decided, func(i, j int) bool { return decided[i].at > decided[j].at })
+	if maxDecided >= 0 && len(decided) > maxDecided {
+		decided = decided[:maxDecided]
+	}
+	out := make([]engine.FleetRequest, 0, len(pending)+len(decided))
+	for _, it := range append(pending, decided...) {
+		out = append(out, *it.r)
+	}
+	return out
+}
+
+func (f *fakeFleet) Runs(limit int) []engine.FleetRun {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]engine.FleetRun(nil), f.runs[:min(limit, len(f.runs))]...)
+}
+
+func (f *fakeFleet) Forget(time.Time) {}
+
+func (f *fakeFleet) Hosts(context.Context) ([]engine.FleetHost, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]engine.FleetHost(nil), f.hosts...), nil
+}
+
+func (f *fakeFleet) Decide(_ context.Context, host string, d engine.FleetDecision) (engine.FleetReply, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls = append(f.calls, fmt.Sprintf("%s %d %s %s", host, d.Request, d.Verdict, d.Reason))
 	r := f.reqs[fmt.Sprintf("%s/%d", host, d.Request)]
 	if r == nil {
-		return fleet.DecisionReply{Code: fleet.CodeNotFound, Message: "no such request"}, nil
+		return engine.FleetReply{Message: "no such request"}, nil
 	}
 	if dd := r.Request.Decision; dd != nil {
-		return fleet.DecisionReply{Code: fleet.CodeAlreadyDecided, Message: fmt.Sprintf("host %s: request %d was already decided (%s by %s)", host, d.Request, dd.Verdict, dd.By)}, nil
+		return engine.FleetReply{Message: fmt.Sprintf("host %s: request %d was already decided (%s by %s)", host, d.Request, dd.Verdict, dd.By)}, nil
 	}
 	req := r.Request
 	req.Decision = &engine.Decision{Verdict: d.Verdict, By: "fleet:alice", At: time.Now(), Reason: d.Reason}
 	f.publish(host, req)
-	return fleet.DecisionReply{Code: fleet.CodeOK, Message: fmt.Sprintf("request %d on %s: %s by fleet:alice", d.Request, host, d.Verdict)}, nil
+	return engine.FleetReply{OK: true, Message: fmt.Sprintf("request %d on %s: %s by fleet:alice", d.Request, host, d.Verdict)}, nil
 }
 
 func (f *fakeFleet) decided() []string {
@@ -87,7 +138,7 @@ func (f *fakeFleet) decided() []string {
 
 func startFleet(t *testing.T, f *fakeFleet) *teatest.TestModel {
 	t.Helper()
-	m := NewFleet(f, f.v, FleetOptions{Theme: themes.NoColor(), Name: "alice", Role: "operator", Refresh: 50 * time.Millisecond})
+	m := NewFleet(f, FleetOptions{Theme: themes.NoColor(), Name: "alice", Role: "operator", Refresh: 50 * time.Millisecond})
 	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(110, 30))
 	t.Cleanup(func() { tm.Quit() })
 	return tm
@@ -130,9 +181,9 @@ func TestFleetConsoleQueue(t *testing.T) {
 	f.ask("hostc", 3, "backup", "Prune old snapshots?", time.Minute)
 	f.ask("hosta", 9, "evil", "Pwn\x1b]52;c;aGk=\x07 me?", 30*time.Second)
 	now := time.Now()
-	f.hosts = []fleet.HostStatus{{Host: "hosta", Up: true, Heartbeat: &fleet.Heartbeat{Host: "hosta", At: now, Running: 2}, Pending: 1},
-		{Host: "hostb", Up: false, Heartbeat: &fleet.Heartbeat{Host: "hostb", At: now.Add(-time.Minute)}, Pending: 1,
-			LastCheckpoint: &fleet.Checkpoint{Seq: 400, At: now.Add(-5 * time.Second)}}}
+	f.hosts = []engine.FleetHost{{Host: "hosta", Up: true, Beat: &engine.FleetBeat{At: now, Running: 2}, Pending: 1},
+		{Host: "hostb", Up: false, Beat: &engine.FleetBeat{At: now.Add(-time.Minute)}, Pending: 1,
+			Checkpoint: &engine.FleetCheckpoint{Seq: 400, At: now.Add(-5 * time.Second)}}}
 	tm := startFleet(t, f)
 
 	// The queue: three pending, oldest first; the selected one's host in
@@ -171,7 +222,7 @@ func TestFleetConsoleQueue(t *testing.T) {
 	}
 	// ? lists every key; any key closes it.
 	tm.Type("?")
-	waitScreen(t, tm, "Keys (any key closes)", "approve always")
+	waitScreen(t, tm, "Keys: Requests", "(any key closes", "approve always")
 	tm.Type("x")
 	// Hosts: up and down, heartbeat, running, pending, checkpoint.
 	tm.Type("1")
@@ -192,7 +243,7 @@ func BenchmarkFleetFrame(b *testing.B) {
 			for i := 0; i < n; i++ {
 				f.ask(fmt.Sprintf("sim%04d", i%200), uint64(i/200+1), "mod", fmt.Sprintf("request %d?", i), time.Duration(n-i)*time.Millisecond)
 			}
-			m := NewFleet(f, f.v, FleetOptions{Theme: themes.NoColor(), Name: "alice", Role: "operator"})
+			m := NewFleet(f, FleetOptions{Theme: themes.NoColor(), Name: "alice", Role: "operator"})
 			m.Update(tea.WindowSizeMsg{Width: 160, Height: 50})
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
@@ -208,14 +259,14 @@ func BenchmarkFleetFrame(b *testing.B) {
 		for i := 0; i < 10000; i++ {
 			f.ask(fmt.Sprintf("sim%04d", i%200), uint64(i/200+1), "mod", fmt.Sprintf("request %d?", i), time.Duration(10000-i)*time.Millisecond)
 		}
-		m := NewFleet(f, f.v, FleetOptions{Theme: themes.NoColor(), Name: "alice", Role: "operator"})
+		m := NewFleet(f, FleetOptions{Theme: themes.NoColor(), Name: "alice", Role: "operator"})
 		m.Update(tea.WindowSizeMsg{Width: 160, Height: 50})
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
 			b.StopTimer()
 			f.ask("simnew", uint64(i+1), "mod", "new?", 0)
 			b.StartTimer()
-			m.Update(fleetTick{})
+			m.Update(fleetTickMsg{})
 			_ = m.View()
 		}
 	})

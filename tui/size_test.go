@@ -21,7 +21,7 @@ func TestHugeWindowIsClamped(t *testing.T) {
 	a := New(e, Options{Theme: testShared(e).th, Actor: "local:test", Jail: engine.JailOff, Bell: func() {}})
 	t.Cleanup(a.Close)
 	f := newFakeFleet()
-	fl := NewFleet(f, f.v, FleetOptions{Theme: themes.NoColor(), Name: "alice", Role: "operator"})
+	fl := NewFleet(f, FleetOptions{Theme: themes.NoColor(), Name: "alice", Role: "operator"})
 	for name, m := range map[string]tea.Model{"console": a, "fleet": fl} {
 		var before runtime.MemStats
 		runtime.GC()

@@ -588,7 +588,7 @@ func consoleApprove(t *testing.T, r *fleetRig, marker string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := tui.NewFleet(watchedSource{cl, hw}, v, tui.FleetOptions{Theme: themes.NoColor(), Name: cl.Name, Role: cl.Role, Refresh: 100 * time.Millisecond})
+	m := tui.NewFleet(fleetSource{cl, hw, v}, tui.FleetOptions{Theme: themes.NoColor(), Name: cl.Name, Role: cl.Role, Refresh: 100 * time.Millisecond})
 	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(120, 30))
 	defer tm.Quit()
 	var seen []byte

@@ -326,7 +326,7 @@ func TestFleetLoad(t *testing.T) {
 	}
 
 	// The console over this real view: frame time with everything pending.
-	m := tui.NewFleet(op, v, tui.FleetOptions{Theme: themes.NoColor(), Name: "alice", Role: "operator"})
+	m := tui.NewFleet(fleetSource{cl: op, v: v}, tui.FleetOptions{Theme: themes.NoColor(), Name: "alice", Role: "operator"})
 	m.Update(tea.WindowSizeMsg{Width: 160, Height: 50})
 	frames := make([]time.Duration, 0, 200)
 	for i := 0; i < 200; i++ {
