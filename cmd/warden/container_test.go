@@ -101,7 +101,10 @@ func (c *container) run(script string) (string, int) {
 	if c.mods != "" {
 		args = append(args, "-v", c.mods+":/opt/mod:ro")
 	}
-	args = append(args, "--entrypoint", "/usr/bin/bash", emptyImage, "-euc", script)
+	// One stream: docker carries stdout and stderr apart, so a line of
+	// one can arrive before an earlier line of the other, and the
+	// sections the tests cut the output into would lose lines.
+	args = append(args, "--entrypoint", "/usr/bin/bash", emptyImage, "-euc", "exec 2>&1\n"+script)
 	out, err := c.cli(nil, args...)
 	var ee *exec.ExitError
 	switch {
@@ -256,7 +259,7 @@ if echo x > /opt/pwn 2>/dev/null; then echo "write opt: yes"; else echo "write o
 echo x > /opt/contrast && echo "root may write /opt"
 cp -r /opt/mod/modules/probe /home/op/probe
 warden module add /home/op/probe >/dev/null
-echo "== auto"; warden hook run probe p 2>&1 || echo "auto exit $?"
+echo "== auto"; warden hook run probe p || echo "auto exit $?"
 echo "== doctor"; warden doctor 2>&1 || true`)
 			t.Logf("as root in the container (%s), exit %d:\n%s", v.name, code, out)
 			for _, want := range []string{"started (jail landlock", "CapEff: 0000000000000000", "read home: no", "root may write /opt", "write opt: no", "succeeded", "auto picks landlock"} {
