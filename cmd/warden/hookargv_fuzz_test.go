@@ -12,7 +12,10 @@ import (
 // own parser (hookcli.Execute) and the full binary's cobra answer with
 // the same stdout, stderr and exit code. Outside a hook every verb that
 // parses stops at "not running inside a warden hook", so what is
-// compared is the parsing: flags, values, help, usage errors.
+// compared is the parsing: flags, values, help, usage errors, and flags
+// before a sub-verb (`secret -h get`: cobra finds the command before it
+// knows -h). `hook` itself is not compared: the full binary's also has
+// the operator's verbs.
 func FuzzHelperArgvAsWarden(f *testing.F) {
 	f.Setenv("WARDEN_SOCKET", "")
 	f.Setenv("WARDEN_DIALER", "")
@@ -23,6 +26,7 @@ func FuzzHelperArgvAsWarden(f *testing.F) {
 		"a\x00--level\x00error", "--\x00--level\x00x", "--stdin\x00x", "---x", "--json=maybe", "a\x00b",
 		"get\x00tok\x00--json", "gte\x00tok", "set\x00tok\x00-", "--help", "-h", "--data-dir\x00/x\x00inputs.target",
 		"--json\x00Deny me?", "echo\x00args\x00[1]", "--help=false\x00x", "-h=1", "--=x", "-",
+		"-h\x00get\x00tok", "--help\x00set\x00x", "-v\x00get", "--version\x00get\x00x", "--json\x00get\x00x",
 	} {
 		f.Add(byte(i), seed)
 	}

@@ -136,10 +136,15 @@ func (n *node) find(argv []string) (*node, []string) {
 
 // takesValue says whether --name (or -name for a one-letter name) at n
 // consumes the next argument: a string flag does; a bool flag does not;
-// an unknown flag does, as in cobra.
+// an unknown flag does, as in cobra. --help and --version count as
+// unknown here: cobra adds them only after it has found the command, so
+// `secret -h get` is secret's help, the -h taking "get" as its value.
 func (n *node) takesValue(name string) bool {
 	var help, v bool
 	for _, f := range n.flagSet(&help, &v, true) {
+		if f.implicit {
+			continue
+		}
 		if f.name == name || f.short != "" && f.short == name {
 			return f.b == nil
 		}
@@ -232,6 +237,7 @@ type flagSpec struct {
 	s                  *string
 	def                string
 	inherited          bool
+	implicit           bool // --help or --version, which every command has
 }
 
 func spec(f Flag, def string, inherited bool) flagSpec {
@@ -254,9 +260,9 @@ func (n *node) flagSet(help, version *bool, withVersion bool) []flagSpec {
 	for i, f := range n.c.Flags {
 		fs = append(fs, spec(f, n.defs[i], false))
 	}
-	fs = append(fs, flagSpec{name: "help", short: "h", usage: "help for " + n.c.Name(), b: help, def: "false"})
+	fs = append(fs, flagSpec{name: "help", short: "h", usage: "help for " + n.c.Name(), b: help, def: "false", implicit: true})
 	if n.parent == nil && withVersion {
-		fs = append(fs, flagSpec{name: "version", short: "v", usage: "version for " + n.c.Name(), b: version, def: "false"})
+		fs = append(fs, flagSpec{name: "version", short: "v", usage: "version for " + n.c.Name(), b: version, def: "false", implicit: true})
 	}
 	if n.parent != nil {
 		root := n.root()
