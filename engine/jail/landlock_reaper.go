@@ -115,12 +115,19 @@ func killChildren() {
 	}
 }
 
-// ownChildren lists this process's children, of all its threads.
+// ownChildren lists this process's live children, of all its threads.
+// Where the kernel has no /proc/PID/task/TID/children
+// (CONFIG_PROC_CHILDREN off) it lists every descendant from /proc's stat
+// files instead: an empty list there would leave killChildren waiting on
+// a daemon that never ends, and the run hung.
 func ownChildren() []int {
 	tasks, _ := os.ReadDir("/proc/self/task")
 	var out []int
 	for _, t := range tasks {
-		b, _ := os.ReadFile("/proc/self/task/" + t.Name() + "/children")
+		b, err := os.ReadFile("/proc/self/task/" + t.Name() + "/children")
+		if err != nil {
+			return descendants(os.Getpid())[1:]
+		}
 		for _, f := range strings.Fields(string(b)) {
 			if pid, err := strconv.Atoi(f); err == nil {
 				out = append(out, pid)

@@ -210,6 +210,9 @@ func (s *Spawner) Kill() {
 		return
 	}
 	if s.ll != nil {
+		// pid is still the stage's: the executor calls Kill only before
+		// it reaps the stage (hooks.Process waits without reaping), so
+		// the pid cannot have gone to another process.
 		s.mu.Lock()
 		pid := s.pid
 		s.mu.Unlock()
