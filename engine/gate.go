@@ -338,10 +338,17 @@ func (g *askGate) earlyDecision(id uint64, consumer string) (Request, bool) {
 	}
 	if got.Decision.Verdict == ApproveOnce && got.Claim != nil && !got.Claim.Used {
 		op := perms.Op{Subject: got.Subject, Operation: got.Operation, Content: got.Content, Digest: got.Digest}
-		g.store.Update(func(tx *storage.Tx) error {
+		_, err := g.store.Update(func(tx *storage.Tx) error {
 			_, _, err := perms.Check(tx, op, consumer, time.Now())
 			return err
 		})
+		if err != nil {
+			// The claim stays open, so it must not also let this call
+			// through: one approve-once is one operation. Refused, with
+			// the store's words (they name no secret: a path at most).
+			why := "the approval could not be recorded as used (" + err.Error() + "); ask again"
+			got.Decision = &storage.Decision{Verdict: Deny, By: perms.EngineActor, At: time.Now().UTC(), Reason: why}
+		}
 	}
 	return got, true
 }
