@@ -45,12 +45,12 @@ func SendLog(level, message string) error {
 		werr = conn.closeWrite()
 	}
 	r := protocol.NewReader(conn)
-	if _, err := readHello(r, werr, conn.setReadTimeout); err != nil {
+	if _, err := readHello(r, werr, func(d time.Duration) { conn.setTimeouts(d) }); err != nil {
 		return err
 	}
 	// Then, until the engine closes its side (at most 30 s, as Close
 	// waits): the first failure it reported outside a call.
-	conn.setReadTimeout(30 * time.Second)
+	conn.setTimeouts(30 * time.Second) // set once already: cannot fail now
 	var async error
 	for {
 		f, err := r.ReadFrame()
@@ -78,12 +78,33 @@ func (c blockingConn) closeWrite() error {
 	return os.NewSyscallError("shutdown", syscall.Shutdown(c.fd, syscall.SHUT_WR))
 }
 
-// setReadTimeout bounds each read from now on; a read that waits longer
-// fails with EAGAIN.
-func (c blockingConn) setReadTimeout(d time.Duration) {
+// setTimeouts bounds each read and each write from now on; one that
+// waits longer fails with EAGAIN, which Read and Write say as a timeout.
+func (c blockingConn) setTimeouts(d time.Duration) error {
 	tv := syscall.NsecToTimeval(d.Nanoseconds())
-	syscall.SetsockoptTimeval(c.fd, syscall.SOL_SOCKET, syscall.SO_RCVTIMEO, &tv)
-	syscall.SetsockoptTimeval(c.fd, syscall.SOL_SOCKET, syscall.SO_SNDTIMEO, &tv)
+	if err := syscall.SetsockoptTimeval(c.fd, syscall.SOL_SOCKET, syscall.SO_RCVTIMEO, &tv); err != nil {
+		return os.NewSyscallError("setsockopt SO_RCVTIMEO", err)
+	}
+	return os.NewSyscallError("setsockopt SO_SNDTIMEO", syscall.SetsockoptTimeval(c.fd, syscall.SOL_SOCKET, syscall.SO_SNDTIMEO, &tv))
+}
+
+func (c blockingConn) Read(p []byte) (int, error) {
+	n, err := c.File.Read(p)
+	return n, timedOut(err)
+}
+
+func (c blockingConn) Write(p []byte) (int, error) {
+	n, err := c.File.Write(p)
+	return n, timedOut(err)
+}
+
+// timedOut turns a socket timeout's EAGAIN into os.ErrDeadlineExceeded
+// ("i/o timeout"), as a net.Conn past its deadline says it.
+func timedOut(err error) error {
+	if errors.Is(err, syscall.EAGAIN) {
+		return fmt.Errorf("the engine did not answer in time: %w", os.ErrDeadlineExceeded)
+	}
+	return err
 }
 
 // dialEnvBlocking is dialEnv for SendLog: the same two ways in (the
@@ -114,7 +135,10 @@ func dialEnvBlocking() (blockingConn, string, error) {
 		}
 	}
 	c := blockingConn{File: os.NewFile(uintptr(fd), "warden-broker"), fd: fd}
-	c.setReadTimeout(30 * time.Second)
+	if err := c.setTimeouts(30 * time.Second); err != nil {
+		c.Close()
+		return blockingConn{}, "", fmt.Errorf("hookkit: connect to the engine: %w", err)
+	}
 	return c, tok, nil
 }
 
