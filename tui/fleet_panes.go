@@ -58,7 +58,7 @@ func (p *fleetHostsPane) update(msg tea.Msg) tea.Cmd {
 		p.hosts = m.hs
 		p.sel = min(p.sel, max(len(p.hosts)-1, 0))
 	case tea.KeyMsg:
-		if sel, ok := navKey(m, p.k, p.sel, len(p.hosts), p.rows, nil); ok {
+		if sel, ok := navKey(m, p.k, p.sel, len(p.hosts), max(p.rows, 1), nil); ok {
 			p.sel = sel
 		}
 	}
@@ -132,7 +132,7 @@ func (p *fleetRunsPane) refold() {
 
 func (p *fleetRunsPane) update(msg tea.Msg) tea.Cmd {
 	if m, ok := msg.(tea.KeyMsg); ok {
-		if sel, ok := navKey(m, p.k, p.sel, len(p.runs), p.rows, nil); ok {
+		if sel, ok := navKey(m, p.k, p.sel, len(p.runs), max(p.rows, 1), nil); ok {
 			p.sel = sel
 		}
 	}
