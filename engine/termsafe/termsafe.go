@@ -17,12 +17,14 @@
 package termsafe
 
 import (
+	"os"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
 
-	"github.com/mattn/go-runewidth"
+	"github.com/clipperhouse/displaywidth"
 )
 
 // TabWidth is the distance between tab stops.
@@ -30,6 +32,19 @@ const TabWidth = 4
 
 // tabSpaces is a whole tab's spaces; a tab takes a prefix of it.
 const tabSpaces = "    "
+
+// widths measures a rune's cells as lipgloss does (charmbracelet/x/ansi's
+// grapheme width, from displaywidth, with its RUNEWIDTH_EASTASIAN
+// switch), so that what a pane counts while drawing is what lipgloss
+// pads and cuts (TestCellWidthsAreLipglossWidths). go-runewidth, used
+// before, disagreed on 1,599 runes, and its init compiles a regexp that
+// cost every start of the in-jail helper (issue 25).
+var widths = displaywidth.Options{EastAsianWidth: eastAsian()}
+
+func eastAsian() bool {
+	ea, err := strconv.ParseBool(os.Getenv("RUNEWIDTH_EASTASIAN"))
+	return err == nil && ea
+}
 
 // pictures are the Unicode control pictures of the C0 controls, built
 // once so that drawing one does not allocate.
@@ -57,7 +72,7 @@ func Rune(r rune, col int) (s string, w int) {
 	case Escapes(r):
 		return "�", 1
 	}
-	return string(r), runewidth.RuneWidth(r)
+	return string(r), widths.Rune(r)
 }
 
 // Escapes reports whether Rune draws r as something other than r itself:
@@ -129,7 +144,7 @@ func write(b *strings.Builder, s string, col int) int {
 		}
 		if r != '\t' && !Escapes(r) { // Rune's last case, without a copy
 			b.WriteRune(r)
-			col += runewidth.RuneWidth(r)
+			col += widths.Rune(r)
 			continue
 		}
 		c, w := Rune(r, col)
