@@ -175,6 +175,12 @@ func readHello(r *protocol.Reader, werr error, deadline func(time.Duration)) (*p
 	}
 	deadline(wait)
 	f, err := r.ReadFrame()
+	return helloAnswer(f, err, werr)
+}
+
+// helloAnswer is what the engine's answer to hello, f (or the error
+// reading it), means, when writing hello failed with werr.
+func helloAnswer(f protocol.Frame, err, werr error) (*protocol.Context, error) {
 	if ref, ok := f.(*protocol.Refused); err == nil && ok {
 		return nil, &Error{Code: ref.Error.Code, Message: ref.Error.Message}
 	}

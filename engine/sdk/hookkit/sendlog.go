@@ -27,26 +27,42 @@ import (
 // shell hook's helper call (issue 25). The read deadlines are the
 // socket's own (SO_RCVTIMEO).
 func SendLog(level, message string) error {
-	line, err := protocol.Encode(&protocol.Log{Level: level, Message: message}) // checks the level
+	line, err := protocol.EncodeLog(level, message) // checks the level
 	if err != nil {
 		return err
 	}
-	conn, tok, err := dialEnvBlocking()
+	sock, dialer, tok, err := engineEnv()
+	if err != nil {
+		return err
+	}
+	hello, err := protocol.EncodeHello(tok)
+	if err != nil {
+		return err
+	}
+	frames := append(hello, line...)
+	conn, err := dialBlocking(sock, dialer)
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
-	hello, err := protocol.Encode(&protocol.Hello{Protocol: protocol.Version, Token: tok})
-	if err != nil {
-		return err
-	}
-	_, werr := conn.Write(append(hello, line...))
+	_, werr := conn.Write(frames)
 	if werr == nil {
 		werr = conn.closeWrite()
 	}
 	r := protocol.NewReader(conn)
-	if _, err := readHello(r, werr, func(d time.Duration) { conn.setTimeouts(d) }); err != nil {
-		return err
+	if werr != nil {
+		conn.setTimeouts(time.Second) // only a refusal is left to read
+	}
+	// The answer to hello, without decoding the context it carries: this
+	// call needs only to know that its line was taken.
+	if line, err := r.ReadLine(); err != nil || werr != nil || !protocol.IsContext(line) {
+		var f protocol.Frame
+		if err == nil {
+			f, err = protocol.Decode(line)
+		}
+		if _, err := helloAnswer(f, err, werr); err != nil {
+			return err
+		}
 	}
 	// Then, until the engine closes its side (at most 30 s, as Close
 	// waits): the first failure it reported outside a call.
@@ -107,39 +123,52 @@ func timedOut(err error) error {
 	return err
 }
 
-// dialEnvBlocking is dialEnv for SendLog: the same two ways in (the
-// socket path, or the dialer descriptor under landlock), the same
-// errors, a blocking connection.
-func dialEnvBlocking() (blockingConn, string, error) {
-	sock, dialer, tok := os.Getenv("WARDEN_SOCKET"), os.Getenv("WARDEN_DIALER"), os.Getenv("WARDEN_TOKEN")
+// engineEnv is where the engine is, as dialEnv reads it: the socket
+// path, or the dialer descriptor under landlock, and the token.
+func engineEnv() (sock, dialer, tok string, err error) {
+	sock, dialer, tok = os.Getenv("WARDEN_SOCKET"), os.Getenv("WARDEN_DIALER"), os.Getenv("WARDEN_TOKEN")
 	if sock == "" && dialer == "" || tok == "" {
-		return blockingConn{}, "", ErrNoEngine
+		return "", "", "", ErrNoEngine
 	}
+	return sock, dialer, tok, nil
+}
+
+// dialBlocking is dialEnv for SendLog: the same two ways in, the same
+// errors, a blocking connection whose timeouts are set before it
+// connects, so that the caller's first write follows the connect at
+// once and the engine, woken by the connection, finds the frames
+// already there instead of waiting for them (one wake-up fewer).
+func dialBlocking(sock, dialer string) (blockingConn, error) {
 	var fd int
+	var err error
 	if dialer != "" {
 		dfd, err := strconv.Atoi(dialer)
 		if err != nil || dfd < 3 {
-			return blockingConn{}, "", fmt.Errorf("hookkit: WARDEN_DIALER=%q is not a descriptor", dialer)
+			return blockingConn{}, fmt.Errorf("hookkit: WARDEN_DIALER=%q is not a descriptor", dialer)
 		}
 		if fd, err = socketpairThrough(dfd); err != nil {
-			return blockingConn{}, "", err
+			return blockingConn{}, err
 		}
-	} else {
-		var err error
-		if fd, err = syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0); err != nil {
-			return blockingConn{}, "", fmt.Errorf("hookkit: connect to the engine at %s: %w", sock, os.NewSyscallError("socket", err))
+		c := blockingConn{File: os.NewFile(uintptr(fd), "warden-broker"), fd: fd}
+		if err := c.setTimeouts(30 * time.Second); err != nil {
+			c.Close()
+			return blockingConn{}, fmt.Errorf("hookkit: connect to the engine: %w", err)
 		}
-		if err := connectRetrying(fd, sock); err != nil {
-			syscall.Close(fd)
-			return blockingConn{}, "", fmt.Errorf("hookkit: connect to the engine at %s: %w", sock, os.NewSyscallError("connect", err))
-		}
+		return c, nil
+	}
+	if fd, err = syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0); err != nil {
+		return blockingConn{}, fmt.Errorf("hookkit: connect to the engine at %s: %w", sock, os.NewSyscallError("socket", err))
 	}
 	c := blockingConn{File: os.NewFile(uintptr(fd), "warden-broker"), fd: fd}
 	if err := c.setTimeouts(30 * time.Second); err != nil {
 		c.Close()
-		return blockingConn{}, "", fmt.Errorf("hookkit: connect to the engine: %w", err)
+		return blockingConn{}, fmt.Errorf("hookkit: connect to the engine: %w", err)
 	}
-	return c, tok, nil
+	if err := connectRetrying(fd, sock); err != nil {
+		c.Close()
+		return blockingConn{}, fmt.Errorf("hookkit: connect to the engine at %s: %w", sock, os.NewSyscallError("connect", err))
+	}
+	return c, nil
 }
 
 func connectRetrying(fd int, path string) error {

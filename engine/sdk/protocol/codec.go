@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"strconv"
 	"sync"
 	"unicode/utf8"
 )
@@ -224,6 +225,41 @@ func (w *Writer) WriteEncoded(b []byte) error {
 	return err
 }
 
+// EncodeLog is Encode(&Log{Level: level, Message: message}), the same
+// bytes and the same errors, without reflection for the common frame: a
+// valid level and a message that is valid UTF-8 and fits a frame however
+// it escapes. A one-shot helper call (hookkit's SendLog) then never
+// starts encoding/json, whose first use costs a short process more than
+// the rest of the frame's work (issue 25).
+func EncodeLog(level, message string) ([]byte, error) {
+	if !oneOf(level, levels) || !utf8.ValidString(message) || len(message) > maxPlainString {
+		return Encode(&Log{Level: level, Message: message})
+	}
+	return AppendLog(nil, level, message), nil
+}
+
+// EncodeHello is Encode(&Hello{Protocol: Version, Token: token}), as
+// EncodeLog is for a log frame.
+func EncodeHello(token string) ([]byte, error) {
+	if !utf8.ValidString(token) || len(token) > maxPlainString {
+		return Encode(&Hello{Protocol: Version, Token: token})
+	}
+	return AppendHello(nil, token), nil
+}
+
+// IsContext reports whether line (a frame, with or without its '\n') is a
+// context frame as Encode writes it, without decoding it: a caller that
+// needs only to know that its hello was accepted (hookkit's SendLog)
+// skips the decode. False says nothing: Decode the line to know.
+func IsContext(line []byte) bool {
+	return bytes.HasPrefix(line, []byte(`{"type":"context",`))
+}
+
+// maxPlainString is the longest string that fits a frame however it
+// escapes: at most six bytes a byte (\u00XX), with room for the rest of
+// a log or hello frame.
+const maxPlainString = (MaxFrame - 64) / 6
+
 // AppendLog appends the frame Encode gives for &Log{level, message} to
 // dst, without reflection or an encoder per frame: a hook streaming lines
 // (hookkit's LogLines) encodes one per line. level must be a valid level
@@ -231,29 +267,50 @@ func (w *Writer) WriteEncoded(b []byte) error {
 func AppendLog(dst []byte, level, message string) []byte {
 	dst = append(dst, `{"type":"log","level":"`...)
 	dst = append(dst, level...)
-	dst = append(dst, `","message":"`...)
+	dst = append(dst, `","message":`...)
+	dst = appendString(dst, message)
+	return append(dst, "}\n"...)
+}
+
+// AppendHello appends the frame Encode gives for &Hello{Version, token}
+// to dst. A one-shot helper call (hookkit's SendLog) says hello without
+// starting encoding/json, whose first use costs a process more than the
+// rest of the frame's work. token must be valid UTF-8.
+func AppendHello(dst []byte, token string) []byte {
+	dst = append(dst, `{"type":"hello","protocol":`...)
+	dst = strconv.AppendInt(dst, Version, 10)
+	dst = append(dst, `,"token":`...)
+	dst = appendString(dst, token)
+	return append(dst, "}\n"...)
+}
+
+// appendString appends s as a JSON string, escaped as encoding/json does
+// with HTML escaping off (encodeJSON): the C0 controls, quote, backslash
+// and the line and paragraph separators. s must be valid UTF-8.
+func appendString(dst []byte, s string) []byte {
 	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
 	start := 0
-	for i := 0; i < len(message); {
-		c := message[i]
+	for i := 0; i < len(s); {
+		c := s[i]
 		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
 			i++
 			continue
 		}
 		if c >= utf8.RuneSelf {
-			r, size := utf8.DecodeRuneInString(message[i:])
+			r, size := utf8.DecodeRuneInString(s[i:])
 			if r != '\u2028' && r != '\u2029' {
 				i += size
 				continue
 			}
-			dst = append(dst, message[start:i]...)
+			dst = append(dst, s[start:i]...)
 			dst = append(dst, `\u202`...)
 			dst = append(dst, hex[r&0xf])
 			i += size
 			start = i
 			continue
 		}
-		dst = append(dst, message[start:i]...)
+		dst = append(dst, s[start:i]...)
 		switch c {
 		case '"', '\\':
 			dst = append(dst, '\\', c)
@@ -273,6 +330,6 @@ func AppendLog(dst []byte, level, message string) []byte {
 		i++
 		start = i
 	}
-	dst = append(dst, message[start:]...)
-	return append(dst, "\"}\n"...)
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
 }
