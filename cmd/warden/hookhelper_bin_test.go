@@ -93,16 +93,29 @@ func wardenHookBinary(t testing.TB) string {
 
 // TestWardenHookAnswersAsWarden: the small helper and the full binary
 // give a hook the same stdout, stderr and exit code for the same argv:
-// verbs, errors, usage, help and --json alike.
+// verbs, errors, usage, help and --json alike; and the engine gets the
+// same stream lines from both (warden-hook sends a plain `hook log`
+// without its parser: plainlog.go).
 func TestWardenHookAnswersAsWarden(t *testing.T) {
 	bin := wardenHookBinary(t)
-	startFakeRun(t)
+	_, f := startFakeRun(t)
+	takeLogs := func() []string {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		logs := f.logs
+		f.logs = nil
+		return logs
+	}
 	cases := [][]string{
 		{"hook", "context"},
 		{"hook", "context", "inputs.target"},
 		{"hook", "context", "inputs.missing", "--json"},
 		{"hook", "log", "hello", "there"},
 		{"hook", "log", "--level", "success", "done"},
+		{"hook", "log", "--level=debug", "tab\there", "", "x"},
+		{"hook", "log", "--level", "warn"},
+		{"hook", "log", "bad \xff byte"},
+		{"hook", "log", "help"},
 		{"hook", "log", "--level", "loud", "x"},
 		{"hook", "log"},
 		{"hook", "log", "--bogus", "x"},
@@ -154,7 +167,9 @@ func TestWardenHookAnswersAsWarden(t *testing.T) {
 	for _, argv := range cases {
 		var out, errb bytes.Buffer
 		a := &app{stdout: &out, stderr: &errb, stdin: strings.NewReader("")}
+		takeLogs()
 		wantCode := a.run(argv)
+		wantLogs := takeLogs()
 		cmd := exec.Command(bin, argv...)
 		var gotOut, gotErr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &gotOut, &gotErr
@@ -168,6 +183,9 @@ func TestWardenHookAnswersAsWarden(t *testing.T) {
 		if gotCode != wantCode || gotOut.String() != out.String() || gotErr.String() != errb.String() {
 			t.Errorf("%q:\nwarden:      exit %d, stdout %q, stderr %q\nwarden-hook: exit %d, stdout %q, stderr %q",
 				argv, wantCode, out.String(), errb.String(), gotCode, gotOut.String(), gotErr.String())
+		}
+		if gotLogs := takeLogs(); !slices.Equal(gotLogs, wantLogs) {
+			t.Errorf("%q: the engine got %q from warden, %q from warden-hook", argv, wantLogs, gotLogs)
 		}
 	}
 	// Outside a hook, both say so, as a usage error.

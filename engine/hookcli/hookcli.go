@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/wardenhq/warden/engine/sdk/hookkit"
 	"github.com/wardenhq/warden/engine/termsafe"
 )
 
@@ -94,6 +95,9 @@ const (
 // helper verbs only. It answers as the full binary's verbs do (same
 // output, same exit codes, same --help) and returns the exit code.
 func Main(argv []string, version string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if level, msg, ok := plainLog(argv); ok {
+		return exitCode(hookErr(hookkit.SendLog(level, msg)), false, stdout, stderr)
+	}
 	var asJSON bool
 	env := &Env{Stdout: stdout, Stderr: stderr, Stdin: stdin, JSON: &asJSON}
 	var dataDir string
@@ -118,7 +122,11 @@ operator's verbs are in the full warden binary, outside the jail.`,
 		},
 		Subs: []*Command{hook},
 	}
-	err := Execute(root, version, argv, stdout)
+	return exitCode(Execute(root, version, argv, stdout), asJSON, stdout, stderr)
+}
+
+// exitCode reports err as the full binary does and returns the exit code.
+func exitCode(err error, asJSON bool, stdout, stderr io.Writer) int {
 	if err == nil {
 		return 0
 	}

@@ -248,21 +248,23 @@ func (a *cli) hookStoreCommand(verb, store, example string) *Command {
 	if store == "config" {
 		noun, rule = "config value", "Any of the module's config may be read; only the names it declares\nunder `config:` may be written."
 	}
+	// Plain concatenation, not fmt: every call of the helper builds these
+	// (issue 25).
 	c := &Command{
 		Use:   verb,
-		Short: fmt.Sprintf("Get, set or delete the module's %ss", noun),
-		Long: fmt.Sprintf(`%s get|set|delete reads and writes the module's %ss through the engine.
-%s Writes land at once and are receipted (names only, never values).`, verb, noun, rule),
+		Short: "Get, set or delete the module's " + noun + "s",
+		Long: verb + " get|set|delete reads and writes the module's " + noun + "s through the engine.\n" +
+			rule + " Writes land at once and are receipted (names only, never values).",
 	}
 
 	var asJSON bool
 	get := &Command{
 		Use:   "get NAME",
-		Short: fmt.Sprintf("Print a %s (nothing when it is not set)", noun),
-		Long: fmt.Sprintf(`get prints the %s followed by a newline, or nothing when it is not set.
-With --json it prints the JSON value instead: a quoted string, or null.`, noun),
-		Example: fmt.Sprintf(`  value=$(warden hook %s get %s)
-  warden hook %s get %s --json     # "..." or null`, verb, example, verb, example),
+		Short: "Print a " + noun + " (nothing when it is not set)",
+		Long: "get prints the " + noun + " followed by a newline, or nothing when it is not set.\n" +
+			"With --json it prints the JSON value instead: a quoted string, or null.",
+		Example: "  value=$(warden hook " + verb + " get " + example + ")\n" +
+			"  warden hook " + verb + " get " + example + ` --json     # "..." or null`,
 		Args: exactArgs(1),
 		Run: func(argv []string) error {
 			return a.withHook(func(c *hookkit.Client) error {
@@ -286,12 +288,12 @@ With --json it prints the JSON value instead: a quoted string, or null.`, noun),
 
 	set := &Command{
 		Use:   "set NAME VALUE|-",
-		Short: fmt.Sprintf("Set a %s; - reads the value from stdin", noun),
-		Long: fmt.Sprintf(`set stores the %s; it lands at once. With - as VALUE the value is read
+		Short: "Set a " + noun + "; - reads the value from stdin",
+		Long: "set stores the " + noun + `; it lands at once. With - as VALUE the value is read
 from stdin and one trailing newline is dropped, which keeps it out of the
-process list.`, noun),
-		Example: fmt.Sprintf(`  warden hook %s set %s "$value"
-  head -c16 /dev/urandom | od -An -tx1 | tr -d ' \n' | warden hook %s set %s -`, verb, example, verb, example),
+process list.`,
+		Example: "  warden hook " + verb + " set " + example + ` "$value"` + "\n" +
+			"  head -c16 /dev/urandom | od -An -tx1 | tr -d ' \\n' | warden hook " + verb + " set " + example + " -",
 		Args: exactArgs(2),
 		Run: func(argv []string) error {
 			value := argv[1]
@@ -312,8 +314,8 @@ process list.`, noun),
 
 	del := &Command{
 		Use:     "delete NAME",
-		Short:   fmt.Sprintf("Delete a %s (deleting one that is not set is fine)", noun),
-		Example: fmt.Sprintf(`  warden hook %s delete %s`, verb, example),
+		Short:   "Delete a " + noun + " (deleting one that is not set is fine)",
+		Example: "  warden hook " + verb + " delete " + example,
 		Args:    exactArgs(1),
 		Run: func(argv []string) error {
 			return a.withHook(func(c *hookkit.Client) error {
