@@ -126,6 +126,17 @@ func closeFDs(fds []int) {
 	}
 }
 
-// HandOver is the bridge's side (bridge.HandOver): it passes the
-// listeners to the proxy at socket and waits for its answer.
-func HandOver(socket string, lns ...*net.TCPListener) error { return bridge.HandOver(socket, lns...) }
+// HandOver is the bridge's side (bridge.HandOver) for listeners: it
+// passes them to the proxy at socket and waits for its answer.
+func HandOver(socket string, lns ...*net.TCPListener) error {
+	var fds []int
+	for _, ln := range lns {
+		f, err := ln.File() // a dup, closed when this returns
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		fds = append(fds, int(f.Fd()))
+	}
+	return bridge.HandOver(socket, fds...)
+}

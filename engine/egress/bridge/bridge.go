@@ -2,15 +2,18 @@
 // jail's first program, which opens the jail's proxy listeners, hands them
 // to the run's proxy and execs the hook. It is its own package so that
 // the in-jail helper (cmd/warden-hook) links it without the proxy's HTTP
-// and DNS code.
+// and DNS code. It does not link the net package either: it opens two
+// listeners and dials one Unix socket with plain system calls, and net's
+// inits were a share of every helper start, which every `warden hook`
+// call of a shell hook pays (issue 25).
 package bridge
 
 import (
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -18,6 +21,8 @@ import (
 
 // Where the bridge listens inside the jail, and what the hook is told.
 const (
+	HTTPPort  = 3128
+	SocksPort = 1080
 	HTTPAddr  = "127.0.0.1:3128"
 	SocksAddr = "127.0.0.1:1080"
 )
@@ -46,16 +51,16 @@ func Main(args []string) int {
 		fmt.Fprintf(os.Stderr, "warden hook egress-bridge: %v\nusage: %s\n", err, Usage)
 		return 2
 	}
-	var lns []*net.TCPListener
-	for _, a := range []string{HTTPAddr, SocksAddr} {
-		ln, err := net.Listen("tcp", a)
+	var fds []int
+	for _, port := range []int{HTTPPort, SocksPort} {
+		fd, err := listenLoopback(port)
 		if err != nil {
-			fmt.Fprintf(os.Stderr, "warden hook egress-bridge: listen %s: %v\n", a, err)
+			fmt.Fprintf(os.Stderr, "warden hook egress-bridge: listen 127.0.0.1:%d: %v\n", port, err)
 			return 1
 		}
-		lns = append(lns, ln.(*net.TCPListener))
+		fds = append(fds, fd)
 	}
-	if err := HandOver(socket, lns...); err != nil {
+	if err := HandOver(socket, fds...); err != nil {
 		fmt.Fprintf(os.Stderr, "warden hook egress-bridge: %v\n", err)
 		return 1
 	}
@@ -92,39 +97,93 @@ func bridgeArgs(args []string) (socket string, argv []string, err error) {
 	return socket, argv, nil
 }
 
-// HandOver is the bridge's side: it passes the listeners to the proxy at
-// socket and waits for its answer.
-func HandOver(socket string, lns ...*net.TCPListener) error {
-	if len(lns) != HandoffFDs {
-		return fmt.Errorf("hand over %d listeners, not %d", HandoffFDs, len(lns))
-	}
-	var fds []int
-	for _, ln := range lns {
-		f, err := ln.File() // a dup, closed when this returns
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		fds = append(fds, int(f.Fd()))
-	}
-	c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: socket, Net: "unix"})
+// listenLoopback opens a listening TCP socket on 127.0.0.1:port, as
+// net.Listen would (SO_REUSEADDR, the kernel's largest backlog), close-on-
+// exec so that the hook never holds it.
+func listenLoopback(port int) (int, error) {
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return fmt.Errorf("the run's proxy is not there: %w", err)
+		return -1, os.NewSyscallError("socket", err)
 	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(10 * time.Second))
-	if _, _, err := c.WriteMsgUnix([]byte{HandoffByte}, syscall.UnixRights(fds...), nil); err != nil {
-		return fmt.Errorf("handing the listeners to the proxy: %w", err)
+	err = os.NewSyscallError("setsockopt", syscall.SetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_REUSEADDR, 1))
+	if err == nil {
+		err = os.NewSyscallError("bind", syscall.Bind(fd, &syscall.SockaddrInet4{Port: port, Addr: [4]byte{127, 0, 0, 1}}))
+	}
+	if err == nil {
+		err = os.NewSyscallError("listen", syscall.Listen(fd, listenBacklog()))
+	}
+	if err != nil {
+		syscall.Close(fd)
+		return -1, err
+	}
+	return fd, nil
+}
+
+// listenBacklog is the kernel's somaxconn, as net uses (it caps a larger
+// backlog anyway), or 4096 when it cannot be read.
+func listenBacklog() int {
+	b, err := os.ReadFile("/proc/sys/net/core/somaxconn")
+	if n, perr := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && perr == nil && n > 0 {
+		return n
+	}
+	return 4096
+}
+
+// HandOver is the bridge's side: it passes the listening sockets fds to
+// the proxy at socket and waits for its answer. The fds stay the caller's.
+func HandOver(socket string, fds ...int) error {
+	if len(fds) != HandoffFDs {
+		return fmt.Errorf("hand over %d listeners, not %d", HandoffFDs, len(fds))
+	}
+	c, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("the run's proxy is not there: %w", os.NewSyscallError("socket", err))
+	}
+	defer syscall.Close(c)
+	// Both ways bounded, as a deadline on a connection would: a proxy
+	// that never answers fails the run instead of hanging it.
+	tv := syscall.NsecToTimeval(handoffTimeout.Nanoseconds())
+	syscall.SetsockoptTimeval(c, syscall.SOL_SOCKET, syscall.SO_RCVTIMEO, &tv)
+	syscall.SetsockoptTimeval(c, syscall.SOL_SOCKET, syscall.SO_SNDTIMEO, &tv)
+	if err := connectRetrying(c, socket); err != nil {
+		return fmt.Errorf("the run's proxy is not there: dial unix %s: %w", socket, os.NewSyscallError("connect", err))
+	}
+	if err := syscall.Sendmsg(c, []byte{HandoffByte}, syscall.UnixRights(fds...), nil, 0); err != nil {
+		return fmt.Errorf("handing the listeners to the proxy: %w", os.NewSyscallError("sendmsg", err))
 	}
 	answer := make([]byte, 512)
-	n, err := c.Read(answer)
-	if n == 0 && err != nil {
+	n, err := readRetrying(c, answer)
+	if n <= 0 {
+		if err == nil {
+			err = errors.New("EOF")
+		} else if err == syscall.EAGAIN {
+			err = errors.New("i/o timeout")
+		}
 		return fmt.Errorf("the proxy did not answer the handoff: %w", err)
 	}
 	if a := string(answer[:n]); a != "ok\n" {
 		return fmt.Errorf("the proxy refused the handoff: %s", sanitizeLine(a))
 	}
 	return nil
+}
+
+// handoffTimeout bounds the handoff's connect, send and answer.
+const handoffTimeout = 10 * time.Second
+
+func connectRetrying(fd int, path string) error {
+	for {
+		if err := syscall.Connect(fd, &syscall.SockaddrUnix{Name: path}); err != syscall.EINTR {
+			return err
+		}
+	}
+}
+
+func readRetrying(fd int, p []byte) (int, error) {
+	for {
+		if n, err := syscall.Read(fd, p); err != syscall.EINTR {
+			return n, err
+		}
+	}
 }
 
 // sanitizeLine keeps one printable line of an answer for an error.

@@ -17,10 +17,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/wardenhq/warden/engine/sdk/protocol"
@@ -55,7 +55,7 @@ var ErrNoEngine = errors.New("hookkit: WARDEN_TOKEN and WARDEN_SOCKET (or WARDEN
 
 // Client is one connection to the run's broker.
 type Client struct {
-	conn *net.UnixConn
+	conn sockConn
 	w    *protocol.Writer
 	ctx  *protocol.Context
 
@@ -104,15 +104,15 @@ func DialFD(fd int, token string) (*Client, error) {
 
 // dialEnv connects to the run's broker as the environment says, and
 // returns the connection and the run's token.
-func dialEnv() (*net.UnixConn, string, error) {
-	sock, dialer, tok := os.Getenv("WARDEN_SOCKET"), os.Getenv("WARDEN_DIALER"), os.Getenv("WARDEN_TOKEN")
-	if sock == "" && dialer == "" || tok == "" {
-		return nil, "", ErrNoEngine
+func dialEnv() (sockConn, string, error) {
+	sock, dialer, tok, err := engineEnv()
+	if err != nil {
+		return sockConn{}, "", err
 	}
 	if dialer != "" {
 		fd, err := strconv.Atoi(dialer)
 		if err != nil || fd < 3 {
-			return nil, "", fmt.Errorf("hookkit: WARDEN_DIALER=%q is not a descriptor", dialer)
+			return sockConn{}, "", fmt.Errorf("hookkit: WARDEN_DIALER=%q is not a descriptor", dialer)
 		}
 		conn, err := dialFD(fd)
 		return conn, tok, err
@@ -121,33 +121,63 @@ func dialEnv() (*net.UnixConn, string, error) {
 	return conn, tok, err
 }
 
-func dialSocket(socket string) (*net.UnixConn, error) {
-	conn, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: socket, Net: "unix"})
+// sockConn is a connected stream socket as a pollable *os.File: reads and
+// writes park the goroutine, not the thread, and deadlines work as on a
+// net.Conn. Not a net.Conn itself: the net package's inits (net/netip's
+// unique handles, the DNS tables) were a share of every in-jail helper
+// start, and a hook never needs more than a Unix stream (issue 25).
+type sockConn struct{ *os.File }
+
+// CloseWrite half-closes the socket: the engine reads EOF after the
+// frames already sent.
+func (c sockConn) CloseWrite() error {
+	rc, err := c.SyscallConn()
 	if err != nil {
-		return nil, fmt.Errorf("hookkit: connect to the engine at %s: %w", socket, err)
+		return err
 	}
-	return conn, nil
+	var serr error
+	if err := rc.Control(func(fd uintptr) { serr = syscall.Shutdown(int(fd), syscall.SHUT_WR) }); err != nil {
+		return err
+	}
+	return os.NewSyscallError("shutdown", serr)
+}
+
+// pollable makes fd, a connected blocking stream socket, a sockConn. The
+// connect was blocking (a full backlog waits instead of failing with
+// EAGAIN); from here on the runtime's poller drives it.
+func pollable(fd int) (sockConn, error) {
+	if err := syscall.SetNonblock(fd, true); err != nil {
+		syscall.Close(fd)
+		return sockConn{}, fmt.Errorf("hookkit: connect to the engine: %w", os.NewSyscallError("fcntl", err))
+	}
+	return sockConn{os.NewFile(uintptr(fd), "warden-broker")}, nil
+}
+
+func dialSocket(socket string) (sockConn, error) {
+	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return sockConn{}, fmt.Errorf("hookkit: connect to the engine at %s: %w", socket, os.NewSyscallError("socket", err))
+	}
+	if err := connectRetrying(fd, socket); err != nil {
+		syscall.Close(fd)
+		return sockConn{}, fmt.Errorf("hookkit: connect to the engine at %s: %w", socket, os.NewSyscallError("connect", err))
+	}
+	return pollable(fd)
 }
 
 // dialFD makes a stream socketpair, sends one end to the broker over its
 // dialer at fd (SCM_RIGHTS) and returns the other: a connection that
 // needs no socket(2) and no path.
-func dialFD(fd int) (*net.UnixConn, error) {
+func dialFD(fd int) (sockConn, error) {
 	pfd, err := socketpairThrough(fd)
 	if err != nil {
-		return nil, err
+		return sockConn{}, err
 	}
-	f := os.NewFile(uintptr(pfd), "warden-broker")
-	conn, err := net.FileConn(f)
-	f.Close()
-	if err != nil {
-		return nil, fmt.Errorf("hookkit: connect to the engine: %w", err)
-	}
-	return conn.(*net.UnixConn), nil
+	return pollable(pfd)
 }
 
 // handshake says hello on conn and reads the context.
-func handshake(conn *net.UnixConn, token string) (*Client, error) {
+func handshake(conn sockConn, token string) (*Client, error) {
 	c := &Client{conn: conn, w: protocol.NewWriter(conn), pending: map[int64]chan answer{}, done: make(chan struct{})}
 	werr := c.w.WriteFrame(&protocol.Hello{Protocol: protocol.Version, Token: token})
 	r := protocol.NewReader(conn)
