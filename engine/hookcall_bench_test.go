@@ -24,7 +24,11 @@ import (
 // BenchmarkJailedHookCalls: a jailed shell hook making 200 `warden hook
 // log` calls, against the same hook printing 200 lines with echo and
 // against it starting a Go hello-world 200 times; per-call p50/p90 from
-// the gaps between the calls' arrival at the broker.
+// the gaps between the calls' arrival at the broker. And paired: one hook
+// making 200 rounds of a hello-world start then a helper call, each timed
+// from stdout marks around it, so that the two are measured milliseconds
+// apart (a shared host's speed moves over seconds; paired-call/hello is
+// the ratio that holds still).
 // BenchmarkHelperStart: `warden-hook --version` (and `warden --version`)
 // against a Go hello-world built here. BenchmarkLogStdin: 100,000 lines
 // through `warden hook log --stdin` against the same lines on the hook's
@@ -82,6 +86,9 @@ func callsModule(b *testing.B) string {
 		"logs.sh":   fmt.Sprintf("#!/bin/sh\ni=0\nwhile [ $i -lt %d ]; do warden hook log \"line $i\"; i=$((i+1)); done\n", hookCalls),
 		"echoes.sh": fmt.Sprintf("#!/bin/sh\ni=0\nwhile [ $i -lt %d ]; do echo \"line $i\"; i=$((i+1)); done\n", hookCalls),
 		"hellos.sh": fmt.Sprintf("#!/bin/sh\ni=0\nwhile [ $i -lt %d ]; do /module/hello >/dev/null; i=$((i+1)); done\n", hookCalls),
+		// Each call beside a hello-world start, a few milliseconds apart:
+		// a shared host that slows down for a second slows both alike.
+		"paired.sh": fmt.Sprintf("#!/bin/sh\ni=0\nwhile [ $i -lt %d ]; do echo \"a $i\"; /module/hello >/dev/null; echo \"b $i\"; warden hook log \"c $i\"; echo \"d $i\"; i=$((i+1)); done\n", hookCalls),
 		"stdin.sh":  "#!/bin/sh\nexec warden hook log --stdin < /module/lines.txt\n",
 		"stdout.sh": "#!/bin/sh\nexec cat /module/lines.txt\n",
 	}
@@ -101,7 +108,7 @@ func callsModule(b *testing.B) string {
 	if err := os.WriteFile(filepath.Join(dir, "hello"), hello, 0o755); err != nil {
 		b.Fatal(err)
 	}
-	for _, h := range []string{"logs", "echoes", "hellos", "stdin", "stdout"} {
+	for _, h := range []string{"logs", "echoes", "hellos", "paired", "stdin", "stdout"} {
 		manifest += fmt.Sprintf("  %s:\n    run: [./%s.sh]\n    timeout: 5m\n", h, h)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "module.yaml"), []byte(manifest), 0o644); err != nil {
@@ -136,6 +143,31 @@ func runTimed(b *testing.B, e *Engine, hook string) (Outcome, time.Duration) {
 		b.Fatalf("run %s: %s %s", hook, o.Run.Status, o.Run.Error)
 	}
 	return o, d
+}
+
+// pairedTimes are, for each of a paired run's rounds, the time from its
+// "a" line to its "b" line (a hello-world start) and from "b" to "d" (a
+// helper call), as the engine stamped the lines on arrival.
+func pairedTimes(b *testing.B, e *Engine, run string) (hellos, calls []time.Duration) {
+	b.Helper()
+	lines, err := e.StreamLines(run, 0, 10*hookCalls)
+	if err != nil {
+		b.Fatal(err)
+	}
+	at := map[string]time.Time{}
+	for _, l := range lines {
+		at[l.Text] = l.At
+	}
+	for i := range hookCalls {
+		a, okA := at[fmt.Sprintf("a %d", i)]
+		m, okB := at[fmt.Sprintf("b %d", i)]
+		d, okD := at[fmt.Sprintf("d %d", i)]
+		if _, okC := at[fmt.Sprintf("c %d", i)]; !okA || !okB || !okD || !okC {
+			b.Fatalf("run %s: round %d's lines are missing", run, i)
+		}
+		hellos, calls = append(hellos, m.Sub(a)), append(calls, d.Sub(m))
+	}
+	return hellos, calls
 }
 
 // callGaps are the gaps between the arrivals of a run's "line N" lines:
@@ -178,13 +210,16 @@ func BenchmarkJailedHookCalls(b *testing.B) {
 		b.Run(h.name, func(b *testing.B) {
 			e := helperEngine(b, h.path, mod)
 			var dEcho, dHello, dLogs time.Duration
-			var gaps []time.Duration
+			var gaps, pHellos, pCalls []time.Duration
 			for b.Loop() {
+				o, _ := runTimed(b, e, "paired")
+				h, c := pairedTimes(b, e, o.Run.ID)
+				pHellos, pCalls = append(pHellos, h...), append(pCalls, c...)
 				_, d := runTimed(b, e, "echoes")
 				dEcho += d
 				_, d = runTimed(b, e, "hellos")
 				dHello += d
-				o, d := runTimed(b, e, "logs")
+				o, d = runTimed(b, e, "logs")
 				dLogs += d
 				gaps = append(gaps, callGaps(b, e, o.Run.ID)...)
 			}
@@ -196,6 +231,9 @@ func BenchmarkJailedHookCalls(b *testing.B) {
 			b.ReportMetric(ms(dLogs-dEcho)/n/hookCalls, "ms/call-over-echo")
 			b.ReportMetric(ms(dHello-dEcho)/n/hookCalls, "ms/hello-over-echo")
 			b.ReportMetric((dLogs-dEcho).Seconds()/(dHello-dEcho).Seconds(), "call/hello")
+			b.ReportMetric(ms(quantile(pCalls, 0.5)), "paired-call-p50-ms")
+			b.ReportMetric(ms(quantile(pHellos, 0.5)), "paired-hello-p50-ms")
+			b.ReportMetric(float64(quantile(pCalls, 0.5))/float64(quantile(pHellos, 0.5)), "paired-call/hello")
 			b.ReportMetric(ms(quantile(gaps, 0.5)), "call-p50-ms")
 			b.ReportMetric(ms(quantile(gaps, 0.9)), "call-p90-ms")
 		})
