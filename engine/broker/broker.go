@@ -196,6 +196,21 @@ func (b *Broker) serve(c net.Conn) {
 	if !cn.hello(r) {
 		return
 	}
+	// The context, hello's answer, is written once the log frames that
+	// came with the hello are queued, and before anything else is written
+	// or waited for. A one-shot `warden hook log` (hello, its line, then
+	// its half-close, in one write) then gets the context and the close
+	// one after the other, and exits on one wake-up instead of waiting
+	// again for the close (issue 25). A client that waits for the context
+	// before it sends more gets it at once, as before.
+	answered := false
+	answer := func() bool {
+		if answered {
+			return true
+		}
+		answered = true
+		return cn.w.WriteFrame(b.h.Context()) == nil
+	}
 	batcher, _ := b.h.(LogBatcher)
 	var logs []protocol.Log
 	flush := func() {
@@ -205,10 +220,16 @@ func (b *Broker) serve(c net.Conn) {
 		}
 	}
 	for {
+		if !answered && !r.Buffered() {
+			flush()
+			if !answer() {
+				break
+			}
+		}
 		f, err := r.ReadFrame()
 		if err != nil {
 			flush()
-			if cn.readFailed(err) {
+			if !answer() || cn.readFailed(err) {
 				break
 			}
 			continue
@@ -217,6 +238,7 @@ func (b *Broker) serve(c net.Conn) {
 		if l, ok := f.(*protocol.Log); ok && batcher != nil {
 			if b.isEnded() {
 				flush()
+				answer()
 				cn.throw(0, errRunEnded)
 				continue
 			}
@@ -227,6 +249,9 @@ func (b *Broker) serve(c net.Conn) {
 			continue
 		}
 		flush()
+		if !answer() {
+			break
+		}
 		cn.dispatch(f)
 	}
 	flush()
@@ -234,7 +259,8 @@ func (b *Broker) serve(c net.Conn) {
 }
 
 // hello reads and checks the first frame; false means the connection is
-// refused (the refusal has been sent).
+// refused (the refusal has been sent), true that it is accepted and the
+// context is serve's to write.
 func (cn *conn) hello(r *protocol.Reader) bool {
 	cn.c.SetReadDeadline(time.Now().Add(helloTimeout))
 	f, err := r.ReadFrame()
@@ -271,7 +297,7 @@ func (cn *conn) hello(r *protocol.Reader) bool {
 	if cn.b.isEnded() { // the run may have ended while we checked
 		return refuse(protocol.CodeRunEnded, "the run has ended")
 	}
-	return cn.w.WriteFrame(cn.b.h.Context()) == nil
+	return true // serve writes the context
 }
 
 // readFailed answers a read error; true means stop reading.
