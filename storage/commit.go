@@ -108,6 +108,9 @@ func (s *Store) runBatch(ops []*commitOp) {
 				}
 			}
 			for _, op := range ops {
+				for _, fn := range op.tx.after {
+					fn()
+				}
 				op.done <- nil
 			}
 			return

@@ -229,3 +229,54 @@ func TestUpdateReturnsOnlyCommittedReceipts(t *testing.T) {
 		t.Fatalf("after a failed Update: %+v %v", r, err)
 	}
 }
+
+// TestAfterCommitRunsOnceCommittedAndNeverOtherwise: AfterCommit's fns
+// run after their transaction lands and before its Update returns, once
+// even when a failing batch mate made the batch run again, and never for
+// a transaction that failed.
+func TestAfterCommitRunsOnceCommittedAndNeverOtherwise(t *testing.T) {
+	s := openStore(t, newDir(t))
+	defer s.Close()
+	var mu sync.Mutex
+	ran := map[string]int{}
+	note := func(name string) func() {
+		return func() { mu.Lock(); ran[name]++; mu.Unlock() }
+	}
+	count := func(name string) int { mu.Lock(); defer mu.Unlock(); return ran[name] }
+
+	if _, err := s.Update(func(tx *Tx) error {
+		tx.AfterCommit(note("alone"))
+		return tx.ConfigSet("mod", "a", "1")
+	}); err != nil || count("alone") != 1 {
+		t.Fatalf("a committed update: err %v, its fn ran %d times", err, count("alone"))
+	}
+	if _, err := s.Update(func(tx *Tx) error {
+		tx.AfterCommit(note("failed"))
+		return errors.New("refused")
+	}); err == nil || count("failed") != 0 {
+		t.Fatalf("a failed update: err %v, its fn ran %d times", err, count("failed"))
+	}
+
+	// Many at once share batches; the failing one makes its batch run again.
+	var wg sync.WaitGroup
+	for i := range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.Update(func(tx *Tx) error {
+				tx.AfterCommit(note(fmt.Sprint(i)))
+				if err := tx.ConfigSet("mod", fmt.Sprint("k", i), "v"); err != nil {
+					return err
+				}
+				if i == 7 {
+					return errors.New("writer 7 refuses")
+				}
+				return nil
+			})
+			if want := map[bool]int{true: 0, false: 1}[i == 7]; count(fmt.Sprint(i)) != want {
+				t.Errorf("writer %d's fn ran %d times when its Update returned, want %d", i, count(fmt.Sprint(i)), want)
+			}
+		}()
+	}
+	wg.Wait()
+}

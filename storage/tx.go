@@ -14,7 +14,15 @@ type Tx struct {
 	btx      *bolt.Tx
 	head     *chainHead // write transactions only: the chain head so far
 	appended []Receipt
+	after    []func() // AfterCommit's, run once this transaction has landed
 }
+
+// AfterCommit has fn run once this write transaction has committed, before
+// the Update that made it returns; never if it does not commit (an error,
+// a rollback, a retry of the batch it was in). For a cache of what the
+// transaction changes: dropping it after the commit, not before, leaves
+// no moment in which a reader could fill it again from the old state.
+func (tx *Tx) AfterCommit(fn func()) { tx.after = append(tx.after, fn) }
 
 func (tx *Tx) bucket(name []byte) *bolt.Bucket { return tx.btx.Bucket(name) }
 
