@@ -65,6 +65,8 @@ type Authority struct {
 	trust  storage.TrustRecord
 	broken error // a *TrustError while the root disagrees
 	now    func() time.Time
+
+	valid validCache // records Classify found VALID (validcache.go)
 }
 
 // Status is what `warden trust status` shows.
@@ -231,11 +233,19 @@ func (a *Authority) Classify(token, subject, scope, session string) Class {
 	}
 	a.mu.RLock()
 	defer a.mu.RUnlock()
+	id := tokenID(token)
+	if a.broken == nil {
+		// A record found VALID before, and nothing revoked since: only
+		// what can change without a commit (the clock) is judged again.
+		if rec, ok := a.valid.get(id); ok {
+			return a.judge(rec, subject, scope, session)
+		}
+	}
+	epoch := a.valid.epoch() // before the read: see validCache
 	var rec storage.TokenRecord
 	var gone storage.Tombstone
 	var revoked bool
 	if err := a.store.View(func(tx *storage.Tx) (err error) {
-		id := tokenID(token)
 		rec, err = tx.Token(id)
 		if errors.Is(err, storage.ErrNotFound) {
 			// A revoked token leaves only its tombstone, which still says
@@ -253,6 +263,19 @@ func (a *Authority) Classify(token, subject, scope, session string) Class {
 		}
 		return Revoked
 	}
+	if c := a.judge(rec, subject, scope, session); c != Valid {
+		return c
+	}
+	if a.broken != nil || !hmac.Equal([]byte(a.mac(rec.Generation, subject, scope, token)), []byte(rec.MAC)) {
+		return Unknown
+	}
+	a.valid.put(id, rec, epoch)
+	return Valid
+}
+
+// judge classifies a token by its record, short of the MAC: generation,
+// revocation, expiry, and what it was issued for. Called with a.mu held.
+func (a *Authority) judge(rec storage.TokenRecord, subject, scope, session string) Class {
 	switch {
 	case rec.Generation != a.trust.Generation:
 		return WrongGeneration
@@ -266,9 +289,6 @@ func (a *Authority) Classify(token, subject, scope, session string) Class {
 		return ScopeMismatch
 	case rec.Session != session:
 		return SessionMismatch
-	}
-	if a.broken != nil || !hmac.Equal([]byte(a.mac(rec.Generation, subject, scope, token)), []byte(rec.MAC)) {
-		return Unknown
 	}
 	return Valid
 }
@@ -325,6 +345,7 @@ func (a *Authority) RevokeTx(tx *storage.Tx, actor, token, summary string) error
 	if err := tx.PutToken(r); err != nil {
 		return err
 	}
+	tx.AfterCommit(a.valid.drop)
 	_, err = tx.AppendReceipt(storage.Draft{Kind: storage.KindTokenRevoke, Actor: actor, Subject: r.Subject, Summary: summary,
 		Details: map[string]any{"count": 1}})
 	return err
@@ -364,6 +385,7 @@ func (a *Authority) RevokeSessionTx(tx *storage.Tx, actor, session, summary stri
 	if len(hits) == 0 {
 		return nil
 	}
+	tx.AfterCommit(a.valid.drop)
 	subjects := map[string]bool{}
 	for _, r := range hits {
 		r.Revoked = &now
@@ -469,6 +491,7 @@ func (a *Authority) Rotate(actor string) (Status, error) {
 		}); err != nil {
 			return err
 		}
+		tx.AfterCommit(a.valid.drop)
 		n := len(live)
 		for _, r := range live {
 			r.Revoked = &now
