@@ -100,6 +100,12 @@ func hookScenario(name string) int {
 		say("undeclared secret code=%s msg=%v", hookkit.Code(err), err)
 		err = c.Config().Set("region", "eu")
 		say("config set err=%v", err)
+		// A later connection's context has it (the engine keeps the
+		// context encoded; a config write must renew it).
+		if c2, err := hookkit.Connect(); err == nil {
+			say("next context region=%s", c2.Context().Config["region"])
+			c2.Close()
+		}
 		err = c.Config().Set("other", "x")
 		say("undeclared config code=%s", hookkit.Code(err))
 		v, ok, _ = c.Config().Get("region")

@@ -194,6 +194,12 @@ type activeRun struct {
 
 	network        bool           // granted network (newRun)
 	networkDetails map[string]any // how it was decided, for the start receipt
+
+	// contextFrame is the run's context, encoded, as of config generation
+	// contextGen (EncodedContext).
+	contextMu    sync.Mutex
+	contextFrame []byte
+	contextGen   uint64
 }
 
 // StartRun preflights and starts a hook run, in phases:

@@ -58,6 +58,7 @@ func TestRunAllFrames(t *testing.T) {
 	wantCheck(t, cs, "secret get", "ok=true match=true err=<nil>")
 	wantCheck(t, cs, "undeclared secret", `code=undeclared_name msg=undeclared_name: module testmod did not declare secret "nope"; its declared secret names are: api_key, spare`)
 	wantCheck(t, cs, "config set", "err=<nil>")
+	wantCheck(t, cs, "next context", "region=eu")
 	wantCheck(t, cs, "undeclared config", "code=undeclared_name")
 	wantCheck(t, cs, "config get", "eu true")
 	wantCheck(t, cs, "tx", "err=<nil>")

@@ -280,3 +280,28 @@ func TestAfterCommitRunsOnceCommittedAndNeverOtherwise(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestConfigGenerationMovesWithConfigWrites: a committed config set or
+// delete moves ConfigGeneration; a failed one and other writes do not.
+func TestConfigGenerationMovesWithConfigWrites(t *testing.T) {
+	s := openStore(t, newDir(t))
+	defer s.Close()
+	g := s.ConfigGeneration()
+	step := func(what string, moves bool, fn func(*Tx) error) {
+		t.Helper()
+		s.Update(fn)
+		if now := s.ConfigGeneration(); (now != g) != moves {
+			t.Errorf("%s: generation %d -> %d, want moved=%v", what, g, now, moves)
+		}
+		g = s.ConfigGeneration()
+	}
+	step("config set", true, func(tx *Tx) error { return tx.ConfigSet("mod", "a", "1") })
+	step("config delete", true, func(tx *Tx) error { _, err := tx.ConfigDelete("mod", "a"); return err })
+	step("a failed config set", false, func(tx *Tx) error {
+		if err := tx.ConfigSet("mod", "a", "2"); err != nil {
+			return err
+		}
+		return errors.New("refused")
+	})
+	step("a secret set", false, func(tx *Tx) error { return tx.SecretSet("mod", "s", "v") })
+}

@@ -169,11 +169,13 @@ func (tx *Tx) ConfigSet(module, name, value string) error {
 	if len(value) > MaxValueSize {
 		return fmt.Errorf("config %s/%s: value is %d bytes, limit %d", module, name, len(value), MaxValueSize)
 	}
+	tx.AfterCommit(tx.s.configChanged)
 	return putRecord(tx, bucketConfig, nameKey(module, name), &configRecord{Value: &value})
 }
 
 // ConfigDelete removes a config value; existed reports whether it was set.
 func (tx *Tx) ConfigDelete(module, name string) (existed bool, err error) {
+	tx.AfterCommit(tx.s.configChanged)
 	return tx.deleteName(bucketConfig, module, name)
 }
 

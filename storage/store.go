@@ -89,7 +89,18 @@ type Store struct {
 	broken atomic.Pointer[CorruptError] // set by noteBroken: bbolt panicked or faulted
 
 	runIDs runIDs
+
+	configGen atomic.Uint64 // ConfigGeneration
 }
+
+// ConfigGeneration moves after every commit that wrote a module's config
+// (a set or a delete). A cache of config read at generation g is current
+// while ConfigGeneration still returns g, provided g was read before the
+// config was: a write that lands after the read moves it, whichever of
+// the two finished first.
+func (s *Store) ConfigGeneration() uint64 { return s.configGen.Load() }
+
+func (s *Store) configChanged() { s.configGen.Add(1) }
 
 // Open opens (creating if needed) the data dir and its store, holding both
 // to the policy of docs/operating.md.

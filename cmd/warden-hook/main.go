@@ -7,11 +7,12 @@
 //
 //	go build -o bin/ ./cmd/warden && CGO_ENABLED=0 go build -o bin/ ./cmd/warden-hook
 //
-// It links the net package (the protocol client and the egress bridge
-// dial Unix sockets with it), and with cgo on, net
-// brings in cgo's resolver: the binary is then dynamically linked, and
-// each call pays for loading libc and for cgo's start, about 0.5-1 ms of
-// the 3-4 ms a call cost (issue 25). The helper resolves no names.
+// It links no net package: the protocol client and the egress bridge
+// talk through plain sockets (engine/sdk/hookkit, engine/egress/bridge),
+// so nothing in it needs cgo and it links statically whether cgo is on or
+// not. The README builds it with CGO_ENABLED=0 all the same, so that a
+// dependency that brought cgo back could not make every call pay for
+// loading libc (0.5-1 ms of a call when net's resolver did, issue 25).
 //
 // The engine binds it into the jail at /opt/warden/bin/warden when it sits
 // next to the warden binary (docs/jail.md); without it, the jail gets the

@@ -59,6 +59,14 @@ type LogBatcher interface {
 	LogBatch(frames []protocol.Log)
 }
 
+// ContextEncoder is a Handler that keeps its context frame encoded. When
+// the handler is one, hello is answered with EncodedContext's bytes
+// (whole frames as protocol.Encode makes them) instead of Context
+// encoded anew on every connection.
+type ContextEncoder interface {
+	EncodedContext() ([]byte, error)
+}
+
 // maxLogBatch bounds one LogBatch.
 const maxLogBatch = 512
 
@@ -209,6 +217,11 @@ func (b *Broker) serve(c net.Conn) {
 			return true
 		}
 		answered = true
+		if ce, ok := b.h.(ContextEncoder); ok {
+			if frame, err := ce.EncodedContext(); err == nil {
+				return cn.w.WriteEncoded(frame) == nil
+			}
+		}
 		return cn.w.WriteFrame(b.h.Context()) == nil
 	}
 	batcher, _ := b.h.(LogBatcher)
