@@ -22,7 +22,6 @@ type requestsKeys struct {
 	KeyMap
 	Detail, Filter, Clear    key.Binding
 	Approve, Deny, Always    key.Binding
-	Yes, No                  key.Binding
 	NextPending, PrevPending key.Binding
 }
 
@@ -35,8 +34,6 @@ func newRequestsKeys() requestsKeys {
 		Approve:     key.NewBinding(key.WithKeys("y"), key.WithHelp("y", "approve once")),
 		Deny:        key.NewBinding(key.WithKeys("n"), key.WithHelp("n", "deny")),
 		Always:      key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "approve always")),
-		Yes:         key.NewBinding(key.WithKeys("y"), key.WithHelp("y", "yes, add the rule")),
-		No:          key.NewBinding(key.WithKeys("n", "esc"), key.WithHelp("n/esc", "no")),
 		NextPending: key.NewBinding(key.WithKeys("]"), key.WithHelp("]", "next pending")),
 		PrevPending: key.NewBinding(key.WithKeys("["), key.WithHelp("[", "prev pending")),
 	}
@@ -55,17 +52,11 @@ type requestsPane struct {
 	// query (smart case); the cursor skips the others.
 	filter promptInput
 	query  string
-	// reason is the deny prompt, open for request denyID.
-	reason promptInput
-	denyID uint64
-	// confirming: approve-always waits for y/n on request confirmID.
-	confirming bool
-	confirmID  uint64
-	rule       string
-
-	// confirmTool: the request is an MCP tool call, so t may approve the
-	// whole tool instead of exactly these arguments.
-	confirmTool bool
+	// dec asks a deny's reason and approve-always's yes, on a request id
+	// (decision.go); rule is what approve-always would add, shown with
+	// the question.
+	dec  decision[uint64]
+	rule string
 
 	// history: the decided requests have been read, because the pane has
 	// been on screen. Until then it holds only the pending ones (all the
@@ -83,7 +74,7 @@ type requestsPane struct {
 }
 
 func newRequestsPane(sh *shared) *requestsPane {
-	return &requestsPane{sh: sh, k: newRequestsKeys(), reason: newPromptInput("deny: reason (optional, enter to deny) › ", "", 500),
+	return &requestsPane{sh: sh, k: newRequestsKeys(), dec: newDecision[uint64](),
 		filter: newPromptInput("filter › ", "module, hook, subject or operation", 128)}
 }
 
@@ -241,11 +232,8 @@ func (p *requestsPane) upsert(r engine.Request) (isNew bool) {
 			p.sh.setStatus(p.clearedNote(), false)
 		}
 	}
-	if p.confirming && p.confirmID == r.ID && r.Decision != nil {
-		p.confirming = false
-	}
-	if p.reason.Active() && p.denyID == r.ID && r.Decision != nil {
-		p.reason.Close()
+	if p.dec.active() && p.dec.target == r.ID && r.Decision != nil {
+		p.dec.cancel()
 	}
 	return !found && r.Decision == nil
 }
@@ -314,7 +302,7 @@ func (p *requestsPane) pending() (n int) {
 }
 
 func (p *requestsPane) capturing() bool {
-	return p.reason.Active() || p.confirming || p.filter.Active()
+	return p.dec.active() || p.filter.Active()
 }
 
 // visible lists the indexes of the requests the filter leaves, in order.
@@ -333,12 +321,12 @@ func (p *requestsPane) prompt() string {
 	switch {
 	case p.filter.Active():
 		return p.filter.View()
-	case p.reason.Active():
-		return p.reason.View()
-	case p.confirming && p.confirmTool:
-		return p.sh.th.Prompt.Render(fmt.Sprintf("approve request %d always? y: these arguments · t: this tool, any arguments · [N]", p.confirmID))
-	case p.confirming:
-		return p.sh.th.Prompt.Render(fmt.Sprintf("approve request %d always? [y/N]", p.confirmID)) + p.sh.th.Dim.Render(" (the rule to be added is shown above)")
+	case p.dec.reason.Active():
+		return p.dec.reason.View()
+	case p.dec.confirming && p.dec.tool:
+		return p.sh.th.Prompt.Render(fmt.Sprintf("approve request %d always? y: these arguments · t: this tool, any arguments · [N]", p.dec.target))
+	case p.dec.confirming:
+		return p.sh.th.Prompt.Render(fmt.Sprintf("approve request %d always? [y/N]", p.dec.target)) + p.sh.th.Dim.Render(" (the rule to be added is shown above)")
 	}
 	return ""
 }
@@ -348,10 +336,9 @@ func (p *requestsPane) keys() keyMap {
 	switch {
 	case p.filter.Active():
 		return p.filter.KeyMap()
-	case p.reason.Active():
-		return p.reason.KeyMap()
-	case p.confirming:
-		return keyMap{short: []key.Binding{k.Yes, k.No}}
+	}
+	if km, ok := p.dec.keys(); ok {
+		return km
 	}
 	nav := []key.Binding{k.Up, k.Down, k.NextPending, k.PrevPending, k.Detail}
 	if p.viewer() {
@@ -375,7 +362,8 @@ func (p *requestsPane) update(msg tea.Msg) tea.Cmd {
 			p.sh.errStatus(msg.err)
 			return nil
 		}
-		p.confirming, p.confirmID, p.rule, p.confirmTool = true, msg.id, msg.rule, msg.tool
+		p.rule = msg.rule
+		p.dec.askAlways(msg.id, msg.tool)
 	case tea.KeyMsg:
 		return p.key(msg)
 	case tea.MouseMsg:
@@ -391,25 +379,8 @@ func (p *requestsPane) update(msg tea.Msg) tea.Cmd {
 
 func (p *requestsPane) key(msg tea.KeyMsg) tea.Cmd {
 	k := p.k
-	if p.reason.Active() {
-		cmd, outcome, reason := p.reason.Update(msg)
-		if outcome == promptSubmitted {
-			return p.decide(p.denyID, engine.Deny, strings.TrimSpace(reason))
-		}
+	if cmd, ok := p.dec.key(msg, p.decide, func() { p.sh.setStatus("not approved", false) }); ok {
 		return cmd
-	}
-	if p.confirming {
-		p.confirming = false
-		switch {
-		case key.Matches(msg, k.Yes):
-			return p.decide(p.confirmID, engine.ApproveAlways, "")
-		case p.confirmTool && msg.String() == "t":
-			// An MCP tool call: the rule covers the tool, any arguments.
-			return p.decide(p.confirmID, approveAlwaysTool, "")
-		default:
-			p.sh.setStatus("not approved", false)
-		}
-		return nil
 	}
 	if p.filter.Active() {
 		cmd, outcome, q := p.filter.Update(msg)
@@ -448,8 +419,7 @@ func (p *requestsPane) key(msg tea.KeyMsg) tea.Cmd {
 		}
 	case key.Matches(msg, k.Deny):
 		if r, ok := p.currentPending(); ok {
-			p.denyID = r.ID
-			return p.reason.Open("")
+			return p.dec.askReason(r.ID)
 		}
 	case key.Matches(msg, k.Always):
 		if r, ok := p.currentPending(); ok {
@@ -621,12 +591,12 @@ func (p *requestsPane) view(w, h int) string {
 		out = append(out, "")
 	}
 	out = append(out, th.Border.Render(strings.Repeat("─", w)))
-	if p.confirming {
+	if p.dec.confirming {
 		what := "This adds one exact rule to the policy:"
 		if strings.HasPrefix(p.rule, "add ") {
 			what = "This changes the policy:" // a network name joins the list
 		}
-		out = append(out, th.Pending.Render(fmt.Sprintf("Approve request %d always?", p.confirmID)), what)
+		out = append(out, th.Pending.Render(fmt.Sprintf("Approve request %d always?", p.dec.target)), what)
 		for _, l := range wrapRows(p.rule, w-4, 0, 8) {
 			out = append(out, "    "+th.Title.Render(l))
 		}
