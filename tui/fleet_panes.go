@@ -21,6 +21,28 @@ func navOnly(k KeyMap) keyMap {
 	return keyMap{short: []key.Binding{k.Up, k.Down}, full: [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom}}}
 }
 
+// fleetTable draws a fleet tab's table: its head, a dim line when there
+// are no rows, else the rows from the scroll offset down, the selected
+// one marked ▸ and highlighted. row draws row i, after the mark. off and
+// rows are the pane's, kept for scrolling and paging.
+func fleetTable(th themeT, head, empty string, n, sel int, off, rows *int, w, h int, row func(i int, sel bool) string) string {
+	out := []string{th.TableHead.Render(fit(head, w))}
+	if n == 0 {
+		out = append(out, th.Dim.Render(empty))
+		return fleetBody(out, w, h)
+	}
+	*rows = h - 1
+	*off = scrollOff(*off, sel, *rows, n)
+	for i := *off; i < n && len(out) < h; i++ {
+		mark := " "
+		if i == sel {
+			mark = "▸"
+		}
+		out = append(out, selRow(th, mark+row(i, i == sel), i == sel, w))
+	}
+	return fleetBody(out, w, h)
+}
+
 // selRow draws a list row: the selected one highlighted across the row.
 func selRow(th themeT, line string, sel bool, w int) string {
 	if sel {
@@ -66,16 +88,10 @@ func (p *fleetHostsPane) update(msg tea.Msg) tea.Cmd {
 }
 
 func (p *fleetHostsPane) view(w, h int) string {
-	th := p.sh.th
-	out := []string{th.TableHead.Render(fit(fmt.Sprintf(" %-20s %-5s %-18s %7s %7s  %s", "HOST", "STATE", "HEARTBEAT", "RUNNING", "PENDING", "LAST CHECKPOINT"), w))}
-	if len(p.hosts) == 0 {
-		out = append(out, th.Dim.Render(" no host has joined (on a host: warden serve --fleet URL --fleet-creds FILE --fleet-host NAME)"))
-		return fleetBody(out, w, h)
-	}
-	now := p.sh.now()
-	p.rows = h - 1
-	p.off = scrollOff(p.off, p.sel, p.rows, len(p.hosts))
-	for i := p.off; i < len(p.hosts) && len(out) < h; i++ {
+	th, now := p.sh.th, p.sh.now()
+	head := fmt.Sprintf(" %-20s %-5s %-18s %7s %7s  %s", "HOST", "STATE", "HEARTBEAT", "RUNNING", "PENDING", "LAST CHECKPOINT")
+	empty := " no host has joined (on a host: warden serve --fleet URL --fleet-creds FILE --fleet-host NAME)"
+	return fleetTable(th, head, empty, len(p.hosts), p.sel, &p.off, &p.rows, w, h, func(i int, sel bool) string {
 		hs := p.hosts[i]
 		state, stStyle := "down", th.Denied
 		if hs.Up {
@@ -89,14 +105,12 @@ func (p *fleetHostsPane) view(w, h int) string {
 		if c := hs.Checkpoint; c != nil {
 			cp = fmt.Sprintf("seq %d, %s", c.Seq, ago(c.At, now))
 		}
-		mark, cell := " ", stStyle.Render(fmt.Sprintf("%-5s", state))
-		if i == p.sel {
-			mark, cell = "▸", fmt.Sprintf("%-5s", state) // the row's highlight is its style
+		cell := fmt.Sprintf("%-5s", state)
+		if !sel { // the selected row's highlight is its style
+			cell = stStyle.Render(cell)
 		}
-		line := fmt.Sprintf("%s%-20s ", mark, plain(safe(hs.Host), 20)) + cell + fmt.Sprintf(" %-18s %7s %7d  %s", beat, running, hs.Pending, cp)
-		out = append(out, selRow(th, line, i == p.sel, w))
-	}
-	return fleetBody(out, w, h)
+		return fmt.Sprintf("%-20s ", plain(safe(hs.Host), 20)) + cell + fmt.Sprintf(" %-18s %7s %7d  %s", beat, running, hs.Pending, cp)
+	})
 }
 
 // fleetRunsPane is the Runs tab: runs across the fleet, newest first.
@@ -140,29 +154,18 @@ func (p *fleetRunsPane) update(msg tea.Msg) tea.Cmd {
 }
 
 func (p *fleetRunsPane) view(w, h int) string {
-	th := p.sh.th
-	out := []string{th.TableHead.Render(fit(fmt.Sprintf(" %-12s %-24s %-24s %-10s %s", "HOST", "RUN", "HOOK", "STATUS", "STARTED"), w))}
-	if len(p.runs) == 0 {
-		out = append(out, th.Dim.Render(" no runs yet"))
-		return fleetBody(out, w, h)
-	}
-	now := p.sh.now()
-	p.rows = h - 1
-	p.off = scrollOff(p.off, p.sel, p.rows, len(p.runs))
-	for i := p.off; i < len(p.runs) && len(out) < h; i++ {
+	th, now := p.sh.th, p.sh.now()
+	head := fmt.Sprintf(" %-12s %-24s %-24s %-10s %s", "HOST", "RUN", "HOOK", "STATUS", "STARTED")
+	return fleetTable(th, head, " no runs yet", len(p.runs), p.sel, &p.off, &p.rows, w, h, func(i int, sel bool) string {
 		r := p.runs[i]
-		mark, status := " ", fmt.Sprintf("%-10s", plain(safe(r.Status), 10))
-		if i == p.sel {
-			mark = "▸"
-		} else {
+		status := fmt.Sprintf("%-10s", plain(safe(r.Status), 10))
+		if !sel {
 			_, st := runGlyph(th, r.Status)
 			status = st.Render(status)
 		}
-		line := fmt.Sprintf("%s%-12s %-24s %-24s ", mark, plain(strings.ToUpper(safe(r.Host)), 12), plain(safe(r.ID), 24), plain(safe(r.Module+"/"+r.Hook), 24)) +
+		return fmt.Sprintf("%-12s %-24s %-24s ", plain(strings.ToUpper(safe(r.Host)), 12), plain(safe(r.ID), 24), plain(safe(r.Module+"/"+r.Hook), 24)) +
 			status + " " + ago(r.Started, now)
-		out = append(out, selRow(th, line, i == p.sel, w))
-	}
-	return fleetBody(out, w, h)
+	})
 }
 
 // fleetRequestsKeys answer the fleet's queue with the local console's
@@ -170,16 +173,13 @@ func (p *fleetRunsPane) view(w, h int) string {
 type fleetRequestsKeys struct {
 	KeyMap
 	Approve, Deny, Always key.Binding
-	Yes, No               key.Binding
 }
 
 func newFleetRequestsKeys() fleetRequestsKeys {
 	k := newRequestsKeys()
 	return fleetRequestsKeys{
 		KeyMap:  DefaultKeyMap().withEnds("oldest pending", "oldest decided"),
-		Approve: k.Approve, Deny: k.Deny, Always: k.Always, Yes: k.Yes,
-		// Anything but y goes back: approve-always is never the default.
-		No: key.NewBinding(key.WithKeys("n", "esc"), key.WithHelp("any other key", "no")),
+		Approve: k.Approve, Deny: k.Deny, Always: k.Always,
 	}
 }
 
@@ -196,36 +196,31 @@ type fleetRequestsPane struct {
 	off  int
 	rows int // rows the list showed last (a page)
 
-	reason     promptInput // the deny prompt, for target
-	confirming bool        // approve-always waits for y on target
-	target     engine.FleetRequest
-	busy       bool // a decision is on its way
+	dec  decision[engine.FleetRequest] // a deny's reason, approve-always's yes
+	busy bool                          // a decision is on its way
 }
 
 func newFleetRequestsPane(sh *fleetShared) *fleetRequestsPane {
-	return &fleetRequestsPane{sh: sh, k: newFleetRequestsKeys(), reason: newPromptInput("deny: reason (optional, enter to deny) › ", "", 500)}
+	return &fleetRequestsPane{sh: sh, k: newFleetRequestsKeys(), dec: newDecision[engine.FleetRequest]()}
 }
 
-func (p *fleetRequestsPane) capturing() bool { return p.reason.Active() || p.confirming }
+func (p *fleetRequestsPane) capturing() bool { return p.dec.active() }
 
 func (p *fleetRequestsPane) prompt() string {
 	switch {
-	case p.reason.Active():
-		return p.reason.View()
-	case p.confirming:
+	case p.dec.reason.Active():
+		return p.dec.reason.View()
+	case p.dec.confirming:
 		return p.sh.th.Prompt.Render(fmt.Sprintf("Approve request %d on %s ALWAYS (an exact rule in its policy)? y adds it; any other key goes back",
-			p.target.Request.ID, safe(p.target.Host)))
+			p.dec.target.Request.ID, safe(p.dec.target.Host)))
 	}
 	return ""
 }
 
 func (p *fleetRequestsPane) keys() keyMap {
 	k := p.k
-	switch {
-	case p.reason.Active():
-		return p.reason.KeyMap()
-	case p.confirming:
-		return keyMap{short: []key.Binding{k.Yes, k.No}}
+	if km, ok := p.dec.keys(); ok {
+		return km
 	}
 	acts := []key.Binding{k.Approve, k.Deny, k.Always}
 	return keyMap{short: append([]key.Binding{k.Up, k.Down}, acts...),
@@ -301,20 +296,8 @@ func (p *fleetRequestsPane) decided(m fleetDecidedMsg) {
 
 func (p *fleetRequestsPane) key(msg tea.KeyMsg) tea.Cmd {
 	k := p.k
-	if p.reason.Active() {
-		cmd, outcome, reason := p.reason.Update(msg)
-		if outcome == promptSubmitted {
-			return p.decide(p.target, engine.Deny, strings.TrimSpace(reason))
-		}
+	if cmd, ok := p.dec.key(msg, p.decide, func() { p.sh.say("not approved", false) }); ok {
 		return cmd
-	}
-	if p.confirming {
-		p.confirming = false
-		if key.Matches(msg, k.Yes) {
-			return p.decide(p.target, engine.ApproveAlways, "")
-		}
-		p.sh.say("not approved", false)
-		return nil
 	}
 	if sel, ok := navKey(msg, k.KeyMap, p.sel, len(p.reqs), max(p.rows, 1), nil); ok {
 		p.sel = sel
@@ -327,12 +310,11 @@ func (p *fleetRequestsPane) key(msg tea.KeyMsg) tea.Cmd {
 		}
 	case key.Matches(msg, k.Deny):
 		if r, ok := p.pendingSel(); ok {
-			p.target = r
-			return p.reason.Open("")
+			return p.dec.askReason(r)
 		}
 	case key.Matches(msg, k.Always):
 		if r, ok := p.pendingSel(); ok {
-			p.confirming, p.target = true, r
+			p.dec.askAlways(r, false)
 		}
 	}
 	return nil
