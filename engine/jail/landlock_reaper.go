@@ -120,11 +120,15 @@ func killChildren() {
 // (CONFIG_PROC_CHILDREN off) it lists every descendant from /proc's stat
 // files instead: an empty list there would leave killChildren waiting on
 // a daemon that never ends, and the run hung.
-func ownChildren() []int {
+func ownChildren() []int { return ownChildrenFrom(os.ReadFile) }
+
+// ownChildrenFrom is ownChildren reading the children lists with read
+// (a test's stands for a kernel without them).
+func ownChildrenFrom(read func(string) ([]byte, error)) []int {
 	tasks, _ := os.ReadDir("/proc/self/task")
 	var out []int
 	for _, t := range tasks {
-		b, err := os.ReadFile("/proc/self/task/" + t.Name() + "/children")
+		b, err := read("/proc/self/task/" + t.Name() + "/children")
 		if err != nil {
 			return descendants(os.Getpid())[1:]
 		}
