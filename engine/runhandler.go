@@ -72,6 +72,14 @@ func (r *activeRun) tokenRefusedUnrecorded() map[string]int {
 
 // Context is the answer to a good hello.
 func (r *activeRun) Context() *protocol.Context {
+	ctx, _ := r.context()
+	return ctx
+}
+
+// context is the answer to a good hello, and whether it holds the
+// module's config (false when the store could not be read: the config
+// is then empty, and the frame not worth keeping).
+func (r *activeRun) context() (*protocol.Context, bool) {
 	cfg, err := r.e.ConfigAll(r.manifest.ID)
 	if err != nil {
 		cfg = map[string]string{}
@@ -87,7 +95,7 @@ func (r *activeRun) Context() *protocol.Context {
 		Inputs: r.inputs, Config: cfg,
 		Declared:     protocol.Declared{Secrets: nonNil(r.manifest.Secrets), Config: nonNil(r.manifest.Config)},
 		Capabilities: capMap,
-	}
+	}, err == nil
 }
 
 // EncodedContext is Context encoded, kept while the store's config stays
@@ -103,9 +111,10 @@ func (r *activeRun) EncodedContext() ([]byte, error) {
 	if ok {
 		return frame, nil
 	}
-	frame, err := protocol.Encode(r.Context())
-	if err != nil {
-		return nil, err
+	ctx, whole := r.context()
+	frame, err := protocol.Encode(ctx)
+	if err != nil || !whole {
+		return frame, err // not kept: the next hello reads the config again
 	}
 	r.contextMu.Lock()
 	r.contextFrame, r.contextGen = frame, gen
