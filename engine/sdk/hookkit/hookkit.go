@@ -18,7 +18,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -109,15 +108,11 @@ func dialEnv() (sockConn, string, error) {
 	if err != nil {
 		return sockConn{}, "", err
 	}
-	if dialer != "" {
-		fd, err := strconv.Atoi(dialer)
-		if err != nil || fd < 3 {
-			return sockConn{}, "", fmt.Errorf("hookkit: WARDEN_DIALER=%q is not a descriptor", dialer)
-		}
-		conn, err := dialFD(fd)
-		return conn, tok, err
+	fd, err := connectEngine(sock, dialer, nil)
+	if err != nil {
+		return sockConn{}, "", err
 	}
-	conn, err := dialSocket(sock)
+	conn, err := pollable(fd)
 	return conn, tok, err
 }
 
@@ -154,13 +149,9 @@ func pollable(fd int) (sockConn, error) {
 }
 
 func dialSocket(socket string) (sockConn, error) {
-	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	fd, err := connectEngine(socket, "", nil)
 	if err != nil {
-		return sockConn{}, fmt.Errorf("hookkit: connect to the engine at %s: %w", socket, os.NewSyscallError("socket", err))
-	}
-	if err := connectRetrying(fd, socket); err != nil {
-		syscall.Close(fd)
-		return sockConn{}, fmt.Errorf("hookkit: connect to the engine at %s: %w", socket, os.NewSyscallError("connect", err))
+		return sockConn{}, err
 	}
 	return pollable(fd)
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"syscall"
 	"time"
 
@@ -123,75 +122,15 @@ func timedOut(err error) error {
 	return err
 }
 
-// engineEnv is where the engine is, as dialEnv reads it: the socket
-// path, or the dialer descriptor under landlock, and the token.
-func engineEnv() (sock, dialer, tok string, err error) {
-	sock, dialer, tok = os.Getenv("WARDEN_SOCKET"), os.Getenv("WARDEN_DIALER"), os.Getenv("WARDEN_TOKEN")
-	if sock == "" && dialer == "" || tok == "" {
-		return "", "", "", ErrNoEngine
-	}
-	return sock, dialer, tok, nil
-}
-
 // dialBlocking is dialEnv for SendLog: the same two ways in, the same
 // errors, a blocking connection whose timeouts are set before it
 // connects, so that the caller's first write follows the connect at
 // once and the engine, woken by the connection, finds the frames
 // already there instead of waiting for them (one wake-up fewer).
 func dialBlocking(sock, dialer string) (blockingConn, error) {
-	var fd int
-	var err error
-	if dialer != "" {
-		dfd, err := strconv.Atoi(dialer)
-		if err != nil || dfd < 3 {
-			return blockingConn{}, fmt.Errorf("hookkit: WARDEN_DIALER=%q is not a descriptor", dialer)
-		}
-		if fd, err = socketpairThrough(dfd); err != nil {
-			return blockingConn{}, err
-		}
-		c := blockingConn{File: os.NewFile(uintptr(fd), "warden-broker"), fd: fd}
-		if err := c.setTimeouts(30 * time.Second); err != nil {
-			c.Close()
-			return blockingConn{}, fmt.Errorf("hookkit: connect to the engine: %w", err)
-		}
-		return c, nil
-	}
-	if fd, err = syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0); err != nil {
-		return blockingConn{}, fmt.Errorf("hookkit: connect to the engine at %s: %w", sock, os.NewSyscallError("socket", err))
-	}
-	c := blockingConn{File: os.NewFile(uintptr(fd), "warden-broker"), fd: fd}
-	if err := c.setTimeouts(30 * time.Second); err != nil {
-		c.Close()
-		return blockingConn{}, fmt.Errorf("hookkit: connect to the engine: %w", err)
-	}
-	if err := connectRetrying(fd, sock); err != nil {
-		c.Close()
-		return blockingConn{}, fmt.Errorf("hookkit: connect to the engine at %s: %w", sock, os.NewSyscallError("connect", err))
-	}
-	return c, nil
-}
-
-func connectRetrying(fd int, path string) error {
-	for {
-		err := syscall.Connect(fd, &syscall.SockaddrUnix{Name: path})
-		if err != syscall.EINTR {
-			return err
-		}
-	}
-}
-
-// socketpairThrough makes a blocking stream socketpair, sends one end to
-// the broker's dialer at fd (SCM_RIGHTS) and returns the other.
-func socketpairThrough(fd int) (int, error) {
-	pair, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	fd, err := connectEngine(sock, dialer, func(fd int) error { return blockingConn{fd: fd}.setTimeouts(30 * time.Second) })
 	if err != nil {
-		return -1, fmt.Errorf("hookkit: connect to the engine: socketpair: %w", err)
+		return blockingConn{}, err
 	}
-	err = syscall.Sendmsg(fd, []byte{0}, syscall.UnixRights(pair[1]), nil, 0)
-	syscall.Close(pair[1])
-	if err != nil {
-		syscall.Close(pair[0])
-		return -1, fmt.Errorf("hookkit: connect to the engine through its dialer (fd %d): %w", fd, err)
-	}
-	return pair[0], nil
+	return blockingConn{File: os.NewFile(uintptr(fd), "warden-broker"), fd: fd}, nil
 }
