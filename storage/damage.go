@@ -361,8 +361,13 @@ func walkPages(f *os.File, m *diskMeta) error {
 				var err error
 				if root := le.Uint64(v); root != 0 {
 					err = page(root, depth+1)
+				} else if inl := v[16:]; len(inl) >= pageHeaderSize && le.Uint16(inl[8:]) != leafPage {
+					// bbolt writes an inline bucket's page as a leaf only, and
+					// answers every child of it with that page itself: a
+					// branch flag there sends its cursor down for ever.
+					err = fmt.Errorf("page %d: element %d is an inline bucket whose page is not a leaf (flags %#x)", id, i, le.Uint16(inl[8:]))
 				} else if depth < maxPageDepth {
-					err = elems(id, v[16:], depth+1) // an inline bucket: its page is in the value
+					err = elems(id, inl, depth+1) // an inline bucket: its page is in the value
 				} else {
 					err = fmt.Errorf("page %d: inline buckets nest deeper than %d", id, maxPageDepth)
 				}
