@@ -355,7 +355,7 @@ func TestMCPGateway(t *testing.T) {
 			t.Fatalf("approved call failed: %s", resultText(res))
 		}
 		txt := resultText(res)
-		if strings.ContainsAny(txt, "\u202e\u2066\u2069\u200b\u061c") || !strings.Contains(txt, "saying evil�gnp.exe�x���!") {
+		if strings.ContainsAny(txt, "\u202e\u2066\u2069\u200b\u061c") || !strings.Contains(txt, "saying evil␦gnp.exe␦x␦␦␦!") {
 			t.Errorf("the result's text reaches the client raw: %q", txt)
 		}
 		if said, _ := res.StructuredContent.(map[string]any)["said"].(string); said != word {

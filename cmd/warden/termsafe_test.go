@@ -227,16 +227,16 @@ func TestHostileTextNeverReachesTheTerminal(t *testing.T) {
 	steps := []step{
 		{args: []string{"module", "add", mod}, escaped: []string{"1.0␛]0;pwned-by-version␇"}},
 		{args: []string{"module", "list"}, escaped: []string{"1.0␛]0;pwned-by-version␇"}},
-		{args: []string{"module", "show", "hostile"}, escaped: []string{"version  1.0␛]0;pwned-by-version␇", "about    desc ␛]52;c;cm0gLXJmIH4=␇␛[2J safe␍EVIL end �"}},
+		{args: []string{"module", "show", "hostile"}, escaped: []string{"version  1.0␛]0;pwned-by-version␇", "about    desc ␛]52;c;cm0gLXJmIH4=␇␛[2J safe␍EVIL end ␦"}},
 		// The hook asks; the question is escaped, on its own lines, then [y/N].
 		{args: []string{"hook", "run", "hostile", "speak", "--jail=off"}, answer: "y", escaped: []string{
-			"? the hook asks:\n  line one\n  before␛[2J␛]52;c;cm0gLXJmIH4=␇␛]0;pwned␇safe␍EVIL␀nul�31m�done\n[y/N] ",
-			"info    before␛[2J␛]52;c;cm0gLXJmIH4=␇␛]0;pwned␇safe␍EVIL␀nul�31m�done",
+			"? the hook asks:\n  line one\n  before␛[2J␛]52;c;cm0gLXJmIH4=␇␛]0;pwned␇safe␍EVIL␀nul␦31m␦done\n[y/N] ",
+			"info    before␛[2J␛]52;c;cm0gLXJmIH4=␇␛]0;pwned␇safe␍EVIL␀nul␦31m␦done",
 			"warn    before␛[2J", "answer: true", `outputs {"said":"before\u001b[2J`}},
 		{args: []string{"hook", "run", "hostile", "fail", "--jail=off"}, code: 1, escaped: []string{
-			"failed in", ": the hook reported an error: hostile: before␛[2J␛]52;c;cm0gLXJmIH4=␇␛]0;pwned␇safe␍EVIL␀nul�31m�done"}},
+			"failed in", ": the hook reported an error: hostile: before␛[2J␛]52;c;cm0gLXJmIH4=␇␛]0;pwned␇safe␍EVIL␀nul␦31m␦done"}},
 		{args: []string{"hook", "runs"}, escaped: []string{"the hook reported an error: hostile: before␛[2J"}},
-		{args: []string{"config", "get", "hostile", "greeting"}, escaped: []string{"before␛[2J␛]52;c;cm0gLXJmIH4=␇␛]0;pwned␇safe␍EVIL␀nul�31m�done\n"}},
+		{args: []string{"config", "get", "hostile", "greeting"}, escaped: []string{"before␛[2J␛]52;c;cm0gLXJmIH4=␇␛]0;pwned␇safe␍EVIL␀nul␦31m␦done\n"}},
 		{args: []string{"config", "list", "hostile"}, escaped: []string{"greeting=before␛[2J"}},
 		{args: []string{"receipts", "list", "--kind", "module."}, escaped: []string{"module hostile 1.0␛]0;pwned-by-version␇ added"}},
 		{args: []string{"perms", "list"}, escaped: []string{`hands.exec ["printf","before\u001b[2J`}},
@@ -272,7 +272,7 @@ func TestHostileTextNeverReachesTheTerminal(t *testing.T) {
 	}
 	seq := fmt.Sprint(rs[0].Seq)
 	for _, s := range []step{
-		{args: []string{"hook", "logs", speak}, escaped: []string{"info    before␛[2J␛]52;c;cm0gLXJmIH4=␇␛]0;pwned␇safe␍EVIL␀nul�31m�done"}},
+		{args: []string{"hook", "logs", speak}, escaped: []string{"info    before␛[2J␛]52;c;cm0gLXJmIH4=␇␛]0;pwned␇safe␍EVIL␀nul␦31m␦done"}},
 		{args: []string{"receipts", "show", seq}, escaped: []string{"summary  module hostile 1.0␛]0;pwned-by-version␇ added", `"version":"1.0\u001b]0;pwned-by-version\u0007"`}},
 		// --raw refuses the terminal: exit 2, and a way forward.
 		{args: []string{"hook", "logs", "--raw", speak}, code: 2, escaped: []string{"stdout is a terminal", "run.log"}},
@@ -398,4 +398,4 @@ func TestHandsStatusEscapesWhatItQuotes(t *testing.T) {
 }
 
 // termsafeEscaped is hostileText as the CLI shows it.
-const termsafeEscaped = "before␛[2J␛]52;c;cm0gLXJmIH4=␇␛]0;pwned␇safe␍EVIL␀nul�31m�done"
+const termsafeEscaped = "before␛[2J␛]52;c;cm0gLXJmIH4=␇␛]0;pwned␇safe␍EVIL␀nul␦31m␦done"

@@ -12,8 +12,17 @@
 // emoji, spaces) is kept as it is.
 //
 // Escaped runes stay visible: a C0 control becomes its Unicode "control
-// picture" (ESC shows as ␛, CR as ␍, NUL as ␀), DEL becomes ␡, and the
-// rest becomes U+FFFD (�). A tab becomes the spaces to the next tab stop.
+// picture" (ESC shows as ␛, CR as ␍, NUL as ␀), DEL becomes ␡, and every
+// other hidden rune (a C1 control, a bidi or zero-width format character,
+// a line or paragraph separator) becomes Substitute, ␦. A tab becomes the
+// spaces to the next tab stop.
+//
+// U+FFFD (�) is not one of warden's marks: it is the usual sign of bytes
+// that were not UTF-8, and the engine writes it for such bytes when it
+// stores a hook's line. So a U+FFFD in the text is drawn as itself, and an
+// invalid byte is drawn as U+FFFD too: both mean "the hook sent something
+// that was not text", and neither can be mistaken for a control warden
+// escaped.
 package termsafe
 
 import (
@@ -32,6 +41,12 @@ const TabWidth = 4
 
 // tabSpaces is a whole tab's spaces; a tab takes a prefix of it.
 const tabSpaces = "    "
+
+// Substitute is how a hidden rune is drawn: U+2426, SYMBOL FOR SUBSTITUTE
+// FORM TWO, one cell wide. It is distinct from U+FFFD so that an operator
+// can tell "warden hid a control here" from "the hook's bytes were not
+// UTF-8".
+const Substitute = "\u2426"
 
 // widths measures a rune's cells as lipgloss does (charmbracelet/x/ansi's
 // grapheme width, from displaywidth, with its RUNEWIDTH_EASTASIAN
@@ -70,14 +85,15 @@ func Rune(r rune, col int) (s string, w int) {
 	case r == 0x7f:
 		return "␡", 1
 	case Escapes(r):
-		return "�", 1
+		return Substitute, 1
 	}
 	return string(r), widths.Rune(r)
 }
 
 // Escapes reports whether Rune draws r as something other than r itself:
-// a control, a format or separator character, or invalid UTF-8 (which
-// decodes as utf8.RuneError).
+// a control, a format or separator character. utf8.RuneError is drawn as
+// itself; an invalid byte, which also decodes as utf8.RuneError, is told
+// apart by its size (see Safe).
 func Escapes(r rune) bool {
 	switch {
 	case r < 0x20 || r == 0x7f:
@@ -85,8 +101,6 @@ func Escapes(r rune) bool {
 	case r < 0x7f:
 		return false
 	case r < 0xa0: // C1 controls (CSI, OSC, ST ... as single runes)
-		return true
-	case r == utf8.RuneError:
 		return true
 	// Format (Cf) and separator (Zl, Zp) characters live in a few
 	// blocks: most text (Latin, Cyrillic, CJK, emoji) is decided here,
@@ -112,11 +126,16 @@ func Safe(s string) bool {
 	return true
 }
 
+// safeSlow is Safe past the first byte that is not printable ASCII. An
+// invalid byte decodes as utf8.RuneError of size 1; String draws it as the
+// three bytes of U+FFFD, so it is not drawn as itself.
 func safeSlow(s string) bool {
-	for _, r := range s {
-		if Escapes(r) {
+	for len(s) > 0 {
+		r, n := utf8.DecodeRuneInString(s)
+		if Escapes(r) || r == utf8.RuneError && n == 1 {
 			return false
 		}
+		s = s[n:]
 	}
 	return true
 }

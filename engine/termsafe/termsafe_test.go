@@ -17,7 +17,7 @@ const hostile = "ok\x1b[2J\x1b]52;c;cm0gLXJmIH4=\x07\x1b]0;pwned\x07safe\rEVIL\x
 
 func TestStringEscapesEveryControl(t *testing.T) {
 	got := String(hostile)
-	want := "ok␛[2J␛]52;c;cm0gLXJmIH4=␇␛]0;pwned␇safe␍EVIL␀�31m�evil�x���" + "�" + "␡"
+	want := "ok␛[2J␛]52;c;cm0gLXJmIH4=␇␛]0;pwned␇safe␍EVIL␀␦31m␦evil␦x␦␦␦" + "�" + "␡"
 	if got != want {
 		t.Errorf("String(hostile)\n got %q\nwant %q", got, want)
 	}
@@ -30,6 +30,7 @@ func TestStringKeepsPrintableText(t *testing.T) {
 		"plain ASCII, with punctuation: ~!@#$%^&*()_+{}|:\"<>?`-=[]\\;',./",
 		"grüße, 日本語, עברית, العربية, emoji 🎉, combining é, nbsp\u00a0and ideographic\u3000space",
 		"private use \ue000 is kept",
+		"\ufffd, the mark of bytes that were not UTF-8, is kept",
 	} {
 		if got := String(s); got != s {
 			t.Errorf("String(%q) = %q, want it unchanged", s, got)
@@ -66,8 +67,9 @@ func TestRuneWidths(t *testing.T) {
 		{'\t', 0, "    ", 4, "tab at 0"},
 		{'\t', 3, " ", 1, "tab at 3"},
 		{0x1b, 0, "␛", 1, "ESC"},
-		{0x9b, 0, "�", 1, "CSI"},
-		{0x202e, 0, "�", 1, "RLO"},
+		{0x9b, 0, "␦", 1, "CSI"},
+		{0x202e, 0, "␦", 1, "RLO"},
+		{0xfffd, 0, "\ufffd", 1, "U+FFFD is drawn as itself"},
 		{'界', 0, "界", 2, "wide"},
 	} {
 		s, w := Rune(c.r, c.col)
@@ -106,7 +108,7 @@ func TestJSONStaysExactAndSafe(t *testing.T) {
 // unicode tables for every rune.
 func TestEscapesMatchesUnicode(t *testing.T) {
 	for r := rune(0); r <= unicode.MaxRune; r++ {
-		want := r < 0x20 || (r >= 0x7f && r < 0xa0) || r == utf8.RuneError || unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp)
+		want := r < 0x20 || (r >= 0x7f && r < 0xa0) || unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp)
 		if Escapes(r) != want {
 			t.Errorf("Escapes(%U) = %v, want %v", r, !want, want)
 		}
@@ -130,7 +132,7 @@ func assertSafe(t testing.TB, s string) {
 // String (nor Text, but for its newlines), and text with nothing to escape
 // comes back unchanged.
 func FuzzString(f *testing.F) {
-	for _, s := range []string{"", "hello", hostile, "a\tb", "日本語 🎉", "\u202e\u2066\u200b", "\xc2", "\xe2\x80"} {
+	for _, s := range []string{"", "hello", hostile, "a\tb", "日本語 🎉", "\u202e\u2066\u200b", "\xc2", "\xe2\x80", "\ufffd", "\ufffd\xff"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -142,7 +144,7 @@ func FuzzString(f *testing.F) {
 		}
 		graphic := utf8.ValidString(s)
 		for _, r := range s {
-			if !(unicode.IsGraphic(r) && r != utf8.RuneError) {
+			if !unicode.IsGraphic(r) {
 				graphic = false
 			}
 		}
@@ -161,4 +163,19 @@ func FuzzString(f *testing.F) {
 			t.Fatalf("JSON changed the value: %q -> %s (%v)", s, j, err)
 		}
 	})
+}
+
+// TestReplacementCharIsNotAnEscapeMark: U+FFFD in a hook's text, an
+// invalid byte and a hidden control are told apart on screen. The first
+// two are both "not text" and show as �; a control warden hid shows as ␦.
+func TestReplacementCharIsNotAnEscapeMark(t *testing.T) {
+	if !Safe("\ufffd") || String("\ufffd") != "\ufffd" || Text("a\ufffd\nb") != "a\ufffd\nb" {
+		t.Errorf("U+FFFD is not drawn as itself: Safe=%v String=%q", Safe("\ufffd"), String("\ufffd"))
+	}
+	if Safe("\xff") || String("\xff") != "\ufffd" {
+		t.Errorf("an invalid byte: Safe=%v String=%q, want false and U+FFFD", Safe("\xff"), String("\xff"))
+	}
+	if got := String("\u202e"); got != Substitute || got == "\ufffd" {
+		t.Errorf("a hidden control is drawn as %q, want %q", got, Substitute)
+	}
 }

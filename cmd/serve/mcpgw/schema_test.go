@@ -56,11 +56,11 @@ func TestSchemaForEveryType(t *testing.T) {
 // The author's description reaches the client escaped by termsafe's
 // rule: controls as their pictures, and the bidi overrides, isolates and
 // zero-width characters (which the old rule, C0, DEL and C1 only, let
-// through raw) as U+FFFD.
+// through raw) as ␦ (termsafe.Substitute).
 func TestDescribeEscapesTheAuthorsText(t *testing.T) {
 	m := &hooks.Manifest{ID: "m", Version: "1", Description: "nice\x1b[2Jtool\n \u202egnp.exe \u2066x\u2069 a\u200bb \u061c"}
 	d := describe(m, &hooks.Hook{Name: "h"})
-	if strings.ContainsAny(d, "\x1b\n\u202e\u2066\u2069\u200b\u061c") || !strings.Contains(d, "nice␛[2Jtool␊ �gnp.exe �x� a�b �") {
+	if strings.ContainsAny(d, "\x1b\n\u202e\u2066\u2069\u200b\u061c") || !strings.Contains(d, "nice␛[2Jtool␊ ␦gnp.exe ␦x␦ a␦b ␦") {
 		t.Errorf("description %q", d)
 	}
 }
