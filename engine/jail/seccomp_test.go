@@ -10,8 +10,11 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
+	"regexp"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -97,6 +100,11 @@ func runFilter(prog []unix.SockFilter, d seccompData) (uint32, error) {
 			if pc+1 >= len(prog) {
 				return 0, fmt.Errorf("jump past end at %d", pc)
 			}
+		case unix.BPF_JMP | unix.BPF_JA:
+			pc += int(ins.K)
+			if pc+1 >= len(prog) {
+				return 0, fmt.Errorf("jump past end at %d", pc)
+			}
 		case unix.BPF_ALU | unix.BPF_AND | unix.BPF_K:
 			acc &= ins.K
 		case unix.BPF_RET | unix.BPF_K:
@@ -108,133 +116,325 @@ func runFilter(prog []unix.SockFilter, d seccompData) (uint32, error) {
 	return 0, errors.New("fell off the end of the program")
 }
 
-func TestSeccompFilterDecisions(t *testing.T) {
-	if runtime.GOARCH != "amd64" {
-		if _, err := SeccompFilter(false); err == nil {
-			t.Fatal("SeccompFilter succeeded on a non-x86_64 GOARCH")
+// nrOf is name's number on arch, from the table.
+func nrOf(t testing.TB, arch, name string) uint32 {
+	t.Helper()
+	for _, r := range syscallTable {
+		if r.name == name {
+			if n := filterArches[arch].nr(r); n != noNr {
+				return uint32(n)
+			}
 		}
-		t.Skip("the filter is x86_64-only")
 	}
-	progs := map[bool][]unix.SockFilter{}
-	for _, network := range []bool{false, true} {
-		b, err := SeccompFilter(network)
-		if err != nil {
-			t.Fatal(err)
-		}
-		progs[network] = decodeFilter(t, b)
-	}
-	if len(progs[false]) == len(progs[true]) {
-		t.Fatal("network=true produced the same program length as network=false")
-	}
+	t.Fatalf("%s has no %s in the table", arch, name)
+	return 0
+}
 
-	const (
-		allow  = retAllow
-		eperm  = retEPERM
-		enosys = retENOSYS
-		kill   = retKillProcess
-		x86    = auditArchX86_64
-		i386   = 0x40000003 // AUDIT_ARCH_I386
-	)
-	type tc struct {
-		name    string
-		network bool
-		d       seccompData
-		want    uint32
+// want is what a filter returns for an action, arguments aside.
+func want(a action) uint32 {
+	switch a {
+	case allow:
+		return retAllow
+	case nosys:
+		return retENOSYS
+	case notsup:
+		return retENOTSUP
 	}
-	cases := []tc{
-		{"read", false, seccompData{nr: 0, arch: x86}, allow},
-		{"getpid", false, seccompData{nr: 39, arch: x86}, allow},
-		{"i386 getpid is killed", false, seccompData{nr: 20, arch: i386}, kill},
-		{"i386 ptrace is killed", true, seccompData{nr: 26, arch: i386}, kill},
-		{"x32 getpid", false, seccompData{nr: x32SyscallBit | 39, arch: x86}, eperm},
-		{"x32 ioctl", true, seccompData{nr: x32SyscallBit | 514, arch: x86}, eperm},
-		{"nr -1", false, seccompData{nr: 0xffffffff, arch: x86}, eperm},
-		{"ioctl TIOCSTI", false, seccompData{nr: sysIoctl, arch: x86, args: [6]uint64{0, tiocsti}}, eperm},
-		{"ioctl TIOCSTI high bits", true, seccompData{nr: sysIoctl, arch: x86, args: [6]uint64{0, 0xdead00000000 | tiocsti}}, eperm},
-		{"ioctl TIOCLINUX", false, seccompData{nr: sysIoctl, arch: x86, args: [6]uint64{0, tioclinux}}, eperm},
-		{"ioctl TCGETS", false, seccompData{nr: sysIoctl, arch: x86, args: [6]uint64{0, unix.TCGETS}}, allow},
-		{"ioctl fd == TIOCSTI", false, seccompData{nr: sysIoctl, arch: x86, args: [6]uint64{tiocsti, unix.TCGETS}}, allow},
-		{"socket AF_UNIX", false, seccompData{nr: sysSocket, arch: x86, args: [6]uint64{afUnix}}, allow},
-		{"socket AF_INET", false, seccompData{nr: sysSocket, arch: x86, args: [6]uint64{afInet}}, eperm},
-		{"socket AF_INET6", false, seccompData{nr: sysSocket, arch: x86, args: [6]uint64{afInet6}}, eperm},
-		{"socket AF_INET high bits", false, seccompData{nr: sysSocket, arch: x86, args: [6]uint64{1<<32 | afInet}}, eperm},
-		{"socket AF_NETLINK", false, seccompData{nr: sysSocket, arch: x86, args: [6]uint64{unix.AF_NETLINK}}, eperm},
-		{"socket AF_UNIX net", true, seccompData{nr: sysSocket, arch: x86, args: [6]uint64{afUnix}}, allow},
-		{"socket AF_INET net", true, seccompData{nr: sysSocket, arch: x86, args: [6]uint64{afInet}}, allow},
-		{"socket AF_INET6 net", true, seccompData{nr: sysSocket, arch: x86, args: [6]uint64{afInet6}}, allow},
-		{"socket AF_NETLINK net", true, seccompData{nr: sysSocket, arch: x86, args: [6]uint64{unix.AF_NETLINK}}, eperm},
-		{"socket AF_PACKET net", true, seccompData{nr: sysSocket, arch: x86, args: [6]uint64{unix.AF_PACKET}}, eperm},
-		{"socketpair AF_UNIX", false, seccompData{nr: sysSocketpair, arch: x86, args: [6]uint64{afUnix}}, allow},
-		{"socketpair AF_INET", false, seccompData{nr: sysSocketpair, arch: x86, args: [6]uint64{afInet}}, eperm},
-		{"socketpair AF_INET net", true, seccompData{nr: sysSocketpair, arch: x86, args: [6]uint64{afInet}}, allow},
-		{"clone thread", false, seccompData{nr: sysClone, arch: x86, args: [6]uint64{unix.CLONE_VM | unix.CLONE_FS | unix.CLONE_FILES | unix.CLONE_SIGHAND | unix.CLONE_SYSVSEM | unix.CLONE_THREAD | unix.CLONE_SETTLS | unix.CLONE_PARENT_SETTID | unix.CLONE_CHILD_CLEARTID}}, allow},
-		{"clone vfork", false, seccompData{nr: sysClone, arch: x86, args: [6]uint64{unix.CLONE_VFORK | unix.CLONE_VM | uint64(unix.SIGCHLD)}}, allow},
-		{"clone NEWUSER", false, seccompData{nr: sysClone, arch: x86, args: [6]uint64{unix.CLONE_NEWUSER | uint64(unix.SIGCHLD)}}, eperm},
-		{"clone NEWNS", true, seccompData{nr: sysClone, arch: x86, args: [6]uint64{unix.CLONE_NEWNS}}, eperm},
-		{"clone NEWNET", true, seccompData{nr: sysClone, arch: x86, args: [6]uint64{unix.CLONE_NEWNET}}, eperm},
-		{"clone3", false, seccompData{nr: sysClone3, arch: x86}, enosys},
-	}
-	for _, s := range deniedSyscalls {
-		for _, network := range []bool{false, true} {
-			cases = append(cases, tc{s.name, network, seccompData{nr: s.nr, arch: x86}, eperm})
+	return retEPERM
+}
+
+func specs(t *testing.T) []filterSpec {
+	var out []filterSpec
+	for _, arch := range []string{"amd64", "arm64"} {
+		for _, landlock := range []bool{false, true} {
+			for _, network := range []bool{false, true} {
+				out = append(out, filterSpec{arch: filterArches[arch], landlock: landlock, network: network})
+			}
 		}
 	}
-	for _, c := range cases {
-		got, err := runFilter(progs[c.network], c.d)
+	return out
+}
+
+func (f filterSpec) String() string {
+	b := "bwrap"
+	if f.landlock {
+		b = "landlock"
+	}
+	return fmt.Sprintf("%s/%s/network=%v", f.arch.name, b, f.network)
+}
+
+// TestEveryRuleIsEnforced walks the whole table for both architectures
+// and both backends: each syscall gets its row's action, and every
+// number the table does not name is denied.
+func TestEveryRuleIsEnforced(t *testing.T) {
+	for _, spec := range specs(t) {
+		prog, err := buildFilter(spec)
 		if err != nil {
-			t.Errorf("%s (network=%v): %v", c.name, c.network, err)
-			continue
+			t.Fatalf("%s: %v", spec, err)
 		}
-		if got != c.want {
-			t.Errorf("%s (network=%v): filter returned %#x, want %#x", c.name, c.network, got, c.want)
+		named := map[uint32]bool{}
+		for _, r := range syscallTable {
+			n := spec.arch.nr(r)
+			if n == noNr {
+				continue
+			}
+			named[uint32(n)] = true
+			act := spec.action(r)
+			if act == check {
+				continue // TestSeccompFilterDecisions
+			}
+			got, err := runFilter(prog, seccompData{nr: uint32(n), arch: spec.arch.audit})
+			if err != nil || got != want(act) {
+				t.Errorf("%s: %s (%d) = %#x %v, want %#x", spec, r.name, n, got, err, want(act))
+			}
+		}
+		for _, n := range []uint32{0x40000000 | 39, 0xffffffff, 1000, 10000, 0x7fffffff} {
+			if named[n] {
+				continue
+			}
+			if got, err := runFilter(prog, seccompData{nr: n, arch: spec.arch.audit}); err != nil || got != retEPERM {
+				t.Errorf("%s: unnamed number %#x = %#x %v, want EPERM", spec, n, got, err)
+			}
+		}
+		for n := uint32(0); n < 600; n++ {
+			if named[n] {
+				continue
+			}
+			if got, err := runFilter(prog, seccompData{nr: n, arch: spec.arch.audit}); err != nil || got != retEPERM {
+				t.Errorf("%s: unnamed number %d = %#x %v, want EPERM", spec, n, got, err)
+			}
+		}
+		// A foreign ABI fails, never kills: i386 on x86_64, arm32 on arm64.
+		for _, foreign := range []uint32{0x40000003, 0x40000028, auditArchX86_64 ^ auditArchAArch64 ^ spec.arch.audit} {
+			if got, err := runFilter(prog, seccompData{nr: 20, arch: foreign}); err != nil || got != retEPERM {
+				t.Errorf("%s: arch %#x = %#x %v, want EPERM", spec, foreign, got, err)
+			}
+		}
+		if len(prog) > 1000 {
+			t.Errorf("%s: %d instructions", spec, len(prog))
 		}
 	}
 }
 
-// The hard-coded x86_64 numbers must agree with x/sys on amd64.
-func TestSeccompSyscallNumbers(t *testing.T) {
+// TestEveryCheckHasCode: a checked row has its check, and every check
+// belongs to a checked row.
+func TestEveryCheckHasCode(t *testing.T) {
+	checked := map[string]bool{}
+	for _, r := range syscallTable {
+		if r.bwrap == check || r.landlock == check {
+			checked[r.name] = true
+			if argChecks[r.name] == nil {
+				t.Errorf("%s is checked but argChecks has no check for it", r.name)
+			}
+		}
+		if strings.TrimSpace(r.why) == "" {
+			t.Errorf("%s has no reason", r.name)
+		}
+	}
+	for name := range argChecks {
+		if !checked[name] {
+			t.Errorf("argChecks[%s] belongs to no checked row", name)
+		}
+	}
+	if !sort.SliceIsSorted(syscallTable, func(i, j int) bool { return syscallTable[i].name < syscallTable[j].name }) {
+		t.Error("syscallTable is not sorted by name")
+	}
+}
+
+// TestSyscallTableIsWhole: every syscall of x86_64's and arm64's tables
+// (golang.org/x/sys's, and the host's kernel header where there is one)
+// is named, with the same number.
+func TestSyscallTableIsWhole(t *testing.T) {
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "golang.org/x/sys").Output()
+	if err != nil {
+		t.Fatalf("go list golang.org/x/sys: %v", err)
+	}
+	dir := strings.TrimSpace(string(out))
+	byName := map[string]syscallRule{}
+	for _, r := range syscallTable {
+		if _, dup := byName[r.name]; dup {
+			t.Errorf("%s is in the table twice", r.name)
+		}
+		byName[r.name] = r
+	}
+	sysRe := regexp.MustCompile(`SYS_([A-Z0-9_]+)\s+=\s+(\d+)`)
+	for _, arch := range []string{"amd64", "arm64"} {
+		src, err := os.ReadFile(filepath.Join(dir, "unix", "zsysnum_linux_"+arch+".go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]bool{}
+		for _, m := range sysRe.FindAllStringSubmatch(string(src), -1) {
+			name := strings.ToLower(m[1])
+			seen[name] = true
+			checkNumber(t, byName, filterArches[arch], name, m[2], "x/sys")
+		}
+		if len(seen) < 300 {
+			t.Fatalf("%s: only %d syscalls read from x/sys", arch, len(seen))
+		}
+		for _, r := range syscallTable {
+			if filterArches[arch].nr(r) != noNr && !seen[r.name] {
+				t.Errorf("%s: %s has number %d in the table, and x/sys does not know it", arch, r.name, filterArches[arch].nr(r))
+			}
+		}
+	}
 	if runtime.GOARCH != "amd64" {
-		t.Skip("syscall numbers are x86_64's")
+		return
 	}
-	want := map[string]uint32{
-		"ptrace": unix.SYS_PTRACE, "mount": unix.SYS_MOUNT, "umount2": unix.SYS_UMOUNT2,
-		"pivot_root": unix.SYS_PIVOT_ROOT, "chroot": unix.SYS_CHROOT, "unshare": unix.SYS_UNSHARE,
-		"setns": unix.SYS_SETNS, "keyctl": unix.SYS_KEYCTL, "add_key": unix.SYS_ADD_KEY,
-		"request_key": unix.SYS_REQUEST_KEY, "bpf": unix.SYS_BPF, "perf_event_open": unix.SYS_PERF_EVENT_OPEN,
-		"kexec_load": unix.SYS_KEXEC_LOAD, "kexec_file_load": unix.SYS_KEXEC_FILE_LOAD,
-		"init_module": unix.SYS_INIT_MODULE, "finit_module": unix.SYS_FINIT_MODULE,
-		"delete_module": unix.SYS_DELETE_MODULE, "open_by_handle_at": unix.SYS_OPEN_BY_HANDLE_AT,
-		"userfaultfd": unix.SYS_USERFAULTFD, "open_tree": unix.SYS_OPEN_TREE, "move_mount": unix.SYS_MOVE_MOUNT,
-		"fsopen": unix.SYS_FSOPEN, "fsconfig": unix.SYS_FSCONFIG, "fsmount": unix.SYS_FSMOUNT,
-		"fspick": unix.SYS_FSPICK, "mount_setattr": unix.SYS_MOUNT_SETATTR,
-		"io_uring_setup": unix.SYS_IO_URING_SETUP, "io_uring_enter": unix.SYS_IO_URING_ENTER,
-		"io_uring_register": unix.SYS_IO_URING_REGISTER,
+	for _, h := range []string{"/usr/include/x86_64-linux-gnu/asm/unistd_64.h", "/usr/include/asm/unistd_64.h"} {
+		src, err := os.ReadFile(h)
+		if err != nil {
+			continue
+		}
+		re := regexp.MustCompile(`(?m)^#define __NR_([a-z0-9_]+)\s+(\d+)`)
+		ms := re.FindAllStringSubmatch(string(src), -1)
+		for _, m := range ms {
+			checkNumber(t, byName, filterArches["amd64"], m[1], m[2], h)
+		}
+		t.Logf("%s: %d syscalls, all named", h, len(ms))
+		return
 	}
-	if len(want) != len(deniedSyscalls) {
-		t.Errorf("deniedSyscalls has %d entries, the check table %d", len(deniedSyscalls), len(want))
+	t.Log("no <asm/unistd_64.h> on this host: checked against x/sys only")
+}
+
+func checkNumber(t *testing.T, byName map[string]syscallRule, arch filterArch, name, num, source string) {
+	t.Helper()
+	r, ok := byName[name]
+	if !ok {
+		t.Errorf("%s: %s (%s in %s) is not in the table: add it to syscalls.go, allowed with a reason or denied", arch.name, name, num, source)
+		return
 	}
-	for _, s := range deniedSyscalls {
-		if w, ok := want[s.name]; !ok || w != s.nr {
-			t.Errorf("%s = %d, x/sys says %d (known: %v)", s.name, s.nr, w, ok)
+	if got := strconv.Itoa(arch.nr(r)); got != num {
+		t.Errorf("%s: %s is %s in the table, %s in %s", arch.name, name, got, num, source)
+	}
+}
+
+func TestSeccompFilterDecisions(t *testing.T) {
+	const (
+		sockDgram, sockSeqpacket  = 2, 5
+		sockCloexec, sockNonblock = 0x80000, 0x800
+		oCreat, oRdwr, oTmpfile   = 0x40, 2, 0x410000
+	)
+	type tc struct {
+		what     string
+		name     string
+		args     [6]uint64
+		bwrap    uint32
+		landlock uint32
+		// inet: allowed only with network (both backends)
+		inet bool
+	}
+	thread := uint64(unix.CLONE_VM | unix.CLONE_FS | unix.CLONE_FILES | unix.CLONE_SIGHAND | unix.CLONE_SYSVSEM | unix.CLONE_THREAD | unix.CLONE_SETTLS | unix.CLONE_PARENT_SETTID | unix.CLONE_CHILD_CLEARTID)
+	const ok, no = retAllow, retEPERM
+	cases := []tc{
+		{what: "ioctl TIOCSTI", name: "ioctl", args: [6]uint64{0, tiocsti}, bwrap: no, landlock: no},
+		{what: "ioctl TIOCSTI, high bits set", name: "ioctl", args: [6]uint64{0, 0xdead00000000 | tiocsti}, bwrap: no, landlock: no},
+		{what: "ioctl TIOCLINUX", name: "ioctl", args: [6]uint64{0, tioclinux}, bwrap: no, landlock: no},
+		{what: "ioctl TCGETS", name: "ioctl", args: [6]uint64{0, unix.TCGETS}, bwrap: ok, landlock: ok},
+		{what: "ioctl on fd number TIOCSTI", name: "ioctl", args: [6]uint64{tiocsti, unix.TCGETS}, bwrap: ok, landlock: ok},
+		{what: "socket AF_UNIX", name: "socket", args: [6]uint64{afUnix, sockStream}, bwrap: ok, landlock: no},
+		{what: "socket AF_INET", name: "socket", args: [6]uint64{afInet, sockStream}, inet: true},
+		{what: "socket AF_INET6", name: "socket", args: [6]uint64{afInet6, sockDgram}, inet: true},
+		{what: "socket AF_INET, high bits set (the kernel reads an int)", name: "socket", args: [6]uint64{1<<32 | afInet}, inet: true},
+		{what: "socket AF_NETLINK", name: "socket", args: [6]uint64{unix.AF_NETLINK}, bwrap: no, landlock: no},
+		{what: "socket AF_PACKET", name: "socket", args: [6]uint64{unix.AF_PACKET}, bwrap: no, landlock: no},
+		{what: "socketpair AF_UNIX stream", name: "socketpair", args: [6]uint64{afUnix, sockStream}, bwrap: ok, landlock: ok},
+		{what: "socketpair AF_UNIX stream|CLOEXEC|NONBLOCK", name: "socketpair", args: [6]uint64{afUnix, sockStream | sockCloexec | sockNonblock}, bwrap: ok, landlock: ok},
+		{what: "socketpair AF_UNIX dgram", name: "socketpair", args: [6]uint64{afUnix, sockDgram}, bwrap: ok, landlock: no},
+		{what: "socketpair AF_UNIX seqpacket", name: "socketpair", args: [6]uint64{afUnix, sockSeqpacket}, bwrap: ok, landlock: no},
+		{what: "socketpair AF_INET", name: "socketpair", args: [6]uint64{afInet, sockStream}, bwrap: no, landlock: no},
+		{what: "clone a thread", name: "clone", args: [6]uint64{thread}, bwrap: ok, landlock: ok},
+		{what: "clone vfork", name: "clone", args: [6]uint64{unix.CLONE_VFORK | unix.CLONE_VM | uint64(unix.SIGCHLD)}, bwrap: ok, landlock: ok},
+		{what: "clone NEWUSER", name: "clone", args: [6]uint64{unix.CLONE_NEWUSER | uint64(unix.SIGCHLD)}, bwrap: no, landlock: no},
+		{what: "clone NEWNS", name: "clone", args: [6]uint64{unix.CLONE_NEWNS}, bwrap: no, landlock: no},
+		{what: "clone NEWNET", name: "clone", args: [6]uint64{unix.CLONE_NEWNET}, bwrap: no, landlock: no},
+		{what: "openat O_RDWR", name: "openat", args: [6]uint64{0, 1, oRdwr, 0o4755}, bwrap: ok, landlock: ok},
+		{what: "openat O_CREAT 0644", name: "openat", args: [6]uint64{0, 1, oCreat | oRdwr, 0o644}, bwrap: ok, landlock: ok},
+		{what: "openat O_CREAT 04755 (setuid)", name: "openat", args: [6]uint64{0, 1, oCreat | oRdwr, 0o4755}, bwrap: no, landlock: no},
+		{what: "openat O_TMPFILE 02755 (setgid)", name: "openat", args: [6]uint64{0, 1, oTmpfile | oRdwr, 0o2755}, bwrap: no, landlock: no},
+		{what: "fchmod 0755", name: "fchmod", args: [6]uint64{3, 0o755}, bwrap: ok, landlock: ok},
+		{what: "fchmod 04755", name: "fchmod", args: [6]uint64{3, 0o4755}, bwrap: no, landlock: no},
+		{what: "fchmodat 0644 by path", name: "fchmodat", args: [6]uint64{0, 1, 0o644}, bwrap: ok, landlock: no},
+		{what: "fchmodat 04755 by path", name: "fchmodat", args: [6]uint64{0, 1, 0o4755}, bwrap: no, landlock: no},
+		{what: "utimensat on an open file (futimens)", name: "utimensat", args: [6]uint64{3, 0, 0, 0}, bwrap: ok, landlock: ok},
+		{what: "utimensat by path", name: "utimensat", args: [6]uint64{0, 0x7ffd0000, 0, 0}, bwrap: ok, landlock: no},
+		{what: "utimensat by path, pointer above 4 GiB", name: "utimensat", args: [6]uint64{0, 0x7ffd00000000, 0, 0}, bwrap: ok, landlock: no},
+		{what: "bind", name: "bind", args: [6]uint64{3, 1, 16}, bwrap: ok, inet: true},
+		{what: "prlimit64 on itself", name: "prlimit64", args: [6]uint64{0, 7, 0, 1}, bwrap: ok, landlock: ok},
+		{what: "prlimit64 on the engine", name: "prlimit64", args: [6]uint64{1234, 7, 1}, bwrap: ok, landlock: no},
+		{what: "setpriority on itself", name: "setpriority", args: [6]uint64{prioProcess, 0, 19}, bwrap: ok, landlock: ok},
+		{what: "setpriority on its process group", name: "setpriority", args: [6]uint64{prioPgrp, 0, 19}, bwrap: ok, landlock: ok},
+		{what: "setpriority on the engine", name: "setpriority", args: [6]uint64{prioProcess, 1234, 19}, bwrap: ok, landlock: no},
+		{what: "setpriority on every process of the uid", name: "setpriority", args: [6]uint64{2, 0, 19}, bwrap: ok, landlock: no},
+		{what: "ioprio_set on itself", name: "ioprio_set", args: [6]uint64{ioprioWhoProcess, 0, 3 << 13}, bwrap: ok, landlock: ok},
+		{what: "ioprio_set on the engine", name: "ioprio_set", args: [6]uint64{ioprioWhoProcess, 1234, 3 << 13}, bwrap: ok, landlock: no},
+		{what: "ioprio_set on the uid", name: "ioprio_set", args: [6]uint64{3, 0, 3 << 13}, bwrap: ok, landlock: no},
+		{what: "sched_setaffinity on itself", name: "sched_setaffinity", args: [6]uint64{0, 8, 1}, bwrap: ok, landlock: ok},
+		{what: "sched_setaffinity on the engine", name: "sched_setaffinity", args: [6]uint64{1234, 8, 1}, bwrap: ok, landlock: no},
+	}
+	for _, spec := range specs(t) {
+		prog, err := buildFilter(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		arch := map[uint32]string{auditArchX86_64: "amd64", auditArchAArch64: "arm64"}[spec.arch.audit]
+		for _, c := range cases {
+			w := c.bwrap
+			if spec.landlock {
+				w = c.landlock
+			}
+			if c.inet && !(spec.landlock == false && c.name == "bind") {
+				w = no
+				if spec.network {
+					w = ok
+				}
+			}
+			got, err := runFilter(prog, seccompData{nr: nrOf(t, arch, c.name), arch: spec.arch.audit, args: c.args})
+			if err != nil || got != w {
+				t.Errorf("%s: %s: %#x %v, want %#x", spec, c.what, got, err, w)
+			}
+		}
+		if spec.arch.name == "x86_64" { // open and creat are x86_64's only
+			for _, c := range []struct {
+				what string
+				name string
+				args [6]uint64
+				want uint32
+			}{
+				{"open O_CREAT 0644", "open", [6]uint64{1, oCreat, 0o644}, ok},
+				{"open O_CREAT 04755", "open", [6]uint64{1, oCreat, 0o4755}, no},
+				{"open O_RDONLY, mode bits ignored", "open", [6]uint64{1, 0, 0o4755}, ok},
+				{"creat 0644", "creat", [6]uint64{1, 0o644}, ok},
+				{"creat 06755", "creat", [6]uint64{1, 0o6755}, no},
+			} {
+				got, err := runFilter(prog, seccompData{nr: nrOf(t, arch, c.name), arch: spec.arch.audit, args: c.args})
+				if err != nil || got != c.want {
+					t.Errorf("%s: %s: %#x %v, want %#x", spec, c.what, got, err, c.want)
+				}
+			}
 		}
 	}
-	for name, pair := range map[string][2]uint32{
-		"ioctl": {sysIoctl, unix.SYS_IOCTL}, "socket": {sysSocket, unix.SYS_SOCKET},
-		"socketpair": {sysSocketpair, unix.SYS_SOCKETPAIR}, "clone": {sysClone, unix.SYS_CLONE},
-		"clone3": {sysClone3, unix.SYS_CLONE3},
-	} {
-		if pair[0] != pair[1] {
-			t.Errorf("%s = %d, x/sys says %d", name, pair[0], pair[1])
+	// The bytes bwrap reads are the program, instruction for instruction.
+	b, err := SeccompFilter(false)
+	if err != nil {
+		t.Fatalf("SeccompFilter on %s: %v", runtime.GOARCH, err)
+	}
+	prog, _ := seccompProgram(false)
+	if got := decodeFilter(t, b); fmt.Sprint(got) != fmt.Sprint(prog) {
+		t.Error("SeccompFilter's bytes are not seccompProgram's instructions")
+	}
+}
+
+// deniedRows are the table's rows this host's bwrap filter denies
+// whatever the arguments.
+func deniedRows() (out []syscallRule) {
+	arch := filterArches[runtime.GOARCH]
+	for _, r := range syscallTable {
+		if r.bwrap == deny && arch.nr(r) != noNr {
+			out = append(out, r)
 		}
 	}
-	if unix.TIOCSTI != tiocsti || unix.TIOCLINUX != tioclinux {
-		t.Errorf("TIOCSTI/TIOCLINUX constants disagree with x/sys")
-	}
-	ns := unix.CLONE_NEWNS | unix.CLONE_NEWCGROUP | unix.CLONE_NEWUTS | unix.CLONE_NEWIPC |
-		unix.CLONE_NEWUSER | unix.CLONE_NEWPID | unix.CLONE_NEWNET
-	if ns != cloneNewNamespaces {
-		t.Errorf("cloneNewNamespaces = %#x, want %#x", cloneNewNamespaces, ns)
-	}
+	return out
 }
 
 func TestSeccompFile(t *testing.T) {
@@ -450,11 +650,11 @@ func seccompProbe(name string) []string {
 		// Every unconditionally denied syscall, with zeroed arguments
 		// (ptrace skipped: ptrace(0) is PTRACE_TRACEME). Only run filtered.
 		var out []string
-		for _, s := range deniedSyscalls {
+		for _, s := range deniedRows() {
 			if s.name == "ptrace" {
 				continue
 			}
-			_, _, e := unix.Syscall6(uintptr(s.nr), 0, 0, 0, 0, 0, 0)
+			_, _, e := unix.Syscall6(uintptr(filterArches[runtime.GOARCH].nr(s)), 0, 0, 0, 0, 0, 0)
 			out = append(out, s.name+"="+sysResult(e))
 		}
 		return out
@@ -481,7 +681,7 @@ func seccompProbe(name string) []string {
 	case "tioclinux":
 		return r(ptyIoctl(unix.TIOCLINUX)) // ENOTTY unfiltered on a pty
 	case "x32-getpid":
-		_, _, e := unix.RawSyscall(x32SyscallBit|unix.SYS_GETPID, 0, 0, 0)
+		_, _, e := unix.RawSyscall(0x40000000|unix.SYS_GETPID, 0, 0, 0)
 		return r(sysResult(e))
 	case "clone3":
 		_, _, e := unix.RawSyscall(unix.SYS_CLONE3, 0, 0, 0) // EINVAL unfiltered
@@ -646,8 +846,8 @@ func TestSeccompInBwrap(t *testing.T) {
 				keys = append(keys, k)
 			}
 			sort.Strings(keys)
-			if len(keys) != len(deniedSyscalls)-1 {
-				t.Errorf("network=%v: probe reported %d syscalls, want %d: %v", network, len(keys), len(deniedSyscalls)-1, keys)
+			if len(keys) != len(deniedRows())-1 {
+				t.Errorf("network=%v: probe reported %d syscalls, want %d: %v", network, len(keys), len(deniedRows())-1, keys)
 			}
 			for _, k := range keys {
 				if res[k] != "EPERM" {
@@ -656,56 +856,4 @@ func TestSeccompInBwrap(t *testing.T) {
 			}
 		}
 	})
-}
-
-// The landlock backend's filter: the hook shares the host's mount
-// namespace, so it may not make a Unix socket (connect by path reaches
-// the host's) nor a datagram pair (sendto by path); a stream pair, the
-// way to its broker's dialer, it may. The rest is the bwrap filter's.
-func TestLandlockSeccompDecisions(t *testing.T) {
-	if runtime.GOARCH != "amd64" {
-		t.Skip("the filter is x86_64-only")
-	}
-	const (
-		sockDgram, sockSeqpacket  = 2, 5
-		sockCloexec, sockNonblock = 0x80000, 0x800
-	)
-	for _, network := range []bool{false, true} {
-		prog, err := landlockSeccompProgram(network)
-		if err != nil {
-			t.Fatal(err)
-		}
-		inet := uint32(retEPERM)
-		if network {
-			inet = retAllow
-		}
-		for _, c := range []struct {
-			what string
-			nr   uint32
-			args [6]uint64
-			want uint32
-		}{
-			{"socket(AF_UNIX)", sysSocket, [6]uint64{afUnix, sockStream}, retEPERM},
-			{"socket(AF_INET)", sysSocket, [6]uint64{afInet, sockStream}, inet},
-			{"socket(AF_INET6)", sysSocket, [6]uint64{afInet6, sockDgram}, inet},
-			{"socketpair(AF_UNIX, SOCK_STREAM)", sysSocketpair, [6]uint64{afUnix, sockStream}, retAllow},
-			{"socketpair(AF_UNIX, SOCK_STREAM|SOCK_CLOEXEC|SOCK_NONBLOCK)", sysSocketpair, [6]uint64{afUnix, sockStream | sockCloexec | sockNonblock}, retAllow},
-			{"socketpair(AF_UNIX, SOCK_DGRAM)", sysSocketpair, [6]uint64{afUnix, sockDgram}, retEPERM},
-			{"socketpair(AF_UNIX, SOCK_SEQPACKET)", sysSocketpair, [6]uint64{afUnix, sockSeqpacket}, retEPERM},
-			{"socketpair(AF_INET, SOCK_STREAM)", sysSocketpair, [6]uint64{afInet, sockStream}, retEPERM},
-			{"ptrace", 101, [6]uint64{}, retEPERM},
-			{"read", 0, [6]uint64{}, retAllow},
-		} {
-			got, err := runFilter(prog, seccompData{nr: c.nr, arch: auditArchX86_64, args: c.args})
-			if err != nil || got != c.want {
-				t.Errorf("network=%v %s: %#x %v, want %#x", network, c.what, got, err, c.want)
-			}
-		}
-	}
-	// The bwrap filter is unchanged: its hooks are in a mount namespace
-	// of their own and reach their broker by its socket.
-	prog, _ := seccompProgram(false)
-	if got, _ := runFilter(prog, seccompData{nr: sysSocket, arch: auditArchX86_64, args: [6]uint64{afUnix, sockStream}}); got != retAllow {
-		t.Errorf("bwrap filter socket(AF_UNIX): %#x, want allow", got)
-	}
 }
