@@ -242,7 +242,9 @@ func hookScenario(name string) int {
 	case "escape-read", "escape-write", "escape-write-module", "escape-proc",
 		"escape-tcp", "escape-tiocsti", "escape-ptrace", "escape-mount",
 		"escape-unshare", "escape-keyctl", "escape-env", "escape-linger", "escape-fd",
-		"escape-signal", "escape-abstract":
+		"escape-signal", "escape-abstract", "escape-chmod", "escape-chown",
+		"escape-utime", "escape-setxattr", "escape-setuid", "escape-renice",
+		"escape-ioprio", "escape-affinity", "escape-bind", "escape-inotify":
 		return escapeScenario(name, os.Args[3:])
 
 	// Egress through the run's proxy (egress_test.go).
