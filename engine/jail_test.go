@@ -174,6 +174,31 @@ func escapeScenario(name string, args []string) int {
 		defer unix.Close(fds[1])
 		return escapeSay(name, unix.Bind(fds[0], &unix.SockaddrUnix{Name: "@" + arg(0)}), "")
 
+	case "metadata-in-grant": // metadata calls on the hook's own files
+		dir, err := os.MkdirTemp("", "meta-")
+		if err != nil {
+			say("%s setup failed: %v", name, err)
+			return 1
+		}
+		f := filepath.Join(dir, "f")
+		if err := os.WriteFile(f, []byte("x"), 0o644); err != nil {
+			say("%s setup failed: %v", name, err)
+			return 1
+		}
+		t := time.Unix(86400, 0)
+		escapeSay("meta-chmod", os.Chmod(f, 0o600), "")
+		escapeSay("meta-chown", os.Lchown(f, os.Getuid(), os.Getgid()), "")
+		escapeSay("meta-utime", os.Chtimes(f, t, t), "")
+		escapeSay("meta-chmod-dir-setgid", os.Chmod(dir, 0o2755), "")
+		escapeSay("meta-chmod-setuid", unix.Chmod(f, 0o4755), "")
+		escapeSay("meta-xattr-security", unix.Setxattr(f, "security.capability", []byte{1}, 0), "")
+		if err := os.Link(f, f+"2"); err != nil {
+			say("%s setup failed: %v", name, err)
+			return 1
+		}
+		escapeSay("meta-chmod-hardlinked", os.Chmod(f, 0o640), "")
+		return 0
+
 	case "escape-inotify": // DIR: watch a hidden dir (the data dir)
 		fd, err := unix.InotifyInit1(unix.IN_CLOEXEC)
 		if err != nil {
@@ -567,13 +592,13 @@ func TestJailEscapes(t *testing.T) {
 		{"abstract", "escape-abstract", "escape-abstract blocked: ECONNREFUSED", "abstract sockets belong to the jail's own net namespace",
 			"escape-abstract blocked: EPERM", "seccomp denies socket(AF_UNIX)", false, nil, "", false},
 		{"chmod", "escape-chmod", "escape-chmod blocked: ENOENT", "the file is not in the plan",
-			"escape-chmod blocked: EPERM", "seccomp denies chmod by path (Landlock has no right for it)", false, nil, "", false},
+			"escape-chmod blocked: EPERM", "outside every writable rule: the stage's supervisor refuses chmod by path (Landlock has no right for it)", false, nil, "", false},
 		{"chown", "escape-chown", "escape-chown blocked: ENOENT", "the file is not in the plan",
-			"escape-chown blocked: EPERM", "seccomp denies chown by path", false, nil, "", false},
+			"escape-chown blocked: EPERM", "outside every writable rule: the supervisor refuses it", false, nil, "", false},
 		{"utime", "escape-utime", "escape-utime blocked: ENOENT", "the file is not in the plan",
-			"escape-utime blocked: EPERM", "seccomp denies utimensat by path", false, nil, "", false},
+			"escape-utime blocked: EPERM", "outside every writable rule: the supervisor refuses it", false, nil, "", false},
 		{"setxattr", "escape-setxattr", "escape-setxattr blocked: ENOENT", "the file is not in the plan",
-			"escape-setxattr blocked: EPERM", "seccomp denies setxattr by path", false, nil, "", false},
+			"escape-setxattr blocked: EPERM", "outside every writable rule: the supervisor refuses it", false, nil, "", false},
 		{"setuid", "escape-setuid", "escape-setuid blocked: EPERM", "seccomp refuses a setuid mode",
 			"escape-setuid blocked: EPERM", "seccomp refuses a setuid mode", false, nil, "", false},
 		{"renice", "escape-renice", "escape-renice blocked: ESRCH", "the host's pids are not in the jail's pid namespace",

@@ -520,7 +520,7 @@ func (e *Engine) spawnSpec(r *activeRun, pf preflighted) spawned {
 		home := "/tmp"
 		if pf.landlock != nil {
 			home = filepath.Join(runDir, "tmp")
-			sp.spawn.Env = append(sp.spawn.Env, "TMPDIR="+home)
+			sp.spawn.Env = append(sp.spawn.Env, "TMPDIR="+home, jail.LandlockTarOptions)
 		}
 		for i, kv := range sp.spawn.Env {
 			if strings.HasPrefix(kv, "HOME=") {

@@ -24,6 +24,14 @@ const (
 	BackendAuto = "auto"
 )
 
+// LandlockTarOptions is set in a landlock hook's environment. Under
+// landlock, file metadata cannot be changed by path (seccomp denies it:
+// Landlock has no right for it), and GNU tar restores owners, modes and
+// times by path when it extracts, so it would fail on every archive. With
+// these options (TAR_OPTIONS is read by tar itself) it extracts with the
+// hook's umask and the extraction time instead, and needs no such call.
+const LandlockTarOptions = "TAR_OPTIONS=--no-same-owner --no-same-permissions --touch"
+
 // MinLandlockABI is the lowest Landlock ABI the backend runs on: below 3
 // truncate(2) is not a right Landlock handles, so a read-only class (the
 // module, the system) could still be truncated by the hook.

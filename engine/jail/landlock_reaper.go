@@ -55,19 +55,40 @@ func reaperStage(argv []string) {
 	term := make(chan os.Signal, 1)
 	signal.Notify(term, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 
+	args, err := parseStageArgs(argv)
+	if err != nil {
+		fail(err)
+	}
+	// The hook sends its seccomp listener back on this pair (fdNotify):
+	// the stage is the supervisor of its metadata calls.
+	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		fail(fmt.Errorf("socketpair: %w", err))
+	}
+	ours, theirs := os.NewFile(uintptr(pair[0]), "notify"), os.NewFile(uintptr(pair[1]), "notify")
+
 	// The ruleset and the dialer go on to the hook at the same fds.
 	ruleset, dialer := os.NewFile(fdRuleset, "ruleset"), os.NewFile(FdDialer, "dialer")
 	cmd := exec.Command("/proc/self/exe")
 	cmd.Args = append([]string{hookArg0}, argv...)
 	cmd.Env = os.Environ()
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.ExtraFiles = []*os.File{ruleset, dialer}
+	cmd.ExtraFiles = []*os.File{ruleset, dialer, theirs} // fdRuleset, FdDialer, fdNotify
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		fail(fmt.Errorf("starting the hook: %w", err))
 	}
 	ruleset.Close()
 	dialer.Close()
+	theirs.Close()
+	go func() {
+		defer ours.Close()
+		listener, err := receiveListener(ours)
+		if err != nil {
+			return // the hook failed before its exec, and says why
+		}
+		newSupervisor(listener, args.writable).serve()
+	}()
 	hook := cmd.Process.Pid
 	go func() {
 		for sig := range term {

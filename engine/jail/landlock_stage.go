@@ -8,7 +8,6 @@ import (
 	"runtime"
 	"strconv"
 	"syscall"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -56,17 +55,13 @@ func init() {
 // dropped, no_new_privs, the Landlock ruleset, the seccomp filter, then
 // execve of the hook. It returns only on failure.
 //
-// argv: NPROC NETWORK(0|1) -- HOOK-ARGV...
+// argv: stageArgs's.
 func landlockStage(argv []string) error {
-	if len(argv) < 4 || argv[2] != "--" {
-		return errors.New("usage: " + StageArg0 + " NPROC NETWORK -- ARGV")
-	}
-	nproc, err := strconv.ParseUint(argv[0], 10, 64)
+	a, err := parseStageArgs(argv)
 	if err != nil {
-		return fmt.Errorf("nproc %q: %w", argv[0], err)
+		return err
 	}
-	network := argv[1] == "1"
-	hook := argv[3:]
+	nproc, network, hook := a.nproc, a.network, a.hook
 	if unix.Getpgrp() != unix.Getpid() {
 		if err := unix.Setpgid(0, 0); err != nil {
 			return fmt.Errorf("setpgid: %w", err)
@@ -98,12 +93,58 @@ func landlockStage(argv []string) error {
 	if err != nil {
 		return fmt.Errorf("seccomp filter: %w", err)
 	}
-	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
-	if _, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, uintptr(unsafe.Pointer(&fprog))); errno != 0 {
-		return fmt.Errorf("seccomp: %w", errno)
+	listener, err := installWithListener(prog)
+	if err != nil {
+		return fmt.Errorf("seccomp: %w", err)
+	}
+	if err := sendListener(listener); err != nil {
+		return fmt.Errorf("handing the seccomp listener to the stage: %w", err)
 	}
 	err = syscall.Exec(hook[0], hook, os.Environ())
 	return fmt.Errorf("exec %s: %w", hook[0], err)
+}
+
+// stageArgs is the stage's argv after argv[0]:
+//
+//	NPROC NETWORK(0|1) N WRITABLE-1 ... WRITABLE-N -- HOOK-ARGV...
+//
+// WRITABLE are the run's writable rules, beneath which the supervisor
+// makes metadata calls for the hook (landlock_supervisor.go).
+type stageArgs struct {
+	nproc    uint64
+	network  bool
+	writable []string
+	hook     []string
+}
+
+func (a stageArgs) argv() []string {
+	network := "0"
+	if a.network {
+		network = "1"
+	}
+	out := []string{strconv.FormatUint(a.nproc, 10), network, strconv.Itoa(len(a.writable))}
+	out = append(out, a.writable...)
+	return append(append(out, "--"), a.hook...)
+}
+
+func parseStageArgs(argv []string) (stageArgs, error) {
+	usage := errors.New("usage: " + StageArg0 + " NPROC NETWORK N WRITABLE... -- ARGV")
+	if len(argv) < 5 {
+		return stageArgs{}, usage
+	}
+	var a stageArgs
+	var err error
+	if a.nproc, err = strconv.ParseUint(argv[0], 10, 64); err != nil {
+		return stageArgs{}, fmt.Errorf("nproc %q: %w", argv[0], err)
+	}
+	a.network = argv[1] == "1"
+	n, err := strconv.Atoi(argv[2])
+	if err != nil || n < 0 || len(argv) < 3+n+2 || argv[3+n] != "--" {
+		return stageArgs{}, usage
+	}
+	a.writable = argv[3 : 3+n]
+	a.hook = argv[4+n:]
+	return a, nil
 }
 
 // Securebits (linux/securebits.h): root gets no capability from exec,
@@ -182,12 +223,15 @@ func (s *Spawner) landlockCommand(sp hooks.Spawn) (*exec.Cmd, error) {
 		return nil, err
 	}
 	s.files = append(s.files, rs)
-	network := "0"
-	if s.network {
-		network = "1"
+	var writable []string
+	for _, r := range s.ll.Rules {
+		if r.Access == "rw" {
+			writable = append(writable, r.Path)
+		}
 	}
+	args := stageArgs{nproc: uint64(HookNproc()), network: s.network, writable: writable, hook: sp.Argv}
 	cmd := exec.Command("/proc/self/exe")
-	cmd.Args = append([]string{StageArg0, strconv.Itoa(HookNproc()), network, "--"}, sp.Argv...)
+	cmd.Args = append([]string{StageArg0}, args.argv()...)
 	cmd.Dir = sp.Dir
 	cmd.Env = sp.Env
 	if cmd.Env == nil {

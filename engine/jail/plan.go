@@ -116,6 +116,8 @@ func BuildPlan(in PlanInput) (*Plan, error) {
 		{"/etc/alternatives", "Debian alternatives (e.g. awk)"},
 		{"/etc/localtime", "local time zone"},
 		{"/etc/nsswitch.conf", "name service switch"},
+		{"/etc/ssl/openssl.cnf", "OpenSSL's config (Node and Python read it at start)"},
+		{"/etc/gitconfig", "git's system config (git refuses to run if it exists and cannot be read)"},
 	}
 	if in.Network {
 		etc = append(etc, struct{ path, reason string }{"/etc/resolv.conf", "DNS (network granted)"},

@@ -64,6 +64,7 @@ const (
 	retEPERM   = retErrno | uint32(unix.EPERM)
 	retENOSYS  = retErrno | uint32(unix.ENOSYS)
 	retENOTSUP = retErrno | uint32(unix.EOPNOTSUPP)
+	retNotify  = unix.SECCOMP_RET_USER_NOTIF // to the landlock stage's supervisor
 
 	auditArchX86_64  = 0xc000003e // AUDIT_ARCH_X86_64
 	auditArchAArch64 = 0xc00000b7 // AUDIT_ARCH_AARCH64
@@ -279,6 +280,9 @@ func ranges(spec filterSpec) ([]nrRange, error) {
 			add(next, r.nr-1, deny, nil)
 		}
 		act := spec.action(*r.rule)
+		if act == supervise && !spec.landlock {
+			return nil, fmt.Errorf("seccomp filter: %s is supervised under bwrap, which has no supervisor", r.rule.name)
+		}
 		if act == check {
 			if _, ok := argChecks[r.rule.name]; !ok {
 				return nil, fmt.Errorf("seccomp filter: %s is checked but has no check", r.rule.name)
@@ -336,6 +340,8 @@ func (a *bpfAsm) search(rs []nrRange) {
 			a.ret(retENOSYS)
 		case notsup:
 			a.ret(retENOTSUP)
+		case supervise:
+			a.ret(retNotify)
 		case check:
 			a.ja("check:" + r.rule.name)
 		default:
@@ -403,12 +409,15 @@ var argChecks = map[string]func(a *bpfAsm, spec filterSpec){
 	"fchmodat2": setIDMode(2),
 	// utimensat(dirfd, path, times, flags) with path NULL is futimens:
 	// the file the hook holds open. The pointer is checked on both halves.
+	// By path it goes to the supervisor.
 	"utimensat": func(a *bpfAsm, _ filterSpec) {
 		a.load(offArgLo(1))
-		a.jeq(0, "", "eperm")
+		a.jeq(0, "", ".notify")
 		a.load(offArgHi(1))
-		a.jeq(0, "", "eperm")
+		a.jeq(0, "", ".notify")
 		a.ret(retAllow)
+		a.label(".notify")
+		a.ret(retNotify)
 	},
 	// bind: without network, nothing a hook binds is of use to it, and an
 	// AF_UNIX bind on a socketpair end would squat an abstract name in

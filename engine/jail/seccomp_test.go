@@ -139,6 +139,8 @@ func want(a action) uint32 {
 		return retENOSYS
 	case notsup:
 		return retENOTSUP
+	case supervise:
+		return retNotify
 	}
 	return retEPERM
 }
@@ -325,7 +327,7 @@ func TestSeccompFilterDecisions(t *testing.T) {
 		inet bool
 	}
 	thread := uint64(unix.CLONE_VM | unix.CLONE_FS | unix.CLONE_FILES | unix.CLONE_SIGHAND | unix.CLONE_SYSVSEM | unix.CLONE_THREAD | unix.CLONE_SETTLS | unix.CLONE_PARENT_SETTID | unix.CLONE_CHILD_CLEARTID)
-	const ok, no = retAllow, retEPERM
+	const ok, no, sup = retAllow, retEPERM, retNotify
 	cases := []tc{
 		{what: "ioctl TIOCSTI", name: "ioctl", args: [6]uint64{0, tiocsti}, bwrap: no, landlock: no},
 		{what: "ioctl TIOCSTI, high bits set", name: "ioctl", args: [6]uint64{0, 0xdead00000000 | tiocsti}, bwrap: no, landlock: no},
@@ -354,11 +356,14 @@ func TestSeccompFilterDecisions(t *testing.T) {
 		{what: "openat O_TMPFILE 02755 (setgid)", name: "openat", args: [6]uint64{0, 1, oTmpfile | oRdwr, 0o2755}, bwrap: no, landlock: no},
 		{what: "fchmod 0755", name: "fchmod", args: [6]uint64{3, 0o755}, bwrap: ok, landlock: ok},
 		{what: "fchmod 04755", name: "fchmod", args: [6]uint64{3, 0o4755}, bwrap: no, landlock: no},
-		{what: "fchmodat 0644 by path", name: "fchmodat", args: [6]uint64{0, 1, 0o644}, bwrap: ok, landlock: no},
-		{what: "fchmodat 04755 by path", name: "fchmodat", args: [6]uint64{0, 1, 0o4755}, bwrap: no, landlock: no},
+		{what: "fchmodat 0644 by path", name: "fchmodat", args: [6]uint64{0, 1, 0o644}, bwrap: ok, landlock: sup},
+		{what: "fchmodat 04755 by path (the supervisor refuses it)", name: "fchmodat", args: [6]uint64{0, 1, 0o4755}, bwrap: no, landlock: sup},
+		{what: "fchownat by path", name: "fchownat", args: [6]uint64{0, 1, 0, 0, 0}, bwrap: ok, landlock: sup},
+		{what: "setxattr by path", name: "setxattr", args: [6]uint64{1, 2, 3, 1, 0}, bwrap: ok, landlock: sup},
+		{what: "fsetxattr on an open file", name: "fsetxattr", args: [6]uint64{3, 2, 3, 1, 0}, bwrap: ok, landlock: ok},
 		{what: "utimensat on an open file (futimens)", name: "utimensat", args: [6]uint64{3, 0, 0, 0}, bwrap: ok, landlock: ok},
-		{what: "utimensat by path", name: "utimensat", args: [6]uint64{0, 0x7ffd0000, 0, 0}, bwrap: ok, landlock: no},
-		{what: "utimensat by path, pointer above 4 GiB", name: "utimensat", args: [6]uint64{0, 0x7ffd00000000, 0, 0}, bwrap: ok, landlock: no},
+		{what: "utimensat by path", name: "utimensat", args: [6]uint64{0, 0x7ffd0000, 0, 0}, bwrap: ok, landlock: sup},
+		{what: "utimensat by path, pointer above 4 GiB", name: "utimensat", args: [6]uint64{0, 0x7ffd00000000, 0, 0}, bwrap: ok, landlock: sup},
 		{what: "bind", name: "bind", args: [6]uint64{3, 1, 16}, bwrap: ok, inet: true},
 		{what: "prlimit64 on itself", name: "prlimit64", args: [6]uint64{0, 7, 0, 1}, bwrap: ok, landlock: ok},
 		{what: "prlimit64 on the engine", name: "prlimit64", args: [6]uint64{1234, 7, 1}, bwrap: ok, landlock: no},
@@ -856,4 +861,29 @@ func TestSeccompInBwrap(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestSyscallDocIsCurrent: docs/jail.md's syscall table is the table in
+// syscalls.go. WARDEN_UPDATE_DOCS=1 rewrites it.
+func TestSyscallDocIsCurrent(t *testing.T) {
+	const path = "../../docs/jail.md"
+	doc, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(doc)
+	i, j := strings.Index(s, SyscallDocBegin), strings.Index(s, SyscallDocEnd)
+	if i < 0 || j < i {
+		t.Fatalf("%s has no syscall table markers", path)
+	}
+	current := s[i : j+len(SyscallDocEnd)]
+	if want := SyscallDoc(); current != want {
+		if os.Getenv("WARDEN_UPDATE_DOCS") == "1" {
+			if err := os.WriteFile(path, []byte(s[:i]+want+s[j+len(SyscallDocEnd):]), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+		t.Errorf("%s's syscall table is not syscalls.go's: run WARDEN_UPDATE_DOCS=1 go test ./engine/jail -run TestSyscallDocIsCurrent", path)
+	}
 }

@@ -24,6 +24,9 @@ const (
 	nosys                // fail with ENOSYS, so that libc falls back to an older call the filter can check
 	notsup               // fail with EOPNOTSUPP: reads as "nothing here" to tools (xattrs)
 	check                // allowed after an argument check (seccomp.go, argChecks)
+	// supervise: the landlock stage's supervisor decides and makes the
+	// call itself (landlock_supervisor.go); landlock column only.
+	supervise
 )
 
 // noNr marks a syscall that an architecture does not have.
@@ -59,8 +62,8 @@ var syscallTable = []syscallRule{
 	{"capget", 125, 90, allow, allow, "reading the hook's own identity"},
 	{"capset", 126, 91, allow, allow, "changing identity: with no capability only to what the hook already is"},
 	{"chdir", 80, 49, allow, allow, "the hook's own working directory"},
-	{"chmod", 90, noNr, check, deny, "by path: a setuid or setgid bit is refused; under landlock denied, since Landlock has no right for it and it would reach any file the uid owns"},
-	{"chown", 92, noNr, allow, deny, "by path: Landlock has no right for it, so under landlock it would reach any file the uid owns"},
+	{"chmod", 90, noNr, check, supervise, "by path: a setuid or setgid bit is refused; under landlock the stage's supervisor does it, only beneath a writable rule (landlock_supervisor.go): Landlock has no right for it, and by path it would reach any file the uid owns"},
+	{"chown", 92, noNr, allow, supervise, "by path: under landlock the stage's supervisor does it, only beneath a writable rule (landlock_supervisor.go): Landlock has no right for it, and by path it would reach any file the uid owns"},
 	{"chroot", 161, 51, deny, deny, "mounting changes what the jail shows"},
 	{"clock_adjtime", 305, 266, deny, deny, "setting the host's name or clock"},
 	{"clock_getres", 229, 114, allow, allow, "clocks and the hook's own timers"},
@@ -101,10 +104,10 @@ var syscallTable = []syscallRule{
 	{"fanotify_mark", 301, 263, deny, deny, "filesystem-wide monitoring; needs CAP_SYS_ADMIN, which no hook has"},
 	{"fchdir", 81, 50, allow, allow, "the hook's own working directory"},
 	{"fchmod", 91, 52, check, check, "on a file the hook holds open; a setuid or setgid bit is refused"},
-	{"fchmodat", 268, 53, check, deny, "by path: a setuid or setgid bit is refused; under landlock denied, since Landlock has no right for it and it would reach any file the uid owns"},
-	{"fchmodat2", 452, 452, check, deny, "by path: a setuid or setgid bit is refused; under landlock denied, since Landlock has no right for it and it would reach any file the uid owns"},
+	{"fchmodat", 268, 53, check, supervise, "by path: a setuid or setgid bit is refused; under landlock the stage's supervisor does it, only beneath a writable rule (landlock_supervisor.go): Landlock has no right for it, and by path it would reach any file the uid owns"},
+	{"fchmodat2", 452, 452, check, supervise, "by path: a setuid or setgid bit is refused; under landlock the stage's supervisor does it, only beneath a writable rule (landlock_supervisor.go): Landlock has no right for it, and by path it would reach any file the uid owns"},
 	{"fchown", 93, 55, allow, allow, "on a file the hook holds open; without CAP_CHOWN only to its own groups"},
-	{"fchownat", 260, 54, allow, deny, "by path: Landlock has no right for it, so under landlock it would reach any file the uid owns"},
+	{"fchownat", 260, 54, allow, supervise, "by path: under landlock the stage's supervisor does it, only beneath a writable rule (landlock_supervisor.go): Landlock has no right for it, and by path it would reach any file the uid owns"},
 	{"fcntl", 72, 25, allow, allow, "descriptor bookkeeping"},
 	{"fdatasync", 75, 83, allow, allow, "flushing and sizing the hook's own open files"},
 	{"fgetxattr", 193, 10, allow, allow, "extended attributes of a file the hook holds open"},
@@ -190,7 +193,7 @@ var syscallTable = []syscallRule{
 	{"landlock_add_rule", 445, 445, allow, allow, "a hook may restrict itself further; no rule loosens the jail's"},
 	{"landlock_create_ruleset", 444, 444, allow, allow, "a hook may restrict itself further; no rule loosens the jail's"},
 	{"landlock_restrict_self", 446, 446, allow, allow, "a hook may restrict itself further; no rule loosens the jail's"},
-	{"lchown", 94, noNr, allow, deny, "by path: Landlock has no right for it, so under landlock it would reach any file the uid owns"},
+	{"lchown", 94, noNr, allow, supervise, "by path: under landlock the stage's supervisor does it, only beneath a writable rule (landlock_supervisor.go): Landlock has no right for it, and by path it would reach any file the uid owns"},
 	{"lgetxattr", 192, 9, allow, notsup, "by path: under landlock it reads outside the grant; EOPNOTSUPP reads as 'no attributes' to ls and cp"},
 	{"link", 86, noNr, allow, allow, "changing names: bwrap's mounts, or Landlock's rights, decide where"},
 	{"linkat", 265, 37, allow, allow, "changing names: bwrap's mounts, or Landlock's rights, decide where"},
@@ -201,9 +204,9 @@ var syscallTable = []syscallRule{
 	{"listxattrat", 465, 465, allow, notsup, "by path: under landlock it reads outside the grant; EOPNOTSUPP reads as 'no attributes' to ls and cp"},
 	{"llistxattr", 195, 12, allow, notsup, "by path: under landlock it reads outside the grant; EOPNOTSUPP reads as 'no attributes' to ls and cp"},
 	{"lookup_dcookie", 212, 18, deny, deny, "profiling; needs CAP_SYS_ADMIN"},
-	{"lremovexattr", 198, 15, allow, deny, "by path: Landlock has no right for it, so under landlock it would reach any file the uid owns"},
+	{"lremovexattr", 198, 15, allow, supervise, "by path: under landlock the stage's supervisor does it, only beneath a writable rule (landlock_supervisor.go): Landlock has no right for it, and by path it would reach any file the uid owns"},
 	{"lseek", 8, 62, allow, allow, "I/O on descriptors the hook already holds"},
-	{"lsetxattr", 189, 6, allow, deny, "by path: Landlock has no right for it, so under landlock it would reach any file the uid owns"},
+	{"lsetxattr", 189, 6, allow, supervise, "by path: under landlock the stage's supervisor does it, only beneath a writable rule (landlock_supervisor.go): Landlock has no right for it, and by path it would reach any file the uid owns"},
 	{"lsm_get_self_attr", 459, 459, allow, allow, "reading the hook's own security labels"},
 	{"lsm_list_modules", 461, 461, allow, allow, "reading the hook's own security labels"},
 	{"lsm_set_self_attr", 460, 460, deny, deny, "changing a security label is not a hook's"},
@@ -298,7 +301,7 @@ var syscallTable = []syscallRule{
 	{"recvmmsg", 299, 243, allow, allow, "on sockets the filter let the hook make"},
 	{"recvmsg", 47, 212, allow, allow, "on sockets the filter let the hook make"},
 	{"remap_file_pages", 216, 234, allow, allow, "the hook's own memory"},
-	{"removexattr", 197, 14, allow, deny, "by path: Landlock has no right for it, so under landlock it would reach any file the uid owns"},
+	{"removexattr", 197, 14, allow, supervise, "by path: under landlock the stage's supervisor does it, only beneath a writable rule (landlock_supervisor.go): Landlock has no right for it, and by path it would reach any file the uid owns"},
 	{"removexattrat", 466, 466, allow, deny, "by path: Landlock has no right for it, so under landlock it would reach any file the uid owns"},
 	{"rename", 82, noNr, allow, allow, "changing names: bwrap's mounts, or Landlock's rights, decide where"},
 	{"renameat", 264, 38, allow, allow, "changing names: bwrap's mounts, or Landlock's rights, decide where"},
@@ -363,7 +366,7 @@ var syscallTable = []syscallRule{
 	{"setsockopt", 54, 208, allow, allow, "on sockets the filter let the hook make"},
 	{"settimeofday", 164, 170, deny, deny, "setting the host's name or clock"},
 	{"setuid", 105, 146, allow, allow, "changing identity: with no capability only to what the hook already is"},
-	{"setxattr", 188, 5, allow, deny, "by path: Landlock has no right for it, so under landlock it would reach any file the uid owns"},
+	{"setxattr", 188, 5, allow, supervise, "by path: under landlock the stage's supervisor does it, only beneath a writable rule (landlock_supervisor.go): Landlock has no right for it, and by path it would reach any file the uid owns"},
 	{"setxattrat", 463, 463, allow, deny, "by path: Landlock has no right for it, so under landlock it would reach any file the uid owns"},
 	{"shmat", 30, 196, allow, deny, "SysV IPC: bwrap gives the hook an IPC namespace of its own; under landlock it would reach the host's segments of the uid"},
 	{"shmctl", 31, 195, allow, deny, "SysV IPC: bwrap gives the hook an IPC namespace of its own; under landlock it would reach the host's segments of the uid"},
@@ -417,7 +420,7 @@ var syscallTable = []syscallRule{
 	{"userfaultfd", 323, 282, deny, deny, "a kernel-race primitive in many exploits; no hook needs it"},
 	{"ustat", 136, noNr, allow, allow, "reading names and metadata (under landlock stat works on hidden paths too: docs/jail.md)"},
 	{"utime", 132, noNr, allow, deny, "by path: Landlock has no right for it, so under landlock it would reach any file the uid owns"},
-	{"utimensat", 280, 88, allow, check, "under landlock only on an open descriptor (path NULL, which is futimens): by path it reaches any file the uid owns"},
+	{"utimensat", 280, 88, allow, check, "on an open descriptor (path NULL, futimens) allowed; by path, under landlock the stage's supervisor does it, only beneath a writable rule (landlock_supervisor.go): Landlock has no right for it, and by path it would reach any file the uid owns"},
 	{"utimes", 235, noNr, allow, deny, "by path: Landlock has no right for it, so under landlock it would reach any file the uid owns"},
 	{"vfork", 58, noNr, allow, allow, "running programs"},
 	{"vhangup", 153, 58, deny, deny, "system administration"},
