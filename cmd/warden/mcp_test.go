@@ -342,8 +342,8 @@ func TestMCPGateway(t *testing.T) {
 	})
 
 	// The hook's own text (its stream's last lines) reaches the client
-	// escaped, bidi overrides and isolates included; structuredContent,
-	// meant for programs, stays exact.
+	// escaped, bidi overrides and isolates included, and so does
+	// structuredContent, string by string: a client may print it too.
 	t.Run("hostile text in the result", func(t *testing.T) {
 		env.attach()
 		word := "evil\u202egnp.exe\u2066x\u2069\u200b\u061c!"
@@ -358,8 +358,8 @@ func TestMCPGateway(t *testing.T) {
 		if strings.ContainsAny(txt, "\u202e\u2066\u2069\u200b\u061c") || !strings.Contains(txt, "saying evil␦gnp.exe␦x␦␦␦!") {
 			t.Errorf("the result's text reaches the client raw: %q", txt)
 		}
-		if said, _ := res.StructuredContent.(map[string]any)["said"].(string); said != word {
-			t.Errorf("structuredContent said %q, want the hook's output exactly, %q", said, word)
+		if said, _ := res.StructuredContent.(map[string]any)["said"].(string); said != "evil␦gnp.exe␦x␦␦␦!" {
+			t.Errorf("structuredContent said %q, want it escaped as the text is", said)
 		}
 	})
 

@@ -236,3 +236,28 @@ func appendU(b []byte, r rune) []byte {
 	const hex = "0123456789abcdef"
 	return append(b, '\\', 'u', hex[r>>12&0xf], hex[r>>8&0xf], hex[r>>4&0xf], hex[r&0xf])
 }
+
+// Value is v (a decoded JSON value: maps, slices, strings, numbers,
+// bools, nil) with every string in it, keys included, escaped as Text
+// escapes: for structured data a client may print, such as an MCP tool's
+// structuredContent. Line breaks are kept; values that are already safe
+// are returned as they are.
+func Value(v any) any {
+	switch x := v.(type) {
+	case string:
+		return Text(x)
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[Text(k)] = Value(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = Value(e)
+		}
+		return out
+	}
+	return v
+}

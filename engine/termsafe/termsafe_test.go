@@ -179,3 +179,15 @@ func TestReplacementCharIsNotAnEscapeMark(t *testing.T) {
 		t.Errorf("a hidden control is drawn as %q, want %q", got, Substitute)
 	}
 }
+
+// TestValueEscapesEveryString: structured data is escaped as text is,
+// keys and nested values included, line breaks kept.
+func TestValueEscapesEveryString(t *testing.T) {
+	in := map[string]any{"said\u202e": "evil\x1b[2J\u2066x", "n": 3.0, "list": []any{"a\nb", true, nil, map[string]any{"k": "\u009b31m"}}}
+	got, _ := json.Marshal(Value(in))
+	want := `{"list":["a\nb",true,null,{"k":"␦31m"}],"n":3,"said␦":"evil␛[2J␦x"}`
+	if string(got) != want {
+		t.Errorf("Value:\n got %s\nwant %s", got, want)
+	}
+	assertSafe(t, strings.ReplaceAll(string(got), `\n`, ""))
+}

@@ -325,7 +325,7 @@ func (g *Gateway) result(run, name string, o engine.Outcome) *mcp.CallToolResult
 	if len(rec.Outputs) > 0 {
 		var out map[string]any
 		if json.Unmarshal(rec.Outputs, &out) == nil {
-			res.StructuredContent = out
+			res.StructuredContent = termsafe.Value(out)
 		}
 	}
 	return res
@@ -353,7 +353,8 @@ func (g *Gateway) tail(run string) string {
 // every terminal-bound text of warden's follows (engine/termsafe): a
 // client may print it to a terminal, so no control, no bidi override or
 // isolate, no zero-width or other format character reaches it raw.
-// structuredContent is never passed through it: it stays exact.
+// structuredContent is escaped by the same rule, string by string
+// (termsafe.Value), line breaks kept: a client may print it too.
 func safe(s string) string { return termsafe.String(s) }
 
 // progress relays the run's latest stream line as

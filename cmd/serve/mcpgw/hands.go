@@ -74,5 +74,5 @@ func (g *Gateway) handsCall(ctx context.Context, call engine.MCPCall) *mcp.CallT
 		structured = map[string]any{"written": true}
 	}
 	text, _ := json.Marshal(structured)
-	return &mcp.CallToolResult{StructuredContent: structured, Content: []mcp.Content{&mcp.TextContent{Text: string(termsafe.JSON(text))}}}
+	return &mcp.CallToolResult{StructuredContent: termsafe.Value(structured), Content: []mcp.Content{&mcp.TextContent{Text: string(termsafe.JSON(text))}}}
 }
