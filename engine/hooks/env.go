@@ -1,6 +1,7 @@
 package hooks
 
 import (
+	"net/url"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -32,6 +33,10 @@ const wardenPrefix = "WARDEN_"
 //     silently, so a caller cannot widen the allow-list by mistake. Keys or
 //     values that cannot be in an environment (a '=' in the key, a NUL
 //     anywhere) are dropped too, rather than failing the spawn later;
+//   - http_proxy and https_proxy lose any user:password in them (a
+//     value that does not parse as a URL is dropped whole): the
+//     operator's proxy credentials are theirs, and a hook's way out is
+//     the egress proxy;
 //   - PATH = pathFirst, then the parent's PATH (or defaultPath when the
 //     parent has none), without repeating pathFirst and without empty
 //     entries (an empty entry means "the current directory", which would let
@@ -42,6 +47,13 @@ func BuildEnv(parent []string, extra map[string]string, pathFirst string) []stri
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || !envAllowed[k] {
 			continue
+		}
+		if proxyVar[k] {
+			var ok bool
+			if v, ok = withoutCredentials(v); !ok {
+				delete(vals, k)
+				continue
+			}
 		}
 		// The last occurrence wins, as it does for os/exec and getenv.
 		vals[k] = v
@@ -84,4 +96,30 @@ func BuildEnv(parent []string, extra map[string]string, pathFirst string) []stri
 	}
 	sort.Strings(env)
 	return env
+}
+
+// proxyVar names the allow-listed variables that may carry credentials.
+var proxyVar = map[string]bool{"http_proxy": true, "https_proxy": true}
+
+// withoutCredentials is the proxy URL v without its userinfo, and false
+// when v is not a URL warden can vouch for (then it is dropped rather than
+// passed on with a secret in it). "host:3128", which curl and pip accept,
+// is read as http://host:3128.
+func withoutCredentials(v string) (string, bool) {
+	if v == "" {
+		return v, true
+	}
+	raw := v
+	if !strings.Contains(v, "://") {
+		raw = "http://" + v
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return "", false
+	}
+	if u.User == nil {
+		return v, true
+	}
+	u.User = nil
+	return u.String(), true
 }

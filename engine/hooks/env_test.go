@@ -88,3 +88,31 @@ func TestBuildEnvReachesChild(t *testing.T) {
 		t.Errorf("PATH wrong in %q", out)
 	}
 }
+
+// TestBuildEnvDropsProxyCredentials: the operator's proxy password never
+// reaches a hook; the proxy itself still does.
+func TestBuildEnvDropsProxyCredentials(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ in, want string }{
+		{"http://alice:s3cret@proxy:3128", "http://proxy:3128"},
+		{"http://alice@proxy:3128/", "http://proxy:3128/"},
+		{"alice:s3cret@proxy:3128", "http://proxy:3128"},
+		{"proxy:3128", "proxy:3128"},
+		{"http://proxy:3128", "http://proxy:3128"},
+		{"http://al%zzce:s3cret@proxy", ""}, // unparsable: dropped whole
+		{"", ""},
+	} {
+		got := BuildEnv([]string{"https_proxy=" + c.in, "no_proxy=alice:s3cret@x"}, nil, "")
+		want := []string{"PATH=" + defaultPath, "no_proxy=alice:s3cret@x"}
+		if c.want != "" || c.in == "" {
+			want = append(want, "https_proxy="+c.want)
+		}
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Errorf("https_proxy=%s: BuildEnv = %q, want %q", c.in, got, want)
+		}
+		if strings.Contains(strings.Join(got, " "), "s3cret@proxy") {
+			t.Errorf("https_proxy=%s: the password reached the hook: %q", c.in, got)
+		}
+	}
+}
