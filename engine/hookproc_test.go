@@ -244,7 +244,8 @@ func hookScenario(name string) int {
 		"escape-unshare", "escape-keyctl", "escape-env", "escape-linger", "escape-fd",
 		"escape-signal", "escape-abstract", "escape-chmod", "escape-chown",
 		"escape-utime", "escape-setxattr", "escape-setuid", "escape-renice",
-		"escape-ioprio", "escape-affinity", "escape-bind", "escape-inotify", "metadata-in-grant":
+		"escape-ioprio", "escape-affinity", "escape-bind", "escape-inotify", "metadata-in-grant",
+		"escape-read-input":
 		return escapeScenario(name, os.Args[3:])
 
 	// Egress through the run's proxy (egress_test.go).

@@ -36,6 +36,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/wardenhq/warden/engine/jail"
+	"github.com/wardenhq/warden/engine/sdk/hookkit"
 )
 
 // needJail skips the test when bubblewrap is missing, but fails it in CI,
@@ -79,6 +80,18 @@ func escapeScenario(name string, args []string) int {
 		b, err := os.ReadFile(arg(0))
 		if err == nil && !bytes.Contains(b, []byte("planted")) {
 			err = fmt.Errorf("read %s but not the planted content: %q", arg(0), b)
+		}
+		return escapeSay(name, err, "")
+
+	case "escape-read-input": // the path input p, read through the broker's context
+		c, err := hookkit.Connect()
+		if err != nil {
+			return escapeSay(name, err, "")
+		}
+		p, _ := c.Context().Inputs["p"].(string)
+		b, err := os.ReadFile(p)
+		if err == nil && !bytes.Contains(b, []byte("planted")) {
+			err = fmt.Errorf("read %s but not the planted content: %q", p, b)
 		}
 		return escapeSay(name, err, "")
 
@@ -1022,4 +1035,87 @@ func TestJailCmdlineNamesNoHostPath(t *testing.T) {
 			t.Errorf("a process of the jail shows the host path %s:\n%s", host, stream)
 		}
 	}
+}
+
+// TestJailEscapesPathInput: a path input that names the data dir (the
+// red team's --input p=$DATA/host.secret), the operator's home or
+// another module's dir is refused before any run starts, under every
+// backend, jail off included (a path through a symlink is refused
+// before, by the input's own check). The contrast: the same hook given a
+// world-readable file outside them reads it, so the refusal is the
+// check's, not the jail's.
+func TestJailEscapesPathInput(t *testing.T) {
+	needJail(t)
+	e := openTestEngine(t)
+	secret := filepath.Join(e.DataDir(), "planted.txt")
+	if err := os.WriteFile(secret, []byte("planted in the data dir\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	varTmp, err := os.MkdirTemp("/var/tmp", "warden-input-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(varTmp) })
+	os.Chmod(varTmp, 0o755)
+	outside := filepath.Join(varTmp, "planted.txt")
+	if err := os.WriteFile(outside, []byte("planted world-readable\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	other := testModule(t, map[string]string{"x": hookYAML("noop", "")})
+	// The second module's id must differ from testmod's.
+	manifest := filepath.Join(other, "module.yaml")
+	b, _ := os.ReadFile(manifest)
+	os.WriteFile(manifest, bytes.Replace(b, []byte("id: testmod"), []byte("id: othermod"), 1), 0o644)
+	if _, err := e.AddModule(testActor, other); err != nil {
+		t.Fatal(err)
+	}
+	dir := testModule(t, map[string]string{"read": "    run: [./hook.sh, escape-read-input]\n    inputs: {p: path}\n"})
+	if _, err := e.AddModule(testActor, dir); err != nil {
+		t.Fatal(err)
+	}
+	home, _ := os.UserHomeDir()
+	modes := []string{JailBwrap, JailLandlock, JailOff}
+	for _, mode := range modes {
+		t.Run(mode, func(t *testing.T) {
+			if mode == JailLandlock {
+				if why := landlockWhyNot(); why != "" {
+					t.Skip(why)
+				}
+			}
+			for _, c := range []struct{ input, what string }{
+				{secret, "warden's data dir"},
+				{filepath.Join(e.DataDir(), "host.secret"), "warden's data dir"},
+				{filepath.Dir(e.DataDir()), "warden's data dir"},
+				{home, "the operator's home"},
+				{filepath.Join(other, "module.yaml"), "module othermod's dir"},
+			} {
+				before := countRuns(t, e)
+				o, err := e.RunHook(testActor, RunRequest{Module: "testmod", Hook: "read", RawInputs: map[string]string{"p": c.input}, Jail: mode})
+				var re *jail.InputRefusedError
+				if !errors.As(err, &re) || re.Secret.What != c.what {
+					t.Errorf("p=%s: got %v (run %+v), want it refused as %s", c.input, err, o.Run, c.what)
+					continue
+				}
+				if n := countRuns(t, e); n != before {
+					t.Errorf("p=%s: a refused input left %d runs behind", c.input, n-before)
+				}
+				t.Logf("p=%s refused: %v", c.input, err)
+			}
+			o, err := e.RunHook(testActor, RunRequest{Module: "testmod", Hook: "read", RawInputs: map[string]string{"p": outside}, Jail: mode})
+			if err != nil {
+				t.Fatalf("p=%s (outside every secret tree): %v", outside, err)
+			}
+			t.Logf("contrast: %s", wantEscape(t, mode, checks(t, e, o.Run.ID), "escape-read-input", "escape-read-input ok"))
+		})
+	}
+}
+
+// countRuns is how many runs the store holds.
+func countRuns(t *testing.T, e *Engine) int {
+	t.Helper()
+	runs, err := e.Runs(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(runs)
 }

@@ -63,6 +63,9 @@ func (e *Engine) PlanHook(module, hook string, raw map[string]string) (*HookPlan
 		if inputs, err = hooks.ParseInputs(h.Inputs, raw); err != nil {
 			return nil, err
 		}
+		if err := e.checkPathInputs(module, h, inputs); err != nil {
+			return nil, err
+		}
 	}
 	runs := filepath.Join(e.DataDir(), "runs")
 	if err := os.MkdirAll(runs, 0o700); err != nil {

@@ -300,6 +300,9 @@ func (e *Engine) preflight(actor Actor, req RunRequest) (pf preflighted, err err
 	if err != nil {
 		return pf, err
 	}
+	if err := e.checkPathInputs(m.ID, hook, inputs); err != nil {
+		return pf, err
+	}
 	for _, c := range hook.Requires {
 		if _, ok := e.capabilities[c]; !ok {
 			return pf, fmt.Errorf("hook %s/%s requires capability %q, which this engine does not provide (available: %s)", m.ID, hook.Name, c, e.capabilities.names())
@@ -1041,6 +1044,36 @@ func hiddenFromHooks(dataDir string) []string {
 		hidden = append(hidden, home)
 	}
 	return hidden
+}
+
+// checkPathInputs refuses, under every backend, a path input that
+// reaches into (or holds) what no hook may see: the data dir, the
+// operator's home, another module's dir (jail.CheckInputs). The module
+// list is read only when the hook has a path input.
+func (e *Engine) checkPathInputs(self string, h *hooks.Hook, inputs map[string]any) error {
+	in := pathInputs(h, inputs)
+	if len(in) == 0 {
+		return nil
+	}
+	// The most specific first: a module dir in the home is named as the
+	// module's.
+	secrets := []jail.Secret{{Path: e.DataDir(), What: "warden's data dir"}}
+	var mods []ModuleRecord
+	if err := e.store.View(func(tx *storage.Tx) (err error) {
+		mods, err = tx.Modules()
+		return err
+	}); err != nil {
+		return err
+	}
+	for _, m := range mods {
+		if m.ID != self {
+			secrets = append(secrets, jail.Secret{Path: m.Path, What: "module " + m.ID + "'s dir"})
+		}
+	}
+	if home, err := os.UserHomeDir(); err == nil && home != "" && home != "/" {
+		secrets = append(secrets, jail.Secret{Path: home, What: "the operator's home"})
+	}
+	return jail.CheckInputs(in, secrets)
 }
 
 // ValidJailMode: mode is auto, bwrap or landlock (the modes config.yaml
