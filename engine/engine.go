@@ -233,7 +233,12 @@ func (e *Engine) reconcileRuns() error {
 		return err
 	}
 	for _, r := range runs {
-		// Its processes died with its engine; its cgroup did not.
+		// Its processes died with its engine; its cgroup did not. A
+		// landlock stage that did not die is ended by its stamp first.
+		stage := ""
+		if !engineAlive(r) {
+			stage = e.endStage(r.ID)
+		}
 		swept := sweepDeadRun(r)
 		now := time.Now().UTC()
 		r.Status, r.Ended = storage.RunFailed, &now
@@ -241,6 +246,9 @@ func (e *Engine) reconcileRuns() error {
 		details := map[string]any{"run": r.ID, "verdict": r.Status, "jail": r.JailMode, "error": r.Error}
 		if swept != "" {
 			details["cgroup"] = swept
+		}
+		if stage != "" {
+			details["stage"] = stage
 		}
 		if _, err := e.store.UpdateReserved(func(tx *storage.Tx) error {
 			if err := tx.PutRun(r); err != nil {
@@ -267,6 +275,16 @@ func (e *Engine) reconcileRuns() error {
 	return nil
 }
 
+// engineAlive: the engine process that started r still runs (so the
+// run is not dead: the store is a copy of a data dir in use).
+func engineAlive(r RunRecord) bool {
+	if r.PID <= 0 || r.PID == os.Getpid() {
+		return false
+	}
+	err := syscall.Kill(r.PID, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
 // sweepDeadRun removes the cgroup a dead run's engine left behind, and
 // says what it did for the run's hook.end ("" when there was none).
 //
@@ -280,10 +298,8 @@ func sweepDeadRun(r RunRecord) string {
 	if r.JailMode == JailOff {
 		return ""
 	}
-	if r.PID > 0 && r.PID != os.Getpid() {
-		if err := syscall.Kill(r.PID, 0); err == nil || errors.Is(err, syscall.EPERM) {
-			return fmt.Sprintf("not swept: pid %d, which started the run, is alive (a copy of a data dir in use?)", r.PID)
-		}
+	if engineAlive(r) {
+		return fmt.Sprintf("not swept: pid %d, which started the run, is alive (a copy of a data dir in use?)", r.PID)
 	}
 	removed, err := cgroup.Sweep(r.ID)
 	switch {

@@ -2,12 +2,19 @@ package engine
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/wardenhq/warden/engine/caps"
+	"github.com/wardenhq/warden/engine/jail"
 	"github.com/wardenhq/warden/engine/jail/cgroup"
 	"github.com/wardenhq/warden/engine/perms"
 	"github.com/wardenhq/warden/storage"
@@ -186,4 +193,108 @@ func TestDeadRunOfALiveEngineIsNotSwept(t *testing.T) {
 			}
 		}
 	}
+}
+
+// A landlock stage whose engine died and whose parent-death signal never
+// came (the fault the real stage cannot be made to show: here a shell
+// that, like the stage, kills its child on EngineGone) is ended by the
+// next engine through its stamp, with its child; the receipt says so. A
+// stamp whose start time is not the live process's (the pid reused)
+// touches nothing.
+func TestDeadRunsLandlockStageIsEnded(t *testing.T) {
+	dir := newDataDir(t)
+	e, err := Open(Options{DataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	marker := fmt.Sprintf("300.%09d", time.Now().UnixNano()%1e9)
+	stage := exec.Command("sh", "-c", `trap 'kill -9 $c; exit 0' USR1; sleep `+marker+` & c=$!; wait`)
+	if err := stage.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stageDone := make(chan error, 1)
+	go func() { stageDone <- stage.Wait() }()
+	t.Cleanup(func() { stage.Process.Kill() })
+	bystander := exec.Command("sleep", "300")
+	if err := bystander.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { bystander.Process.Kill(); bystander.Wait() })
+	for deadline := time.Now().Add(10 * time.Second); !pgrep(marker); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the stage's child did not start")
+		}
+	}
+
+	now := time.Now().UTC()
+	os.MkdirAll(filepath.Join(dir, "runs"), 0o700)
+	var runs []RunRecord
+	for i, pid := range []int{stage.Process.Pid, bystander.Process.Pid} {
+		rec := RunRecord{ID: e.store.NewRunID(now), Module: "m", Hook: "h", Actor: string(testActor), Status: storage.RunRunning,
+			JailMode: JailLandlock, Started: now, Deadline: now.Add(time.Hour), PID: 999999}
+		s, err := jail.StampOf(pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 1 {
+			s.Start++ // another process that had this pid
+		}
+		if err := os.WriteFile(e.stampPath(rec.ID), []byte(s.String()), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.store.Update(func(tx *storage.Tx) error { return tx.CreateRun(rec) }); err != nil {
+			t.Fatal(err)
+		}
+		runs = append(runs, rec)
+	}
+	e.Close()
+
+	e = openEngine(t, Options{DataDir: dir})
+	select {
+	case <-stageDone:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the stage named by its stamp still runs after the next open")
+	}
+	if pgrep(marker) {
+		t.Errorf("the stage's child outlived it")
+	}
+	if err := syscall.Kill(bystander.Process.Pid, 0); err != nil {
+		t.Errorf("a process under a stale stamp was hit: %v", err)
+	}
+	for _, r := range runs {
+		if _, err := os.Stat(e.stampPath(r.ID)); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("run %s's stamp is still there: %v", r.ID, err)
+		}
+	}
+	found := false
+	for _, r := range allReceipts(t, e) {
+		var d map[string]any
+		json.Unmarshal(r.Details, &d)
+		if r.Kind == "hook.end" && d["run"] == runs[0].ID {
+			found = true
+			if s, _ := d["stage"].(string); !strings.Contains(s, "was still running: ended") {
+				t.Errorf("the dead run's hook.end says nothing of its stage: %s", r.Details)
+			}
+		}
+		if r.Kind == "hook.end" && d["run"] == runs[1].ID && d["stage"] != nil {
+			t.Errorf("the stale stamp's run claims a stage: %s", r.Details)
+		}
+	}
+	if !found {
+		t.Error("no hook.end for the dead landlock run")
+	}
+}
+
+// pgrep: a live process's command line holds marker.
+func pgrep(marker string) bool {
+	ents, _ := os.ReadDir("/proc")
+	for _, d := range ents {
+		b, err := os.ReadFile(filepath.Join("/proc", d.Name(), "cmdline"))
+		if err == nil && strings.Contains(string(b), marker) {
+			if st, err := os.ReadFile(filepath.Join("/proc", d.Name(), "stat")); err == nil && !strings.Contains(string(st), ") Z ") {
+				return true
+			}
+		}
+	}
+	return false
 }

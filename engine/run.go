@@ -591,6 +591,9 @@ func (e *Engine) launch(r *activeRun, sp spawned) *RunHandle {
 		return h
 	}
 	r.proc.Store(proc)
+	if r.rec.JailMode == JailLandlock {
+		e.stampStage(r, proc.Pid())
+	}
 	if _, err := r.ingest.failure(); err != nil {
 		r.streamFailed(err) // the stream failed before the process was stored
 	}
@@ -772,6 +775,7 @@ func (r *activeRun) finish(h *RunHandle, exit hooks.Exit) {
 	// Late connections get run_ended for a while, then the dir goes. This
 	// comes before done is closed: Close waits on done, so a run ended by
 	// the shutdown has its socket and dir removed before Close returns.
+	os.Remove(e.stampPath(rec.ID)) // the stage has been waited for
 	e.linger(r.brk, filepath.Dir(r.brk.SocketPath()))
 	close(h.done)
 }

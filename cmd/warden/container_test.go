@@ -270,3 +270,41 @@ echo "== doctor"; warden doctor 2>&1 || true`)
 		})
 	}
 }
+
+// In the container there is no cgroup: kill -9 of `warden serve` while
+// its landlock hook runs, having left a setsid daemon. The stage's
+// parent-death signal makes it kill its whole tree, so nothing of the
+// run is left, as uid 1000 and as root; the next engine closes the run.
+// (Before, three processes were still running there after a new engine
+// had opened the data dir.)
+func TestContainerEngineDeathLeavesNothing(t *testing.T) {
+	mods := privateDir(t, "warden-container-mods-")
+	bashModule(t, mods, "daemon", "d", "( setsid sleep 1000.33 </dev/null >/dev/null 2>&1 & )\necho left-a-daemon\nsleep 600\n")
+	for _, asRoot := range []bool{false, true} {
+		t.Run(map[bool]string{false: "uid1000", true: "root"}[asRoot], func(t *testing.T) {
+			c := newContainer(t, mods)
+			c.root = asRoot
+			out, code := c.run(`alive() { n=0; for p in /proc/[0-9]*; do if tr '\0' ' ' < $p/cmdline 2>/dev/null | grep -q "sleep $1"; then
+    if ! grep -q '^State:.*Z' $p/status 2>/dev/null; then n=$((n+1)); fi; fi; done; echo "$2: $n left"; }
+cp -r /opt/mod/modules/daemon /home/op/daemon; warden module add /home/op/daemon >/dev/null
+warden serve --run daemon/d > /home/op/serve.log 2>&1 &
+srv=$!
+for i in $(seq 100); do grep -q "left-a-daemon" /home/op/serve.log 2>/dev/null && break; sleep 0.1; done
+alive 1000.33 before; alive 600 "hook before"
+kill -9 $srv; wait $srv || true
+sleep 1
+alive 1000.33 after; alive 600 "hook after"
+echo "== runs"; warden hook runs
+echo "== serve"; cat /home/op/serve.log`)
+			t.Logf("in the container, exit %d:\n%s", code, out)
+			if code != 0 {
+				t.Fatalf("the container's script: exit %d", code)
+			}
+			for _, want := range []string{"before: 1 left", "hook before: 1 left", "after: 0 left", "hook after: 0 left", "stopped while the run was in progress", "started (jail landlock)"} {
+				if !strings.Contains(out, want) {
+					t.Errorf("no %q in the output", want)
+				}
+			}
+		})
+	}
+}

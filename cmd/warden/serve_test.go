@@ -359,9 +359,13 @@ func TestServeSIGTERMGivesJailedHookItsGrace(t *testing.T) {
 	data := filepath.Join(base, "data")
 	buildWarden(t, bin)
 	mod := filepath.Join(base, "modules", "graceful")
-	out := filepath.Join(base, "out")
+	// Outside the home: no path input may reach into it.
+	out, err := os.MkdirTemp("/var/tmp", "warden-serve-grace-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(out) })
 	os.MkdirAll(mod, 0o755)
-	os.MkdirAll(out, 0o777)
 	os.Chmod(out, 0o777) // the jailed hook's uid writes there
 	script := "#!/bin/bash\ntrap 'sleep 1; echo graced > \"$1/graced\"; exit 0' TERM\necho ready\nwhile :; do sleep 0.1; done\n"
 	yaml := "id: graceful\nversion: 1.0.0\nhooks:\n  wait:\n    run: [./wait.sh, \"" + out + "\"]\n    inputs: {out: path:rw}\n    idle_timeout: 10m\n"

@@ -30,12 +30,23 @@ import (
 // (descendants of the stage) before the executor's SIGKILL reaches the
 // stage, for a run that is cut short.
 //
+// The engine dying ends the run the same way: the stage's parent-death
+// signal is EngineGone, not SIGKILL, and on it the stage kills the
+// hook's group, reaps, and kills whatever is left under it before it
+// exits. (A SIGKILL would end the stage alone: the orphans reparented to
+// it would go on to init and live.)
+//
 // The stage is not in the hook's Landlock domain: with Landlock's
 // signal scoping (ABI 6) the hook cannot signal it. What it does not
-// cover: the engine dying (the stage gets SIGKILL by its parent-death
-// signal, and the hook by its own, but orphans already reparented to the
-// stage then go to init), and, below ABI 6, a hook of warden's own uid
-// that kills the stage first.
+// cover: the stage itself SIGKILLed (the hook dies by its own
+// parent-death signal, but orphans already reparented to the stage go
+// to init: only a cgroup holds those), and, below ABI 6, a hook of
+// warden's own uid that kills the stage first.
+
+// EngineGone is the stage's parent-death signal: the engine that
+// started it is gone, and the run with it. The next engine to open the
+// data dir sends it too, to a stage it finds alive (StageStamp).
+const EngineGone = syscall.SIGUSR1
 
 // reaperStage is the stage: argv as landlockStage's. It never returns.
 func reaperStage(argv []string) {
@@ -54,6 +65,10 @@ func reaperStage(argv []string) {
 	// signal would stay ignored in the hook across exec.
 	term := make(chan os.Signal, 1)
 	signal.Notify(term, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	// Before this Notify, EngineGone's default action ends the stage,
+	// and no hook has started yet.
+	gone := make(chan os.Signal, 1)
+	signal.Notify(gone, EngineGone)
 
 	args, err := parseStageArgs(argv)
 	if err != nil {
@@ -94,6 +109,14 @@ func reaperStage(argv []string) {
 		for sig := range term {
 			_ = syscall.Kill(-hook, sig.(syscall.Signal))
 		}
+	}()
+	// The engine is gone: no grace, nobody waits for the run. The hook's
+	// group dies now; the wait below reaps the hook, then killChildren
+	// takes the rest of the tree (setsid daemons included: they are ours).
+	go func() {
+		<-gone
+		_ = syscall.Kill(-hook, syscall.SIGKILL)
+		_ = syscall.Kill(hook, syscall.SIGKILL)
 	}()
 
 	// Reap until the hook itself is gone: orphans of the run that end

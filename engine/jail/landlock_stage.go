@@ -238,6 +238,9 @@ func (s *Spawner) landlockCommand(sp hooks.Spawn) (*exec.Cmd, error) {
 		cmd.Env = []string{}
 	}
 	cmd.ExtraFiles = []*os.File{rs, s.dialer} // fdRuleset, FdDialer
+	// If the engine dies the stage takes the whole run down with it
+	// (landlock_reaper.go): a catchable signal, not the executor's SIGKILL.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: EngineGone}
 	return cmd, nil
 }
 
