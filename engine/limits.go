@@ -21,7 +21,7 @@ func (r *activeRun) limit(js *jail.Spawner, details map[string]any) error {
 		return nil
 	}
 	res := r.hook.Effective(r.e.ceiling())
-	enf, err := js.Limit(r.rec.ID, res)
+	enf, err := js.Limit(r.rec.ID, res, r.hook.Timeout)
 	if err != nil {
 		return err
 	}
@@ -33,17 +33,22 @@ func (r *activeRun) limit(js *jail.Spawner, details map[string]any) error {
 			lim["cpu"] = "off: no cpu controller"
 		}
 	} else {
-		r.limits = "off"
-		lim["off"] = "memory, pids and cpu are not enforced: " + enf.Why
+		r.limits = "rlimit"
+		lim["rlimit"] = fmt.Sprintf("no cgroup (%s): each process has RLIMIT_DATA %s, RLIMIT_CPU %ds, RLIMIT_FSIZE %s, and warden watches the run's memory and pids together every %s; weaker than a cgroup: the cpu share is not held",
+			enf.Why, hooks.FormatSize(int64(enf.Rlimits.Data)), enf.Rlimits.CPU, hooks.FormatSize(int64(enf.Rlimits.Fsize)), jail.WatchPeriod)
 	}
 	details["limits"] = lim
 	return nil
 }
 
-// limitsNote is the receipts' summary note: only "limits off" is news.
+// limitsNote is the receipts' summary note: only limits weaker than a
+// cgroup are news ("limits OFF" is a test's engine, with none at all).
 func limitsNote(limits string) string {
-	if limits == "off" {
+	switch limits {
+	case "off":
 		return ", limits OFF"
+	case "rlimit":
+		return ", limits: rlimit"
 	}
 	return ""
 }
@@ -58,16 +63,18 @@ func (e *Engine) LimitsReady() error {
 	return nil
 }
 
-// LimitsOffError: no cgroup can hold runs' limits.
+// LimitsOffError: no cgroup can hold runs' limits; they get rlimits
+// and warden's watch instead (`limits: rlimit`).
 type LimitsOffError struct{ Detail string }
 
 func (e *LimitsOffError) Error() string {
-	return "resource limits off (memory, pids and cpu are not enforced): " + e.Detail
+	return "resource limits held by rlimits only (per process, and memory and pids by warden's watch: weaker than a cgroup; no cpu share): " + e.Detail
 }
 
 // doctorLimits says which of jailed runs' resource limits this host
-// enforces, and which it cannot, with why and what to do. Limits off is a
-// warning: runs still go, and their receipts say "limits OFF". picked is
+// enforces, and which it cannot, with why and what to do. No cgroup is a
+// warning: runs still go, under rlimits, and their receipts say
+// "limits: rlimit". picked is
 // the backend `jail: auto` picks here: under landlock /tmp and the run
 // dir are not sized.
 func doctorLimits(ceiling hooks.Resources, picked string, add func(Check)) {
@@ -76,7 +83,7 @@ func doctorLimits(ceiling hooks.Resources, picked string, add func(Check)) {
 	switch {
 	case sup.Version == 0:
 		add(Check{Name: "resource limits", Status: "problem", Warning: true,
-			Detail: "memory, pids and cpu limits of jailed runs cannot be enforced (runs go on with \"limits OFF\" in their receipts): " + cgroup.JoinReasons(sup.Missing),
+			Detail: "no cgroup can hold jailed runs' limits, so they are held weaker (\"limits: rlimit\" in their receipts): each process gets RLIMIT_DATA from the memory limit, RLIMIT_CPU from the timeout and RLIMIT_FSIZE from tmp and run_dir, and warden watches each run's memory and pids together; the cpu share is not held: " + cgroup.JoinReasons(sup.Missing),
 			Fix:    "run warden under systemd (examples/systemd/: Delegate=yes, docs/systemd.md), or from a login session whose user systemd can give it a scope, or as root on a host with the memory and pids cgroup controllers"})
 	case !sup.CPU:
 		add(Check{Name: "resource limits", Status: "ok", Detail: fmt.Sprintf("%s; memory and pids enforced (defaults: %s; ceiling: %s)", sup.Detail, def, ceiling)})

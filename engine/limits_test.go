@@ -107,6 +107,13 @@ func runGroupDirs(run string) []string {
 // its stream all name the limit.
 func wantLimitEnd(t *testing.T, e *Engine, o Outcome, stream, limit, text string) {
 	t.Helper()
+	wantLimitEndUnder(t, e, o, stream, limit, text, "on")
+}
+
+// wantLimitEndUnder is wantLimitEnd for a run whose hook.end says its
+// limits were limits ("on": a cgroup; "rlimit": rlimits and the watch).
+func wantLimitEndUnder(t *testing.T, e *Engine, o Outcome, stream, limit, text, limits string) {
+	t.Helper()
 	if o.Run.Status != storage.RunFailed || o.Run.Error != text {
 		t.Errorf("run %s: %q, want failed: %q\nstream:\n%s", o.Run.Status, o.Run.Error, text, stream)
 	}
@@ -122,18 +129,16 @@ func wantLimitEnd(t *testing.T, e *Engine, o Outcome, stream, limit, text string
 			}
 		}
 	}
-	if end["limit"] != limit || end["error"] != text || end["limits"] != "on" {
-		t.Errorf("hook.end details %v, want limit %q, error %q, limits on", end, limit, text)
+	if end["limit"] != limit || end["error"] != text || end["limits"] != limits {
+		t.Errorf("hook.end details %v, want limit %q, error %q, limits %s", end, limit, text, limits)
 	}
 }
 
-// As root, or as an ordinary user with a delegated cgroup v2 group
-// (scripts/uml-test runs both).
-func TestHostileHooksHitTheirLimits(t *testing.T) {
-	needLimits(t)
-	marker := fmt.Sprintf("300.%09d", rand.IntN(1e9)) // sleep takes decimals
-	t.Cleanup(func() { killMarked(marker); os.Remove("/tmp/fill-" + marker) })
-	mod := shellModule(t, "hostile", map[string][2]string{
+// hostileModule is module hostile: hooks that each run into one limit,
+// their processes marked with marker (sleep takes decimals).
+func hostileModule(t *testing.T, marker string) string {
+	t.Helper()
+	return shellModule(t, "hostile", map[string][2]string{
 		// (a) 2,000 children: far past pids 256.
 		"fork": {`for i in $(seq 2000); do sleep ` + marker + ` & done
 echo "forked 2000"
@@ -162,8 +167,20 @@ rc=$?; kill $!; exit $rc
 		"fillrun": {`case "$WARDEN_SOCKET" in /*) d=$(dirname "$WARDEN_SOCKET");; *) d=$(dirname "$TMPDIR");; esac
 dd if=/dev/zero of=$d/fill bs=1M count=100 2>&1 | tail -1
 `, "    timeout: 60s\n"},
+		// (e) memory grown 64MiB at a time, until something stops it.
+		"grow": {`perl -e '$| = 1; my @x; while (1) { push @x, "x" x (64 * 1024**2); print "grown\n" if @x == 16 }'
+`, "    timeout: 90s\n"},
 		"noop": {"echo ok\n", ""},
 	})
+}
+
+// As root, or as an ordinary user with a delegated cgroup v2 group
+// (scripts/uml-test runs both).
+func TestHostileHooksHitTheirLimits(t *testing.T) {
+	needLimits(t)
+	marker := fmt.Sprintf("300.%09d", rand.IntN(1e9)) // sleep takes decimals
+	t.Cleanup(func() { killMarked(marker); os.Remove("/tmp/fill-" + marker) })
+	mod := hostileModule(t, marker)
 	e := openTestEngine(t)
 	if _, err := e.AddModule(testActor, mod); err != nil {
 		t.Fatal(err)
@@ -312,8 +329,8 @@ while :; do sleep 0.1; done
 		b, _ := os.ReadFile(filepath.Join(mod, "module.yaml"))
 		os.WriteFile(filepath.Join(mod, "module.yaml"), []byte(strings.Replace(string(b), "run: [./"+h+".sh]", "run: [./"+h+".sh, \"$OUT\"]", 1)), 0o644)
 	}
-	base, _ := os.UserCacheDir()
-	out, err := os.MkdirTemp(base, "warden-grace-out-")
+	// Outside the home: no path input may reach into it.
+	out, err := os.MkdirTemp("/var/tmp", "warden-grace-out-")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -388,22 +405,25 @@ func TestJailedHookGetsItsGrace(t *testing.T) {
 	})
 }
 
-// TestLimitsOffIsSaid runs the engine on a host without cgroups: this test
-// binary again, in a mount namespace of its own where every cgroup
-// hierarchy is unmounted. There a jailed run still goes (with its sized
-// tmpfs), and every receipt of it says "limits OFF", as a run's receipts
-// say "jail OFF"; LimitsReady and doctor say why; a hook still gets its
-// SIGTERM grace (its processes found by walking bwrap's descendants).
-func TestLimitsOffIsSaid(t *testing.T) {
+// TestLimitsWithoutCgroupAreRlimits runs the engine on a host without
+// cgroups: this test binary again, in a mount namespace of its own where
+// every cgroup hierarchy is unmounted. There a jailed run still goes,
+// under rlimits and warden's watch, and every receipt of it says
+// "limits: rlimit", as a run's receipts say "jail OFF"; LimitsReady and
+// doctor say why; a hook still gets its SIGTERM grace (its processes
+// found by walking bwrap's descendants). A fork bomb and a memory bomb
+// are stopped under both backends, and their receipts name the limit.
+func TestLimitsWithoutCgroupAreRlimits(t *testing.T) {
 	needJail(t)
 	needRoot(t)
 	if os.Getenv("WARDEN_TEST_NO_CGROUPS") != "1" {
 		cmd := exec.Command("unshare", "--mount", "--propagation", "private", "sh", "-c",
-			`umount -R /sys/fs/cgroup && exec "$0" -test.run '^TestLimitsOffIsSaid$' -test.count=1 -test.v`, os.Args[0])
+			`umount -R /sys/fs/cgroup && exec "$0" -test.run '^TestLimitsWithoutCgroupAreRlimits$' -test.count=1 -test.v`, os.Args[0])
 		cmd.Env = append(os.Environ(), "WARDEN_TEST_NO_CGROUPS=1")
 		out, err := cmd.CombinedOutput()
-		if err != nil || !strings.Contains(string(out), "--- PASS: TestLimitsOffIsSaid") {
-			t.Fatalf("the engine without cgroups: %v\n%s", err, out)
+		t.Logf("the engine without cgroups:\n%s", out)
+		if err != nil || !strings.Contains(string(out), "--- PASS: TestLimitsWithoutCgroupAreRlimits") {
+			t.Fatalf("the engine without cgroups: %v", err)
 		}
 		return
 	}
@@ -412,7 +432,7 @@ func TestLimitsOffIsSaid(t *testing.T) {
 		t.Fatalf("cgroups still usable in the test's namespace: %+v", sup)
 	}
 	e := openTestEngine(t)
-	if err := e.LimitsReady(); err == nil || !strings.Contains(err.Error(), "not enforced") {
+	if err := e.LimitsReady(); err == nil || !strings.Contains(err.Error(), "rlimits only") {
 		t.Errorf("LimitsReady = %v", err)
 	}
 	mod, out := graceModule(t)
@@ -432,25 +452,25 @@ func TestLimitsOffIsSaid(t *testing.T) {
 	h.Cancel()
 	o := h.Wait()
 	if b, err := os.ReadFile(graced); err != nil || string(b) != "graced\n" {
-		t.Errorf("limits off, the hook did not get its grace: %v %q", err, b)
+		t.Errorf("without a cgroup, the hook did not get its grace: %v %q", err, b)
 	}
 	for _, r := range allReceipts(t, e) {
 		if r.Kind != "hook.start" && r.Kind != "hook.end" {
 			continue
 		}
-		if !strings.Contains(r.Summary, "(jail bwrap, limits OFF)") {
-			t.Errorf("%s summary %q does not say limits OFF", r.Kind, r.Summary)
+		if !strings.Contains(r.Summary, "(jail bwrap, limits: rlimit)") {
+			t.Errorf("%s summary %q does not say limits: rlimit", r.Kind, r.Summary)
 		}
 		var d map[string]any
 		json.Unmarshal(r.Details, &d)
 		switch r.Kind {
 		case "hook.start":
 			lim, _ := d["limits"].(map[string]any)
-			if off, _ := lim["off"].(string); !strings.Contains(off, "memory, pids and cpu are not enforced") || lim["tmp"] != "64MiB" {
+			if rl, _ := lim["rlimit"].(string); !strings.Contains(rl, "RLIMIT_DATA 1GiB") || !strings.Contains(rl, "RLIMIT_CPU 600s") || lim["tmp"] != "64MiB" {
 				t.Errorf("hook.start limits %v", d["limits"])
 			}
 		case "hook.end":
-			if d["limits"] != "off" {
+			if d["limits"] != "rlimit" {
 				t.Errorf("hook.end limits %v", d["limits"])
 			}
 		}
@@ -458,12 +478,50 @@ func TestLimitsOffIsSaid(t *testing.T) {
 	if o.Run.Status != storage.RunCancelled {
 		t.Errorf("run %s %q", o.Run.Status, o.Run.Error)
 	}
+
+	// The bombs, under both backends: stopped, and named.
+	marker := fmt.Sprintf("300.%09d", rand.IntN(1e9))
+	t.Cleanup(func() { killMarked(marker) })
+	if _, err := e.AddModule(testActor, hostileModule(t, marker)); err != nil {
+		t.Fatal(err)
+	}
+	modes := []string{JailBwrap}
+	if why := landlockWhyNot(); why == "" {
+		modes = append(modes, JailLandlock)
+	} else {
+		t.Logf("landlock: not tried: %s", why)
+	}
+	for _, mode := range modes {
+		for _, tc := range []struct{ hook, limit, text, unjailed string }{
+			{"fork", hooks.LimitPids, "pids limit 256 reached (counted by warden's watch: no cgroup here)", "forked 2000"},
+			{"grow", hooks.LimitMemory, "memory limit 512MiB reached (the run's processes together, counted by warden's watch: no cgroup here)", "grown"},
+			// 1 GiB at once: refused by RLIMIT_DATA (1GiB, twice the
+			// limit) before the watch can see it: stopped, but by the
+			// hook's own ENOMEM, so not named.
+			{"alloc", "", "", "allocated 1GiB"},
+		} {
+			t.Run(mode+"/"+tc.hook, func(t *testing.T) {
+				o, stream := hostileRun(t, e, "hostile", tc.hook, mode)
+				t.Logf("%s without a cgroup: %s %q in %s", mode, o.Run.Status, o.Run.Error, o.Duration)
+				if tc.limit != "" {
+					wantLimitEndUnder(t, e, o, stream, tc.limit, tc.text, "rlimit")
+				} else if o.Run.Status != storage.RunFailed {
+					t.Errorf("run %s %q, want it failed\n%s", o.Run.Status, o.Run.Error, stream)
+				}
+				if strings.Contains(stream, "  info "+tc.unjailed) {
+					t.Errorf("the hook got as far as %q:\n%s", tc.unjailed, stream)
+				}
+				wantNothingLeft(t, o.Run.ID, marker)
+			})
+		}
+	}
+
 	rep := Doctor(DoctorOptions{DataDir: newDataDir(t)})
 	found := false
 	for _, c := range rep.Checks {
 		if c.Name == "resource limits" {
 			found = true
-			if c.Status != "problem" || !c.Warning || !strings.Contains(c.Detail, "memory: no memory hierarchy is mounted") || c.Fix == "" {
+			if c.Status != "problem" || !c.Warning || !strings.Contains(c.Detail, "memory: no memory hierarchy is mounted") || !strings.Contains(c.Detail, "limits: rlimit") || c.Fix == "" {
 				t.Errorf("doctor: %+v", c)
 			}
 		}

@@ -235,7 +235,7 @@ type App struct {
 	toastReq uint64 // the request the toast announces
 	jailErr  string
 	// limitsErr: jailed runs' memory, pids and cpu limits cannot be
-	// enforced on this host; the header says "limits off".
+	// enforced by a cgroup here (rlimits only); the header says so.
 	limitsErr string
 	tabX      [tabCount][2]int // each tab's cells on the tab bar
 	closed    bool
@@ -968,7 +968,7 @@ func (a *App) header(w int) string {
 	case a.jailErr != "":
 		jail = th.JailOff.Render(" ⚠ JAIL UNAVAILABLE ")
 	case a.limitsErr != "":
-		jail += " " + th.JailOff.Render(" ⚠ LIMITS OFF ")
+		jail += " " + th.JailOff.Render(" ⚠ LIMITS: RLIMIT ")
 	}
 	if n := a.streams.unjailedRunning(); n > 0 && a.sh.opts.Jail != engine.JailOff {
 		jail += " " + th.JailOff.Render(fmt.Sprintf(" ⚠ %d UNJAILED ", n))

@@ -20,8 +20,8 @@ func (limitsOff) LimitsReady() error {
 	return &engine.LimitsOffError{Detail: "cgroup v1: no memory hierarchy is mounted"}
 }
 
-// With the jail on but no cgroup, the header says limits are off, as it
-// says the jail is off; with both there, it says neither.
+// With the jail on but no cgroup, the header says limits are rlimits
+// only, as it says the jail is off; with both there, it says neither.
 func TestHeaderSaysLimitsOff(t *testing.T) {
 	e := newEngine(t)
 	if err := e.JailReady(); err != nil {
@@ -32,8 +32,8 @@ func TestHeaderSaysLimitsOff(t *testing.T) {
 		want string
 		not  string
 	}{
-		{limitsOff{e}, "LIMITS OFF", "JAIL OFF"},
-		{e, "jail bwrap", "LIMITS OFF"},
+		{limitsOff{e}, "LIMITS: RLIMIT", "JAIL OFF"},
+		{e, "jail bwrap", "LIMITS: RLIMIT"},
 	} {
 		app := New(tc.f, Options{Theme: themes.NoColor(), Actor: "local:test", Bell: func() {}})
 		h := app.header(120)

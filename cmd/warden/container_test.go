@@ -197,7 +197,7 @@ echo "== doctor"; warden doctor || true`)
 // group behind. The landlock stage is the run's subreaper, so the run's
 // end still takes every such daemon with it: one left behind by a hook
 // that exits at once, and one by a hook cut short by its timeout. The
-// start line says limits are off, and so does doctor.
+// start line says limits are rlimits only, and so does doctor.
 func TestContainerRunLeavesNoDaemon(t *testing.T) {
 	mods := privateDir(t, "warden-container-mods-")
 	for _, m := range []struct{ id, extra, mark, tail string }{
@@ -225,12 +225,12 @@ echo "== doctor"; warden doctor || true`)
 	if code != 0 {
 		t.Fatalf("the container's script: exit %d\n%s", code, out)
 	}
-	for _, want := range []string{"started (jail landlock, limits OFF)", "left sleep 1000.11", "11 gone", "left sleep 1000.22", "timeout", "22 gone"} {
+	for _, want := range []string{"started (jail landlock, limits: rlimit)", "left sleep 1000.11", "11 gone", "left sleep 1000.22", "timeout", "22 gone"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("no %q in:\n%s", want, out)
 		}
 	}
-	if _, doc, _ := strings.Cut(out, "== doctor\n"); !strings.Contains(doc, "resource limits") || !strings.Contains(doc, "cannot be enforced") ||
+	if _, doc, _ := strings.Cut(out, "== doctor\n"); !strings.Contains(doc, "resource limits") || !strings.Contains(doc, "limits: rlimit") ||
 		!strings.Contains(doc, "tmp and run_dir limits (defaults 64MiB, 16MiB) are not held") {
 		t.Errorf("doctor in the container does not say limits are off, and tmp and run_dir not held:\n%s", doc)
 	}
@@ -284,7 +284,7 @@ func TestContainerEngineDeathLeavesNothing(t *testing.T) {
 		t.Run(map[bool]string{false: "uid1000", true: "root"}[asRoot], func(t *testing.T) {
 			c := newContainer(t, mods)
 			c.root = asRoot
-			out, code := c.run(`alive() { n=0; for p in /proc/[0-9]*; do if tr '\0' ' ' < $p/cmdline 2>/dev/null | grep -q "sleep $1"; then
+			out, code := c.run(`alive() { n=0; for p in /proc/[0-9]*; do if tr '\0' ' ' < $p/cmdline 2>/dev/null | grep -q "sleep ${1/./[.]}"; then
     if ! grep -q '^State:.*Z' $p/status 2>/dev/null; then n=$((n+1)); fi; fi; done; echo "$2: $n left"; }
 cp -r /opt/mod/modules/daemon /home/op/daemon; warden module add /home/op/daemon >/dev/null
 warden serve --run daemon/d > /home/op/serve.log 2>&1 &
@@ -303,6 +303,42 @@ echo "== serve"; cat /home/op/serve.log`)
 			for _, want := range []string{"before: 1 left", "hook before: 1 left", "after: 0 left", "hook after: 0 left", "stopped while the run was in progress", "started (jail landlock)"} {
 				if !strings.Contains(out, want) {
 					t.Errorf("no %q in the output", want)
+				}
+			}
+		})
+	}
+}
+
+// In the container there is no cgroup: a fork bomb and a memory bomb
+// are stopped by warden's watch of the run (and the rlimits under it),
+// and the run's record and receipts name the limit, as uid 1000 and as
+// root. (Before, with "limits OFF", both ran to their end.)
+func TestContainerBombsAreNamed(t *testing.T) {
+	mods := privateDir(t, "warden-container-mods-")
+	bashModule(t, mods, "forkbomb", "f", "for i in $(seq 2000); do sleep 1000.44 & done\necho forked-2000\nwait\n")
+	bashModule(t, mods, "membomb", "m", "perl -e '$| = 1; my @x; while (1) { push @x, \"x\" x (64 * 1024**2); print \"grown\\n\" if @x == 16 }'\n")
+	for _, asRoot := range []bool{false, true} {
+		t.Run(map[bool]string{false: "uid1000", true: "root"}[asRoot], func(t *testing.T) {
+			c := newContainer(t, mods)
+			c.root = asRoot
+			out, code := c.run(`for m in forkbomb membomb; do cp -r /opt/mod/modules/$m /home/op/$m; warden module add /home/op/$m >/dev/null; done
+echo "== fork"; warden hook run forkbomb f || echo "exit $?"
+n=0; for p in /proc/[0-9]*; do tr '\0' ' ' < $p/cmdline 2>/dev/null | grep -q "sleep 1000[.]44" && n=$((n+1)); done; echo "sleepers left: $n"
+echo "== mem"; warden hook run membomb m || echo "exit $?"
+echo "== receipts"; warden receipts list --kind hook.end --json`)
+			t.Logf("in the container, exit %d:\n%s", code, out)
+			if code != 0 {
+				t.Fatalf("the container's script: exit %d", code)
+			}
+			for _, want := range []string{"started (jail landlock, limits: rlimit)", "pids limit 256 reached", "sleepers left: 0",
+				"memory limit 512MiB reached", `"limit": "pids"`, `"limit": "memory"`} {
+				if !strings.Contains(out, want) {
+					t.Errorf("no %q in the output", want)
+				}
+			}
+			for _, not := range []string{"forked-2000", "grown"} {
+				if strings.Contains(out, not) {
+					t.Errorf("the bomb got as far as %q", not)
 				}
 			}
 		})

@@ -109,7 +109,7 @@ console or ` + "`warden perms approve ID`" + ` answers it.`,
 					}
 					note := ""
 					if got != engine.JailOff && e.LimitsReady() != nil {
-						note = ", limits OFF" // as the run's receipts say
+						note = ", limits: rlimit" // as the run's receipts say
 					}
 					fmt.Fprintf(a.stderr, "run %s of %s/%s started (jail %s%s)\n", h.ID, argv[0], argv[1], jailName(got), note)
 				}

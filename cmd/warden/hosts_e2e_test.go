@@ -170,7 +170,7 @@ if ulimit -Hu $(( $(ulimit -Hu) + 1 )) 2>/dev/null; then echo "raised"; else ech
 	// 1000 on cgroup v1), the run's start line says so, as its receipts
 	// do: not a bare "(jail bwrap)".
 	for _, c := range rep.Checks {
-		if c.Name == "resource limits" && c.Status == "problem" && !strings.Contains(runOut, "started (jail bwrap, limits OFF)") {
+		if c.Name == "resource limits" && c.Status == "problem" && !strings.Contains(runOut, "started (jail bwrap, limits: rlimit)") {
 			t.Errorf("limits are off for uid %d, but the start line does not say so:\n%s", ordinaryUID, runOut)
 		}
 	}

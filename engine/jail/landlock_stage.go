@@ -77,6 +77,9 @@ func landlockStage(argv []string) error {
 			return fmt.Errorf("RLIMIT_NPROC %d: %w", n, err)
 		}
 	}
+	if err := a.rlimits.apply(); err != nil {
+		return err
+	}
 	if os.Geteuid() == 0 {
 		if err := dropRoot(); err != nil {
 			return fmt.Errorf("dropping root's capabilities: %w", err)
@@ -106,12 +109,16 @@ func landlockStage(argv []string) error {
 
 // stageArgs is the stage's argv after argv[0]:
 //
-//	NPROC NETWORK(0|1) N WRITABLE-1 ... WRITABLE-N -- HOOK-ARGV...
+//	NPROC RLIMITS NETWORK(0|1) N WRITABLE-1 ... WRITABLE-N -- HOOK-ARGV...
+//
+// RLIMITS is Rlimits's DATA:CPU:FSIZE (0 where not set: a run with a
+// cgroup has none of them).
 //
 // WRITABLE are the run's writable rules, beneath which the supervisor
 // makes metadata calls for the hook (landlock_supervisor.go).
 type stageArgs struct {
 	nproc    uint64
+	rlimits  Rlimits
 	network  bool
 	writable []string
 	hook     []string
@@ -122,14 +129,14 @@ func (a stageArgs) argv() []string {
 	if a.network {
 		network = "1"
 	}
-	out := []string{strconv.FormatUint(a.nproc, 10), network, strconv.Itoa(len(a.writable))}
+	out := []string{strconv.FormatUint(a.nproc, 10), a.rlimits.String(), network, strconv.Itoa(len(a.writable))}
 	out = append(out, a.writable...)
 	return append(append(out, "--"), a.hook...)
 }
 
 func parseStageArgs(argv []string) (stageArgs, error) {
-	usage := errors.New("usage: " + StageArg0 + " NPROC NETWORK N WRITABLE... -- ARGV")
-	if len(argv) < 5 {
+	usage := errors.New("usage: " + StageArg0 + " NPROC RLIMITS NETWORK N WRITABLE... -- ARGV")
+	if len(argv) < 6 {
 		return stageArgs{}, usage
 	}
 	var a stageArgs
@@ -137,6 +144,10 @@ func parseStageArgs(argv []string) (stageArgs, error) {
 	if a.nproc, err = strconv.ParseUint(argv[0], 10, 64); err != nil {
 		return stageArgs{}, fmt.Errorf("nproc %q: %w", argv[0], err)
 	}
+	if a.rlimits, err = parseRlimits(argv[1]); err != nil {
+		return stageArgs{}, err
+	}
+	argv = argv[1:]
 	a.network = argv[1] == "1"
 	n, err := strconv.Atoi(argv[2])
 	if err != nil || n < 0 || len(argv) < 3+n+2 || argv[3+n] != "--" {
@@ -229,7 +240,7 @@ func (s *Spawner) landlockCommand(sp hooks.Spawn) (*exec.Cmd, error) {
 			writable = append(writable, r.Path)
 		}
 	}
-	args := stageArgs{nproc: uint64(HookNproc()), network: s.network, writable: writable, hook: sp.Argv}
+	args := stageArgs{nproc: uint64(HookNproc()), rlimits: s.rl, network: s.network, writable: writable, hook: sp.Argv}
 	cmd := exec.Command("/proc/self/exe")
 	cmd.Args = append([]string{StageArg0}, args.argv()...)
 	cmd.Dir = sp.Dir

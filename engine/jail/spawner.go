@@ -289,11 +289,20 @@ func (s *Spawner) Command(sp hooks.Spawn) (*exec.Cmd, error) {
 		argv = []string{s.j.Bwrap.Path, "--args", strconv.Itoa(fdArgs)}
 	}
 	argv = append(append(argv, "--"), sp.Argv...)
-	if s.j.Prlimit != "" && !s.j.OwnNproc {
-		// prlimit sets the limit and execs bwrap: the pid is the same,
-		// and nothing of the run ever runs without the limit.
-		n := strconv.Itoa(HookNproc())
-		argv = append([]string{s.j.Prlimit, "--nproc=" + n + ":" + n, "--"}, argv...)
+	if s.j.Prlimit != "" {
+		// prlimit sets the limits and execs bwrap: the pid is the same,
+		// and nothing of the run ever runs without them. (As root warden
+		// holds RLIMIT_NPROC itself; the rlimits of a run without a
+		// cgroup are the run's own.)
+		var pre []string
+		if !s.j.OwnNproc {
+			n := strconv.Itoa(HookNproc())
+			pre = append(pre, "--nproc="+n+":"+n)
+		}
+		pre = append(pre, s.rl.prlimitArgs()...)
+		if len(pre) > 0 {
+			argv = append(append(append([]string{s.j.Prlimit}, pre...), "--"), argv...)
+		}
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = []string{"PATH=/usr/bin:/bin"} // bwrap's own; the hook's is set inside

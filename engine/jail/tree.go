@@ -25,16 +25,23 @@ type Enforcement struct {
 	CPU    bool
 	// Why is, when Cgroup is false, why not (from cgroup.Probe).
 	Why string
+	// Rlimit, when Cgroup is false: the run's processes have rlimits
+	// (Rlimits) and warden watches the tree's memory and pids
+	// (watch.go): per process and by looking, weaker than a cgroup.
+	Rlimit  bool
+	Rlimits Rlimits
 }
 
-// Limit sets the resource limits of the run (named run, a path element)
-// and makes its cgroup, when the host has one to offer. The tmpfs sizes
-// hold in any case. Call it before Command.
-func (s *Spawner) Limit(run string, r hooks.Resources) (Enforcement, error) {
+// Limit sets the resource limits of the run (named run, a path element,
+// of timeout) and makes its cgroup, when the host has one to offer;
+// without one, the run gets rlimits and warden's watch instead. The
+// tmpfs sizes hold in any case. Call it before Command.
+func (s *Spawner) Limit(run string, r hooks.Resources, timeout time.Duration) (Enforcement, error) {
 	s.res = r
 	sup := cgroup.Probe()
 	if sup.Version == 0 {
-		return Enforcement{Why: sup.Detail}, nil
+		s.rl, s.watched = rlimitsFor(r, timeout), true
+		return Enforcement{Why: sup.Detail, Rlimit: true, Rlimits: s.rl}, nil
 	}
 	g, err := cgroup.New(run, cgroup.Limits{Memory: r.Memory, Pids: r.Pids, CPU: r.CPU})
 	if err != nil {
@@ -60,6 +67,9 @@ func (s *Spawner) Start(cmd *exec.Cmd) error {
 		s.mu.Unlock()
 		if s.ll == nil { // landlock: no tmpfs to pin, nothing held back
 			go s.pinTmpfs(done)
+		}
+		if s.watched {
+			go s.watch(cmd.Process.Pid, s.ll != nil, done)
 		}
 	}
 	return err
@@ -243,6 +253,12 @@ func killBelow(pid int) {
 // Exceeded implements hooks.Tree: an OOM kill or a refused fork in the
 // run's cgroup, or a full /tmp or run dir.
 func (s *Spawner) Exceeded() (string, string) {
+	s.mu.Lock()
+	hit, why := s.hit, s.hitWhy
+	s.mu.Unlock()
+	if hit != "" {
+		return hit, why
+	}
 	if s.group != nil {
 		switch s.group.Hit() {
 		case cgroup.LimitMemory:
@@ -406,6 +422,11 @@ type spawnerState struct {
 	// unblock is the write end of bwrap's --block-fd, closed once the
 	// tmpfs are pinned (or never will be).
 	unblock *os.File
-	done    chan struct{} // closed by Close: pinTmpfs stops
+	done    chan struct{} // closed by Close: pinTmpfs and watch stop
 	closed  bool          // Close has run: nothing more is pinned
+	// Without a cgroup (watched): the run's rlimits, and the limit
+	// warden's watch killed the run for, with its text.
+	watched     bool
+	rl          Rlimits
+	hit, hitWhy string
 }
