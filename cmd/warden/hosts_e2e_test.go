@@ -166,12 +166,12 @@ if ulimit -Hu $(( $(ulimit -Hu) + 1 )) 2>/dev/null; then echo "raised"; else ech
 	if !found {
 		t.Errorf("doctor --json has no hook processes check:\n%s", out)
 	}
-	// Where doctor says limits cannot be enforced for this user (uid
+	// Where doctor says no cgroup holds limits for this user (uid
 	// 1000 on cgroup v1), the run's start line says so, as its receipts
-	// do: not a bare "(jail bwrap)".
+	// do ("limits: rlimit"): not a bare "(jail bwrap)".
 	for _, c := range rep.Checks {
 		if c.Name == "resource limits" && c.Status == "problem" && !strings.Contains(runOut, "started (jail bwrap, limits: rlimit)") {
-			t.Errorf("limits are off for uid %d, but the start line does not say so:\n%s", ordinaryUID, runOut)
+			t.Errorf("limits are rlimits only for uid %d, but the start line does not say so:\n%s", ordinaryUID, runOut)
 		}
 	}
 }
