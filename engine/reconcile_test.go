@@ -220,7 +220,7 @@ func TestDeadRunsLandlockStageIsEnded(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { bystander.Process.Kill(); bystander.Wait() })
-	for deadline := time.Now().Add(10 * time.Second); !pgrep(marker); time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); len(markedProcs(marker)) == 0; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the stage's child did not start")
 		}
@@ -255,7 +255,7 @@ func TestDeadRunsLandlockStageIsEnded(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the stage named by its stamp still runs after the next open")
 	}
-	if pgrep(marker) {
+	if len(markedProcs(marker)) > 0 {
 		t.Errorf("the stage's child outlived it")
 	}
 	if err := syscall.Kill(bystander.Process.Pid, 0); err != nil {
@@ -283,18 +283,4 @@ func TestDeadRunsLandlockStageIsEnded(t *testing.T) {
 	if !found {
 		t.Error("no hook.end for the dead landlock run")
 	}
-}
-
-// pgrep: a live process's command line holds marker.
-func pgrep(marker string) bool {
-	ents, _ := os.ReadDir("/proc")
-	for _, d := range ents {
-		b, err := os.ReadFile(filepath.Join("/proc", d.Name(), "cmdline"))
-		if err == nil && strings.Contains(string(b), marker) {
-			if st, err := os.ReadFile(filepath.Join("/proc", d.Name(), "stat")); err == nil && !strings.Contains(string(st), ") Z ") {
-				return true
-			}
-		}
-	}
-	return false
 }
