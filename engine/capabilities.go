@@ -29,7 +29,7 @@ func defaultCapabilities() capabilityRegistry {
 }
 
 // names lists the capabilities, sorted, for messages.
-func (c capabilityRegistry) names() string { return joinNames(slices.Sorted(maps.Keys(c))) }
+func (c capabilityRegistry) names() string { return namesOrNone(slices.Sorted(maps.Keys(c))) }
 
 // methods lists one capability's methods, sorted.
 func (c capabilityRegistry) methods(name string) []string { return slices.Sorted(maps.Keys(c[name])) }
@@ -43,7 +43,7 @@ func (r *activeRun) Call(ctx context.Context, c *protocol.Call) (json.RawMessage
 	}
 	fn, ok := methods[c.Method]
 	if !ok {
-		return nil, &protocol.Error{Code: protocol.CodeUnknownCapability, Message: fmt.Sprintf("capability %q has no method %q (it has: %s)", c.Capability, c.Method, joinNames(reg.methods(c.Capability)))}
+		return nil, &protocol.Error{Code: protocol.CodeUnknownCapability, Message: fmt.Sprintf("capability %q has no method %q (it has: %s)", c.Capability, c.Method, namesOrNone(reg.methods(c.Capability)))}
 	}
 	return fn(ctx, r, c.Args)
 }

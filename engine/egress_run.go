@@ -419,10 +419,9 @@ func (r *activeRun) egressSetup(js *jail.Spawner, runDir string, details map[str
 	if err := r.e.opts.egress.failSetup; err != nil {
 		return err
 	}
-	if err := r.e.jailAdm.HandOver(runDir, filepath.Join(runDir, jail.EgressSocketName)); err != nil {
+	if err := js.Egress(filepath.Join(runDir, jail.EgressSocketName)); err != nil {
 		return err
 	}
-	js.Egress()
 	details["network"] = "egress"
 	details["networkList"] = r.hook.Destinations
 	if p, _, err := r.e.Policy("module:" + r.rec.Module); err == nil {

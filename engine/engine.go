@@ -128,9 +128,8 @@ type Engine struct {
 	// decision (DefaultRequestTTL).
 	requestTTL time.Duration
 
-	jailOnce sync.Once
-	jailAdm  *jail.Jail
-	jailErr  error
+	// jails picks each run's jail backend (jail.Chooser).
+	jails *jail.Chooser
 	// noLimits: jailed runs get no resource limits (no cgroup, unsized
 	// tmpfs, no RLIMIT_NPROC). Only the benchmark sets it: the baseline
 	// of what the limits cost.
@@ -186,7 +185,7 @@ func Open(opts Options) (*Engine, error) {
 	if opts.StreamBudget == 0 {
 		opts.StreamBudget = DefaultStreamBudget
 	}
-	e := &Engine{bus: newBus(), opts: opts, active: map[string]*RunHandle{}, lingering: map[*broker.Broker]*time.Timer{},
+	e := &Engine{bus: newBus(), opts: opts, jails: jail.NewChooser(opts.BwrapPath), active: map[string]*RunHandle{}, lingering: map[*broker.Broker]*time.Timer{},
 		lingerDirs:   map[*broker.Broker]string{},
 		capabilities: defaultCapabilities(), requestTTL: DefaultRequestTTL}
 	st, err := storage.Open(storage.Options{Dir: opts.DataDir, LockTimeout: opts.LockTimeout, OnCommit: e.receiptsCommitted})

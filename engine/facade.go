@@ -30,7 +30,10 @@ type Facade interface {
 	// detach is called): operator.confirm then waits for a decision
 	// instead of being answered "no" at once.
 	AttachOperator() (detach func())
-	JailReady() error
+	// JailBackend is the backend a run asked for with mode would get
+	// here ("" for the engine's own mode: config.yaml, else auto), or
+	// why none can run: the console's header shows it.
+	JailBackend(mode string) (string, error)
 	// LimitsReady says why jailed runs' memory, pids and cpu limits
 	// cannot be enforced here (nil when they can).
 	LimitsReady() error

@@ -69,7 +69,7 @@ func benchNoopLimits(b *testing.B, mode string, limits bool) {
 	}
 	e := openTestEngine(b)
 	if !limits {
-		jl, err := e.jail()
+		jl, err := e.jails.Bwrap()
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -122,7 +122,7 @@ func BenchmarkLimitsCost(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	jl, err := engines[1].jail()
+	jl, err := engines[1].jails.Bwrap()
 	if err != nil {
 		b.Fatal(err)
 	}

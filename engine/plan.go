@@ -56,7 +56,7 @@ func (e *Engine) PlanHook(module, hook string, raw map[string]string) (*HookPlan
 	}
 	h, ok := mod.Manifest.Hooks[hook]
 	if !ok {
-		return nil, fmt.Errorf("module %s has no hook %q (it has: %s)", module, hook, joinNames(slices.Sorted(maps.Keys(mod.Manifest.Hooks))))
+		return nil, fmt.Errorf("module %s has no hook %q (it has: %s)", module, hook, namesOrNone(slices.Sorted(maps.Keys(mod.Manifest.Hooks))))
 	}
 	inputs := map[string]any{}
 	if len(raw) > 0 {
@@ -87,15 +87,11 @@ func (e *Engine) PlanHook(module, hook string, raw map[string]string) (*HookPlan
 			hp.PolicyNetwork, hp.PolicyAll = p.NetworkAllow, p.Network
 		}
 	}
-	mode := e.opts.Jail
-	if mode == "" {
-		mode = JailAuto
-	}
 	var jerr error
-	if hp.Jail, jerr = e.chooseJail(mode); jerr != nil {
+	if hp.Jail, jerr = e.JailBackend(""); jerr != nil {
 		hp.JailProblem = jerr.Error()
 	}
-	if abi := e.landlockABI(); jail.LandlockWhyNot(abi) == "" && plan != nil {
+	if abi := e.jails.LandlockABI(); jail.LandlockWhyNot(abi) == "" && plan != nil {
 		run := filepath.Join(runs, "RUN")
 		lp, lerr := jail.LandlockFor(plan, jail.LandlockInput{ABI: abi, RunDir: run, TmpDir: filepath.Join(run, "tmp"), Network: network, Egress: h.Egress, UID: os.Geteuid(), Hidden: hiddenFromHooks(e.DataDir())})
 		if lerr != nil {

@@ -24,7 +24,7 @@ func TestRunLeavesNothing(t *testing.T) {
 				map[string]string{"leave": "    run: [./leave.sh]\n"})
 			t.Cleanup(func() { killMarked(marker) })
 			if !limits {
-				jl, err := e.jail()
+				jl, err := e.jails.Bwrap()
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -198,7 +198,7 @@ func (r *activeRun) Store(_ context.Context, op *protocol.StoreOp) (json.RawMess
 		}
 		if !slices.Contains(declared, name) {
 			return &protocol.Error{Code: protocol.CodeUndeclaredName, Message: fmt.Sprintf(
-				"module %s did not declare %s %q; its declared %s names are: %s", m.ID, kind, name, kind, joinNames(slices.Sorted(slices.Values(declared))))}
+				"module %s did not declare %s %q; its declared %s names are: %s", m.ID, kind, name, kind, namesOrNone(slices.Sorted(slices.Values(declared))))}
 		}
 		return nil
 	}
@@ -401,7 +401,7 @@ func (r *activeRun) applyWrites(store string, ops []txOp) error {
 			details["deleted"] = del
 		}
 		_, err := tx.AppendReceipt(storage.Draft{Kind: kind, Actor: r.actor, Subject: m.ID,
-			Summary: fmt.Sprintf("%s by %s/%s: set %s; deleted %s", store, m.ID, r.hook.Name, joinNames(set), joinNames(del)), Details: details})
+			Summary: fmt.Sprintf("%s by %s/%s: set %s; deleted %s", store, m.ID, r.hook.Name, namesOrNone(set), namesOrNone(del)), Details: details})
 		return err
 	})
 	return err

@@ -40,12 +40,5 @@ const (
 	RunCancelled = storage.RunCancelled
 )
 
-// JailReady reports whether the default jail (bubblewrap) can be used on
-// this host; the console shows it in its header.
-func (e *Engine) JailReady() error {
-	_, err := e.jail()
-	return err
-}
-
 // LevelBit is level l's bit in LineFilter.Levels.
 func LevelBit(l Level) uint8 { return storage.LevelBit(l) }

@@ -233,6 +233,9 @@ type App struct {
 	toast    string
 	toastID  int
 	toastReq uint64 // the request the toast announces
+	// jailName is the backend runs get here (Facade.JailBackend), or
+	// jailErr why none can run.
+	jailName string
 	jailErr  string
 	// limitsErr: jailed runs' memory, pids and cpu limits cannot be
 	// enforced by a cgroup here (rlimits only); the header says so.
@@ -321,7 +324,8 @@ func New(e engine.Facade, opts Options) *App {
 		a.detach = e.AttachOperator()
 	}
 	if opts.Jail != engine.JailOff {
-		if err := e.JailReady(); err != nil {
+		var err error
+		if a.jailName, err = e.JailBackend(opts.Jail); err != nil {
 			a.jailErr = err.Error()
 		} else if err := e.LimitsReady(); err != nil {
 			a.limitsErr = err.Error()
@@ -959,21 +963,23 @@ func (a *App) View() string {
 func (a *App) header(w int) string {
 	th := a.sh.th
 	sep := th.Dim.Render(" │ ")
-	jail := th.JailOn.Render("jail bwrap")
+	jail := th.JailOn.Render("jail " + a.jailName)
 	switch {
 	case a.sh.opts.Jail == engine.JailOff:
 		jail = th.JailOff.Render(" ⚠ JAIL OFF ")
-	case a.sh.opts.Jail == engine.JailLandlock:
-		jail = th.JailOff.Render(" ⚠ JAIL landlock ")
 	case a.jailErr != "":
 		jail = th.JailOff.Render(" ⚠ JAIL UNAVAILABLE ")
-	case a.limitsErr != "":
+	case a.jailName == engine.JailLandlock:
+		// weaker than bwrap: said as a warning (docs/jail.md)
+		jail = th.JailOff.Render(" ⚠ JAIL landlock ")
+	}
+	if a.limitsErr != "" && a.jailErr == "" && a.sh.opts.Jail != engine.JailOff {
 		jail += " " + th.JailOff.Render(" ⚠ LIMITS: RLIMIT ")
 	}
 	if n := a.streams.unjailedRunning(); n > 0 && a.sh.opts.Jail != engine.JailOff {
 		jail += " " + th.JailOff.Render(fmt.Sprintf(" ⚠ %d UNJAILED ", n))
 	}
-	if n := a.streams.landlockRunning(); n > 0 && a.sh.opts.Jail != engine.JailLandlock {
+	if n := a.streams.landlockRunning(); n > 0 && a.jailName != engine.JailLandlock {
 		// auto fell back: bwrap cannot run here (warden doctor says why).
 		jail += " " + th.JailOff.Render(fmt.Sprintf(" ⚠ %d JAIL landlock ", n))
 	}

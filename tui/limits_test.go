@@ -24,7 +24,8 @@ func (limitsOff) LimitsReady() error {
 // only, as it says the jail is off; with both there, it says neither.
 func TestHeaderSaysLimitsOff(t *testing.T) {
 	e := newEngine(t)
-	if err := e.JailReady(); err != nil {
+	got, err := e.JailBackend("")
+	if err != nil {
 		t.Skip("no jail here: ", err)
 	}
 	for _, tc := range []struct {
@@ -33,7 +34,7 @@ func TestHeaderSaysLimitsOff(t *testing.T) {
 		not  string
 	}{
 		{limitsOff{e}, "LIMITS: RLIMIT", "JAIL OFF"},
-		{e, "jail bwrap", "LIMITS: RLIMIT"},
+		{e, "jail " + got, "LIMITS: RLIMIT"},
 	} {
 		app := New(tc.f, Options{Theme: themes.NoColor(), Actor: "local:test", Bell: func() {}})
 		h := app.header(120)
@@ -47,6 +48,25 @@ func TestHeaderSaysLimitsOff(t *testing.T) {
 	}
 	if err := e.LimitsReady(); err != nil {
 		t.Logf("this host: %v", err)
+	}
+}
+
+// fellBack is a host where auto picks landlock (an unprivileged
+// container, where bwrap cannot make its namespaces), with no cgroup.
+type fellBack struct{ engine.Facade }
+
+func (fellBack) JailBackend(string) (string, error) { return engine.JailLandlock, nil }
+func (fellBack) LimitsReady() error {
+	return &engine.LimitsOffError{Detail: "no cgroup is writable here"}
+}
+
+// Where auto falls back to landlock, the header says the jail runs get,
+// not bwrap, and that limits are rlimits.
+func TestHeaderSaysTheJailAutoPicks(t *testing.T) {
+	app := New(fellBack{newEngine(t)}, Options{Theme: themes.NoColor(), Actor: "local:test", Bell: func() {}})
+	h := app.header(120)
+	if !strings.Contains(h, "JAIL landlock") || !strings.Contains(h, "LIMITS: RLIMIT") || strings.Contains(h, "bwrap") {
+		t.Errorf("header where auto picks landlock without a cgroup: %q", h)
 	}
 }
 

@@ -85,7 +85,7 @@ func TestStreamLinesCannotClaimDestinations(t *testing.T) {
 // with a reason, and the hook (Python's urllib, through the proxy) sees a
 // 403 carrying that reason.
 func TestRequestsNetworkDenyReachesHook(t *testing.T) {
-	if err := newEngine(t).JailReady(); err != nil {
+	if _, err := newEngine(t).JailBackend(""); err != nil {
 		t.Skip("no jail here: ", err)
 	}
 	if _, err := os.Stat("/usr/bin/python3"); err != nil {
@@ -125,7 +125,7 @@ except urllib.error.URLError as e:
 // receipt). The hook reaches a server on the host's loopback by an
 // explicit ip: entry, the one way past the address deny list.
 func TestStreamsShowsDestinationsReached(t *testing.T) {
-	if err := newEngine(t).JailReady(); err != nil {
+	if _, err := newEngine(t).JailBackend(""); err != nil {
 		t.Skip("no jail here: ", err)
 	}
 	if _, err := os.Stat("/usr/bin/python3"); err != nil {

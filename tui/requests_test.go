@@ -95,7 +95,7 @@ func TestRequestsDenyWithReason(t *testing.T) {
 }
 
 func TestRequestsApproveAlways(t *testing.T) {
-	if err := newEngine(t).JailReady(); err != nil {
+	if _, err := newEngine(t).JailBackend(""); err != nil {
 		t.Skip("no jail here: ", err)
 	}
 	e := newEngine(t)

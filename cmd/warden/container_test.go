@@ -300,7 +300,7 @@ echo "== serve"; cat /home/op/serve.log`)
 			if code != 0 {
 				t.Fatalf("the container's script: exit %d", code)
 			}
-			for _, want := range []string{"before: 1 left", "hook before: 1 left", "after: 0 left", "hook after: 0 left", "stopped while the run was in progress", "started (jail landlock)"} {
+			for _, want := range []string{"before: 1 left", "hook before: 1 left", "after: 0 left", "hook after: 0 left", "stopped while the run was in progress", "started (jail landlock, limits: rlimit)"} {
 				if !strings.Contains(out, want) {
 					t.Errorf("no %q in the output", want)
 				}

@@ -94,24 +94,9 @@ console or ` + "`warden perms approve ID`" + ` answers it.`,
 				}
 				runID.Store(h.ID)
 				if !a.json {
-					// The backend the run got (auto chose one), as its
-					// receipts say; a run started through another engine
-					// says what was asked for.
-					got := h.Jail
-					if got == "" {
-						// Another engine's run: its record is stored
-						// with the start receipt, before StartRun returns.
-						if rec, err := e.Run(h.ID); err == nil && rec.JailMode != "" {
-							got = rec.JailMode
-						} else if got = jail; got == "" {
-							got = engine.JailAuto
-						}
-					}
-					note := ""
-					if got != engine.JailOff && e.LimitsReady() != nil {
-						note = ", limits: rlimit" // as the run's receipts say
-					}
-					fmt.Fprintf(a.stderr, "run %s of %s/%s started (jail %s%s)\n", h.ID, argv[0], argv[1], jailName(got), note)
+					// The backend the run got (auto chose one) and how its
+					// limits stand, as its start receipt says.
+					fmt.Fprintf(a.stderr, "run %s of %s/%s started (%s)\n", h.ID, argv[0], argv[1], engine.RunNote(h.Jail, h.Limits))
 				}
 				go func() {
 					select {
@@ -205,13 +190,6 @@ func parseInputFlags(inputs []string) (map[string]string, error) {
 // validJail: j is a jail mode a run may ask for ("" is the config's).
 func validJail(j string) bool {
 	return j == "" || j == engine.JailOff || engine.ValidJailMode(j)
-}
-
-func jailName(j string) string {
-	if j == engine.JailOff {
-		return "OFF"
-	}
-	return j
 }
 
 // follow prints a run's lines from line from with write, reading storage
@@ -324,7 +302,7 @@ page is --before the last RUN shown.`,
 					if r.Ended != nil {
 						dur = r.Ended.Sub(r.Started).Round(time.Millisecond).String()
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%s/%s\t%s\t%s\t%s\t%s\n", safe(r.ID), safe(r.Status), safe(r.Module), safe(r.Hook), safe(jailName(r.JailMode)), r.Started.Local().Format("2006-01-02 15:04:05"), dur, oneLine(r.Error, 60))
+					fmt.Fprintf(tw, "%s\t%s\t%s/%s\t%s\t%s\t%s\t%s\n", safe(r.ID), safe(r.Status), safe(r.Module), safe(r.Hook), safe(engine.JailName(r.JailMode)), r.Started.Local().Format("2006-01-02 15:04:05"), dur, oneLine(r.Error, 60))
 				}
 				if err := tw.Flush(); err != nil {
 					return err

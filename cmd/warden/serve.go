@@ -168,11 +168,7 @@ func (a *app) serve(sshAddr, operators string, run *engine.RunRequest, fl fleetJ
 			return fmt.Errorf("--run %s/%s: %w", run.Module, run.Hook, err)
 		}
 		// The backend the run got (auto chose one), as its receipts say.
-		got := h.Jail
-		if got == "" {
-			got = engine.JailAuto
-		}
-		fmt.Fprintf(a.stderr, "run %s of %s/%s started (jail %s)\n", h.ID, run.Module, run.Hook, jailName(got))
+		fmt.Fprintf(a.stderr, "run %s of %s/%s started (%s)\n", h.ID, run.Module, run.Hook, engine.RunNote(h.Jail, h.Limits))
 	}
 	if a.json {
 		a.emitJSON(map[string]any{"dataDir": e.DataDir(), "pid": os.Getpid(), "ssh": sshAddr, "control": ctl.Path()})

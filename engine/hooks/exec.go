@@ -65,6 +65,13 @@ type Spawner interface {
 	Command(s Spawn) (*exec.Cmd, error)
 }
 
+// Releaser is a Spawner that holds files or a cgroup for the start: its
+// owner calls Release once the command has started, or once it is clear
+// the command never will.
+type Releaser interface {
+	Release()
+}
+
 // Tree is the seam a jail with a process tree of its own fills: a Spawner
 // that also implements it starts the command itself (inside the run's
 // cgroup), has SIGTERM reach the hook's own processes rather than the jail

@@ -1,6 +1,15 @@
-// Package jail runs hooks inside bubblewrap: admission of the bwrap
-// binary, the mount plan, the bwrap argv and the seccomp filter
-// (docs/jail.md).
+// Package jail jails hook runs (docs/jail.md). Its public surface is the
+// Backend interface and the Chooser that picks one per run: bwrap
+// (bwrap_backend.go: bubblewrap's namespaces and mounts) or landlock
+// (landlock_backend.go: a Landlock ruleset on the host's tree, for hosts
+// that refuse bwrap its user namespace). Both share the mount plan
+// (plan.go), the seccomp allow-list (syscalls.go), the resource limits
+// (tree.go, rlimits.go, watch.go) and the check of path inputs
+// (inputs.go). This file admits the bwrap binary.
+//
+// Importing this package makes any binary able to be the landlock stage:
+// its init (landlock_stage.go) turns a process started as StageArg0 into
+// the stage before main runs.
 package jail
 
 import (

@@ -1,5 +1,7 @@
 package jail
 
+import "path/filepath"
+
 // Egress mode: the hook's network is a list of names. The jail keeps its
 // empty network namespace (bwrap brings loopback up in it), seccomp lets
 // the hook make AF_INET/AF_INET6 sockets (there is no route anywhere but
@@ -15,8 +17,15 @@ const (
 	EgressSocketTarget = RunTarget + "/" + EgressSocketName
 )
 
-// Egress switches the spawner to egress mode.
-func (s *Spawner) Egress() { s.egress = true }
+// Egress switches the spawner to egress mode, its proxy listening on
+// socket in the run dir (handed to the hook's uid, as the broker's is).
+func (s *Spawner) Egress(socket string) error {
+	if err := s.j.HandOver(filepath.Dir(socket), socket); err != nil {
+		return err
+	}
+	s.egress = true
+	return nil
+}
 
 // bridgeArgv puts the bridge before the hook's own argv.
 func bridgeArgv(argv []string) []string {

@@ -3,6 +3,8 @@ package jail
 import (
 	"bytes"
 	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 )
@@ -13,7 +15,13 @@ import (
 func TestSpawnerEgressMode(t *testing.T) {
 	plan, _ := spawnerPlan(t, false)
 	s := testJail().Spawner(plan, false)
-	s.Egress()
+	sock := filepath.Join(t.TempDir(), EgressSocketName)
+	if err := os.WriteFile(sock, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Egress(sock); err != nil {
+		t.Fatal(err)
+	}
 	cmd, err := s.Command(testSpawn())
 	if err != nil {
 		t.Fatal(err)

@@ -11,63 +11,18 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Jail backends (docs/jail.md, "The landlock backend").
-const (
-	// BackendBwrap: bubblewrap's namespaces, mounts and seccomp.
-	BackendBwrap = "bwrap"
-	// BackendLandlock: no namespace at all. A re-exec of this binary
-	// restricts itself with a Landlock ruleset and the same seccomp
-	// filter, then execs the hook. For hosts that refuse bwrap its user
-	// namespace; weaker than bwrap, and said so wherever a run shows.
-	BackendLandlock = "landlock"
-	// BackendAuto: bwrap where it can run, else landlock.
-	BackendAuto = "auto"
-)
-
-// LandlockTarOptions is set in a landlock hook's environment. Under
+// landlockTarOptions is TAR_OPTIONS in a landlock hook's environment. Under
 // landlock, file metadata cannot be changed by path (seccomp denies it:
 // Landlock has no right for it), and GNU tar restores owners, modes and
 // times by path when it extracts, so it would fail on every archive. With
 // these options (TAR_OPTIONS is read by tar itself) it extracts with the
 // hook's umask and the extraction time instead, and needs no such call.
-const LandlockTarOptions = "TAR_OPTIONS=--no-same-owner --no-same-permissions --touch"
+const landlockTarOptions = "--no-same-owner --no-same-permissions --touch"
 
 // MinLandlockABI is the lowest Landlock ABI the backend runs on: below 3
 // truncate(2) is not a right Landlock handles, so a read-only class (the
 // module, the system) could still be truncated by the hook.
 const MinLandlockABI = 3
-
-// BwrapState is what Choose knows of bwrap on this host.
-type BwrapState struct {
-	// Admission is bwrap's admission error (nil: admitted).
-	Admission error
-	// Userns says why the host refuses user namespaces (nil: it does not).
-	Userns *UsernsRefused
-}
-
-// Usable: bwrap can make its jail here, as far as files say.
-func (b BwrapState) Usable() bool { return b.Admission == nil && b.Userns == nil }
-
-// WhyNot says why bwrap cannot run, with the fix ("" when it can).
-func (b BwrapState) WhyNot() string {
-	switch {
-	case b.Admission != nil:
-		return b.Admission.Error()
-	case b.Userns != nil:
-		return b.Userns.Error()
-	}
-	return ""
-}
-
-// MayFallBack: auto may leave a bwrap with this admission error for the
-// landlock backend: only one not installed at the default path. A bwrap
-// that is there and refused (a configured path that is wrong, a binary
-// that is writable or not root's) is the operator's to fix, never a
-// reason to run in a weaker jail.
-func MayFallBack(admission error, configured string) bool {
-	var ae *AdmissionError
-	return admission == nil || (errors.As(admission, &ae) && ae.Absent && (configured == "" || configured == DefaultBwrap))
-}
 
 // LandlockWhyNot says why the landlock backend cannot run with this ABI
 // ("" when it can).
@@ -79,42 +34,6 @@ func LandlockWhyNot(abi int) string {
 		return fmt.Sprintf("Landlock ABI %d here; the landlock backend needs ABI %d (Linux 6.2) or later: below it truncate(2) is not a right Landlock handles, so read-only paths could not be held read-only", abi, MinLandlockABI)
 	}
 	return ""
-}
-
-// ValidMode: mode is a jail backend an operator may ask for.
-func ValidMode(mode string) bool {
-	return mode == BackendAuto || mode == BackendBwrap || mode == BackendLandlock
-}
-
-// Choose picks the backend for mode (auto, bwrap, landlock) from what
-// the host offers. It never picks a weaker backend than asked for:
-// `bwrap` refuses to run rather than fall back.
-func Choose(mode string, bw BwrapState, landlockABI int) (string, error) {
-	switch mode {
-	case BackendAuto, "":
-		if bw.Usable() {
-			return BackendBwrap, nil
-		}
-		if why := LandlockWhyNot(landlockABI); why != "" {
-			return "", fmt.Errorf("no jail backend can run here. bwrap: %s. landlock: %s", bw.WhyNot(), why)
-		}
-		return BackendLandlock, nil
-	case BackendBwrap:
-		if bw.Usable() {
-			return BackendBwrap, nil
-		}
-		fallback := "the landlock backend cannot run here either: " + LandlockWhyNot(landlockABI)
-		if LandlockWhyNot(landlockABI) == "" {
-			fallback = "or allow the weaker landlock backend: `jail: auto` (or `jail: landlock`) in config.yaml, or --jail=landlock"
-		}
-		return "", fmt.Errorf("jail: bwrap was asked for (config.yaml `jail: bwrap` or --jail=bwrap), and bwrap cannot run here, so the run is refused rather than run in a weaker jail: %s\n(%s)", bw.WhyNot(), fallback)
-	case BackendLandlock:
-		if why := LandlockWhyNot(landlockABI); why != "" {
-			return "", fmt.Errorf("jail: landlock was asked for and cannot run here: %s", why)
-		}
-		return BackendLandlock, nil
-	}
-	return "", fmt.Errorf("unknown jail mode %q (want auto, bwrap, landlock or off)", mode)
 }
 
 // Landlock filesystem rights by the ABI that brought them.

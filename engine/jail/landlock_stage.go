@@ -33,6 +33,12 @@ const (
 	FdDialer  = 4
 )
 
+// init makes every binary that imports this package (warden, warden's
+// test binaries) able to be the landlock stage: a process started with
+// argv[0] StageArg0 or hookArg0 becomes the stage, or the hook's side of
+// it, before main runs, and never returns to main. Any other argv[0] is
+// untouched. The engine starts it as a re-exec of its own binary, so the
+// stage is exactly the code that laid the run out.
 func init() {
 	if len(os.Args) == 0 {
 		return

@@ -25,7 +25,8 @@ const (
 // DefaultSetpriv drops the outer jail's root to the hook's identity.
 const DefaultSetpriv = "/usr/bin/setpriv"
 
-// Jail is an admitted bubblewrap with the identity hooks run as.
+// Jail is the identity hooks run as and, for the bwrap backend, the
+// admitted bubblewrap (nil Bwrap under landlock: NewLandlock).
 type Jail struct {
 	Bwrap    *Bwrap
 	Setpriv  string

@@ -407,7 +407,10 @@ func descendants(pid int) []int {
 	return out
 }
 
-var _ hooks.Tree = (*Spawner)(nil)
+var (
+	_ hooks.Tree     = (*Spawner)(nil)
+	_ hooks.Releaser = (*Spawner)(nil)
+)
 
 // spawnerState is the Spawner's run state (see tree.go); it lives in
 // Spawner.

@@ -150,11 +150,13 @@ var handlers = map[string]handler{
 		}
 		return nil, e.HoldMCPSession(ctx, actor, a0)
 	},
-	"JailReady": func(ctx context.Context, e engine.Facade, actor engine.Actor, args []json.RawMessage) ([]any, error) {
-		if err := decodeArgs("JailReady", args); err != nil {
+	"JailBackend": func(ctx context.Context, e engine.Facade, actor engine.Actor, args []json.RawMessage) ([]any, error) {
+		var a0 string
+		if err := decodeArgs("JailBackend", args, &a0); err != nil {
 			return nil, err
 		}
-		return nil, e.JailReady()
+		r0, err := e.JailBackend(a0)
+		return []any{r0}, err
 	},
 	"LimitsReady": func(ctx context.Context, e engine.Facade, actor engine.Actor, args []json.RawMessage) ([]any, error) {
 		if err := decodeArgs("LimitsReady", args); err != nil {
@@ -494,9 +496,9 @@ func (c *Client) HoldMCPSession(ctx context.Context, _ engine.Actor, a0 engine.M
 	return
 }
 
-// JailReady calls engine.Facade.JailReady in the serving process.
-func (c *Client) JailReady() (err error) {
-	err = c.do(context.Background(), nil, "JailReady", nil)
+// JailBackend calls engine.Facade.JailBackend in the serving process.
+func (c *Client) JailBackend(a0 string) (r0 string, err error) {
+	err = c.do(context.Background(), nil, "JailBackend", []any{a0}, &r0)
 	return
 }
 

@@ -1,0 +1,82 @@
+package jail
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// landlockBackend jails a run with no namespace at all: the stage (a
+// re-exec of this binary, landlock_stage.go) restricts itself with the
+// plan's Landlock rules and the seccomp filter, then execs the hook. The
+// hook runs at host paths, as warden's own uid.
+type landlockBackend struct {
+	j   *Jail
+	abi int
+}
+
+func (b *landlockBackend) Name() string { return BackendLandlock }
+
+// Prepare gives the run dir what a mount would give a bwrap hook: a bin/
+// with `warden` (the helper, at its host path) and a private tmp/.
+func (b *landlockBackend) Prepare(runDir string, helper Helper) error {
+	if err := LinkWarden(runDir, helper.Path); err != nil {
+		return err
+	}
+	return os.Mkdir(filepath.Join(runDir, "tmp"), 0o700)
+}
+
+func (b *landlockBackend) Spec(in SpecInput) (*RunSpec, error) {
+	tmp := filepath.Join(in.RunDir, "tmp")
+	spec := &RunSpec{
+		Argv:      append([]string{filepath.Join(in.ModuleDir, in.Run[0])}, in.Run[1:]...),
+		Dir:       in.ModuleDir,
+		DialerFd:  FdDialer,
+		PathFirst: filepath.Join(in.RunDir, "bin"),
+		Env:       map[string]string{"HOME": tmp, "TMPDIR": tmp, "TAR_OPTIONS": landlockTarOptions},
+		Details:   map[string]any{},
+		// No pid namespace: a stage that outlived its engine is found
+		// again only by its stamp.
+		StampStage: true,
+	}
+	plan, err := BuildPlan(PlanInput{ModuleDir: in.ModuleDir, RunDir: in.RunDir, Warden: in.Helper.Path, WardenReason: in.Helper.Reason(), Inputs: in.Inputs, Network: in.Network})
+	spec.Plan = plan
+	if plan != nil && len(plan.Missing) > 0 {
+		spec.Details["absent"] = plan.Missing
+	}
+	if err != nil {
+		return spec, err
+	}
+	lp, err := LandlockFor(plan, LandlockInput{ABI: b.abi, RunDir: in.RunDir, TmpDir: tmp, Network: in.Network, Egress: in.Egress, UID: b.j.UID, Hidden: in.Hidden})
+	if err != nil {
+		return spec, err
+	}
+	spec.Details["landlock"] = map[string]any{"abi": lp.ABI, "scoped": lp.Scoped, "denyTCP": lp.DenyTCP, "notHidden": lp.NotHidden}
+	// No socket(AF_UNIX) under landlock (connect by path would reach the
+	// host's sockets): the hook dials its broker through this fd.
+	if in.Dialer == nil {
+		return spec, fmt.Errorf("jail: the landlock backend needs the broker's dialer")
+	}
+	dialer, err := in.Dialer()
+	if err != nil {
+		return spec, err
+	}
+	spec.Spawner = b.j.LandlockSpawner(plan, lp, dialer)
+	return spec, nil
+}
+
+// ExplainExit has nothing to add: the stage says why it failed in the
+// run's stream, in its own words.
+func (b *landlockBackend) ExplainExit(ExitOutput) string { return "" }
+
+// LinkWarden puts a `warden` link to exe in the run dir's bin/, which a
+// hook with no mount namespace gets first on its PATH: shell hooks reach
+// the engine's own helper whatever the binary is called (a test binary,
+// a renamed build), never some other warden found on PATH.
+func LinkWarden(runDir, exe string) error {
+	bin := filepath.Join(runDir, "bin")
+	if err := os.Mkdir(bin, 0o700); err != nil {
+		return err
+	}
+	return os.Symlink(exe, filepath.Join(bin, "warden"))
+}
