@@ -294,7 +294,7 @@ func doctorKernel(root, bwrap string, add func(Check), problem func(string, stri
 		problem("seccomp", h.SeccompDetail, "use a kernel built with CONFIG_SECCOMP_FILTER")
 	}
 	if why := jail.LandlockWhyNot(h.LandlockABI); why == "" {
-		add(Check{Name: "landlock", Status: "ok", Detail: fmt.Sprintf("ABI %d: the landlock backend can run (jail: landlock, or auto where bwrap cannot); it does not hide the host's process list in /proc or the host's network stack", h.LandlockABI)})
+		add(Check{Name: "landlock", Status: "ok", Detail: fmt.Sprintf("ABI %d: the landlock backend can run (jail: landlock, or auto where bwrap cannot); it does not hide the host's process list in /proc or the host's network stack; %s", h.LandlockABI, landlockIdentity())})
 	} else {
 		add(Check{Name: "landlock", Status: "ok", Detail: "the landlock backend cannot run: " + why + " (not required where bwrap runs)"})
 	}
@@ -334,4 +334,16 @@ func chainDetail(v Verification) string {
 		return fmt.Sprintf("%d receipts, chain intact", v.Count)
 	}
 	return fmt.Sprintf("chain intact from the checkpoint at seq %d (%d receipts since; `warden receipts verify --full` checks all)", v.From, v.Count)
+}
+
+// landlockIdentity says who a landlock hook runs as here.
+func landlockIdentity() string {
+	ll := jail.NewLandlock()
+	switch {
+	case ll.UID == 0:
+		return "its hooks run as uid 0 with no capability: " + ll.RootWhy
+	case os.Geteuid() == 0:
+		return fmt.Sprintf("its hooks run as uid %d, as under bwrap", ll.UID)
+	}
+	return "its hooks run as warden's own uid"
 }

@@ -788,8 +788,8 @@ func TestJailEnvAllowList(t *testing.T) {
 
 // TestJailIdentityAndLifetime, per backend: under bwrap the jailed hook
 // runs as uid 60999 inside and, on the host, as uid 60999 too (not
-// root); under landlock, as warden's own uid (as root, uid 0 with no
-// capability), with no /etc/passwd to name it. A grandchild that leaves
+// root); under landlock, as root, as uid 60999 as well, else as warden's
+// own uid, with no /etc/passwd to name it. A grandchild that leaves
 // the hook's session and process group still dies with the run: it
 // cannot leave bwrap's pid namespace, and under landlock the stage is
 // its subreaper (or the run's cgroup holds it).
@@ -798,12 +798,18 @@ func TestJailIdentityAndLifetime(t *testing.T) {
 	marker := fmt.Sprintf("300.%09d", rand.IntN(1e9)) // sleep takes decimals
 	e := setupRun(t, map[string]string{"linger": escapeYAML("escape-linger", marker) + "    timeout: 6s\n"})
 	t.Cleanup(func() { killMarked(marker) })
-	self := strconv.Itoa(os.Geteuid())
+	// Under landlock a root warden's hook is uid 60999 too (this test
+	// runs as root with every capability, or as an ordinary user).
+	llUID, llGID := os.Geteuid(), os.Getegid()
+	if llUID == 0 {
+		llUID, llGID = 60999, 60999
+	}
+	ll := strconv.Itoa(llUID)
 	for _, b := range []struct {
 		name, mode, uids, inside string
 	}{
 		{"bwrap", JailBwrap, "60999 60999 60999 60999", "uid=60999 gid=60999 user=hook"},
-		{"landlock", JailLandlock, strings.Repeat(self+" ", 3) + self, fmt.Sprintf("uid=%d gid=%d user=unreadable:EACCES", os.Geteuid(), os.Getegid())},
+		{"landlock", JailLandlock, strings.Repeat(ll+" ", 3) + ll, fmt.Sprintf("uid=%d gid=%d user=unreadable:EACCES", llUID, llGID)},
 	} {
 		t.Run(b.name, func(t *testing.T) {
 			if b.mode == JailLandlock {

@@ -93,7 +93,8 @@ func (e *Engine) PlanHook(module, hook string, raw map[string]string) (*HookPlan
 	}
 	if abi := e.jails.LandlockABI(); jail.LandlockWhyNot(abi) == "" && plan != nil {
 		run := filepath.Join(runs, "RUN")
-		lp, lerr := jail.LandlockFor(plan, jail.LandlockInput{ABI: abi, RunDir: run, TmpDir: filepath.Join(run, "tmp"), Network: network, Egress: h.Egress, UID: os.Geteuid(), Hidden: hiddenFromHooks(e.DataDir())})
+		ll := jail.NewLandlock() // who the hook would run as
+		lp, lerr := jail.LandlockFor(plan, jail.LandlockInput{ABI: abi, RunDir: run, TmpDir: filepath.Join(run, "tmp"), Network: network, Egress: h.Egress, UID: ll.UID, RootWhy: ll.RootWhy, Keeps: ll.Keeps, Hidden: hiddenFromHooks(e.DataDir())})
 		if lerr != nil {
 			hp.LandlockRefused = lerr.Error()
 		}

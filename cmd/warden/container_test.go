@@ -157,6 +157,7 @@ cp -r /opt/mod/modules/probe /home/op/probe
 echo $$ > /home/op/probe/shell.pid
 warden module add /home/op/probe >/dev/null
 echo "== auto"; warden hook run probe p || echo "auto exit $?"
+echo "== plan"; warden hook plan probe p 2>&1 | grep -i "runs as" || true
 echo "== bwrap"; warden hook run probe p --jail=bwrap 2>&1 || echo "bwrap exit $?"
 echo "== receipts"; warden receipts list
 echo "== doctor"; warden doctor || true`)
@@ -239,19 +240,24 @@ echo "== doctor"; warden doctor || true`)
 
 // As root in the container (uid 0, still no user namespace, Docker's
 // default seccomp profile): bwrap is refused there too, and auto picks
-// landlock, with Docker's default capabilities and with none at all
-// (the stage drops root's capabilities, which needs CAP_SETPCAP only
-// while there are some to drop).
+// landlock. With Docker's default capabilities the hook runs as uid
+// 60999, keeping CAP_DAC_OVERRIDE alone (Docker's set has no
+// CAP_DAC_READ_SEARCH) to reach its paths; with none at all it stays
+// uid 0 with no capability, and `hook plan` says why.
 func TestContainerAsRootPicksLandlock(t *testing.T) {
 	mods := privateDir(t, "warden-container-mods-")
-	bashModule(t, mods, "probe", "p", `id -u; grep CapEff /proc/self/status
+	bashModule(t, mods, "probe", "p", `echo "uid=$(id -u)"; grep CapEff /proc/self/status | tr -s "\\t" " "
 if cat /home/op/secret >/dev/null 2>&1; then echo "read home: yes"; else echo "read home: no"; fi
 if echo x > /opt/pwn 2>/dev/null; then echo "write opt: yes"; else echo "write opt: no"; fi
 `)
 	for _, v := range []struct {
 		name   string
 		noCaps bool
-	}{{"default-caps", false}, {"no-caps", true}} {
+		want   []string
+	}{
+		{"default-caps", false, []string{"uid=60999", "CapEff: 0000000000000002", "runs as uid 60999, as under bwrap, keeping one capability, CAP_DAC_OVERRIDE"}},
+		{"no-caps", true, []string{"uid=0", "CapEff: 0000000000000000", "runs as uid 0 with every capability dropped", "without CAP_SETUID, CAP_SETGID, CAP_SETPCAP"}},
+	} {
 		t.Run(v.name, func(t *testing.T) {
 			c := newContainer(t, mods)
 			c.root, c.noCaps = true, v.noCaps
@@ -260,9 +266,10 @@ echo x > /opt/contrast && echo "root may write /opt"
 cp -r /opt/mod/modules/probe /home/op/probe
 warden module add /home/op/probe >/dev/null
 echo "== auto"; warden hook run probe p || echo "auto exit $?"
+echo "== plan"; warden hook plan probe p 2>&1 | grep -i "runs as" || true
 echo "== doctor"; warden doctor 2>&1 || true`)
 			t.Logf("as root in the container (%s), exit %d:\n%s", v.name, code, out)
-			for _, want := range []string{"started (jail landlock", "CapEff: 0000000000000000", "read home: no", "root may write /opt", "write opt: no", "succeeded", "auto picks landlock"} {
+			for _, want := range append([]string{"started (jail landlock", "read home: no", "root may write /opt", "write opt: no", "succeeded", "auto picks landlock"}, v.want...) {
 				if !strings.Contains(out, want) {
 					t.Errorf("no %q in:\n%s", want, out)
 				}

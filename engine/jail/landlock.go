@@ -113,10 +113,30 @@ type LandlockInput struct {
 	TmpDir  string // the hook's private tmp, read-write
 	Network bool   // the host network is granted
 	Egress  bool   // the hook's network is a destination list
-	UID     int    // the uid the hook runs as (warden's own)
+	UID     int    // the uid the hook runs as
+	// RootWhy says why a root warden's hook stays uid 0 (Jail.RootWhy).
+	RootWhy string
+	Keeps   int // the capability a hook run as another uid keeps (Jail.Keeps)
 	// Hidden are paths the hook must not reach (the data dir, the
 	// operator's home): no rule may grant a tree holding one.
 	Hidden []string
+}
+
+// hookIdentity says who a landlock hook runs as, for the plan and the
+// start receipt.
+func hookIdentity(in LandlockInput) string {
+	switch {
+	case in.UID == 0 && in.RootWhy != "":
+		return "the hook runs as uid 0 with every capability dropped (Landlock still confines it): " + in.RootWhy
+	case in.UID == 0:
+		return "the hook runs as uid 0 with every capability dropped (Landlock still confines it)"
+	case os.Geteuid() == 0:
+		if in.Keeps == unix.CAP_DAC_OVERRIDE {
+			return fmt.Sprintf("the hook runs as uid %d, as under bwrap, keeping one capability, CAP_DAC_OVERRIDE (this root lacks CAP_DAC_READ_SEARCH), to look up its granted paths at their host paths beneath root's private dirs: it reads and writes past file modes, only within its Landlock rules, as uid 0 would, but cannot chmod or chown what it does not own, nor signal root", in.UID)
+		}
+		return fmt.Sprintf("the hook runs as uid %d, as under bwrap, keeping one capability, CAP_DAC_READ_SEARCH, to look up its granted paths at their host paths beneath root's private dirs: it reads past file modes only within its Landlock rules, and writes nothing it does not own", in.UID)
+	}
+	return fmt.Sprintf("the hook runs as warden's own uid %d", in.UID)
 }
 
 // RefusedError is a plan the landlock backend cannot express: refused,
@@ -147,7 +167,7 @@ func LandlockFor(plan *Plan, in LandlockInput) (*LandlockPlan, error) {
 		return nil, &RefusedError{Reason: "the hook's network is a destination list (egress proxy). Without a network namespace of its own the hook shares the host's network stack, and Landlock filters TCP ports, not addresses, so the proxy could not be the only way out. Run it under bwrap, or grant `network: true` in its policy"}
 	}
 	lp := &LandlockPlan{ABI: in.ABI, Network: in.Network, TmpDir: in.TmpDir,
-		NotHidden: []string{"the host's process list in /proc (other processes are visible, not reachable: Landlock scopes ptrace)", "the host's network stack (no network namespace)", "the hook runs as warden's own uid (as root: uid 0 with every capability dropped)", "tmp and run_dir sizes are not held (no tmpfs): they are directories on the data dir's disk",
+		NotHidden: []string{"the host's process list in /proc (other processes are visible, not reachable: Landlock scopes ptrace)", "the host's network stack (no network namespace)", hookIdentity(in), "tmp and run_dir sizes are not held (no tmpfs): they are directories on the data dir's disk",
 			"Unix sockets: the hook may make none (seccomp denies socket(AF_UNIX) and datagram pairs: connect and sendto by path would reach the host's), and reaches its broker through the dialer fd (WARDEN_DIALER)"}}
 	var moduleDir string
 	add := func(path, access, why string, bits uint64) {

@@ -47,11 +47,15 @@ func (b *landlockBackend) Spec(in SpecInput) (*RunSpec, error) {
 	if err != nil {
 		return spec, err
 	}
-	lp, err := LandlockFor(plan, LandlockInput{ABI: b.abi, RunDir: in.RunDir, TmpDir: tmp, Network: in.Network, Egress: in.Egress, UID: b.j.UID, Hidden: in.Hidden})
+	lp, err := LandlockFor(plan, LandlockInput{ABI: b.abi, RunDir: in.RunDir, TmpDir: tmp, Network: in.Network, Egress: in.Egress, UID: b.j.UID, RootWhy: b.j.RootWhy, Keeps: b.j.Keeps, Hidden: in.Hidden})
 	if err != nil {
 		return spec, err
 	}
-	spec.Details["landlock"] = map[string]any{"abi": lp.ABI, "scoped": lp.Scoped, "denyTCP": lp.DenyTCP, "notHidden": lp.NotHidden}
+	// A root warden's hook runs as DefaultUID: its dirs are handed to it.
+	if err := b.j.HandOver(in.RunDir, filepath.Join(in.RunDir, "bin"), tmp); err != nil {
+		return spec, err
+	}
+	spec.Details["landlock"] = map[string]any{"uid": b.j.UID, "abi": lp.ABI, "scoped": lp.Scoped, "denyTCP": lp.DenyTCP, "notHidden": lp.NotHidden}
 	// No socket(AF_UNIX) under landlock (connect by path would reach the
 	// host's sockets): the hook dials its broker through this fd.
 	if in.Dialer == nil {

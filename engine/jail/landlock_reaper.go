@@ -102,7 +102,7 @@ func reaperStage(argv []string) {
 		if err != nil {
 			return // the hook failed before its exec, and says why
 		}
-		newSupervisor(listener, args.writable).serve()
+		newSupervisor(listener, args.writable, args.uid, args.gid, args.keep).serve()
 	}()
 	hook := cmd.Process.Pid
 	go func() {

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"runtime"
 	"strconv"
+	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -86,7 +87,13 @@ func landlockStage(argv []string) error {
 	if err := a.rlimits.apply(); err != nil {
 		return err
 	}
-	if os.Geteuid() == 0 {
+	switch {
+	case os.Geteuid() != 0:
+	case a.uid != 0:
+		if err := becomeHookUser(a.uid, a.gid, a.keep); err != nil {
+			return fmt.Errorf("becoming uid %d: %w", a.uid, err)
+		}
+	default:
 		if err := dropRoot(); err != nil {
 			return fmt.Errorf("dropping root's capabilities: %w", err)
 		}
@@ -115,7 +122,10 @@ func landlockStage(argv []string) error {
 
 // stageArgs is the stage's argv after argv[0]:
 //
-//	NPROC RLIMITS NETWORK(0|1) N WRITABLE-1 ... WRITABLE-N -- HOOK-ARGV...
+//	UID:GID:KEEP NPROC RLIMITS NETWORK(0|1) N WRITABLE-1 ... WRITABLE-N -- HOOK-ARGV...
+//
+// UID:GID is who the hook runs as (a root stage changes to it unless it
+// is 0:0), KEEP the one capability it keeps then (0: none).
 //
 // RLIMITS is Rlimits's DATA:CPU:FSIZE (0 where not set: a run with a
 // cgroup has none of them).
@@ -123,6 +133,8 @@ func landlockStage(argv []string) error {
 // WRITABLE are the run's writable rules, beneath which the supervisor
 // makes metadata calls for the hook (landlock_supervisor.go).
 type stageArgs struct {
+	uid, gid int
+	keep     int // the capability a hook run as uid keeps (Jail.Keeps)
 	nproc    uint64
 	rlimits  Rlimits
 	network  bool
@@ -135,18 +147,31 @@ func (a stageArgs) argv() []string {
 	if a.network {
 		network = "1"
 	}
-	out := []string{strconv.FormatUint(a.nproc, 10), a.rlimits.String(), network, strconv.Itoa(len(a.writable))}
+	out := []string{strconv.Itoa(a.uid) + ":" + strconv.Itoa(a.gid) + ":" + strconv.Itoa(a.keep), strconv.FormatUint(a.nproc, 10), a.rlimits.String(), network, strconv.Itoa(len(a.writable))}
 	out = append(out, a.writable...)
 	return append(append(out, "--"), a.hook...)
 }
 
 func parseStageArgs(argv []string) (stageArgs, error) {
-	usage := errors.New("usage: " + StageArg0 + " NPROC RLIMITS NETWORK N WRITABLE... -- ARGV")
-	if len(argv) < 6 {
+	usage := errors.New("usage: " + StageArg0 + " UID:GID:KEEP NPROC RLIMITS NETWORK N WRITABLE... -- ARGV")
+	if len(argv) < 7 {
 		return stageArgs{}, usage
 	}
 	var a stageArgs
 	var err error
+	id := strings.Split(argv[0], ":")
+	badID := fmt.Errorf("identity %q: want UID:GID:KEEP", argv[0])
+	if len(id) != 3 {
+		return stageArgs{}, badID
+	}
+	var e1, e2, e3 error
+	a.uid, e1 = strconv.Atoi(id[0])
+	a.gid, e2 = strconv.Atoi(id[1])
+	a.keep, e3 = strconv.Atoi(id[2])
+	if e1 != nil || e2 != nil || e3 != nil || a.uid < 0 || a.gid < 0 || a.keep < 0 || a.keep > 63 {
+		return stageArgs{}, badID
+	}
+	argv = argv[1:]
 	if a.nproc, err = strconv.ParseUint(argv[0], 10, 64); err != nil {
 		return stageArgs{}, fmt.Errorf("nproc %q: %w", argv[0], err)
 	}
@@ -217,10 +242,129 @@ func dropRoot() error {
 	return nil
 }
 
-// NewLandlock is the Jail of the landlock backend: no bwrap, the hook as
-// warden's own uid.
+// NewLandlock is the Jail of the landlock backend: no bwrap. As root
+// that can change its uid, hooks run as DefaultUID, as under bwrap;
+// otherwise as warden's own uid, and RootWhy says why a root warden's
+// hooks stay uid 0.
 func NewLandlock() *Jail {
-	return &Jail{UID: os.Geteuid(), GID: os.Getegid()}
+	j := &Jail{UID: os.Geteuid(), GID: os.Getegid()}
+	if j.UID == 0 {
+		if j.Keeps, j.RootWhy = hookUser(); j.RootWhy == "" {
+			j.UID, j.GID = DefaultUID, DefaultGID
+		}
+	}
+	return j
+}
+
+// The capabilities the stage needs to run a root warden's hook as
+// DefaultUID: to change uid and gid and to shrink the bounding set.
+var hookUserCaps = []int{unix.CAP_SETUID, unix.CAP_SETGID, unix.CAP_SETPCAP}
+
+// lookupCaps are what a landlock hook run as DefaultUID may keep, best
+// first: one capability, so that it can look up its granted paths at
+// their host paths (the module dir and the run dir lie under root's
+// 0700 dirs, and no mount can move them). Landlock still holds every
+// access to the hook's rules.
+//
+// CAP_DAC_READ_SEARCH reads and searches past file modes and writes
+// nothing it does not own. Docker's default set lacks it; there
+// CAP_DAC_OVERRIDE, which also writes past modes within the rw rules,
+// is kept instead: uid 0 would own every such root file anyway, and
+// uid 60999 still cannot chmod or chown it, nor signal root.
+var lookupCaps = []int{unix.CAP_DAC_READ_SEARCH, unix.CAP_DAC_OVERRIDE}
+
+// hookUser is who a root warden's landlock hook can run as: the
+// capability it keeps, or why it stays uid 0 (keep 0).
+func hookUser() (keep int, why string) {
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}, &data[0]); err != nil {
+		return 0, "its capabilities cannot be read (" + err.Error() + ")"
+	}
+	has := func(c int) bool {
+		in, err := unix.PrctlRetInt(unix.PR_CAPBSET_READ, uintptr(c), 0, 0, 0)
+		return data[c/32].Effective&(1<<(c%32)) != 0 && err == nil && in == 1
+	}
+	var missing []string
+	for _, c := range hookUserCaps {
+		if !has(c) {
+			missing = append(missing, capName[c])
+		}
+	}
+	for _, c := range lookupCaps {
+		if has(c) {
+			keep = c
+			break
+		}
+	}
+	if keep == 0 {
+		missing = append(missing, "CAP_DAC_READ_SEARCH or CAP_DAC_OVERRIDE")
+	}
+	if len(missing) > 0 {
+		return 0, "warden runs as root without " + strings.Join(missing, ", ") + " (a container started with --cap-drop), so the stage cannot run the hook as another uid"
+	}
+	return keep, ""
+}
+
+var capName = map[int]string{unix.CAP_SETUID: "CAP_SETUID", unix.CAP_SETGID: "CAP_SETGID", unix.CAP_SETPCAP: "CAP_SETPCAP"}
+
+// becomeHookUser turns this root process into uid and gid with no
+// supplementary group and capability keep alone, kept across the hook's
+// exec as an ambient capability; every other capability leaves the
+// bounding set, so nothing the hook execs can gain one.
+func becomeHookUser(uid, gid, keep int) error {
+	if keep == 0 {
+		return errors.New("no capability to keep: the hook could not reach its paths")
+	}
+	for c := 0; c <= 63; c++ {
+		if c == keep {
+			continue
+		}
+		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil {
+			if errors.Is(err, unix.EINVAL) {
+				break // past the kernel's last capability
+			}
+			return fmt.Errorf("PR_CAPBSET_DROP %d: %w", c, err)
+		}
+	}
+	// No uid change touches the capability sets from here on, locked:
+	// the uid change below keeps them (trimmed next), and access(2),
+	// which drops every capability of a non-root caller otherwise, checks
+	// with keep as every other call does (git, test -x and
+	// os.access look up granted paths with it).
+	if err := unix.Prctl(unix.PR_SET_SECUREBITS, secNoroot|secNorootLocked|secNoSetuidFix|secNoSetuidFixLocked|secKeepCapsLocked, 0, 0, 0); err != nil {
+		return fmt.Errorf("PR_SET_SECUREBITS: %w", err)
+	}
+	if err := syscall.Setgroups(nil); err != nil {
+		return fmt.Errorf("setgroups: %w", err)
+	}
+	if err := syscall.Setresgid(gid, gid, gid); err != nil {
+		return fmt.Errorf("setresgid %d: %w", gid, err)
+	}
+	if err := syscall.Setresuid(uid, uid, uid); err != nil {
+		return fmt.Errorf("setresuid %d: %w", uid, err)
+	}
+	if err := keepOnly(keep, true); err != nil {
+		return err
+	}
+	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_RAISE, uintptr(keep), 0, 0); err != nil {
+		return fmt.Errorf("PR_CAP_AMBIENT_RAISE: %w", err)
+	}
+	return nil
+}
+
+// keepOnly sets this thread's effective and permitted sets (and, with
+// inheritable, that set) to capability c alone.
+func keepOnly(c int, inheritable bool) error {
+	var data [2]unix.CapUserData
+	data[c/32].Effective = 1 << (c % 32)
+	data[c/32].Permitted = 1 << (c % 32)
+	if inheritable {
+		data[c/32].Inheritable = 1 << (c % 32)
+	}
+	if err := unix.Capset(&unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}, &data[0]); err != nil {
+		return fmt.Errorf("capset: %w", err)
+	}
+	return nil
 }
 
 // LandlockSpawner returns the hooks.Spawner of one run under landlock.
@@ -246,7 +390,7 @@ func (s *Spawner) landlockCommand(sp hooks.Spawn) (*exec.Cmd, error) {
 			writable = append(writable, r.Path)
 		}
 	}
-	args := stageArgs{nproc: uint64(HookNproc()), rlimits: s.rl, network: s.network, writable: writable, hook: sp.Argv}
+	args := stageArgs{uid: s.j.UID, gid: s.j.GID, keep: s.j.Keeps, nproc: uint64(HookNproc()), rlimits: s.rl, network: s.network, writable: writable, hook: sp.Argv}
 	cmd := exec.Command("/proc/self/exe")
 	cmd.Args = append([]string{StageArg0}, args.argv()...)
 	cmd.Dir = sp.Dir

@@ -107,13 +107,15 @@ func receiveListener(sock *os.File) (int, error) {
 
 // supervisor answers one hook's metadata calls.
 type supervisor struct {
+	uid, gid int // the hook's: the calls are made as it
+	keep     int // the capability it keeps
 	listener int
 	writable []string // real paths of the writable rules
 	names    map[int32]string
 }
 
-func newSupervisor(listener int, writable []string) *supervisor {
-	s := &supervisor{listener: listener, names: map[int32]string{}}
+func newSupervisor(listener int, writable []string, uid, gid, keep int) *supervisor {
+	s := &supervisor{uid: uid, gid: gid, keep: keep, listener: listener, names: map[int32]string{}}
 	for _, w := range writable {
 		s.writable = append(s.writable, realPath(w))
 	}
@@ -129,15 +131,15 @@ func newSupervisor(listener int, writable []string) *supervisor {
 }
 
 // serve answers notifications until the listener is gone (every process
-// of the hook has exited). It locks its thread and, as root, drops every
-// capability of that thread alone (a raw capset), so its calls are
-// checked as the hook's would be.
+// of the hook has exited). It locks its thread and, as root, gives that
+// thread alone the hook's credentials (raw setfsuid, setfsgid and
+// capset), so the kernel checks its calls as it would the hook's: the
+// owner's rules for chmod and chown, and no capability but the hook's.
 func (s *supervisor) serve() {
 	runtime.LockOSThread() // never unlocked: the thread dies with it
 	if os.Geteuid() == 0 {
-		var data [2]unix.CapUserData
-		if err := unix.Capset(&unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}, &data[0]); err != nil {
-			fmt.Fprintf(os.Stderr, "warden: landlock jail: supervisor cannot drop its capabilities (%v): metadata calls are refused\n", err)
+		if err := s.actAsHook(); err != nil {
+			fmt.Fprintf(os.Stderr, "warden: landlock jail: the supervisor cannot take the hook's credentials (%v): metadata calls are refused\n", err)
 			s.refuseAll()
 			return
 		}
@@ -159,6 +161,24 @@ func (s *supervisor) serve() {
 		}
 		unix.Syscall(unix.SYS_IOCTL, uintptr(s.listener), unix.SECCOMP_IOCTL_NOTIF_SEND, uintptr(unsafe.Pointer(&resp)))
 	}
+}
+
+// actAsHook gives this (locked) thread the hook's credentials: its fsuid
+// and fsgid, and the hook's capabilities only (keep for a hook run
+// as another uid, none for uid 0). setfsuid comes first: it needs
+// CAP_SETUID, which the capset then drops.
+func (s *supervisor) actAsHook() error {
+	if s.uid != 0 {
+		unix.Syscall(unix.SYS_SETFSGID, uintptr(s.gid), 0, 0)
+		unix.Syscall(unix.SYS_SETFSUID, uintptr(s.uid), 0, 0)
+		// setfs*id returns the previous id, never an error: read back.
+		if got, _, _ := unix.Syscall(unix.SYS_SETFSUID, ^uintptr(0), 0, 0); int(got) != s.uid {
+			return fmt.Errorf("setfsuid %d: still %d", s.uid, got)
+		}
+		return keepOnly(s.keep, false)
+	}
+	var data [2]unix.CapUserData
+	return unix.Capset(&unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}, &data[0])
 }
 
 // refuseAll answers every notification with EPERM.

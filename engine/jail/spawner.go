@@ -39,6 +39,13 @@ type Jail struct {
 	// and every hook inherits it (see New).
 	OwnNproc bool
 
+	// RootWhy, under landlock, says why a root warden's hooks stay uid
+	// 0 ("" when they run as DefaultUID, or warden is not root).
+	RootWhy string
+	// Keeps is the one capability such a hook keeps (lookupCaps); 0,
+	// CAP_CHOWN, which is never kept, is none.
+	Keeps int
+
 	bwrapID fileID // tells bwrap's own processes from the hook's
 }
 
@@ -455,14 +462,15 @@ func memFile(name string, data []byte) (*os.File, error) {
 	return f, nil
 }
 
-// HandOver gives the run dir and its socket to the jail's uid when warden
-// runs as root, so the unprivileged hook can reach the broker. Both stay
-// private (0700/0600) and the data dir above them stays root's.
-func (j *Jail) HandOver(runDir, socket string) error {
-	if os.Geteuid() != 0 {
+// HandOver gives paths of the run dir (the dir itself, its socket, its
+// tmp) to the jail's uid when warden runs as root, so the unprivileged
+// hook can reach them. They stay private (0700/0600) and the data dir
+// above them stays root's.
+func (j *Jail) HandOver(paths ...string) error {
+	if os.Geteuid() != 0 || j.UID == 0 {
 		return nil
 	}
-	for _, p := range []string{runDir, socket} {
+	for _, p := range paths {
 		if err := os.Lchown(p, j.UID, j.GID); err != nil {
 			return fmt.Errorf("jail: hand %s to uid %d: %w", p, j.UID, err)
 		}
