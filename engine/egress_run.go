@@ -67,6 +67,11 @@ type egressRun struct {
 	rstop   chan struct{} // closed by close: flush and stop
 	rdone   chan struct{} // closed when the writer has flushed and stopped
 
+	// hosts and loopback, for a command run: the names and the host's
+	// own loopback ports the operator gave warden run (named).
+	hosts    egress.List
+	loopback []uint16
+
 	// The policy's network list as last parsed (see parsedList).
 	listMu     sync.Mutex
 	listParsed bool
@@ -85,7 +90,7 @@ const maxEgressAsks = 64
 var askLimitReason = fmt.Sprintf("this run has already asked about %d connections its policy does not allow; warden asks no more for it (add the names to the policy, or run it again)", maxEgressAsks)
 
 // startEgress opens the run's proxy on the run dir's egress socket.
-func (e *Engine) startEgress(r *activeRun, runDir string) (*egressRun, error) {
+func (e *Engine) startEgress(r *activeRun, runDir string) (_ *egressRun, err error) {
 	er := &egressRun{e: e, r: r, seen: map[string]bool{},
 		rkick: make(chan struct{}, 1), rstop: make(chan struct{}), rdone: make(chan struct{})}
 	opt := e.opts.egress
@@ -99,12 +104,19 @@ func (e *Engine) startEgress(r *activeRun, runDir string) (*egressRun, error) {
 		IdleTimeout: opt.idle,
 	}
 	names := opt.testNames
+	if c := r.command; c != nil {
+		// The names warden run was given are the operator's grant.
+		if er.hosts, err = egress.ParseList(c.Hosts); err != nil {
+			return nil, err
+		}
+		er.loopback = c.Loopback
+	}
 	// The run's own name cache: each answer lives for its DNS TTL.
 	cache := egress.NewCache(func(ctx context.Context, host string) ([]netip.Addr, time.Duration, error) {
 		return egressResolve(ctx, host)
 	})
 	cfg.Resolve = func(ctx context.Context, host string) ([]netip.Addr, error) {
-		if names[host] {
+		if names[host] || (len(er.loopback) > 0 && host == "localhost") {
 			return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
 		}
 		return cache.Resolve(ctx, host)
@@ -223,7 +235,7 @@ func (er *egressRun) unrecorded() int {
 // which holds the connection until the operator decides or it expires.
 func (er *egressRun) decide(ctx context.Context, host string, port uint16) egress.Verdict {
 	e, r := er.e, er.r
-	subject := "module:" + r.rec.Module
+	subject := r.subject()
 	op, err := perms.ConnectOp(subject, host, port)
 	if err != nil {
 		return egress.Verdict{Reason: err.Error()}
@@ -306,7 +318,10 @@ func (er *egressRun) decide(ctx context.Context, host string, port uint16) egres
 // its list is kept while the list stays the same. Anything else is left
 // to decide (retry claims, the operator).
 func (er *egressRun) check(host string, port uint16) (egress.Verdict, bool) {
-	subject := "module:" + er.r.rec.Module
+	if v, ok := er.named(host, port); ok {
+		return v, true
+	}
+	subject := er.r.subject()
 	var p storage.PolicyRecord
 	if err := er.e.store.View(func(tx *storage.Tx) (err error) {
 		p, _, err = perms.Policy(tx, subject)
@@ -330,6 +345,37 @@ func (er *egressRun) check(host string, port uint16) (egress.Verdict, bool) {
 		}
 	}
 	return egress.Verdict{Allow: true, AllowedBy: "rule", Via: via, Exempt: egress.IsAddr(host) && !p.Network}, true
+}
+
+// named is check's answer for what warden run was given: a host of its
+// profile or --allow-host, or one of the host's own loopback ports it
+// was given (--allow-host localhost:PORT, the one way to reach one: the
+// deny list keeps loopback out for everything else).
+func (er *egressRun) named(host string, port uint16) (egress.Verdict, bool) {
+	c := er.r.command
+	if c == nil {
+		return egress.Verdict{}, false
+	}
+	if slices.Contains(er.loopback, port) && isLoopbackName(host) {
+		return egress.Verdict{Allow: true, AllowedBy: "rule", Via: fmt.Sprintf("warden run --allow-host localhost:%d", port), Exempt: true}, true
+	}
+	if d, ok := er.hosts.Match(host, port); ok {
+		via := "warden run --allow-host " + d.String()
+		if c.Profile != "" {
+			via = fmt.Sprintf("named by profile %s or --allow-host (%s)", c.Profile, d.String())
+		}
+		return egress.Verdict{Allow: true, AllowedBy: "rule", Via: via}, true
+	}
+	return egress.Verdict{}, false
+}
+
+// isLoopbackName: host names the host's own loopback.
+func isLoopbackName(host string) bool {
+	switch strings.Trim(strings.ToLower(host), "[]") {
+	case "localhost", "127.0.0.1", "::1":
+		return true
+	}
+	return false
 }
 
 // parsedList is egress.ParseList(src), remembered while src stays the same.
@@ -424,7 +470,7 @@ func (r *activeRun) egressSetup(js *jail.Spawner, runDir string, details map[str
 	}
 	details["network"] = "egress"
 	details["networkList"] = r.hook.Destinations
-	if p, _, err := r.e.Policy("module:" + r.rec.Module); err == nil {
+	if p, _, err := r.e.Policy(r.subject()); err == nil {
 		details["networkPolicy"] = perms.NetworkSummary(p)
 	}
 	return nil

@@ -66,6 +66,9 @@ type RunRequest struct {
 	// must match Client, Session and the hook's tool. What let the call
 	// through is taken from it for the receipts.
 	Ticket string `json:",omitempty"`
+	// Command, instead of Module and Hook, runs the operator's own
+	// program (`warden run`, command_run.go).
+	Command *CommandRun `json:",omitempty"`
 }
 
 // Outcome is how a run ended.
@@ -136,6 +139,15 @@ func (h *RunHandle) CancelFor(reason string) {
 	h.r.cancel(reason)
 }
 
+// subject is the policy subject of the run's decisions: its module's,
+// or for a command run its profile's.
+func (r *activeRun) subject() string {
+	if r.command != nil {
+		return r.command.Subject()
+	}
+	return "module:" + r.rec.Module
+}
+
 // Run limits that are not per hook.
 const (
 	DefaultStreamLimit  = 64 << 20 // stored bytes per run
@@ -157,6 +169,10 @@ type activeRun struct {
 	confirm  func(context.Context, string) (bool, error)
 	actor    string // "run:<id>": who the hook's own writes are recorded as
 	session  string // the MCP session that asked for the run, if one did
+	// command, for a run of the operator's own program (`warden run`),
+	// and its jail's part (whose Home prepare makes).
+	command *CommandRun
+	jc      *jail.Command
 	// mcpDetails go into the start receipt of a run an MCP client asked for.
 	mcpDetails map[string]any
 	// limits is how the run's resource limits stand, for its receipts:

@@ -86,6 +86,8 @@ type preflighted struct {
 	// (JailOff), the one case the engine handles itself.
 	jail jail.Backend
 	gate string // for an MCP client's run: what let it through
+	// command: a run of the operator's own program (command_run.go).
+	command *jail.Command
 }
 
 // jailMode is the run's JailMode: its backend's name, or JailOff.
@@ -100,6 +102,12 @@ func (pf preflighted) jailMode() string {
 // and hook, the inputs by their declared types, the capabilities the hook
 // requires, the jail, the trust root.
 func (e *Engine) preflight(actor Actor, req RunRequest) (pf preflighted, err error) {
+	if req.Command != nil {
+		return e.preflightCommand(actor, req)
+	}
+	if req.Module == RunModule {
+		return pf, fmt.Errorf("module %q is warden run's own: run a command with `warden run -- COMMAND`", RunModule)
+	}
 	if err := e.authorize(actor, "run "+req.Module+"/"+req.Hook); err != nil {
 		return pf, err
 	}
@@ -171,7 +179,8 @@ func (e *Engine) newRun(actor Actor, req RunRequest, pf preflighted) (*activeRun
 	if raw, err := json.Marshal(pf.inputs); err == nil {
 		rec.Inputs = raw
 	}
-	r := &activeRun{e: e, rec: rec, jail: pf.jail, manifest: pf.m, hook: pf.hook, inputs: pf.inputs, confirm: req.Confirm, actor: "run:" + rec.ID, started: time.Now(), session: req.Session}
+	r := &activeRun{e: e, rec: rec, jail: pf.jail, manifest: pf.m, hook: pf.hook, inputs: pf.inputs, confirm: req.Confirm, actor: "run:" + rec.ID, started: time.Now(), session: req.Session,
+		command: req.Command, jc: pf.command}
 	if req.Client != "" {
 		r.mcpDetails = map[string]any{"session": req.Session, "via": string(actor), "gate": pf.gate}
 	}
@@ -229,6 +238,11 @@ func (e *Engine) prepare(r *activeRun) (undo func(), err error) {
 	} else if err := r.jail.Prepare(runDir, e.jailHelper()); err != nil {
 		return nil, err
 	}
+	if r.command != nil {
+		if r.jc.Home, err = e.commandHome(r.command, runDir); err != nil {
+			return nil, err
+		}
+	}
 	// The token lives as long as the run may, plus the kill grace. It is
 	// recorded with the start receipt, in the same commit: until then it
 	// authorizes nothing, and nothing is spawned before.
@@ -279,6 +293,9 @@ func (e *Engine) spawnSpec(r *activeRun, pf preflighted) spawned {
 		startDetails: map[string]any{"run": r.rec.ID, "module": m.ID, "hook": hook.Name, "jail": pf.jailMode(), "inputs": inputNames(pf.inputs)},
 	}
 	maps.Copy(sp.startDetails, r.mcpDetails)
+	if r.command != nil {
+		maps.Copy(sp.startDetails, commandDetails(r.command, r.jc))
+	}
 	vars := map[string]string{
 		"WARDEN_SOCKET": r.brk.SocketPath(),
 		"WARDEN_TOKEN":  r.token,
@@ -296,7 +313,7 @@ func (e *Engine) spawnSpec(r *activeRun, pf preflighted) spawned {
 	} else {
 		sp.startDetails["network"] = r.network
 		maps.Copy(sp.startDetails, r.networkDetails)
-		spec, sp.planErr = r.jail.Spec(jail.SpecInput{ModuleDir: m.Dir, Run: hook.Run, RunDir: runDir, Socket: r.brk.SocketPath(),
+		spec, sp.planErr = r.jail.Spec(jail.SpecInput{ModuleDir: m.Dir, Run: hook.Run, Command: r.jc, RunDir: runDir, Socket: r.brk.SocketPath(),
 			Helper: e.jailHelper(), Inputs: pathInputs(hook, pf.inputs), Network: r.network, Egress: hook.Egress,
 			Hidden: hiddenFromHooks(e.DataDir()), Dialer: r.brk.Dialer})
 		maps.Copy(sp.startDetails, spec.Details)
@@ -324,6 +341,16 @@ func (e *Engine) spawnSpec(r *activeRun, pf preflighted) spawned {
 	if r.egress != nil {
 		sp.spawn.Env = egressEnv(sp.spawn.Env)
 	}
+	if r.command != nil && spec != nil {
+		jailEnv := map[string]string{"HOME": spec.Env["HOME"], "TMPDIR": spec.Env["TMPDIR"]}
+		if jailEnv["TMPDIR"] == "" {
+			jailEnv["TMPDIR"] = "/tmp" // the jail's own
+		}
+		var err error
+		if sp.spawn.Env, err = e.commandEnv(sp.spawn.Env, r.command, jailEnv); err != nil && sp.planErr == nil {
+			sp.planErr = err
+		}
+	}
 	return sp
 }
 
@@ -340,7 +367,7 @@ func (e *Engine) recordStart(actor Actor, r *activeRun, details map[string]any) 
 			return err // never over a stored run (see storage.runIDs)
 		}
 		_, err = tx.AppendReceipt(storage.Draft{Kind: storage.KindHookStart, Actor: r.rec.Actor, Subject: r.rec.Module + "/" + r.rec.Hook,
-			Summary: fmt.Sprintf("run %s of %s/%s started (%s%s)", r.rec.ID, r.rec.Module, r.rec.Hook, RunNote(r.rec.JailMode, r.limits), networkNote(r.network, r.egress != nil)),
+			Summary: fmt.Sprintf("run %s of %s started (%s%s%s)", r.rec.ID, r.what(), RunNote(r.rec.JailMode, r.limits), networkNote(r.network, r.egress != nil), commandNote(r.command)),
 			Details: details})
 		return err
 	}); err != nil {

@@ -137,6 +137,9 @@ func (r *activeRun) finish(h *RunHandle, exit hooks.Exit) {
 	// comes before done is closed: Close waits on done, so a run ended by
 	// the shutdown has its socket and dir removed before Close returns.
 	os.Remove(e.stampPath(rec.ID)) // the stage has been waited for
+	if r.command != nil && r.command.FreshHome {
+		os.RemoveAll(r.jc.Home) // the rest of the run dir lingers with its broker
+	}
 	e.linger(r.brk, filepath.Dir(r.brk.SocketPath()))
 	close(h.done)
 }

@@ -45,7 +45,7 @@ type PolicyRecord struct {
 // Subjects: a module, a hands root, or an MCP client (its clientInfo.name
 // folded to [a-z0-9._-], see engine.MCPSubject).
 var subjectPattern = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`^(module:[a-z0-9][a-z0-9-]{0,62}|hands:/[^\x00-\x1f\x7f,]*|mcp:[a-z0-9][a-z0-9._-]{0,62})$`)
+	return regexp.MustCompile(`^(module:[a-z0-9][a-z0-9-]{0,62}|hands:/[^\x00-\x1f\x7f,]*|mcp:[a-z0-9][a-z0-9._-]{0,62}|profile:[a-z][a-z0-9_-]{0,62})$`)
 })
 
 // ValidSubject reports whether s names a policy subject.

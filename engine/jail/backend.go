@@ -48,8 +48,12 @@ type Backend interface {
 // SpecInput is what a backend lays a run out from.
 type SpecInput struct {
 	ModuleDir string
-	// Run is the hook's argv; Run[0] is relative to ModuleDir.
-	Run    []string
+	// Run is the hook's argv; Run[0] is relative to ModuleDir (for a
+	// Command, Run[0] is the program's name and Command.Exe its path).
+	Run []string
+	// Command, for a run of an operator's program (`warden run`): no
+	// module; ModuleDir is "".
+	Command *Command
 	RunDir string // the run's private dir on the host
 	// Socket is the broker's socket in RunDir, at its host path.
 	Socket  string
@@ -105,6 +109,30 @@ func (s *RunSpec) ApplyEnv(env []string) []string {
 		}
 	}
 	return env
+}
+
+// commandSpec points spec at in's Command, if it has one: the program at
+// its host path, started in the workspace, with the session's home.
+func commandSpec(spec *RunSpec, in SpecInput) {
+	if c := in.Command; c != nil {
+		spec.Argv = append([]string{c.Exe}, in.Run[1:]...)
+		spec.Dir = c.Workspace
+		spec.Env["HOME"] = c.Home
+	}
+}
+
+// commandHome is the home a command run's jail uid is handed (none for
+// a hook).
+func commandHome(in SpecInput) []string {
+	if in.Command == nil {
+		return nil
+	}
+	return []string{in.Command.Home}
+}
+
+// specPlanInput is the PlanInput of a run laid out from in.
+func specPlanInput(in SpecInput) PlanInput {
+	return PlanInput{ModuleDir: in.ModuleDir, RunDir: in.RunDir, Warden: in.Helper.Path, WardenReason: in.Helper.Reason(), Inputs: in.Inputs, Network: in.Network, Command: in.Command}
 }
 
 // ExitOutput is what ExplainExit knows of a failed run: its exit code,

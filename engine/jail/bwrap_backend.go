@@ -16,7 +16,7 @@ func (b *bwrapBackend) Prepare(runDir string, helper Helper) error { return nil 
 
 func (b *bwrapBackend) Spec(in SpecInput) (*RunSpec, error) {
 	spec := &RunSpec{
-		Argv:      append([]string{path.Join(ModuleTarget, in.Run[0])}, in.Run[1:]...),
+		Argv:      append([]string{path.Join(ModuleTarget, in.Run[0])}, in.Run[1:]...), // the module's hook
 		Dir:       ModuleTarget,
 		Socket:    SocketTarget,
 		PathFirst: BinDir,
@@ -25,7 +25,8 @@ func (b *bwrapBackend) Spec(in SpecInput) (*RunSpec, error) {
 		Env:     map[string]string{"HOME": "/tmp"},
 		Details: map[string]any{},
 	}
-	plan, err := BuildPlan(PlanInput{ModuleDir: in.ModuleDir, RunDir: in.RunDir, Warden: in.Helper.Path, WardenReason: in.Helper.Reason(), Inputs: in.Inputs, Network: in.Network})
+	commandSpec(spec, in)
+	plan, err := BuildPlan(specPlanInput(in))
 	spec.Plan = plan
 	if plan != nil && len(plan.Missing) > 0 {
 		spec.Details["absent"] = plan.Missing
@@ -34,7 +35,7 @@ func (b *bwrapBackend) Spec(in SpecInput) (*RunSpec, error) {
 	if err != nil {
 		return spec, err
 	}
-	return spec, b.j.HandOver(in.RunDir, in.Socket)
+	return spec, b.j.HandOver(append([]string{in.RunDir, in.Socket}, commandHome(in)...)...)
 }
 
 // ExplainExit explains a run that failed because bwrap could not create

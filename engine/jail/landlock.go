@@ -192,7 +192,7 @@ func LandlockFor(plan *Plan, in LandlockInput) (*LandlockPlan, error) {
 		case r.Target == WardenTarget:
 			add(r.Source, "ro+exec", "the warden helper", llExec)
 			lp.Rows = append(lp.Rows, LandlockRow{r.Target, "ro+exec rule on " + r.Source + ", first on PATH through the run dir's bin/"})
-		case r.Absence == DeclaredOnly && r.Mode == ModeRW:
+		case r.Mode == ModeRW: // a rw path input; a command's workspace and home
 			add(r.Source, "rw", r.Reason, llWrite)
 			lp.Rows = append(lp.Rows, LandlockRow{r.Target, "rw rule"})
 		case strings.HasPrefix(r.Target, "/etc/") || r.Absence == DeclaredOnly:

@@ -39,7 +39,8 @@ func (b *landlockBackend) Spec(in SpecInput) (*RunSpec, error) {
 		// again only by its stamp.
 		StampStage: true,
 	}
-	plan, err := BuildPlan(PlanInput{ModuleDir: in.ModuleDir, RunDir: in.RunDir, Warden: in.Helper.Path, WardenReason: in.Helper.Reason(), Inputs: in.Inputs, Network: in.Network})
+	commandSpec(spec, in)
+	plan, err := BuildPlan(specPlanInput(in))
 	spec.Plan = plan
 	if plan != nil && len(plan.Missing) > 0 {
 		spec.Details["absent"] = plan.Missing
@@ -52,7 +53,7 @@ func (b *landlockBackend) Spec(in SpecInput) (*RunSpec, error) {
 		return spec, err
 	}
 	// A root warden's hook runs as DefaultUID: its dirs are handed to it.
-	if err := b.j.HandOver(in.RunDir, filepath.Join(in.RunDir, "bin"), tmp); err != nil {
+	if err := b.j.HandOver(append([]string{in.RunDir, filepath.Join(in.RunDir, "bin"), tmp}, commandHome(in)...)...); err != nil {
 		return spec, err
 	}
 	spec.Details["landlock"] = map[string]any{"uid": b.j.UID, "abi": lp.ABI, "scoped": lp.Scoped, "denyTCP": lp.DenyTCP, "notHidden": lp.NotHidden}

@@ -70,6 +70,9 @@ type PlanInput struct {
 	WardenReason string
 	Inputs       []PathInput
 	Network      bool
+	// Command, for a run of an operator's program: its rows replace the
+	// module's (ModuleDir is then "").
+	Command *Command
 	// Preview: a plan shown before any run (warden hook plan), whose
 	// broker socket does not exist yet; its row is not checked.
 	Preview bool
@@ -130,8 +133,10 @@ func BuildPlan(in PlanInput) (*Plan, error) {
 	if wardenReason == "" {
 		wardenReason = "the warden helper, first on PATH"
 	}
+	if in.ModuleDir != "" {
+		rows = append(rows, Row{Source: in.ModuleDir, Target: ModuleTarget, Mode: ModeRO, Absence: Required, Reason: "the module"})
+	}
 	rows = append(rows,
-		Row{Source: in.ModuleDir, Target: ModuleTarget, Mode: ModeRO, Absence: Required, Reason: "the module"},
 		Row{Source: in.Warden, Target: WardenTarget, Mode: ModeRO, Absence: Required, Reason: wardenReason},
 		// The run dir is a sized tmpfs of its own, with only the broker
 		// socket bound in from the host's run dir: whatever the hook
@@ -140,6 +145,9 @@ func BuildPlan(in PlanInput) (*Plan, error) {
 		Row{Source: filepath.Join(in.RunDir, SocketName), Target: SocketTarget, Mode: ModeRW, Absence: Required, Reason: "the broker socket"},
 		Row{Source: "tmpfs", Target: "/tmp", Mode: ModeTmpfs, Absence: Required, Reason: "private /tmp"},
 	)
+	if in.Command != nil {
+		rows = append(rows, in.Command.rows()...)
+	}
 	for _, p := range in.Inputs {
 		mode := ModeRO
 		if p.RW {
