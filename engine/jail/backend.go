@@ -54,7 +54,7 @@ type SpecInput struct {
 	// Command, for a run of an operator's program (`warden run`): no
 	// module; ModuleDir is "".
 	Command *Command
-	RunDir string // the run's private dir on the host
+	RunDir  string // the run's private dir on the host
 	// Socket is the broker's socket in RunDir, at its host path.
 	Socket  string
 	Helper  Helper      // bound as `warden`
