@@ -32,6 +32,7 @@ type modelServer struct {
 	script []agentStep
 	mu     sync.Mutex
 	calls  []string // METHOD PATH of every request
+	auth   []string // the x-api-key and Authorization headers it got
 	seen   []string // every tool result the agent sent back, in order
 }
 
@@ -55,6 +56,18 @@ func (ms *modelServer) Calls() []string {
 	return append([]string(nil), ms.calls...)
 }
 
+// SawKey: some request carried key (as x-api-key or a bearer token).
+func (ms *modelServer) SawKey(key string) bool {
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	for _, a := range ms.auth {
+		if a == key || a == "Bearer "+key {
+			return true
+		}
+	}
+	return false
+}
+
 // ToolResults are the tool outputs the agent sent back, in order.
 func (ms *modelServer) ToolResults() []string {
 	ms.mu.Lock()
@@ -65,6 +78,7 @@ func (ms *modelServer) ToolResults() []string {
 func (ms *modelServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ms.mu.Lock()
 	ms.calls = append(ms.calls, r.Method+" "+r.URL.Path)
+	ms.auth = append(ms.auth, r.Header.Get("X-Api-Key"), r.Header.Get("Authorization"))
 	ms.mu.Unlock()
 	body, _ := io.ReadAll(io.LimitReader(r.Body, 64<<20))
 	switch {

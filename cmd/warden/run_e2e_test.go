@@ -1,0 +1,261 @@
+package main
+
+// `warden run` over real agent CLIs nobody here wrote (Claude Code,
+// Codex), as an ordinary user, each driven by the scripted model server
+// (agentmodel_test.go) through --allow-host localhost:PORT.
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+// agentBinDir is where the test command installs the agent CLIs
+// (scripts/agents-install); WARDEN_TEST_AGENTS overrides it.
+const agentBinDir = "/opt/warden-agents/node_modules/.bin"
+
+// needAgent finds an agent CLI, or fails in CI (the test command installs
+// them), or skips saying why.
+func needAgent(t *testing.T, name string) string {
+	t.Helper()
+	dir := agentBinDir
+	if d := os.Getenv("WARDEN_TEST_AGENTS"); d != "" {
+		dir = d
+	}
+	p := filepath.Join(dir, name)
+	if _, err := os.Stat(p); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s is missing in CI: the test command installs it (bash scripts/agents-install)", p)
+		}
+		t.Skipf("%s is not installed: bash scripts/agents-install", p)
+	}
+	return dir
+}
+
+// agentHost is an ordinary user's machine: a data dir, a home with a key
+// planted in it, a workspace, and the agents on PATH.
+type agentHost struct {
+	t                    *testing.T
+	bin, data, home, ws  string
+	agents, plantedValue string
+}
+
+func newAgentHost(t *testing.T, agents string) *agentHost {
+	needBwrap(t)
+	needRootFor(t, "setpriv to the ordinary user")
+	base := sharedDir(t, "warden-agent-")
+	h := &agentHost{t: t, bin: filepath.Join(base, "warden"), data: filepath.Join(base, "data"), home: filepath.Join(base, "home"),
+		ws: filepath.Join(base, "ws"), agents: agents, plantedValue: "PLANTED-" + strconv.Itoa(os.Getpid()) + "-k3y"}
+	buildWarden(t, h.bin)
+	for _, d := range []string{h.data, h.home, h.ws, filepath.Join(h.home, ".ssh")} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(h.home, ".ssh", "id_test"), []byte(h.plantedValue+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{h.data, h.home, h.ws} {
+		chownTree(t, d, ordinaryUID, ordinaryUID)
+	}
+	return h
+}
+
+// warden runs the binary as the ordinary user, with env added.
+func (h *agentHost) warden(stdin string, env []string, args ...string) (stdout, stderr string, code int) {
+	argv := append([]string{"--reuid", strconv.Itoa(ordinaryUID), "--regid", strconv.Itoa(ordinaryUID), "--clear-groups", "--",
+		h.bin, "--data-dir", h.data}, args...)
+	cmd := exec.Command("setpriv", argv...)
+	cmd.Env = append(append(hostEnv(h.home), "PATH="+h.agents+":/usr/bin:/bin"), env...)
+	cmd.Dir = h.ws
+	cmd.Stdin = strings.NewReader(stdin)
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	code = 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		h.t.Fatalf("warden %v: %v", args, err)
+	}
+	return o.String(), e.String(), code
+}
+
+// countingListener counts the connections made to it: a host nobody
+// allowed must see none.
+func countingListener(t *testing.T) (port int, hits *atomic.Int64) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hits = new(atomic.Int64)
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) })}
+	go srv.Serve(countConns{ln, hits})
+	t.Cleanup(func() { srv.Close() })
+	return ln.Addr().(*net.TCPAddr).Port, hits
+}
+
+type countConns struct {
+	net.Listener
+	hits *atomic.Int64
+}
+
+func (c countConns) Accept() (net.Conn, error) {
+	conn, err := c.Listener.Accept()
+	if err == nil {
+		c.hits.Add(1)
+	}
+	return conn, err
+}
+
+// agentCase is one real agent CLI under `warden run`, driven by the
+// scripted model server.
+type agentCase struct {
+	name    string // its profile and its program
+	keyEnv  string // the env var it reads its API key from
+	setup   func(h *agentHost, ms *modelServer)
+	argv    []string
+	baseEnv func(ms *modelServer) []string
+}
+
+// TestClaudeCodeUnderWardenRun: the real Claude Code, `claude -p ...
+// --dangerously-skip-permissions`, under `warden run --profile claude`.
+func TestClaudeCodeUnderWardenRun(t *testing.T) {
+	testAgentUnderWardenRun(t, agentCase{name: "claude", keyEnv: "ANTHROPIC_API_KEY",
+		argv:    []string{"claude", "-p", "follow the script", "--dangerously-skip-permissions"},
+		baseEnv: func(ms *modelServer) []string { return []string{"ANTHROPIC_BASE_URL=" + ms.URL} }})
+}
+
+// TestCodexUnderWardenRun: the real Codex, `codex exec`, under `warden
+// run --profile codex`: its provider (config.toml in the profile's kept
+// home) points at the scripted server, and the profile runs it with
+// sandbox_mode danger-full-access, warden being its sandbox. Its commands
+// are still confined by warden's jail: the same refusals hold.
+func TestCodexUnderWardenRun(t *testing.T) {
+	testAgentUnderWardenRun(t, agentCase{name: "codex", keyEnv: "SCRIPTED_API_KEY",
+		setup: func(h *agentHost, ms *modelServer) {
+			home := filepath.Join(h.data, "homes", "codex")
+			if err := os.MkdirAll(filepath.Join(home, ".codex"), 0o700); err != nil {
+				h.t.Fatal(err)
+			}
+			cfg := fmt.Sprintf("model = \"test-model\"\nmodel_provider = \"scripted\"\napproval_policy = \"never\"\n[model_providers.scripted]\nname = \"scripted\"\nbase_url = \"%s/v1\"\nwire_api = \"responses\"\nenv_key = \"SCRIPTED_API_KEY\"\n", ms.URL)
+			if err := os.WriteFile(filepath.Join(home, ".codex", "config.toml"), []byte(cfg), 0o600); err != nil {
+				h.t.Fatal(err)
+			}
+			chownTree(h.t, filepath.Join(h.data, "homes"), ordinaryUID, ordinaryUID)
+		},
+		argv: []string{"codex", "exec", "--skip-git-repo-check", "follow the script"}})
+}
+
+// testAgentUnderWardenRun runs c as an ordinary user, against the
+// scripted model server on the host's loopback (the one port
+// --allow-host names). The scripted agent writes a file in the workspace
+// (it lands), reads a key planted in the operator's home (refused: the
+// value is nowhere, not even in what the agent sent the model), curls a
+// host nobody allowed (a request, denied with no operator attached; its
+// listener counts no connection, by the proxy or around it), and
+// answers. The agent exits 0 and so does warden run. Its API key comes
+// from warden's secrets (--secret-env): the model server got it, and no
+// receipt, stream line or --json output has it.
+func testAgentUnderWardenRun(t *testing.T, c agentCase) {
+	h := newAgentHost(t, needAgent(t, c.name))
+	denyPort, hits := countingListener(t)
+	planted := filepath.Join(h.home, ".ssh", "id_test")
+	ms := newModelServer(t, []agentStep{
+		{Command: "echo landed > out.txt && echo wrote"},
+		{Command: "cat " + planted + "; echo cat=$?"},
+		{Command: fmt.Sprintf("curl -sS -m 5 http://127.0.0.1:%d/ 2>&1; echo curl=$?; curl -sS -m 3 --noproxy '*' http://127.0.0.1:%d/ 2>&1; echo direct=$?", denyPort, denyPort)},
+	})
+	if c.setup != nil {
+		c.setup(h, ms)
+	}
+	apiKey := "sk-test-" + strconv.Itoa(os.Getppid()) + "-secret"
+	if _, stderr, code := h.warden(apiKey, nil, "secrets", "set", "run", "api_key"); code != 0 {
+		t.Fatalf("secrets set run api_key: exit %d\n%s", code, stderr)
+	}
+	var env []string
+	if c.baseEnv != nil {
+		env = c.baseEnv(ms)
+	}
+	args := append([]string{"run", "--profile", c.name, "--allow-host", fmt.Sprintf("localhost:%d", ms.Port), "--secret-env", c.keyEnv + "=api_key", "--"}, c.argv...)
+	stdout, stderr, code := h.warden("", env, args...)
+	all := stdout + stderr
+	if code != 0 {
+		t.Fatalf("warden run %s: exit %d\n%s\nmodel calls %v", c.name, code, all, ms.Calls())
+	}
+	if !strings.Contains(all, "LOOPBACK: localhost:"+strconv.Itoa(ms.Port)) || !strings.Contains(all, "done") {
+		t.Errorf("the run's first line does not name the loopback port, or the agent's answer is missing:\n%s", all)
+	}
+	results := ms.ToolResults()
+	if len(results) != 3 {
+		t.Fatalf("the agent sent back %d tool results, want 3: %q\n%s", len(results), results, all)
+	}
+	if got, err := os.ReadFile(filepath.Join(h.ws, "out.txt")); err != nil || string(got) != "landed\n" {
+		t.Errorf("the file the agent wrote in the workspace: %q, %v", got, err)
+	}
+	if !strings.Contains(results[1], "cat=1") {
+		t.Errorf("reading the operator's home was not refused: %q", results[1])
+	}
+	if !strings.Contains(results[2], "curl=") || !strings.Contains(results[2], "direct=") || hits.Load() != 0 {
+		t.Errorf("the unnamed host: %d connections reached it (want 0); the agent saw %q", hits.Load(), results[2])
+	}
+	if !strings.Contains(all, "network.connect ip:127.0.0.1:"+strconv.Itoa(denyPort)) || !strings.Contains(all, "denied") {
+		t.Errorf("the unnamed host did not become a request, denied:\n%s", all)
+	}
+	if !ms.SawKey(apiKey) {
+		t.Errorf("the model server never got the --secret-env key: the agent did not have it")
+	}
+
+	// Where the key and the planted value must not be.
+	receipts, _, _ := h.warden("", nil, "receipts", "list", "--json", "--limit", "0")
+	runs, _, _ := h.warden("", nil, "hook", "runs", "--json")
+	var listed []struct {
+		ID, Module, Hook, Status string
+	}
+	if err := json.Unmarshal([]byte(runs), &listed); err != nil || len(listed) == 0 {
+		t.Fatalf("hook runs --json: %v\n%s", err, runs)
+	}
+	if r := listed[0]; r.Module != "run" || r.Hook != c.name || r.Status != "succeeded" {
+		t.Errorf("the session as hook runs lists it: %+v", r)
+	}
+	logs, _, _ := h.warden("", nil, "hook", "logs", listed[0].ID)
+	// And --json, of a run that shows the key is set by its length.
+	jsonOut, _, code := h.warden("", nil, "--json", "run", "--secret-env", "K=api_key", "--", "sh", "-c", "echo key has ${#K} bytes")
+	if code != 0 || !strings.Contains(jsonOut, `"status": "succeeded"`) {
+		t.Errorf("warden --json run: exit %d\n%s", code, jsonOut)
+	}
+	if l, _, _ := h.warden("", nil, "hook", "logs", jsonRunID(t, jsonOut)); !strings.Contains(l, fmt.Sprintf("key has %d bytes", len(apiKey))) {
+		t.Errorf("--secret-env did not set K: %s", l)
+	}
+	for what, text := range map[string]string{"receipts": receipts, "the stream": logs, "warden run's output": all, "--json": jsonOut, "what the agent sent the model": strings.Join(results, "\n")} {
+		if strings.Contains(text, h.plantedValue) {
+			t.Errorf("the key planted in the operator's home shows in %s", what)
+		}
+		if what != "what the agent sent the model" && strings.Contains(text, apiKey) {
+			t.Errorf("the --secret-env value shows in %s", what)
+		}
+	}
+	if !strings.Contains(receipts, "network.connect") || !strings.Contains(receipts, `"secretEnv"`) {
+		t.Errorf("the receipts lack the session's connections or its env names:\n%.2000s", receipts)
+	}
+}
+
+// jsonRunID is the run id in `warden --json run`'s outcome.
+func jsonRunID(t *testing.T, out string) string {
+	var o struct {
+		Run struct{ ID string } `json:"run"`
+	}
+	if err := json.Unmarshal([]byte(out), &o); err != nil || o.Run.ID == "" {
+		t.Fatalf("warden --json run: %v\n%s", err, out)
+	}
+	return o.Run.ID
+}
