@@ -259,3 +259,100 @@ func jsonRunID(t *testing.T, out string) string {
 	}
 	return o.Run.ID
 }
+
+// TestWardenRunUnderLandlock: the same session shape under the landlock
+// backend, as an ordinary user: the command writes in its workspace, is
+// refused the operator's home, and its exit status is warden run's. A
+// session that names hosts is refused there, with why (Landlock filters
+// TCP ports, not addresses, so the proxy could not be the only way out):
+// exit 125.
+func TestWardenRunUnderLandlock(t *testing.T) {
+	h := newAgentHost(t, agentBinDir)
+	planted := filepath.Join(h.home, ".ssh", "id_test")
+	out, errOut, code := h.warden("", nil, "run", "--jail", "landlock", "--", "sh", "-c", "echo landed > out.txt; cat "+planted+" || echo refused; exit 7")
+	if code != 7 || !strings.Contains(out, "refused") || strings.Contains(out+errOut, h.plantedValue) || !strings.Contains(errOut, "jail landlock") {
+		t.Errorf("warden run --jail landlock: exit %d (want the command's 7)\n%s%s", code, out, errOut)
+	}
+	if got, err := os.ReadFile(filepath.Join(h.ws, "out.txt")); err != nil || string(got) != "landed\n" {
+		t.Errorf("the file written in the workspace: %q, %v", got, err)
+	}
+	out, errOut, code = h.warden("", nil, "run", "--jail", "landlock", "--allow-host", "localhost:11434", "--", "true")
+	if code != exitRefused || !strings.Contains(out+errOut, "Landlock filters TCP ports, not addresses") {
+		t.Errorf("a session with named hosts under landlock: exit %d, want %d with why\n%s%s", code, exitRefused, out, errOut)
+	}
+}
+
+// TestWardenRunRefusesBadInput: a bad --allow-host, an unknown profile, a
+// missing command, --jail off and a workspace inside the data dir each
+// get one clear error and exit 125, and nothing is created: no data dir
+// where there was none, no home, no run.
+func TestWardenRunRefusesBadInput(t *testing.T) {
+	c := newCLI(t)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--allow-host", "*", "--", "true"}, "a bare * would allow every host"},
+		{[]string{"--allow-host", "localhost", "--", "true"}, "name the one port of the host's loopback"},
+		{[]string{"--profile", "nope", "--", "true"}, `no profile "nope" (profiles here: claude, codex`},
+		{[]string{"--", "no-such-program-here"}, `command "no-such-program-here" not found on your PATH`},
+		{[]string{"--env", "WARDEN_TEST_UNSET_VAR", "--", "true"}, "not set in your environment"},
+	} {
+		r := c.run(append([]string{"run"}, tc.args...)...)
+		if r.code != exitRefused || !strings.Contains(r.stderr, tc.want) || strings.Count(r.stderr, "warden: ") != 1 {
+			t.Errorf("warden run %v: want exit %d and one error with %q, got %s", tc.args, exitRefused, tc.want, r)
+		}
+		if _, err := os.Stat(c.dir); err == nil {
+			t.Fatalf("warden run %v made the data dir", tc.args)
+		}
+	}
+	if r := c.run("run"); r.code != 2 || !strings.Contains(r.stderr, "no command: give it after --") {
+		t.Errorf("warden run with no command: want a usage error (2), got %s", r)
+	}
+	c.ok("module", "list")
+	inside := filepath.Join(c.dir, "work")
+	if err := os.Mkdir(inside, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"--workspace", inside, "--", "true"}, {"--jail", "off", "--", "true"}} {
+		r := c.run(append([]string{"run"}, args...)...)
+		if r.code != exitRefused || !(strings.Contains(r.stderr, "is inside "+c.dir) || strings.Contains(r.stderr, "always jails its command")) {
+			t.Errorf("warden run %v: want exit %d with why, got %s", args, exitRefused, r)
+		}
+	}
+	var runs []any
+	c.json(0, &runs, "hook", "runs")
+	if _, err := os.Stat(filepath.Join(c.dir, "homes")); err == nil || len(runs) != 0 {
+		t.Errorf("refused runs left a home or a run: %d runs, homes: %v", len(runs), err)
+	}
+}
+
+// TestWardenRunPrint: --print shows what a session would get and starts
+// nothing: for the real Codex (a node script whose native binary is an
+// optional dependency beside it), its package, that dependency, and the
+// profile's host; --json gives the same.
+func TestWardenRunPrint(t *testing.T) {
+	agents := needAgent(t, "codex")
+	c := newCLI(t)
+	t.Setenv("PATH", agents+":/usr/bin:/bin")
+	r := c.ok("run", "--profile", "codex", "--print", "--", "codex", "exec", "hi")
+	for _, want := range []string{"@openai/codex  (the npm package of the command)", "@openai/codex-linux-x64  (a dependency of @openai/codex (npm))",
+		"api.openai.com:443", "sandbox_mode=\"danger-full-access\"", "(HOME)", "homes/codex"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("run --print lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	var p commandPlan
+	// --json before the --: after it, it is the command's.
+	if r := c.run("--json", "run", "--profile", "codex", "--print", "--", "codex"); r.code != 0 || json.Unmarshal([]byte(r.stdout), &p) != nil {
+		t.Fatalf("run --print --json: %s", r)
+	}
+	if len(p.Binds) < 2 || p.Profile != "codex" || len(p.Hosts) != 1 || p.Jail == "" {
+		t.Errorf("run --print --json: %+v", p)
+	}
+	var runs []any
+	c.json(0, &runs, "hook", "runs")
+	if len(runs) != 0 {
+		t.Errorf("--print started %d runs", len(runs))
+	}
+}
