@@ -69,6 +69,9 @@ type RunRequest struct {
 	// Command, instead of Module and Hook, runs the operator's own
 	// program (`warden run`, command_run.go).
 	Command *CommandRun `json:",omitempty"`
+	// TTY, for a command run, gives its process a terminal of this size,
+	// which RunHandle.TTY reaches (tty_relay.go).
+	TTY *TTYSize `json:",omitempty"`
 }
 
 // Outcome is how a run ended.
@@ -87,6 +90,9 @@ type RunHandle struct {
 	// how its resource limits stand ("", "on", "rlimit": RunNote).
 	Jail   string
 	Limits string
+	// TTY is the socket of the run's terminal, for a run asked for with
+	// one (tty_relay.go).
+	TTY    string
 	done   chan struct{}
 	out    Outcome
 	r      *activeRun // nil for a run followed from another process
@@ -173,6 +179,8 @@ type activeRun struct {
 	// and its jail's part (whose Home prepare makes).
 	command *CommandRun
 	jc      *jail.Command
+	tty     *ttyRelay // a run with a terminal
+	ttySize *TTYSize
 	// mcpDetails go into the start receipt of a run an MCP client asked for.
 	mcpDetails map[string]any
 	// limits is how the run's resource limits stand, for its receipts:

@@ -181,6 +181,9 @@ func (e *Engine) newRun(actor Actor, req RunRequest, pf preflighted) (*activeRun
 	}
 	r := &activeRun{e: e, rec: rec, jail: pf.jail, manifest: pf.m, hook: pf.hook, inputs: pf.inputs, confirm: req.Confirm, actor: "run:" + rec.ID, started: time.Now(), session: req.Session,
 		command: req.Command, jc: pf.command}
+	if req.Command != nil {
+		r.ttySize = req.TTY
+	}
 	if req.Client != "" {
 		r.mcpDetails = map[string]any{"session": req.Session, "via": string(actor), "gate": pf.gate}
 	}
@@ -209,6 +212,11 @@ func (e *Engine) prepare(r *activeRun) (undo func(), err error) {
 	}
 	undo = func() {
 		r.egress.close() // egress mode: its proxy, started by spawnSpec (nil-safe)
+		if r.tty != nil {
+			r.tty.close()
+			r.tty.pty.Master.Close()
+			r.tty.pty.Slave.Close()
+		}
 		if r.brk != nil {
 			r.brk.Close() // the token was not recorded: nothing to revoke
 		}
@@ -240,6 +248,11 @@ func (e *Engine) prepare(r *activeRun) (undo func(), err error) {
 	}
 	if r.command != nil {
 		if r.jc.Home, err = e.commandHome(r.command, runDir); err != nil {
+			return nil, err
+		}
+	}
+	if r.ttySize != nil {
+		if r.tty, err = e.openTTY(r, *r.ttySize); err != nil {
 			return nil, err
 		}
 	}
@@ -332,6 +345,9 @@ func (e *Engine) spawnSpec(r *activeRun, pf preflighted) spawned {
 		}
 	}
 	sp.spawn.Env = hooks.BuildEnv(os.Environ(), vars, pathFirst)
+	if r.tty != nil {
+		sp.spawn.PTY = r.tty.pty
+	}
 	if spec != nil {
 		if spec.DialerFd != 0 {
 			sp.spawn.Env = append(sp.spawn.Env, broker.DialerEnv+"="+strconv.Itoa(spec.DialerFd))
@@ -383,6 +399,9 @@ func (e *Engine) recordStart(actor Actor, r *activeRun, details map[string]any) 
 // and the goroutine that finishes it.
 func (e *Engine) launch(r *activeRun, sp spawned) *RunHandle {
 	h := &RunHandle{ID: r.rec.ID, Jail: r.rec.JailMode, Limits: r.limits, done: make(chan struct{}), r: r}
+	if r.tty != nil {
+		h.TTY = r.tty.path
+	}
 	e.runsMu.Lock()
 	e.active[r.rec.ID] = h
 	e.runsMu.Unlock()
@@ -394,6 +413,9 @@ func (e *Engine) launch(r *activeRun, sp spawned) *RunHandle {
 	// The spawner is released once the process started, or at once when
 	// it never will.
 	if sp.planErr != nil {
+		if r.tty != nil {
+			r.tty.pty.Slave.Close() // the master ends with the relay
+		}
 		sp.release()
 		go r.finish(h, hooks.Exit{Code: -1, Err: sp.planErr, Reason: sp.planErr.Error()})
 		return h
@@ -401,6 +423,9 @@ func (e *Engine) launch(r *activeRun, sp spawned) *RunHandle {
 	proc, err := hooks.Start(sp.spawner, sp.spawn, hooks.Limits{Timeout: r.hook.Timeout, IdleTimeout: r.hook.IdleTimeout, KillGrace: r.hook.KillGrace}, r.output)
 	sp.release()
 	if err != nil {
+		if r.tty != nil {
+			r.tty.pty.Slave.Close()
+		}
 		go r.finish(h, hooks.Exit{Code: -1, Err: err, Reason: "could not start: " + err.Error()})
 		return h
 	}

@@ -585,6 +585,10 @@ func startCatching(e engine.Facade, req engine.RunRequest, sigs chan os.Signal) 
 // startGrace is how long a signal waits for a run's start to answer.
 const startGrace = 2 * time.Second
 
+// signalledVerb names this process in signalReason: the verb a signal
+// to it stops (`warden run` sets its own).
+var signalledVerb = "warden hook run"
+
 func signalReason(sig os.Signal) string {
 	if sig == syscall.SIGINT {
 		return "" // Ctrl-C: the operator's own cancel
@@ -598,5 +602,5 @@ func signalReason(sig os.Signal) string {
 			name = "SIGHUP"
 		}
 	}
-	return fmt.Sprintf("cancelled by %s to warden hook run (pid %d), not by an operator", name, os.Getpid())
+	return fmt.Sprintf("cancelled by %s to %s (pid %d), not by an operator", name, signalledVerb, os.Getpid())
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/wardenhq/warden/engine"
 	"github.com/wardenhq/warden/engine/jail"
@@ -275,12 +276,22 @@ func sortedNames[V any](m map[string]V) []string {
 func (a *app) startCommandRun(cr *engine.CommandRun, jailMode string) error {
 	return a.withEngine(func(e engine.Facade) error {
 		req := engine.RunRequest{Command: cr, Jail: jailMode}
+		signalledVerb = "warden run"
 		var runID atomic.Value
 		// A question (a host nobody named) waits for the console or
 		// `warden perms`; from the background of a terminal it says
 		// which request waits.
 		tty, background := openTTY(a.stdin)
 		switch {
+		case tty != nil && !a.json:
+			// The terminal is the command's: a pty of the run's, its
+			// questions go to the console or `warden perms`.
+			defer tty.Close()
+			cols, rows, err := term.GetSize(int(tty.Fd()))
+			if err != nil {
+				return &exitError{code: exitRefused, err: fmt.Errorf("the terminal's size: %w", err)}
+			}
+			req.TTY = &engine.TTYSize{Rows: uint16(rows), Cols: uint16(cols)}
 		case tty != nil:
 			defer tty.Close()
 			req.Confirm = ttyConfirm(tty, &openPrompt{tty: tty}, backgroundConfirm(e, a.stderr, &runID))
@@ -300,19 +311,38 @@ func (a *app) startCommandRun(cr *engine.CommandRun, jailMode string) error {
 		if !a.json {
 			fmt.Fprintf(a.stderr, "run %s of %s started (%s%s)\n", h.ID, safe(strings.Join(cr.Argv, " ")), engine.RunNote(h.Jail, h.Limits), loopbackNote(cr))
 		}
+		restore := func() {}
+		var drained <-chan struct{}
+		if req.TTY != nil {
+			if restore, drained, err = attachTerminal(tty, h); err != nil {
+				h.CancelFor("warden run could not reach the run's terminal: " + err.Error())
+				h.Wait()
+				return &exitError{code: exitRefused, err: err}
+			}
+		}
 		go func() {
 			select {
 			case sig := <-sigs:
 				noteStop()
 				h.CancelFor(signalReason(sig))
+				restore() // the operator's terminal is theirs again at once
 			case <-h.Done():
 			}
 		}()
-		var out io.Writer = a.stdout
-		if a.json {
-			out = io.Discard
+		if req.TTY != nil {
+			<-h.Done()
+			select {
+			case <-drained:
+			case <-time.After(2 * time.Second):
+			}
+			restore()
+		} else {
+			var out io.Writer = a.stdout
+			if a.json {
+				out = io.Discard
+			}
+			a.follow(e, sub, h.ID, 0, out, writeLine, h.Done())
 		}
-		a.follow(e, sub, h.ID, 0, out, writeLine, h.Done())
 		o := h.Wait()
 		if stored, ok := a.storedOutcome(e, h.ID); ok {
 			o = stored

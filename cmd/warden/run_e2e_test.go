@@ -13,10 +13,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // agentBinDir is where the test command installs the agent CLIs
@@ -354,5 +357,72 @@ func TestWardenRunPrint(t *testing.T) {
 	c.json(0, &runs, "hook", "runs")
 	if len(runs) != 0 {
 		t.Errorf("--print started %d runs", len(runs))
+	}
+}
+
+// TestWardenRunTerminal: from a terminal (tmux), as an ordinary user,
+// under each backend, `warden run -- vim` gets a pty of its own: vim
+// draws, a resize of the operator's terminal reaches it, and after :q, or
+// a SIGTERM to warden run, the operator's terminal is as it was (stty -a
+// the same, but for the size the resize changed).
+func TestWardenRunTerminal(t *testing.T) {
+	needTool(t, "tmux", "apt-get install tmux")
+	needTool(t, "vim", "apt-get install vim")
+	h := newAgentHost(t, agentBinDir)
+	for _, backend := range []string{"bwrap", "landlock"} {
+		t.Run(backend, func(t *testing.T) {
+			tm := &tmuxConsole{sock: filepath.Join(h.home, "tmux-"+backend+".sock"), session: "run", stderr: filepath.Join(h.home, "none")}
+			t.Cleanup(func() { exec.Command("tmux", "-S", tm.sock, "kill-server").Run() })
+			shell := "exec setpriv --reuid " + strconv.Itoa(ordinaryUID) + " --regid " + strconv.Itoa(ordinaryUID) + " --clear-groups env -i " +
+				shellQuote(append(hostEnv(h.home), "TERM=xterm", "PS1=$ ")...) + " bash --norc -i"
+			if out, err := tm.tmux("new-session", "-d", "-s", tm.session, "-x", "100", "-y", "30", "-c", h.ws, shell); err != nil {
+				t.Fatalf("tmux new-session: %v: %s", err, out)
+			}
+			os.Chown(tm.sock, ordinaryUID, ordinaryUID)
+			before, after := filepath.Join(h.ws, "stty."+backend+".before"), filepath.Join(h.ws, "stty."+backend+".after")
+			run := func(round string) string {
+				return fmt.Sprintf("stty -a > %s; %s --data-dir %s run --jail %s -- vim -u NONE -N notes.%s; echo exit=$?; stty -a > %s; clear; echo back-$?-%s",
+					before, h.bin, h.data, backend, backend, after, round)
+			}
+			tm.text(t, run("q"))
+			tm.keys(t, "Enter")
+			tm.waitFor(t, `"notes.`+backend+`" [New]`, 20*time.Second)
+			if out, err := tm.tmux("resize-window", "-t", tm.session, "-x", "72", "-y", "21"); err != nil {
+				t.Fatalf("resize-window: %v: %s", err, out)
+			}
+			time.Sleep(300 * time.Millisecond)
+			tm.text(t, ":echo 'size' &lines &columns")
+			tm.keys(t, "Enter")
+			tm.waitFor(t, "size 21 72", 10*time.Second)
+			tm.text(t, ":q")
+			tm.keys(t, "Enter")
+			tm.waitFor(t, "back-0-q", 10*time.Second)
+			sttySame(t, before, after)
+
+			// Again, and this time warden run is sent SIGTERM.
+			tm.text(t, run("term"))
+			tm.keys(t, "Enter")
+			tm.waitFor(t, `"notes.`+backend+`" [New]`, 20*time.Second)
+			out, err := exec.Command("pgrep", "-u", strconv.Itoa(ordinaryUID), "-f", "^"+h.bin+" --data-dir").Output()
+			pid, _ := strconv.Atoi(strings.Fields(string(out) + " 0")[0])
+			if err != nil || pid == 0 {
+				t.Fatalf("pgrep warden run: %v %q", err, out)
+			}
+			syscall.Kill(pid, syscall.SIGTERM)
+			tm.waitFor(t, "back-0-term", 10*time.Second)
+			sttySame(t, before, after)
+		})
+	}
+}
+
+// sttySame: the two `stty -a` files agree but for the size line's rows
+// and columns.
+func sttySame(t *testing.T, before, after string) {
+	t.Helper()
+	b, err1 := os.ReadFile(before)
+	a, err2 := os.ReadFile(after)
+	size := regexp.MustCompile(`rows \d+; columns \d+;`)
+	if err1 != nil || err2 != nil || size.ReplaceAllString(string(b), "") != size.ReplaceAllString(string(a), "") {
+		t.Errorf("the terminal is not as it was after warden run (%v, %v):\nbefore:\n%s\nafter:\n%s", err1, err2, b, a)
 	}
 }

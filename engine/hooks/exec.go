@@ -56,6 +56,10 @@ type Spawn struct {
 	// ExtraFiles become fds 3, 4, ... in the child. They stay the caller's:
 	// Start does not close them (the caller closes its copies after Start).
 	ExtraFiles []*os.File
+	// PTY, when set, is the child's stdin, stdout, stderr and
+	// controlling terminal (in a session of its own) instead of
+	// /dev/null and two pipes; its output is one stream.
+	PTY *PTY
 }
 
 // Spawner is the seam the jail fills: it turns a Spawn into a command (for
@@ -248,6 +252,11 @@ func Start(sp Spawner, s Spawn, lim Limits, sink func([]OutputLine)) (*Process, 
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
+	if s.PTY != nil {
+		// A session of its own whose controlling terminal is the pty:
+		// its job control, and its SIGWINCH, are the pty's.
+		cmd.SysProcAttr.Setsid, cmd.SysProcAttr.Setctty, cmd.SysProcAttr.Ctty = true, true, 0
+	}
 	// Its own process group, so that a signal reaches everything the hook
 	// forked. A spawner asking for a new session already gets a new group
 	// (and setpgid would then fail with EPERM).
@@ -276,6 +285,9 @@ func Start(sp Spawner, s Spawn, lim Limits, sink func([]OutputLine)) (*Process, 
 	cmd.Stdin = nil // /dev/null
 	cmd.Stdout = outW
 	cmd.Stderr = errW
+	if s.PTY != nil {
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = s.PTY.Slave, s.PTY.Slave, s.PTY.Slave
+	}
 	closeInheritedOnExec()
 	tree, _ := sp.(Tree)
 	start := cmd.Start
@@ -293,6 +305,13 @@ func Start(sp Spawner, s Spawn, lim Limits, sink func([]OutputLine)) (*Process, 
 	// reaching EOF.
 	outW.Close()
 	errW.Close()
+	if s.PTY != nil {
+		// The same for the terminal: the master reads EIO once every
+		// process of the run has let go of it. The pipes end at once.
+		s.PTY.Slave.Close()
+		outR.Close()
+		outR = s.PTY.Master
+	}
 
 	p := &Process{
 		cmd:      cmd,
@@ -306,7 +325,11 @@ func Start(sp Spawner, s Spawn, lim Limits, sink func([]OutputLine)) (*Process, 
 		done:     make(chan struct{}),
 	}
 	p.outDone.Add(2)
-	go p.readStream(outR, false, sink)
+	if s.PTY != nil {
+		go p.readFrom(outR, tee{s.PTY}, false, sink)
+	} else {
+		go p.readStream(outR, false, sink)
+	}
 	go p.readStream(errR, true, sink)
 	go p.clock()
 	go p.reap()
@@ -591,9 +614,14 @@ func waitGroupGone(pgid int, limit time.Duration) {
 // stdout and stderr have a goroutine each, so their batches may interleave
 // (and sink must be safe for that). The batch slice is the sink's to keep.
 func (p *Process) readStream(f *os.File, stderr bool, sink func([]OutputLine)) {
+	p.readFrom(f, f, stderr, sink)
+}
+
+// readFrom is readStream over r, which reads f (closed at the end).
+func (p *Process) readFrom(f *os.File, r io.Reader, stderr bool, sink func([]OutputLine)) {
 	defer p.outDone.Done()
 	defer f.Close()
-	lr := newLineReader(f)
+	lr := newLineReader(r)
 	var batch []OutputLine
 	var now time.Time
 	size := 16 // a batch's capacity: the last batch's length, so a flood's batches do not grow by copying

@@ -93,6 +93,12 @@ func reaperStage(argv []string) {
 	if err := cmd.Start(); err != nil {
 		fail(fmt.Errorf("starting the hook: %w", err))
 	}
+	// With a terminal (warden run from one, whose pty is this session's
+	// controlling terminal), the hook's group is its foreground: it reads
+	// the terminal without SIGTTIN, and resizes reach it as SIGWINCH.
+	if pgrp, err := unix.IoctlGetInt(0, unix.TIOCGPGRP); err == nil && pgrp == unix.Getpgrp() {
+		unix.IoctlSetPointerInt(0, unix.TIOCSPGRP, cmd.Process.Pid)
+	}
 	ruleset.Close()
 	dialer.Close()
 	theirs.Close()

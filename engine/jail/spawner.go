@@ -402,7 +402,15 @@ func (s *Spawner) innerArgs(sp hooks.Spawn, standalone bool) []string {
 		a = append(a, "--unshare-net")
 	}
 	a = append(a, "--uid", strconv.Itoa(s.j.UID), "--gid", strconv.Itoa(s.j.GID),
-		"--die-with-parent", "--new-session", "--cap-drop", "ALL", "--hostname", "warden-hook")
+		"--die-with-parent", "--cap-drop", "ALL", "--hostname", "warden-hook")
+	if sp.PTY == nil {
+		// A session of its own, so that the hook cannot reach a
+		// terminal it inherits (TIOCSTI into the operator's). A run
+		// with a pty keeps the session the executor made for it: its
+		// controlling terminal is that pty, warden's own, not the
+		// operator's, and its job control and SIGWINCH need it.
+		a = append(a, "--new-session")
+	}
 	if standalone {
 		a = append(a, "--unshare-pid")
 		a = append(a, s.mountArgs()...)

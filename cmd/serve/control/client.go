@@ -349,9 +349,9 @@ func (c *Client) StartRun(_ engine.Actor, req engine.RunRequest) (*engine.RunHan
 			end(o)
 		}
 	}
-	var id, jail, limits string
+	var id, jail, limits, tty string
 	callID := c.ids.Add(1) // the run's cancel refers to it
-	err := c.doID(context.Background(), callID, p, "StartRun", []any{req, req.Confirm != nil}, &id, &jail, &limits)
+	err := c.doID(context.Background(), callID, p, "StartRun", []any{req, req.Confirm != nil}, &id, &jail, &limits, &tty)
 	if err != nil {
 		p.askStop()
 		close(ready)
@@ -360,7 +360,7 @@ func (c *Client) StartRun(_ engine.Actor, req engine.RunRequest) (*engine.RunHan
 	// The reason rides in the message's Message field ("" for the
 	// operator's cancel).
 	h, end = engine.NewRunHandle(id, func(reason string) { c.w.send(message{Op: opCancel, ID: callID, Message: reason}) })
-	h.Jail, h.Limits = jail, limits
+	h.Jail, h.Limits, h.TTY = jail, limits, tty
 	close(ready)
 	return h, nil
 }

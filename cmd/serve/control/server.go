@@ -702,7 +702,7 @@ func (c *conn) dispatch(ctx context.Context, m message, cl *call) ([]any, error)
 		if gone { // hung up while the run was starting
 			e.CancelRun(actor, h.ID)
 		}
-		return []any{h.ID, h.Jail, h.Limits}, nil
+		return []any{h.ID, h.Jail, h.Limits, h.TTY}, nil
 	case "StreamLines", "StreamLinesBefore":
 		// Paged by bytes as well as lines (see replyLineBytes); the
 		// client asks again for the rest.
