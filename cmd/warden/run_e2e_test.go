@@ -20,6 +20,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/wardenhq/warden/engine"
 )
 
 // agentBinDir is where the test command installs the agent CLIs
@@ -424,5 +426,28 @@ func sttySame(t *testing.T, before, after string) {
 	size := regexp.MustCompile(`rows \d+; columns \d+;`)
 	if err1 != nil || err2 != nil || size.ReplaceAllString(string(b), "") != size.ReplaceAllString(string(a), "") {
 		t.Errorf("the terminal is not as it was after warden run (%v, %v):\nbefore:\n%s\nafter:\n%s", err1, err2, b, a)
+	}
+}
+
+// TestWardenRunAttached: with `warden serve` holding the data dir, warden
+// run attaches to it as every verb does: the session is the serving
+// engine's run (its record names serve's pid), its output comes here,
+// and warden run exits with the command's status.
+func TestWardenRunAttached(t *testing.T) {
+	needBwrap(t)
+	c := newCLI(t)
+	bin := filepath.Join(privateDir(t, "warden-run-attached-"), "warden")
+	buildWarden(t, bin)
+	srv := startServe(t, bin, c.dir)
+	ws := privateDir(t, "warden-run-ws-")
+	cmd := exec.Command(bin, "--data-dir", c.dir, "run", "--workspace", ws, "--", "sh", "-c", "echo from-the-serving-engine; exit 3")
+	out, err := cmd.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 3 || !strings.Contains(string(out), "from-the-serving-engine") {
+		t.Fatalf("attached warden run: %v (want exit 3 and its line)\n%s", err, out)
+	}
+	var runs []engine.RunRecord
+	c.json(0, &runs, "hook", "runs")
+	if len(runs) != 1 || runs[0].PID != srv.Process.Pid || runs[0].Module != engine.RunModule {
+		t.Errorf("the session is not serve's run: %+v (serve is pid %d)", runs, srv.Process.Pid)
 	}
 }
