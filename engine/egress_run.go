@@ -53,6 +53,9 @@ type egressRun struct {
 	mu   sync.Mutex
 	seen map[string]bool // "host:port allowed|refused": the stream says each once
 	dest []string        // host:port reached, in order
+	// refused lists host:port refused, in order, each once (what
+	// `warden run --learn` reports).
+	refused []string
 	// asks counts the permission requests this run opened; past
 	// maxEgressAsks a connection the policy does not allow is refused at
 	// once, with no request and no receipt, and only counted in quiet.
@@ -220,6 +223,13 @@ func (er *egressRun) destinations() []string {
 	er.mu.Lock()
 	defer er.mu.Unlock()
 	return append([]string(nil), er.dest...)
+}
+
+// refusedDestinations lists the host:port the run was refused, in order.
+func (er *egressRun) refusedDestinations() []string {
+	er.mu.Lock()
+	defer er.mu.Unlock()
+	return append([]string(nil), er.refused...)
 }
 
 // unrecorded is how many connections were refused past maxEgressAsks.
@@ -445,6 +455,9 @@ func (er *egressRun) closed(rec egress.Record) {
 		er.mu.Lock()
 		first := !er.seen[dest+" no"]
 		er.seen[dest+" no"] = true
+		if first {
+			er.refused = append(er.refused, dest)
+		}
 		er.mu.Unlock()
 		if first {
 			r.streamLine(storage.LevelWarn, "egress: "+summary)

@@ -78,6 +78,9 @@ type RunRequest struct {
 type Outcome struct {
 	Run      RunRecord     `json:"run"`
 	Duration time.Duration `json:"duration"`
+	// Refused are the destinations the run's egress proxy refused, each
+	// once, in order (what `warden run --learn` reports).
+	Refused []string `json:"refused,omitempty"`
 }
 
 // OK is true for a successful run.

@@ -102,6 +102,9 @@ func (r *activeRun) finish(h *RunHandle, exit hooks.Exit) {
 	}
 	if r.egress != nil {
 		details["destinations"] = r.egress.destinations()
+		if refused := r.egress.refusedDestinations(); len(refused) > 0 {
+			details["refused"] = refused
+		}
 		if n := r.egress.unrecorded(); n > 0 {
 			details["egressRefusedUnrecorded"] = n
 		}
@@ -130,6 +133,9 @@ func (r *activeRun) finish(h *RunHandle, exit hooks.Exit) {
 	e.bus.publish(Event{Kind: EventRun, Run: &rec})
 
 	h.out = Outcome{Run: rec, Duration: dur}
+	if r.egress != nil {
+		h.out.Refused = r.egress.refusedDestinations()
+	}
 	e.runsMu.Lock()
 	delete(e.active, rec.ID)
 	e.runsMu.Unlock()

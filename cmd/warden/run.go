@@ -36,6 +36,7 @@ type runFlags struct {
 	jail      string
 	timeout   time.Duration
 	print     bool
+	learn     bool
 }
 
 func (a *app) runCommand() *cobra.Command {
@@ -90,7 +91,7 @@ in the data dir's profiles/NAME.yaml.`,
 			if f.print {
 				return a.printCommandRun(cr, rc, f)
 			}
-			return a.startCommandRun(cr, f.jail)
+			return a.startCommandRun(cr, f)
 		},
 	}
 	fl := c.Flags()
@@ -104,6 +105,7 @@ in the data dir's profiles/NAME.yaml.`,
 	fl.StringVar(&f.jail, "jail", "", "auto (bwrap, else landlock), bwrap or landlock")
 	fl.DurationVar(&f.timeout, "timeout", 0, "stop the command after this long (default: the profile's, else 24h)")
 	fl.BoolVar(&f.print, "print", false, "show what the command would get, and start nothing")
+	fl.BoolVar(&f.learn, "learn", false, "run as usual, refusing what is not allowed; at the end print the profile that would have allowed what it tried (nothing is granted by learning)")
 	return c
 }
 
@@ -273,9 +275,9 @@ func sortedNames[V any](m map[string]V) []string {
 
 // startCommandRun runs cr and follows its stream here; the process exits
 // with the command's status.
-func (a *app) startCommandRun(cr *engine.CommandRun, jailMode string) error {
+func (a *app) startCommandRun(cr *engine.CommandRun, f runFlags) error {
 	return a.withEngine(func(e engine.Facade) error {
-		req := engine.RunRequest{Command: cr, Jail: jailMode}
+		req := engine.RunRequest{Command: cr, Jail: f.jail}
 		signalledVerb = "warden run"
 		var runID atomic.Value
 		// A question (a host nobody named) waits for the console or
@@ -347,14 +349,25 @@ func (a *app) startCommandRun(cr *engine.CommandRun, jailMode string) error {
 		if stored, ok := a.storedOutcome(e, h.ID); ok {
 			o = stored
 		}
+		var learned *learnedProfile
+		if f.learn {
+			learned = learn(cr, o)
+		}
 		if a.json {
-			a.emitJSON(o)
+			if learned != nil {
+				a.emitJSON(map[string]any{"outcome": o, "learned": learned})
+			} else {
+				a.emitJSON(o)
+			}
 		} else {
 			fmt.Fprintf(a.stderr, "run %s %s in %s", o.Run.ID, o.Run.Status, o.Duration.Round(time.Millisecond))
 			if o.Run.Error != "" {
 				fmt.Fprintf(a.stderr, ": %s", safe(o.Run.Error))
 			}
 			fmt.Fprintln(a.stderr)
+			if learned != nil {
+				learned.print(a.stderr)
+			}
 		}
 		return commandExit(o)
 	})

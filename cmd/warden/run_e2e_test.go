@@ -450,4 +450,20 @@ func TestWardenRunAttached(t *testing.T) {
 	if len(runs) != 1 || runs[0].PID != srv.Process.Pid || runs[0].Module != engine.RunModule {
 		t.Errorf("the session is not serve's run: %+v (serve is pid %d)", runs, srv.Process.Pid)
 	}
+
+	// --learn: the host it was refused is the profile's diff, and the
+	// profile is unchanged (nothing is granted by learning).
+	port, hits := countingListener(t)
+	cmd = exec.Command(bin, "--data-dir", c.dir, "run", "--learn", "--profile", "claude", "--workspace", ws, "--",
+		"sh", "-c", fmt.Sprintf("curl -sS -m 5 http://127.0.0.1:%d/; echo curl=$?", port))
+	out, err = cmd.CombinedOutput()
+	want := fmt.Sprintf("+  - localhost:%d   (asked for, refused)", port)
+	if err != nil || !strings.Contains(string(out), want) || !strings.Contains(string(out), "- api.anthropic.com:443") || hits.Load() != 0 {
+		t.Errorf("warden run --learn: %v, %d hits; want %q in:\n%s", err, hits.Load(), want, out)
+	}
+	var policy map[string]any
+	c.json(0, &policy, "perms", "policy", "show", "profile:claude")
+	if fmt.Sprint(policy["networkAllow"]) != "<nil>" && fmt.Sprint(policy["networkAllow"]) != "[]" {
+		t.Errorf("learning granted something: %v", policy)
+	}
 }
