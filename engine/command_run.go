@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/wardenhq/warden/engine/egress"
@@ -145,10 +146,23 @@ func (e *Engine) preflightCommand(actor Actor, req RunRequest) (pf preflighted, 
 	if pf.jail, err = e.jails.Choose(mode); err != nil {
 		return pf, err
 	}
+	if uid := pf.jail.UID(); uid != os.Geteuid() && !writableBy(c.Workspace, uid) {
+		return pf, fmt.Errorf("warden runs as root, so the command runs as uid %d, as hooks do, and the workspace %s is not writable by it: run warden as your own user, or give the command a workspace it may write (chown -R %d DIR)", uid, c.Workspace, uid)
+	}
 	if err := e.auth.Err(); err != nil {
 		return pf, err
 	}
 	return pf, nil
+}
+
+// writableBy: uid may write dir, by its owner or its other bits.
+func writableBy(dir string, uid int) bool {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return false
+	}
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	return ok && ((int(sys.Uid) == uid && st.Mode()&0o200 != 0) || st.Mode()&0o002 != 0)
 }
 
 // ValidProfileName: name can name a profile (and so a hook and a home).

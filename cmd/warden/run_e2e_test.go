@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/wardenhq/warden/engine"
+	"github.com/wardenhq/warden/engine/jail"
 )
 
 // agentBinDir is where the test command installs the agent CLIs
@@ -325,6 +326,15 @@ func TestWardenRunRefusesBadInput(t *testing.T) {
 			t.Errorf("warden run %v: want exit %d with why, got %s", args, exitRefused, r)
 		}
 	}
+	if os.Geteuid() == 0 {
+		// As root the command is uid 60999, which cannot write a
+		// workspace of root's: refused before anything starts.
+		ws := privateDir(t, "warden-root-ws-")
+		r := c.run("run", "--jail", "landlock", "--workspace", ws, "--", "true")
+		if r.code != exitRefused || !strings.Contains(r.stderr, "is not writable by it: run warden as your own user") {
+			t.Errorf("a root warden's run in root's workspace: want exit %d with why, got %s", exitRefused, r)
+		}
+	}
 	var runs []any
 	c.json(0, &runs, "hook", "runs")
 	if _, err := os.Stat(filepath.Join(c.dir, "homes")); err == nil || len(runs) != 0 {
@@ -440,6 +450,11 @@ func TestWardenRunAttached(t *testing.T) {
 	buildWarden(t, bin)
 	srv := startServe(t, bin, c.dir)
 	ws := privateDir(t, "warden-run-ws-")
+	if os.Geteuid() == 0 {
+		// A root warden's command runs as the hooks' uid: a workspace of
+		// root's is refused (TestWardenRunRefusesBadInput).
+		os.Chown(ws, jail.DefaultUID, jail.DefaultUID)
+	}
 	cmd := exec.Command(bin, "--data-dir", c.dir, "run", "--workspace", ws, "--", "sh", "-c", "echo from-the-serving-engine; exit 3")
 	out, err := cmd.CombinedOutput()
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 3 || !strings.Contains(string(out), "from-the-serving-engine") {

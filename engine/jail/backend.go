@@ -31,6 +31,9 @@ const (
 type Backend interface {
 	// Name is the backend's name (BackendBwrap, BackendLandlock).
 	Name() string
+	// UID is the uid a run's process has on the host (a root warden's
+	// run DefaultUID's, else warden's own).
+	UID() int
 	// Prepare lays out what the backend needs in the run's private dir
 	// (made, empty, 0700) before anything of the run is recorded.
 	Prepare(runDir string, helper Helper) error

@@ -1,6 +1,9 @@
 package jail
 
-import "path"
+import (
+	"os"
+	"path"
+)
 
 // bwrapBackend jails a run in bubblewrap's namespaces: its own mount
 // tree (the plan's rows at their jail paths), pid, ipc, uts and network
@@ -9,6 +12,16 @@ import "path"
 type bwrapBackend struct{ j *Jail }
 
 func (b *bwrapBackend) Name() string { return BackendBwrap }
+
+// UID: as root, the jail's processes are DefaultUID's on the host too
+// (setpriv); else they are warden's uid, whatever the user namespace
+// maps it to.
+func (b *bwrapBackend) UID() int {
+	if os.Geteuid() == 0 {
+		return b.j.UID
+	}
+	return os.Geteuid()
+}
 
 // Prepare has nothing to lay out: the jail binds the helper at
 // WardenTarget and gives the hook its own /tmp.

@@ -17,6 +17,8 @@ type landlockBackend struct {
 
 func (b *landlockBackend) Name() string { return BackendLandlock }
 
+func (b *landlockBackend) UID() int { return b.j.UID }
+
 // Prepare gives the run dir what a mount would give a bwrap hook: a bin/
 // with `warden` (the helper, at its host path) and a private tmp/.
 func (b *landlockBackend) Prepare(runDir string, helper Helper) error {
