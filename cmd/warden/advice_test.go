@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -84,5 +85,64 @@ func TestDoctorAdviceNeverWeakensTheMachine(t *testing.T) {
 	fi, err := os.Stat(own)
 	if err != nil || fi.Mode().Perm() != 0o700 || fi.Sys().(*syscall.Stat_t).Uid != ordinaryUID {
 		t.Errorf("the offered dir is not the user's, 0700: %v %v", fi, err)
+	}
+}
+
+// Data-dir errors say what the dir is. A file given as the data dir was
+// "dial unix …/module.yaml/control.sock: connect: not a directory".
+func TestDataDirIsAFile(t *testing.T) {
+	c := newCLI(t)
+	file := filepath.Join(t.TempDir(), "module.yaml")
+	if err := os.WriteFile(file, []byte("id: x\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c.dir = file
+	for _, verb := range [][]string{{"module", "list"}, {"doctor"}} {
+		r := c.run(verb...)
+		all := r.stdout + r.stderr
+		if r.code != 1 || !strings.Contains(all, file+": data dir is a file, not a directory") ||
+			strings.Contains(all, "dial unix") || strings.Contains(all, "control.sock") || !strings.Contains(all, "mkdir -p -m 700 ") {
+			t.Errorf("%v on a file: %s", verb, r)
+		}
+	}
+}
+
+// Another user's data dir, behind a dir closed to the ordinary user, is
+// said to be that: doctor said "cannot stat data dir: permission denied"
+// and "fix: create it with mkdir -m 700 …" though it exists. A data dir of
+// the user's own whose control.sock is another's names the socket's
+// owner; it used to read "control.sock is not yours (uid 1000)", the uid
+// being the caller's.
+func TestOtherUsersDataDir(t *testing.T) {
+	u := newAsUser(t)
+	closed := filepath.Join(filepath.Dir(u.home), "rootonly")
+	theirs := filepath.Join(closed, "data")
+	if err := os.MkdirAll(theirs, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(closed, 0o700)
+	for _, verb := range [][]string{{"doctor"}, {"module", "list"}} {
+		r := u.run(append([]string{"--data-dir", theirs}, verb...)...)
+		all := r.stdout + r.stderr
+		if r.code != 1 || !strings.Contains(all, "cannot be reached: a dir above it is closed to you (uid 1000)") ||
+			strings.Contains(all, "create it with") || strings.Contains(all, "cannot stat") || strings.Contains(all, "(new)") {
+			t.Errorf("%v on another user's data dir: %s", verb, r)
+		}
+	}
+
+	mine := filepath.Join(u.home, "data")
+	if err := os.Mkdir(mine, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("unix", filepath.Join(mine, "control.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	os.Chmod(filepath.Join(mine, "control.sock"), 0o600)
+	os.Lchown(mine, ordinaryUID, ordinaryUID) // the socket stays root's
+	r := u.run("--data-dir", mine, "module", "list")
+	if r.code != 1 || !strings.Contains(r.stderr, "control.sock belongs to uid 0 and you are uid 1000: run warden as uid 0") {
+		t.Errorf("a control.sock of another user: %s", r)
 	}
 }
