@@ -200,6 +200,9 @@ func TestModuleAddAboveCeiling(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(mod, "module.yaml"), []byte(manifest), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.WriteFile(filepath.Join(mod, "h.sh"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	r := c.run("module", "add", mod)
 	want := filepath.Join(mod, "module.yaml") + ":8: hooks.h.limits.memory: 1536MiB is above the operator's ceiling of 1GiB (config.yaml limits.memory)"
 	if r.code != 1 || !strings.Contains(r.stderr, want) {

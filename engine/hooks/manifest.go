@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -91,6 +92,7 @@ type Manifest struct {
 type Hook struct {
 	Name        string
 	Run         []string // argv; Run[0] is relative to the module dir
+	RunLine     int      // module.yaml line of run (0 when unknown)
 	Timeout     time.Duration
 	IdleTimeout time.Duration
 	Requires    []string        // nil when none
@@ -718,6 +720,7 @@ func (d *manifestDecoder) hook(e yamlEntry) (*Hook, error) {
 		switch f.key {
 		case "run":
 			hasRun = true
+			h.RunLine = f.line
 			if h.Run, err = d.run(f); err != nil {
 				return nil, err
 			}
@@ -908,4 +911,44 @@ func (d *manifestDecoder) typeMap(f yamlEntry, what string) (map[string]Type, er
 		return nil, nil
 	}
 	return out, nil
+}
+
+// CheckPrograms holds each hook's program to what the run will need: a
+// regular file inside the module dir with an execute bit. Said in the
+// module's terms (hooks/x.sh, module.yaml's line), since the run would
+// only say "exec …: no such file or directory" from inside the jail,
+// with exit 127.
+func CheckPrograms(m *Manifest) error {
+	for _, name := range m.HookNames() {
+		h := m.Hooks[name]
+		if len(h.Run) == 0 {
+			continue
+		}
+		rel := filepath.Clean(h.Run[0])
+		fail := func(format string, args ...any) error {
+			return &ManifestError{File: m.File, Line: h.RunLine, Key: "hooks." + printableKey(name) + ".run[0]", Problem: fmt.Sprintf(format, args...)}
+		}
+		fi, err := os.Stat(filepath.Join(m.Dir, rel))
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return fail("%s does not exist in the module dir %s", printableKey(rel), m.Dir)
+		case err != nil:
+			return fail("%s: %v", printableKey(rel), errText(err))
+		case fi.IsDir():
+			return fail("%s is a directory in the module dir; run names the hook's program", printableKey(rel))
+		case !fi.Mode().IsRegular():
+			return fail("%s is not a regular file (%s)", printableKey(rel), fi.Mode().Type())
+		case fi.Mode().Perm()&0o111 == 0:
+			return fail("%s is not executable: chmod +x %s", printableKey(rel), printableKey(rel))
+		}
+	}
+	return nil
+}
+
+func errText(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
 }

@@ -46,6 +46,7 @@ func TestParseManifestDesignExample(t *testing.T) {
 			"on_install": {
 				Name:        "on_install",
 				Run:         []string{"./hooks/on_install.sh", "--verbose"},
+				RunLine:     8,
 				Timeout:     2 * time.Minute,
 				IdleTimeout: 30 * time.Second,
 				Requires:    []string{"operator"},
