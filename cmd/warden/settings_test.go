@@ -38,7 +38,7 @@ func TestParseSettings(t *testing.T) {
 		{in: "theme: dark\ntheme: light\n", err: f + ":2: theme: duplicated key (first at line 1)"},
 		{in: "- dark\n", err: f + ":1: expected a mapping"},
 		{in: "theme: dark\n---\ntheme: light\n", err: "more than one YAML document"},
-		{in: "theme: [dark\n", err: f + ":1: invalid YAML"},
+		{in: "theme: [dark\n", err: f + ":1:8: invalid YAML"},
 	} {
 		s, err := parseSettings(f, []byte(tc.in))
 		switch {

@@ -131,6 +131,7 @@ func (m *Manifest) HookNames() []string {
 type ManifestError struct {
 	File    string
 	Line    int // 1-based; 0 when unknown
+	Col     int // 1-based; 0 when unknown (only YAML syntax errors have one)
 	Key     string
 	Problem string
 }
@@ -141,6 +142,10 @@ func (e *ManifestError) Error() string {
 	if e.Line > 0 {
 		b.WriteString(":")
 		b.WriteString(strconv.Itoa(e.Line))
+		if e.Col > 0 {
+			b.WriteString(":")
+			b.WriteString(strconv.Itoa(e.Col))
+		}
 	}
 	b.WriteString(": ")
 	if e.Key != "" {
@@ -394,19 +399,10 @@ func (d *manifestDecoder) forbidden(n ast.Node, path string, depth int) error {
 func (d *manifestDecoder) decode(data []byte) (*Manifest, error) {
 	f, err := parser.ParseBytes(data, 0, parser.AllowDuplicateMapKey())
 	if err != nil {
-		var se *yaml.SyntaxError
-		if errors.As(err, &se) {
-			line := 0
-			if se.Token != nil && se.Token.Position != nil {
-				line = se.Token.Position.Line
-			}
-			return nil, d.errf(line, "", "invalid YAML: %s", se.Message)
-		}
-		msg := err.Error()
-		if i := strings.IndexByte(msg, '\n'); i >= 0 {
-			msg = msg[:i]
-		}
-		return nil, d.errf(0, "", "invalid YAML: %s", msg)
+		line, col, msg := YAMLErrorAt(err)
+		e := d.errf(line, "", "invalid YAML: %s", msg)
+		e.Col = col
+		return nil, e
 	}
 	var docs []*ast.DocumentNode
 	if f != nil {
@@ -951,4 +947,32 @@ func errText(err error) string {
 		return pe.Err.Error()
 	}
 	return err.Error()
+}
+
+// yamlAt is goccy/go-yaml's "[LINE:COL] message" prefix, for errors that
+// are not a *yaml.SyntaxError but still say where.
+var yamlAt = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*\[(\d+):(\d+)\]\s*(.*)`) })
+
+// YAMLErrorAt is where a YAML parse error points (1-based line and
+// column; 0 when the parser gave none) and its message's first line, so
+// that an error names the file's line and column, not only the message.
+func YAMLErrorAt(err error) (line, col int, msg string) {
+	var se *yaml.SyntaxError
+	if errors.As(err, &se) {
+		if se.Token != nil && se.Token.Position != nil {
+			line, col = se.Token.Position.Line, se.Token.Position.Column
+		}
+		msg = se.Message
+	} else {
+		msg = err.Error()
+		if m := yamlAt().FindStringSubmatch(msg); m != nil {
+			line, _ = strconv.Atoi(m[1])
+			col, _ = strconv.Atoi(m[2])
+			msg = m[3]
+		}
+	}
+	if i := strings.IndexByte(msg, '\n'); i >= 0 {
+		msg = msg[:i]
+	}
+	return line, col, msg
 }
