@@ -24,13 +24,13 @@ import (
 	"github.com/wardenhq/warden/engine/termsafe"
 )
 
-// hookCommand holds the operator's hook verbs (run, runs, logs) and the
+// hookCommand holds the operator's hook verbs (run, runs, logs, plan) and the
 // helpers a hook calls from inside its jail (context, log, secret, ...).
 func (a *app) hookCommand() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "hook",
 		Short: "Run hooks and read their streams; inside a hook, talk to the engine",
-		Long: `Operator verbs: run, runs, logs.
+		Long: `Operator verbs: run, runs, logs, plan.
 
 Inside a running hook (WARDEN_SOCKET and WARDEN_TOKEN set), these are the
 shell helper: context, log, secret, config, call, confirm, result. They exit
