@@ -32,6 +32,9 @@ binary exists (docker-init, or catatonit for Podman) and the API version.`,
   warden doctor --engine-socket /run/podman/podman.sock --json`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := a.checkChosenDataDir(); err != nil {
+				return err
+			}
 			var fromConfig settings
 			set, err := loadSettings()
 			if err != nil && bwrap == "" {

@@ -25,6 +25,7 @@ var version = "0.1.0-dev"
 // app holds the global flags and the streams every command writes to.
 type app struct {
 	dataDir string
+	init    bool // make a chosen data dir even where its parent is missing
 	json    bool
 	stdout  io.Writer
 	stderr  io.Writer
@@ -107,6 +108,7 @@ override it with --data-dir or WARDEN_DATA_DIR.`,
 	}
 	root.PersistentFlags().StringVar(&a.dataDir, "data-dir", "", hookcli.DataDirUsage)
 	root.PersistentFlags().BoolVar(&a.json, "json", false, hookcli.JSONUsage)
+	root.PersistentFlags().BoolVar(&a.init, "init", false, "create the data dir named by --data-dir or WARDEN_DATA_DIR even when its parent dir is missing too (else refused: it is likelier a typo)")
 	root.SetFlagErrorFunc(flagError)
 	root.AddCommand(
 		a.receiptsCommand(),
@@ -167,6 +169,35 @@ func (a *app) withEngineModule(id string, fn func(e engine.Facade, mod *engine.M
 		a.sayDataDir(e, fresh)
 	}
 	return fn(e, mod)
+}
+
+// checkChosenDataDir refuses a data dir named by --data-dir or
+// WARDEN_DATA_DIR that does not exist and whose parent does not exist
+// either, unless --init: a typo there would otherwise quietly make a new,
+// empty store. The default dir is made with its parents, as ever.
+func (a *app) checkChosenDataDir() error {
+	which := "--data-dir"
+	if a.dataDir == "" {
+		if os.Getenv("WARDEN_DATA_DIR") == "" {
+			return nil
+		}
+		which = "WARDEN_DATA_DIR"
+	}
+	if a.init {
+		return nil
+	}
+	dir, err := engine.ResolveDataDir(a.dataDir)
+	if err != nil {
+		return nil
+	}
+	parent := filepath.Dir(dir)
+	if _, err := os.Lstat(dir); !errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if _, err := os.Lstat(parent); !errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return fmt.Errorf("data dir %s does not exist, nor does its parent %s: is %s mistyped? Check it; to make a new data dir there, parents and all, add --init", safe(dir), safe(parent), which)
 }
 
 // dataDirState says whether opening the data dir will make its store:
