@@ -142,6 +142,12 @@ func mcpClientChecks() []engine.Check {
 					Fix:    "`warden mcp install --client " + name + "` with an admitted warden binary (--warden PATH)"})
 				continue
 			}
+			if cl.ApprovalMode != "" && e.ApprovalMode != cl.ApprovalMode {
+				out = append(out, engine.Check{Name: check, Status: "problem", Warning: true,
+					Detail: fmt.Sprintf("%s runs %s %v (admitted), but its entry lacks default_tools_approval_mode = %q: %s", path, e.Command, e.Args, cl.ApprovalMode, mcpconf.ApprovalWhy),
+					Fix:    "`warden mcp install --client " + name + "` writes it"})
+				continue
+			}
 			out = append(out, engine.Check{Name: check, Status: "ok", Detail: fmt.Sprintf("%s runs %s %v (admitted)", path, e.Command, e.Args)})
 		}
 	}
