@@ -108,7 +108,7 @@ override it with --data-dir or WARDEN_DATA_DIR.`,
 	}
 	root.PersistentFlags().StringVar(&a.dataDir, "data-dir", "", hookcli.DataDirUsage)
 	root.PersistentFlags().BoolVar(&a.json, "json", false, hookcli.JSONUsage)
-	root.PersistentFlags().BoolVar(&a.init, "init", false, "create the data dir named by --data-dir or WARDEN_DATA_DIR even when its parent dir is missing too (else refused: it is likelier a typo)")
+	root.PersistentFlags().BoolVar(&a.init, "init", false, hookcli.InitUsage)
 	root.SetFlagErrorFunc(flagError)
 	root.AddCommand(
 		a.receiptsCommand(),
