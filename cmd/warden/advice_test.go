@@ -32,12 +32,18 @@ func newAsUser(t *testing.T) *asUserEnv {
 	return &asUserEnv{t: t, bin: bin, home: home}
 }
 
-func (u *asUserEnv) run(args ...string) result {
-	u.t.Helper()
-	cmd := exec.Command(u.bin, args...)
+// cmd is a command run as the ordinary user, in its home.
+func (u *asUserEnv) cmd(name string, args ...string) *exec.Cmd {
+	cmd := exec.Command(name, args...)
 	cmd.Env = hostEnv(u.home)
 	cmd.Dir = u.home
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: ordinaryUID, Gid: ordinaryUID}}
+	return cmd
+}
+
+func (u *asUserEnv) run(args ...string) result {
+	u.t.Helper()
+	cmd := u.cmd(u.bin, args...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -78,7 +84,10 @@ func TestDoctorAdviceNeverWeakensTheMachine(t *testing.T) {
 			}
 		}
 	}
-	// The dir it offers works as offered.
+	// The dir it offers works as offered: mkdir, then --data-dir.
+	if out, err := u.cmd("mkdir", "-p", "-m", "700", own).CombinedOutput(); err != nil {
+		t.Fatalf("mkdir as the user: %v %s", err, out)
+	}
 	if r := u.run("--data-dir", own, "module", "list"); r.code != 0 {
 		t.Errorf("the offered dir: %s", r)
 	}
