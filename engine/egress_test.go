@@ -391,7 +391,9 @@ func newTLSWorld(t testing.TB) *tlsWorld {
 // egressEngine opens an engine whose proxy resolves the test names (when
 // names) to 127.0.0.1, with a module of egress hooks and the CA at
 // /module/ca.pem.
-func egressEngine(t testing.TB, w *tlsWorld, names bool, hooks map[string]string) *Engine {
+// files are written into the module dir (name, content; 0755) before it
+// is added: module add holds each hook's program to existing.
+func egressEngine(t testing.TB, w *tlsWorld, names bool, hooks map[string]string, files ...string) *Engine {
 	t.Helper()
 	opts := Options{DataDir: filepath.Join(t.TempDir(), "data")}
 	if names {
@@ -408,6 +410,11 @@ func egressEngine(t testing.TB, w *tlsWorld, names bool, hooks map[string]string
 	dir := testModule(t, hooks)
 	if err := os.WriteFile(filepath.Join(dir, "ca.pem"), w.caPEM, 0o644); err != nil {
 		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(files); i += 2 {
+		if err := os.WriteFile(filepath.Join(dir, files[i]), []byte(files[i+1]), 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if _, err := e.AddModule("local:test", dir); err != nil {
 		t.Fatal(err)
@@ -874,14 +881,7 @@ func TestEgressPythonUrllib(t *testing.T) {
 	e := egressEngine(t, w, true, map[string]string{
 		"ok":     hook(fmt.Sprintf("https://allowed.test:%d/", w.port)),
 		"denied": hook(fmt.Sprintf("https://denied.test:%d/", w.port)),
-	})
-	mod, err := e.Module("testmod")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(mod.Manifest.Dir, "get.py"), []byte(pythonGet), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	}, "get.py", pythonGet)
 	setNetwork(t, e, fmt.Sprintf("allowed.test:%d", w.port))
 	o, cs := runEgress(t, e, "ok")
 	wantEscape(t, "bwrap", cs, "py", "py 200 hello allowed.test")

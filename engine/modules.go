@@ -35,6 +35,9 @@ func (e *Engine) AddModule(actor Actor, path string) (*Module, error) {
 	if err := hooks.CheckCeiling(m, e.ceiling()); err != nil {
 		return nil, err
 	}
+	if err := hooks.CheckPrograms(m); err != nil {
+		return nil, err
+	}
 	rec := ModuleRecord{ID: m.ID, Path: path, Version: m.Version, Description: m.Description, Added: time.Now().UTC()}
 	_, err = e.store.Update(func(tx *storage.Tx) error {
 		if old, err := tx.Module(m.ID); err == nil && old.Path != path {

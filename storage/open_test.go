@@ -96,9 +96,13 @@ func TestOpenRefusesForeignOwner(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := Open(Options{Dir: dir})
-	pe := wantPolicy(t, err, dir, "chown 0:0 "+dir)
+	pe := wantPolicy(t, err, dir, OwnDirFix(dir))
 	if !strings.Contains(pe.Problem, "12345") {
 		t.Errorf("problem does not name the owner: %q", pe.Problem)
+	}
+	// Another user's dir is never handed over: the fix is a dir of one's own.
+	if strings.Contains(pe.Fix, "chown") || !strings.Contains(pe.Fix, "mkdir -p -m 700 ") {
+		t.Errorf("fix for another user's dir: %q", pe.Fix)
 	}
 }
 

@@ -83,6 +83,11 @@ func hookMain(args []string) int {
 				time.Sleep(delay)
 			}
 		}
+	case "result": // result NAME VALUE: one string output
+		if err := c.Result(map[string]any{args[1]: args[2]}); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
 	case "greet":
 		in := c.Context().Inputs
 		c.Log("success", fmt.Sprintf("hello, %v x%v (loud: %v)", in["target"], in["times"], in["loud"]))

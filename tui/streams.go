@@ -1132,6 +1132,10 @@ func (p *streamsPane) logTitle(w int) string {
 	default:
 		parts = append(parts, th.Dim.Render(fmt.Sprintf("⏸ %d/%d", v.cursor+1, v.end)))
 	}
+	// A finished run's outputs, next to its end: they are its answer.
+	if out := inputsLine(r.Outputs); out != "" {
+		parts = append(parts, th.Title.Render("outputs "+plain(out, 60)))
+	}
 	if v.level != levelAll {
 		f := v.level.String()
 		if v.invert {

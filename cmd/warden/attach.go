@@ -74,6 +74,9 @@ func (a *app) dataDirSettings() (string, settings, error) {
 	if err != nil {
 		return "", settings{}, err
 	}
+	if err := a.checkChosenDataDir(); err != nil {
+		return "", settings{}, err
+	}
 	set, err := loadSettings()
 	return dir, set, err
 }

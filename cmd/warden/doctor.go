@@ -32,6 +32,9 @@ binary exists (docker-init, or catatonit for Podman) and the API version.`,
   warden doctor --engine-socket /run/podman/podman.sock --json`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := a.checkChosenDataDir(); err != nil {
+				return err
+			}
 			var fromConfig settings
 			set, err := loadSettings()
 			if err != nil && bwrap == "" {
@@ -137,6 +140,12 @@ func mcpClientChecks() []engine.Check {
 				out = append(out, engine.Check{Name: check, Status: "problem", Warning: true,
 					Detail: fmt.Sprintf("%s runs %s, which is not admitted: %v", path, e.Command, aerr),
 					Fix:    "`warden mcp install --client " + name + "` with an admitted warden binary (--warden PATH)"})
+				continue
+			}
+			if cl.ApprovalMode != "" && e.ApprovalMode != cl.ApprovalMode {
+				out = append(out, engine.Check{Name: check, Status: "problem", Warning: true,
+					Detail: fmt.Sprintf("%s runs %s %v (admitted), but its entry lacks default_tools_approval_mode = %q: %s", path, e.Command, e.Args, cl.ApprovalMode, mcpconf.ApprovalWhy),
+					Fix:    "`warden mcp install --client " + name + "` writes it"})
 				continue
 			}
 			out = append(out, engine.Check{Name: check, Status: "ok", Detail: fmt.Sprintf("%s runs %s %v (admitted)", path, e.Command, e.Args)})

@@ -38,7 +38,12 @@ func backgroundConfirm(e engine.Facade, w io.Writer, run *atomic.Value) func(con
 			for _, r := range rs {
 				var c struct{ Message string }
 				json.Unmarshal(r.Content, &c)
-				if r.Decision == nil && r.Operation == perms.OpConfirm && c.Message == msg && (want == "" || r.Requester.Run == want) {
+				if r.Decision != nil || (want != "" && r.Requester.Run != want) {
+					continue
+				}
+				// A confirm asks its own message; the engine's own questions
+				// (network.connect, other permissions) name their request.
+				if r.Operation == perms.OpConfirm && c.Message == msg || r.Operation != perms.OpConfirm && strings.Contains(msg, fmt.Sprintf("(request %d)", r.ID)) {
 					id = fmt.Sprint(r.ID)
 				}
 			}

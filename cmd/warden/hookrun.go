@@ -3,11 +3,13 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -24,13 +26,13 @@ import (
 	"github.com/wardenhq/warden/engine/termsafe"
 )
 
-// hookCommand holds the operator's hook verbs (run, runs, logs) and the
+// hookCommand holds the operator's hook verbs (run, runs, logs, plan) and the
 // helpers a hook calls from inside its jail (context, log, secret, ...).
 func (a *app) hookCommand() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "hook",
 		Short: "Run hooks and read their streams; inside a hook, talk to the engine",
-		Long: `Operator verbs: run, runs, logs.
+		Long: `Operator verbs: run, runs, logs, plan.
 
 Inside a running hook (WARDEN_SOCKET and WARDEN_TOKEN set), these are the
 shell helper: context, log, secret, config, call, confirm, result. They exit
@@ -264,16 +266,30 @@ func (a *app) hookRunsCommand() *cobra.Command {
 	var limit int
 	var before string
 	c := &cobra.Command{
-		Use:   "runs",
-		Short: "List hook runs, newest first",
+		Use:   "runs [RUN]",
+		Short: "List hook runs, newest first; with RUN, show that run and its outputs",
 		Long: `Lists hook runs, newest first, --limit at a time (read from the store by
 key range, so a long history costs no more than a short one). The next
-page is --before the last RUN shown.`,
+page is --before the last RUN shown.
+
+With a RUN, shows that one run: its status, times, exit, error, inputs
+and the outputs its result carried (escaped for the terminal; --json
+carries them exact). Its stream is ` + "`warden hook logs RUN`" + `.`,
 		Example: `  warden hook runs
   warden hook runs --limit 200 --json
-  warden hook runs --before 20261129T140932-3fa2c1`,
-		Args: args(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
+  warden hook runs --before 20261129T140932-3fa2c1
+  warden hook runs 20261129T140932-3fa2c1`,
+		Args: args(cobra.MaximumNArgs(1)),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			if len(argv) == 1 {
+				if cmd.Flags().Changed("limit") || cmd.Flags().Changed("before") {
+					return usageError{fmt.Errorf("--limit and --before page the list; with a RUN there is one run to show")}
+				}
+				if !engine.ValidRunID(argv[0]) {
+					return usageError{fmt.Errorf("%q is not a run id (like 20261129T140932-3fa2c1; see `warden hook runs`)", argv[0])}
+				}
+				return a.withEngine(func(e engine.Facade) error { return a.showRun(e, argv[0]) })
+			}
 			if limit < 0 {
 				return usageError{fmt.Errorf("--limit must be 0 (no limit) or more, got %d", limit)}
 			}
@@ -603,4 +619,51 @@ func signalReason(sig os.Signal) string {
 		}
 	}
 	return fmt.Sprintf("cancelled by %s to %s (pid %d), not by an operator", name, signalledVerb, os.Getpid())
+}
+
+// showRun prints one run, its outputs included: a past run's outputs
+// were only in --json before.
+func (a *app) showRun(e engine.Facade, id string) error {
+	r, err := e.Run(id)
+	if err != nil {
+		if errors.Is(err, engine.ErrNotFound) {
+			return fmt.Errorf("no run %q (see `warden hook runs`)", id)
+		}
+		return err
+	}
+	if a.json {
+		return a.emitJSON(r)
+	}
+	a.printf("run      %s\nstatus   %s\nhook     %s/%s\njail     %s\nstarted  %s\n", safe(r.ID), safe(r.Status), safe(r.Module), safe(r.Hook),
+		safe(engine.JailName(r.JailMode)), r.Started.Local().Format("2006-01-02 15:04:05"))
+	if r.Ended != nil {
+		a.printf("ended    %s (%s)\n", r.Ended.Local().Format("2006-01-02 15:04:05"), r.Ended.Sub(r.Started).Round(time.Millisecond))
+	}
+	if r.Exit != nil {
+		a.printf("exit     %d\n", *r.Exit)
+	}
+	if r.Error != "" {
+		a.printf("error    %s\n", safe(r.Error))
+	}
+	if len(r.Inputs) > 0 && string(r.Inputs) != "null" && string(r.Inputs) != "{}" {
+		a.printf("inputs   %s\n", safe(string(r.Inputs)))
+	}
+	var outs map[string]json.RawMessage
+	if len(r.Outputs) > 0 && json.Unmarshal(r.Outputs, &outs) == nil && len(outs) > 0 {
+		a.printf("outputs\n")
+		keys := make([]string, 0, len(outs))
+		for k := range outs {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			a.printf("  %s = %s\n", safe(k), safe(string(outs[k])))
+		}
+	} else if len(r.Outputs) > 0 && string(r.Outputs) != "null" {
+		a.printf("outputs  %s\n", safe(string(r.Outputs)))
+	} else {
+		a.printf("outputs  none (no result was sent)\n")
+	}
+	a.printf("stream   `warden hook logs %s`\n", safe(r.ID))
+	return nil
 }

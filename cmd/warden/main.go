@@ -25,6 +25,7 @@ var version = "0.1.0-dev"
 // app holds the global flags and the streams every command writes to.
 type app struct {
 	dataDir string
+	init    bool // make a chosen data dir even where its parent is missing
 	json    bool
 	stdout  io.Writer
 	stderr  io.Writer
@@ -107,6 +108,7 @@ override it with --data-dir or WARDEN_DATA_DIR.`,
 	}
 	root.PersistentFlags().StringVar(&a.dataDir, "data-dir", "", hookcli.DataDirUsage)
 	root.PersistentFlags().BoolVar(&a.json, "json", false, hookcli.JSONUsage)
+	root.PersistentFlags().BoolVar(&a.init, "init", false, hookcli.InitUsage)
 	root.SetFlagErrorFunc(flagError)
 	root.AddCommand(
 		a.receiptsCommand(),
@@ -140,7 +142,7 @@ func args(v cobra.PositionalArgs) cobra.PositionalArgs {
 // withEngine runs fn on the engine (attached or opened here, see
 // openEngine) and lets go of it after.
 func (a *app) withEngine(fn func(engine.Facade) error) error {
-	fresh := a.dataDirIsNew()
+	fresh := a.dataDirState()
 	e, err := a.openEngine()
 	if err != nil {
 		return err
@@ -156,7 +158,7 @@ func (a *app) withEngine(fn func(engine.Facade) error) error {
 // the data dir is the one meant, so only a miss asks for every module
 // (sayDataDir): each of those asks re-reads every module's manifest.
 func (a *app) withEngineModule(id string, fn func(e engine.Facade, mod *engine.Module) error) error {
-	fresh := a.dataDirIsNew()
+	fresh := a.dataDirState()
 	e, err := a.openEngine()
 	if err != nil {
 		return err
@@ -170,27 +172,62 @@ func (a *app) withEngineModule(id string, fn func(e engine.Facade, mod *engine.M
 	return fn(e, mod)
 }
 
-// dataDirIsNew reports whether the data dir has no store yet (opening it
-// will make one).
-func (a *app) dataDirIsNew() bool {
+// checkChosenDataDir refuses a data dir named by --data-dir or
+// WARDEN_DATA_DIR that does not exist and whose parent does not exist
+// either, unless --init: a typo there would otherwise quietly make a new,
+// empty store. The default dir is made with its parents, as ever.
+func (a *app) checkChosenDataDir() error {
+	which := "--data-dir"
+	if a.dataDir == "" {
+		if os.Getenv("WARDEN_DATA_DIR") == "" {
+			return nil
+		}
+		which = "WARDEN_DATA_DIR"
+	}
+	if a.init {
+		return nil
+	}
 	dir, err := engine.ResolveDataDir(a.dataDir)
 	if err != nil {
-		return false
+		return nil
 	}
-	_, err = os.Stat(filepath.Join(dir, storage.DBFile))
-	return errors.Is(err, fs.ErrNotExist)
+	parent := filepath.Dir(dir)
+	if _, err := os.Lstat(dir); !errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if _, err := os.Lstat(parent); !errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return fmt.Errorf("data dir %s does not exist, nor does its parent %s: is %s mistyped? Check it; to make a new data dir there, parents and all, add --init", safe(dir), safe(parent), which)
+}
+
+// dataDirState says whether opening the data dir will make its store:
+// "new" when the dir does not exist yet, "no store yet" when it exists
+// without a warden.db, "" when it has one (or cannot be looked at).
+func (a *app) dataDirState() string {
+	dir, err := engine.ResolveDataDir(a.dataDir)
+	if err != nil {
+		return ""
+	}
+	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
+		return "new"
+	}
+	if _, err = os.Lstat(filepath.Join(dir, storage.DBFile)); errors.Is(err, fs.ErrNotExist) {
+		return "no store yet"
+	}
+	return ""
 }
 
 // sayDataDir names the data dir on stderr when it is new or holds no
 // module: a verb run with the wrong (or no) WARDEN_DATA_DIR then says
 // where it looked, instead of quietly answering from an empty store.
 // Never in --json (stdout stays the answer; stderr is for people).
-func (a *app) sayDataDir(e engine.Facade, fresh bool) {
+func (a *app) sayDataDir(e engine.Facade, state string) {
 	if a.json {
 		return
 	}
-	what := "new"
-	if !fresh {
+	what := state
+	if what == "" {
 		if mods, err := e.Modules(); err != nil || len(mods) > 0 {
 			return
 		}
@@ -199,21 +236,22 @@ func (a *app) sayDataDir(e engine.Facade, fresh bool) {
 	fmt.Fprintf(a.stderr, "warden: data dir %s (%s); another is chosen with --data-dir or WARDEN_DATA_DIR\n", safe(e.DataDir()), what)
 }
 
-// sayNewDataDir is sayDataDir's "new" for the verbs that open the data
-// dir without withEngine (doctor, serve, mcp serve): said before they
-// open it, so it is their first line, and only while no store is there.
+// sayNewDataDir is sayDataDir's first line for the verbs that open the
+// data dir themselves (doctor, serve, mcp serve). A dir that exists but
+// breaks the policy gets no line: the refusal says what it is.
 func (a *app) sayNewDataDir() {
-	if a.json || !a.dataDirIsNew() {
+	state := a.dataDirState()
+	if a.json || state == "" {
 		return
 	}
 	dir, err := engine.ResolveDataDir(a.dataDir)
 	if err != nil {
 		return
 	}
-	if abs, err := filepath.Abs(dir); err == nil {
-		dir = abs
+	if state != "new" && storage.CheckDir(dir) != nil {
+		return
 	}
-	fmt.Fprintf(a.stderr, "warden: data dir %s (new); another is chosen with --data-dir or WARDEN_DATA_DIR\n", safe(dir))
+	fmt.Fprintf(a.stderr, "warden: data dir %s (%s); another is chosen with --data-dir or WARDEN_DATA_DIR\n", safe(dir), state)
 }
 
 // emitJSON prints v as indented JSON. The values are exact; the runes a

@@ -263,8 +263,12 @@ func (a *app) reportMCPPlan(p *mcpconf.Plan, install, dryRun bool) error {
 		}
 	}
 	if a.json {
-		return a.emitJSON(map[string]any{"client": p.Client.Name, "config": p.Path, "name": p.Name, "changed": p.Changed,
-			"dryRun": dryRun, "diff": p.Diff(), "backup": backup, "old": p.Old, "entry": p.New, "missingDir": p.MissingDir})
+		out := map[string]any{"client": p.Client.Name, "config": p.Path, "name": p.Name, "changed": p.Changed,
+			"dryRun": dryRun, "diff": p.Diff(), "backup": backup, "old": p.Old, "entry": p.New, "missingDir": p.MissingDir}
+		if p.New != nil && p.New.ApprovalMode != "" {
+			out["approvalModeWhy"] = mcpconf.ApprovalWhy
+		}
+		return a.emitJSON(out)
 	}
 	switch {
 	case !p.Changed && install:
@@ -295,6 +299,9 @@ func (a *app) reportMCPPlan(p *mcpconf.Plan, install, dryRun bool) error {
 	}
 	a.printf("\n")
 	if install {
+		if p.New != nil && p.New.ApprovalMode != "" {
+			a.printf("its entry says default_tools_approval_mode = %q: %s\n", p.New.ApprovalMode, mcpconf.ApprovalWhy)
+		}
 		a.printf("restart %s to load it; each tool call then waits for an operator: the console's Requests pane, or `warden perms list`\n", p.Client.Name)
 	}
 	return nil

@@ -43,10 +43,21 @@ func (a *app) permsCommand() *cobra.Command {
 					a.printf("%s has no policy yet: everything is denied (set one with `warden perms policy set %s ...`)\n", argv[0], argv[0])
 					return nil
 				}
-				a.printf("subject    %s\nrevision   %d\nworkspace  read=%v write=%v\nexecute    %v\nnetwork    %s\nrules      %d\nupdated    %s by %s\n",
-					safe(p.Subject), p.Revision, p.Workspace.Read, p.Workspace.Write, p.Execute, policyNetwork(p), len(p.Rules), p.Updated.Local().Format("2006-01-02 15:04:05"), safe(p.By))
+				// Each list follows its own heading: the network's
+				// destinations (approve-always of a connection adds one
+				// there) under network, exact rules under rules.
+				a.printf("subject    %s\nrevision   %d\nupdated    %s by %s\nworkspace  read=%v write=%v\nexecute    %v\nnetwork    %s\n",
+					safe(p.Subject), p.Revision, p.Updated.Local().Format("2006-01-02 15:04:05"), safe(p.By), p.Workspace.Read, p.Workspace.Write, p.Execute, policyNetwork(p))
 				for _, d := range p.NetworkAllow {
 					a.printf("  allow %s\n", safe(d))
+				}
+				switch n := len(p.Rules); n {
+				case 0:
+					a.printf("rules      none (approve-always adds exact rules here; an approved connection joins the network list instead)\n")
+				case 1:
+					a.printf("rules      1 exact rule:\n")
+				default:
+					a.printf("rules      %d exact rules:\n", n)
 				}
 				for _, r := range p.Rules {
 					a.printf("  allow %s %s  %s\n", safe(r.Operation), safe(r.Digest[:12]), safe(r.Summary))

@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
 
@@ -62,6 +61,7 @@ const maxSettingsSize = 64 << 10
 type settingsError struct {
 	File    string
 	Line    int
+	Col     int // 0 when unknown
 	Key     string
 	Problem string
 }
@@ -71,6 +71,9 @@ func (e *settingsError) Error() string {
 	b.WriteString(e.File)
 	if e.Line > 0 {
 		b.WriteString(":" + strconv.Itoa(e.Line))
+		if e.Col > 0 {
+			b.WriteString(":" + strconv.Itoa(e.Col))
+		}
 	}
 	b.WriteString(": ")
 	if e.Key != "" {
@@ -126,12 +129,10 @@ func parseSettings(file string, data []byte) (s settings, err error) {
 	}
 	f, err := parser.ParseBytes(data, 0, parser.AllowDuplicateMapKey())
 	if err != nil {
-		var se *yaml.SyntaxError
-		if errors.As(err, &se) && se.Token != nil && se.Token.Position != nil {
-			return s, bad(se.Token.Position.Line, "", "invalid YAML: %s", se.Message)
-		}
-		msg, _, _ := strings.Cut(err.Error(), "\n")
-		return s, bad(0, "", "invalid YAML: %s", msg)
+		line, col, msg := hooks.YAMLErrorAt(err)
+		e := bad(line, "", "invalid YAML: %s", msg).(*settingsError)
+		e.Col = col
+		return s, e
 	}
 	var docs []*ast.DocumentNode
 	for _, d := range f.Docs {

@@ -38,7 +38,7 @@ func TestParseSettings(t *testing.T) {
 		{in: "theme: dark\ntheme: light\n", err: f + ":2: theme: duplicated key (first at line 1)"},
 		{in: "- dark\n", err: f + ":1: expected a mapping"},
 		{in: "theme: dark\n---\ntheme: light\n", err: "more than one YAML document"},
-		{in: "theme: [dark\n", err: f + ":1: invalid YAML"},
+		{in: "theme: [dark\n", err: f + ":1:8: invalid YAML"},
 	} {
 		s, err := parseSettings(f, []byte(tc.in))
 		switch {
@@ -198,6 +198,9 @@ func TestModuleAddAboveCeiling(t *testing.T) {
 	os.Mkdir(mod, 0o755)
 	manifest := "id: big\nversion: 1.0.0\nhooks:\n  h:\n    run: [./h.sh]\n    limits:\n      pids: 300\n      memory: 1536MiB\n"
 	if err := os.WriteFile(filepath.Join(mod, "module.yaml"), []byte(manifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(mod, "h.sh"), []byte("#!/bin/sh\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	r := c.run("module", "add", mod)

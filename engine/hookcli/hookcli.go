@@ -89,6 +89,7 @@ func Commands(env *Env) []*Command {
 const (
 	DataDirUsage = "data directory (default $WARDEN_DATA_DIR, else $XDG_STATE_HOME/warden)"
 	JSONUsage    = "print machine-readable JSON"
+	InitUsage    = "create the data dir named by --data-dir or WARDEN_DATA_DIR even when its parent dir is missing too (else refused: it is likelier a typo)"
 )
 
 // Main is the in-jail helper binary: `warden hook VERB ...` with the
@@ -101,6 +102,7 @@ func Main(argv []string, version string, stdin io.Reader, stdout, stderr io.Writ
 	var asJSON bool
 	env := &Env{Stdout: stdout, Stderr: stderr, Stdin: stdin, JSON: &asJSON}
 	var dataDir string
+	var initDir bool // accepted as the full binary accepts it; the helper opens no data dir
 	hook := &Command{
 		Use:   "hook",
 		Short: "Inside a hook, talk to the engine",
@@ -118,6 +120,7 @@ PATH. It has the verbs a hook uses to talk to the engine:
 operator's verbs are in the full warden binary, outside the jail.`,
 		Flags: []Flag{
 			{Name: "data-dir", String: &dataDir, Usage: DataDirUsage},
+			{Name: "init", Bool: &initDir, Usage: InitUsage},
 			{Name: "json", Bool: &asJSON, Usage: JSONUsage},
 		},
 		Subs: []*Command{hook},

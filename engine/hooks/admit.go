@@ -137,10 +137,9 @@ func AdmitModulePath(path string) error {
 		}
 		uid := in.st.Uid
 		if uid != 0 && uid != euid {
-			fix := "chown root " + in.path
-			if euid != 0 {
-				fix = fmt.Sprintf("chown %s %s (or root)", uidName(euid), in.path)
-			}
+			// Never hand another user's dir over: copying the module
+			// leaves theirs as it was.
+			fix := "copy the module into a directory that only root or you own and can write (`cp -r " + path + " DIR`), and add it from there"
 			return refuse(anc, fmt.Sprintf("is owned by %s, not root or the current user %s (check: owner)", uidName(uid), uidName(euid)), fix)
 		}
 		perm := in.fi.Mode().Perm()

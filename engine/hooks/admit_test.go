@@ -160,7 +160,7 @@ func TestAdmitModulePathOwner(t *testing.T) {
 	err := AdmitModulePath(other)
 	var ae *AdmissionError
 	if !errors.As(err, &ae) || ae.Ancestor != "" || !strings.Contains(ae.Problem, "owned by uid 12345") ||
-		!strings.Contains(ae.Problem, "(check: owner)") || ae.Fix != "chown root "+other {
+		!strings.Contains(ae.Problem, "(check: owner)") || !strings.Contains(ae.Fix, "copy the module") || strings.Contains(ae.Fix, "chown") {
 		t.Errorf("dir owner: err = %v", err)
 	}
 

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -91,6 +92,7 @@ type Manifest struct {
 type Hook struct {
 	Name        string
 	Run         []string // argv; Run[0] is relative to the module dir
+	RunLine     int      // module.yaml line of run (0 when unknown)
 	Timeout     time.Duration
 	IdleTimeout time.Duration
 	Requires    []string        // nil when none
@@ -129,6 +131,7 @@ func (m *Manifest) HookNames() []string {
 type ManifestError struct {
 	File    string
 	Line    int // 1-based; 0 when unknown
+	Col     int // 1-based; 0 when unknown (only YAML syntax errors have one)
 	Key     string
 	Problem string
 }
@@ -139,6 +142,10 @@ func (e *ManifestError) Error() string {
 	if e.Line > 0 {
 		b.WriteString(":")
 		b.WriteString(strconv.Itoa(e.Line))
+		if e.Col > 0 {
+			b.WriteString(":")
+			b.WriteString(strconv.Itoa(e.Col))
+		}
 	}
 	b.WriteString(": ")
 	if e.Key != "" {
@@ -392,19 +399,10 @@ func (d *manifestDecoder) forbidden(n ast.Node, path string, depth int) error {
 func (d *manifestDecoder) decode(data []byte) (*Manifest, error) {
 	f, err := parser.ParseBytes(data, 0, parser.AllowDuplicateMapKey())
 	if err != nil {
-		var se *yaml.SyntaxError
-		if errors.As(err, &se) {
-			line := 0
-			if se.Token != nil && se.Token.Position != nil {
-				line = se.Token.Position.Line
-			}
-			return nil, d.errf(line, "", "invalid YAML: %s", se.Message)
-		}
-		msg := err.Error()
-		if i := strings.IndexByte(msg, '\n'); i >= 0 {
-			msg = msg[:i]
-		}
-		return nil, d.errf(0, "", "invalid YAML: %s", msg)
+		line, col, msg := YAMLErrorAt(err)
+		e := d.errf(line, "", "invalid YAML: %s", msg)
+		e.Col = col
+		return nil, e
 	}
 	var docs []*ast.DocumentNode
 	if f != nil {
@@ -718,6 +716,7 @@ func (d *manifestDecoder) hook(e yamlEntry) (*Hook, error) {
 		switch f.key {
 		case "run":
 			hasRun = true
+			h.RunLine = f.line
 			if h.Run, err = d.run(f); err != nil {
 				return nil, err
 			}
@@ -908,4 +907,72 @@ func (d *manifestDecoder) typeMap(f yamlEntry, what string) (map[string]Type, er
 		return nil, nil
 	}
 	return out, nil
+}
+
+// CheckPrograms holds each hook's program to what the run will need: a
+// regular file inside the module dir with an execute bit. Said in the
+// module's terms (hooks/x.sh, module.yaml's line), since the run would
+// only say "exec …: no such file or directory" from inside the jail,
+// with exit 127.
+func CheckPrograms(m *Manifest) error {
+	for _, name := range m.HookNames() {
+		h := m.Hooks[name]
+		if len(h.Run) == 0 {
+			continue
+		}
+		rel := filepath.Clean(h.Run[0])
+		fail := func(format string, args ...any) error {
+			return &ManifestError{File: m.File, Line: h.RunLine, Key: "hooks." + printableKey(name) + ".run[0]", Problem: fmt.Sprintf(format, args...)}
+		}
+		fi, err := os.Stat(filepath.Join(m.Dir, rel))
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return fail("%s does not exist in the module dir %s", printableKey(rel), m.Dir)
+		case err != nil:
+			return fail("%s: %v", printableKey(rel), errText(err))
+		case fi.IsDir():
+			return fail("%s is a directory in the module dir; run names the hook's program", printableKey(rel))
+		case !fi.Mode().IsRegular():
+			return fail("%s is not a regular file (%s)", printableKey(rel), fi.Mode().Type())
+		case fi.Mode().Perm()&0o111 == 0:
+			return fail("%s is not executable: chmod +x %s", printableKey(rel), printableKey(rel))
+		}
+	}
+	return nil
+}
+
+func errText(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}
+
+// yamlAt is goccy/go-yaml's "[LINE:COL] message" prefix, for errors that
+// are not a *yaml.SyntaxError but still say where.
+var yamlAt = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*\[(\d+):(\d+)\]\s*(.*)`) })
+
+// YAMLErrorAt is where a YAML parse error points (1-based line and
+// column; 0 when the parser gave none) and its message's first line, so
+// that an error names the file's line and column, not only the message.
+func YAMLErrorAt(err error) (line, col int, msg string) {
+	var se *yaml.SyntaxError
+	if errors.As(err, &se) {
+		if se.Token != nil && se.Token.Position != nil {
+			line, col = se.Token.Position.Line, se.Token.Position.Column
+		}
+		msg = se.Message
+	} else {
+		msg = err.Error()
+		if m := yamlAt().FindStringSubmatch(msg); m != nil {
+			line, _ = strconv.Atoi(m[1])
+			col, _ = strconv.Atoi(m[2])
+			msg = m[3]
+		}
+	}
+	if i := strings.IndexByte(msg, '\n'); i >= 0 {
+		msg = msg[:i]
+	}
+	return line, col, msg
 }

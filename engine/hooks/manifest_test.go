@@ -46,6 +46,7 @@ func TestParseManifestDesignExample(t *testing.T) {
 			"on_install": {
 				Name:        "on_install",
 				Run:         []string{"./hooks/on_install.sh", "--verbose"},
+				RunLine:     8,
 				Timeout:     2 * time.Minute,
 				IdleTimeout: 30 * time.Second,
 				Requires:    []string{"operator"},
@@ -128,6 +129,15 @@ func TestManifestErrorFormat(t *testing.T) {
 }
 
 const mfOKHead = "id: x\nversion: 1.0.0\n"
+
+// A YAML syntax error names the line and the column (goccy/go-yaml knows
+// both); it used to be the line alone, and a console cut it to the message.
+func TestManifestYAMLErrorLineCol(t *testing.T) {
+	_, err := ParseManifest(mfTestFile, []byte("id: x\nhooks:\n  a:\n  - b\n    c: d\n"))
+	if err == nil || !strings.HasPrefix(err.Error(), mfTestFile+":4:5: invalid YAML: unexpected key name") {
+		t.Errorf("YAML error: %v", err)
+	}
+}
 
 func TestParseManifestRefusals(t *testing.T) {
 	hook := func(body string) string { return mfOKHead + "hooks:\n  h:\n" + body }
@@ -225,7 +235,11 @@ func TestParseManifestRefusals(t *testing.T) {
 				t.Errorf("error %q does not name the file", msg)
 			}
 			if tc.line > 0 {
-				if me.Line != tc.line || !strings.HasPrefix(msg, mfTestFile+":"+strconv.Itoa(tc.line)+": ") {
+				at := mfTestFile + ":" + strconv.Itoa(tc.line)
+				if me.Col > 0 { // YAML syntax errors say the column too
+					at += ":" + strconv.Itoa(me.Col)
+				}
+				if me.Line != tc.line || !strings.HasPrefix(msg, at+": ") {
 					t.Errorf("error %q: line %d, want %d", msg, me.Line, tc.line)
 				}
 			}

@@ -85,9 +85,13 @@ func AdmitBwrap(path string) (*Bwrap, error) {
 				return refuse("ancestor "+dir+" is a symlink not owned by root", "use a path under root-owned directories")
 			}
 		} else if err := rootOwnedNotWritable(dir, dfi); err != nil {
-			fix := fmt.Sprintf("chown root:root %s && chmod go-w %s", dir, dir)
-			if dfi.Mode()&fs.ModeSticky != 0 && dfi.Mode().Perm()&0o002 != 0 {
-				// A shared scratch dir such as /tmp: never loosen it.
+			fix := "chmod go-w " + dir
+			switch {
+			case dfi.Mode()&fs.ModeSticky != 0 && dfi.Mode().Perm()&0o002 != 0,
+				dfi.Sys().(*syscall.Stat_t).Uid != 0:
+				// A shared scratch dir such as /tmp, or a dir that is a
+				// user's: taking it over (or closing it) would break what
+				// else lives there, so the way out is another place.
 				fix = "install bubblewrap under root-owned directories (apt-get install bubblewrap puts it at /usr/bin/bwrap), not under " + dir
 			}
 			return refuse("ancestor "+err.Error(), fix)

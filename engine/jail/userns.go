@@ -40,12 +40,12 @@ func ProbeUserns(root, bwrap string) *UsernsRefused {
 	if readInt(at("/proc/sys/user/max_user_namespaces")) == 0 {
 		return &UsernsRefused{Cause: "user.max_user_namespaces",
 			Problem: "user.max_user_namespaces is 0 (/proc/sys/user/max_user_namespaces): no process here may create a user namespace",
-			Fix:     "as root: sysctl -w user.max_user_namespaces=15000, and a file in /etc/sysctl.d/ to keep it. The value is per user namespace: in a container with one of its own (rootless Podman, Docker with userns-remap, LXC), 0 is the container's setting: raise it there, as the container's root, or have the container started without it"}
+			Fix:     "jail auto runs hooks under landlock meanwhile, where the kernel has it; turning user namespaces on for bwrap widens what every unprivileged user here may ask of the kernel, so do it only if you want that trade: as root: sysctl -w user.max_user_namespaces=15000, and a file in /etc/sysctl.d/ to keep it. The value is per user namespace: in a container with one of its own (rootless Podman, Docker with userns-remap, LXC), 0 is the container's setting: raise it there, as the container's root, or have the container started without it"}
 	}
 	if readInt(at("/proc/sys/kernel/unprivileged_userns_clone")) == 0 { // Debian's switch; absent elsewhere
 		return &UsernsRefused{Cause: "kernel.unprivileged_userns_clone",
 			Problem: "kernel.unprivileged_userns_clone is 0 (/proc/sys/kernel/unprivileged_userns_clone): unprivileged users may not create user namespaces",
-			Fix:     "as root: sysctl -w kernel.unprivileged_userns_clone=1, and a file in /etc/sysctl.d/ to keep it"}
+			Fix:     "jail auto runs hooks under landlock meanwhile, where the kernel has it; turning user namespaces on for bwrap widens what every unprivileged user here may ask of the kernel, so do it only if you want that trade: as root: sysctl -w kernel.unprivileged_userns_clone=1, and a file in /etc/sysctl.d/ to keep it"}
 	}
 	if readInt(at("/proc/sys/kernel/apparmor_restrict_unprivileged_userns")) == 1 {
 		if p := apparmorProfileFor(at("/sys/kernel/security/apparmor/profiles"), bwrap); p != "" {

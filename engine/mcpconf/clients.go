@@ -36,7 +36,17 @@ type Client struct {
 	// Where is where the client reads its MCP servers from, relative to
 	// the home dir (see DefaultPath).
 	Where string
+	// ApprovalMode, when set, is written as the entry's
+	// default_tools_approval_mode (Codex). warden gates every tool call
+	// itself (the client's policy or an operator's decision), so the
+	// client need not ask its user too: with "approve", `codex exec`
+	// (approval_policy never) calls warden's tools instead of refusing
+	// each, and an interactive Codex does not ask twice for one call.
+	ApprovalMode string
 }
+
+// ApprovalWhy is what install says about ApprovalMode.
+const ApprovalWhy = "warden asks its operator (or the client's policy allows) before every tool call runs, so the client need not ask too: without it `codex exec` (approval_policy never) refuses every call, and an interactive Codex asks its user before warden asks the operator"
 
 // Clients are the clients `warden mcp install` knows, by name.
 //
@@ -48,12 +58,13 @@ type Client struct {
 //   - cursor: ~/.cursor/mcp.json (global), "mcpServers", entries
 //     {"command", "args"}.
 //   - codex: $CODEX_HOME/config.toml (default ~/.codex/config.toml), a
-//     [mcp_servers.<name>] table with command and args.
+//     [mcp_servers.<name>] table with command, args and
+//     default_tools_approval_mode = "approve" (see ApprovalMode).
 var Clients = map[string]Client{
 	"claude-code":    {Name: "claude-code", Type: "stdio", Where: ".claude.json"},
 	"claude-desktop": {Name: "claude-desktop", Where: desktopPath()},
 	"cursor":         {Name: "cursor", Where: ".cursor/mcp.json"},
-	"codex":          {Name: "codex", TOML: true, Where: ".codex/config.toml"},
+	"codex":          {Name: "codex", TOML: true, Where: ".codex/config.toml", ApprovalMode: "approve"},
 }
 
 func desktopPath() string {
@@ -102,6 +113,9 @@ func (c Client) DefaultPath() (string, error) {
 type Entry struct {
 	Command string   `json:"command" toml:"command"`
 	Args    []string `json:"args" toml:"args"`
+	// ApprovalMode is Codex's default_tools_approval_mode ("" for the
+	// other clients, whose JSON entries have no such key).
+	ApprovalMode string `json:"approvalMode,omitempty" toml:"default_tools_approval_mode,omitempty"`
 }
 
 // Compiled on first use, not at init (each CLI verb paid for it at start).

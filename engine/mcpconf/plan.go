@@ -36,6 +36,7 @@ func PlanInstall(c Client, path, name string, entry Entry) (*Plan, error) {
 	if err := AdmitExecutable(entry.Command); err != nil {
 		return nil, err
 	}
+	entry.ApprovalMode = c.ApprovalMode
 	return plan(c, path, name, &entry)
 }
 
@@ -84,7 +85,7 @@ func sameEntry(a, b *Entry) bool {
 		return a == nil && b == nil
 	}
 	if len(a.Args) == 0 && len(b.Args) == 0 {
-		return a.Command == b.Command
+		return a.Command == b.Command && a.ApprovalMode == b.ApprovalMode
 	}
 	return reflect.DeepEqual(*a, *b)
 }

@@ -120,7 +120,7 @@ func checkPluginRoot(root string) error {
 	case st.Mode&unix.S_IFMT != unix.S_IFDIR:
 		return refuse("a directory", "not a directory", "give the plugin's root directory")
 	case st.Uid != uid:
-		return refuse("yours", fmt.Sprintf("owned by uid %d, not you (uid %d)", st.Uid, uid), "prepare it as its owner, or chown it to yourself")
+		return refuse("yours", fmt.Sprintf("owned by uid %d, not you (uid %d)", st.Uid, uid), fmt.Sprintf("prepare it as its owner (uid %d), or use a dir of your own: warden does not take over another user's", st.Uid))
 	case st.Mode&0o7777 != 0o700:
 		return refuse("0700", fmt.Sprintf("mode %04o", st.Mode&0o7777), "chmod 700 "+root)
 	}
@@ -152,7 +152,7 @@ func readPluginTemplate(path string) (original, error) {
 	case st.Mode&unix.S_IFMT != unix.S_IFREG:
 		return refuse("regular file", "not a regular file", "replace it with a regular file")
 	case st.Uid != uid:
-		return refuse("yours", fmt.Sprintf("owned by uid %d, not you (uid %d)", st.Uid, uid), "chown it to yourself")
+		return refuse("yours", fmt.Sprintf("owned by uid %d, not you (uid %d)", st.Uid, uid), fmt.Sprintf("run this as its owner (uid %d), or use a dir of your own: warden does not take over another user's", st.Uid))
 	case st.Nlink != 1:
 		return refuse("one link", fmt.Sprintf("it has %d hard links", st.Nlink), "make it a single file (cp --remove-destination)")
 	case st.Size > MaxPluginTemplate:

@@ -160,7 +160,7 @@ func readTarget(path string) (original, error) {
 	case st.Mode&unix.S_IFMT != unix.S_IFREG:
 		return original{}, &Refusal{Path: path, Check: "regular file", Problem: "not a regular file", Fix: "point --config at the client's config file"}
 	case st.Uid != uid:
-		return original{}, &Refusal{Path: path, Check: "owned by you", Problem: fmt.Sprintf("owned by uid %d, not you (uid %d)", st.Uid, uid), Fix: "run as the file's owner, or chown it to yourself"}
+		return original{}, &Refusal{Path: path, Check: "owned by you", Problem: fmt.Sprintf("owned by uid %d, not you (uid %d)", st.Uid, uid), Fix: fmt.Sprintf("run this as the file's owner (uid %d): warden does not write, or hand you, another user's file", st.Uid)}
 	case st.Nlink != 1:
 		return original{}, &Refusal{Path: path, Check: "one link", Problem: fmt.Sprintf("it has %d hard links: a write would split them", st.Nlink), Fix: "make it a single file: cp --remove-destination (or remove the other links)"}
 	case st.Mode&0o022 != 0:

@@ -166,6 +166,7 @@ func tomlServer(doc map[string]any, name string) *Entry {
 	}
 	e := &Entry{}
 	e.Command, _ = w["command"].(string)
+	e.ApprovalMode, _ = w["default_tools_approval_mode"].(string)
 	if args, ok := w["args"].([]any); ok {
 		for _, a := range args {
 			if s, ok := a.(string); ok {

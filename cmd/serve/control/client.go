@@ -65,8 +65,17 @@ func Dial(dataDir string) (*Client, error) {
 		switch {
 		case errors.Is(err, syscall.ENOENT), errors.Is(err, syscall.ECONNREFUSED):
 			return nil, fmt.Errorf("%w (%s)", ErrNoServer, path)
-		case errors.Is(err, syscall.EACCES):
-			return nil, fmt.Errorf("cannot reach the engine serving %s: %s is not yours (uid %d): run warden as the data dir's owner", dataDir, path, os.Geteuid())
+		case errors.Is(err, syscall.EACCES), errors.Is(err, syscall.ENOTDIR):
+			// The data dir itself is the likelier trouble (another user's,
+			// or a file): the policy says which, and what to do.
+			if perr := storage.CheckDir(dataDir); perr != nil {
+				return nil, perr
+			}
+			if fi, serr := os.Lstat(path); serr == nil {
+				owner := fi.Sys().(*syscall.Stat_t).Uid
+				return nil, fmt.Errorf("cannot reach the engine serving %s: %s belongs to uid %d and you are uid %d: run warden as uid %d, the data dir's owner", dataDir, path, owner, os.Geteuid(), owner)
+			}
+			return nil, fmt.Errorf("cannot reach the engine serving %s: %s refuses you (uid %d): run warden as the data dir's owner", dataDir, path, os.Geteuid())
 		}
 		return nil, fmt.Errorf("attaching to the engine serving %s: %w", dataDir, err)
 	}
