@@ -32,6 +32,9 @@ func (e *Engine) AddModule(actor Actor, path string) (*Module, error) {
 	if err != nil {
 		return nil, err
 	}
+	if m.ID == RunModule {
+		return nil, &hooks.ManifestError{File: m.File, Key: "id", Problem: fmt.Sprintf("%q is warden run's own module id (its sessions and secrets): give the module another id", RunModule)}
+	}
 	if err := hooks.CheckCeiling(m, e.ceiling()); err != nil {
 		return nil, err
 	}

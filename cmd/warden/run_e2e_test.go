@@ -335,6 +335,11 @@ func TestWardenRunRefusesBadInput(t *testing.T) {
 			t.Errorf("a root warden's run in root's workspace: want exit %d with why, got %s", exitRefused, r)
 		}
 	}
+	// The module id "run" is warden run's: no module may take it.
+	mod := bashModule(t, privateDir(t, "warden-run-id-"), "run", "x", "true\n")
+	if r := c.run("module", "add", mod); r.code == 0 || !strings.Contains(r.stderr, `"run" is warden run's own module id`) {
+		t.Errorf("module add of id run: %s", r)
+	}
 	var runs []any
 	c.json(0, &runs, "hook", "runs")
 	if _, err := os.Stat(filepath.Join(c.dir, "homes")); err == nil || len(runs) != 0 {

@@ -77,7 +77,7 @@ type Op struct {
 // json.RawMessage) and computes the digest.
 func NewOp(subject, operation string, content any) (Op, error) {
 	if !storage.ValidSubject(subject) {
-		return Op{}, fmt.Errorf("bad policy subject %q: want module:ID, hands:/ABS/ROOT or mcp:CLIENT", subject)
+		return Op{}, fmt.Errorf("bad policy subject %q: want module:ID, hands:/ABS/ROOT, mcp:CLIENT or profile:NAME", subject)
 	}
 	if operation == "" || strings.ContainsFunc(operation, func(c rune) bool { return c <= 0x20 || c == 0x7f }) {
 		return Op{}, fmt.Errorf("bad operation name %q", operation)
@@ -217,7 +217,7 @@ const ReasonExpired = "expired"
 // everything denied, no rules, revision 0, and exists false.
 func Policy(tx *storage.Tx, subject string) (p storage.PolicyRecord, exists bool, err error) {
 	if !storage.ValidSubject(subject) {
-		return p, false, fmt.Errorf("bad policy subject %q: want module:ID, hands:/ABS/ROOT or mcp:CLIENT", subject)
+		return p, false, fmt.Errorf("bad policy subject %q: want module:ID, hands:/ABS/ROOT, mcp:CLIENT or profile:NAME", subject)
 	}
 	p, exists, err = tx.Policy(subject)
 	if err == nil && !exists {
@@ -231,7 +231,7 @@ func Policy(tx *storage.Tx, subject string) (p storage.PolicyRecord, exists bool
 // revisions. The change is receipted.
 func SetPolicy(tx *storage.Tx, actor string, p storage.PolicyRecord, expected uint64, now time.Time) (storage.PolicyRecord, error) {
 	if !storage.ValidSubject(p.Subject) {
-		return p, fmt.Errorf("bad policy subject %q: want module:ID, hands:/ABS/ROOT or mcp:CLIENT", p.Subject)
+		return p, fmt.Errorf("bad policy subject %q: want module:ID, hands:/ABS/ROOT, mcp:CLIENT or profile:NAME", p.Subject)
 	}
 	list, err := CheckNetworkList(p.NetworkAllow)
 	if err != nil {
