@@ -181,8 +181,25 @@ func (c *Cursor) goToFirstElementOnTheStack() {
 		} else {
 			pgId = ref.page.BranchPageElement(uint16(ref.index)).Pgid()
 		}
+		c.checkDepth(pgId)
 		p, n := c.bucket.pageNode(pgId)
 		c.stack = append(c.stack, elemRef{page: p, node: n, index: 0})
+	}
+}
+
+// maxCursorDepth bounds how deep a cursor descends. A healthy tree is
+// far shallower (every branch page has at least two children, and a file
+// has fewer than 2^48 pages); a deeper one is a damaged branch page
+// pointing back up its own tree, or an inline bucket whose page claims to
+// be a branch, and without the bound the cursor descends for ever (an
+// unrecoverable stack overflow, or memory without end).
+const maxCursorDepth = 64
+
+// checkDepth panics, as bbolt does on other damaged pages, before the
+// cursor descends past maxCursorDepth.
+func (c *Cursor) checkDepth(next common.Pgid) {
+	if len(c.stack) >= maxCursorDepth {
+		panic(fmt.Sprintf("page %d: the tree is more than %d pages deep: a page points back into its own tree", next, maxCursorDepth))
 	}
 }
 
@@ -202,6 +219,7 @@ func (c *Cursor) last() {
 		} else {
 			pgId = ref.page.BranchPageElement(uint16(ref.index)).Pgid()
 		}
+		c.checkDepth(pgId)
 		p, n := c.bucket.pageNode(pgId)
 
 		var nextRef = elemRef{page: p, node: n}
@@ -281,6 +299,7 @@ func (c *Cursor) prev() (key []byte, value []byte, flags uint32) {
 
 // search recursively performs a binary search against a given page/node until it finds a given key.
 func (c *Cursor) search(key []byte, pgId common.Pgid) {
+	c.checkDepth(pgId)
 	p, n := c.bucket.pageNode(pgId)
 	if p != nil && !p.IsBranchPage() && !p.IsLeafPage() {
 		panic(fmt.Sprintf("invalid page type: %d: %x", p.Id(), p.Flags()))
