@@ -92,11 +92,13 @@ func TestDamageNoValidMeta(t *testing.T) {
 	wantDamaged(t, err, path)
 }
 
-// One byte at a leaf page's count. At open the page walk refuses it;
-// under an open store (the mapping sees the change at once), verify
-// returns a CorruptError (not "intact", not a panic), and so do receipt
-// searches and appends. 255 panicked in verify's producer after the
-// caller had printed "intact, 0 receipts"; 20 faulted (SIGSEGV) there.
+// One byte at a leaf page's count, a page open never reads: Open answers
+// without walking the file, and then every read of that page (verify,
+// receipt searches) and every append returns a CorruptError, not
+// "intact" and not a panic; so does doctor's Check. The same holds when
+// the damage lands under an open store (the mapping sees it at once). 255
+// panicked in verify's producer after the caller had printed "intact, 0
+// receipts"; 20 faulted (SIGSEGV) there.
 func TestDamageLeafCount(t *testing.T) {
 	_, first := damagedStore(t, 200)
 	whole, _ := os.ReadFile(first)
@@ -104,24 +106,96 @@ func TestDamageLeafCount(t *testing.T) {
 	for _, to := range []byte{255, 20, 40} {
 		t.Run(fmt.Sprint(to), func(t *testing.T) {
 			// A store that panicked keeps its file (and lock) until the
-			// process exits: each case has a data dir of its own.
-			dir := filepath.Join(t.TempDir(), "data")
-			os.Mkdir(dir, 0o700)
-			path := filepath.Join(dir, DBFile)
-			os.WriteFile(path, whole, 0o600)
+			// process exits: each store has a data dir of its own.
+			fresh := func() (string, string) {
+				dir := filepath.Join(t.TempDir(), "data")
+				os.Mkdir(dir, 0o700)
+				path := filepath.Join(dir, DBFile)
+				os.WriteFile(path, whole, 0o600)
+				return dir, path
+			}
+			dir, path := fresh()
 			storagetest.FlipLeafCountAt(t, path, pgid, ps, to)
-			_, err := Open(Options{Dir: dir})
+			_, err := Check(dir, time.Second)
 			wantDamaged(t, err, path)
-
-			os.WriteFile(path, whole, 0o600)
 			s, err := Open(Options{Dir: dir})
+			if err != nil {
+				t.Fatalf("open read the damaged page, which only a walk reaches: %v", err)
+			}
+			defer s.Close()
+			wantDamaged(t, s.CheckTree(), path)
+			readsFailDamaged(t, s, path)
+
+			dir, path = fresh()
+			s2, err := Open(Options{Dir: dir})
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer s.Close()
+			defer s2.Close()
 			storagetest.FlipLeafCountAt(t, path, pgid, ps, to)
-			readsFailDamaged(t, s, path)
+			readsFailDamaged(t, s2, path)
 		})
+	}
+}
+
+// A branch page pointing at itself: bbolt's cursor descended through it
+// until the stack overflowed, a fatal error that killed the process. Open
+// answers (it reads no branch of the receipts), and every read through
+// the page is a CorruptError naming the loop.
+func TestDamageBranchLoop(t *testing.T) {
+	dir, path := damagedStore(t, 200)
+	root := storagetest.LoopBranch(t, path)
+	_, err := Check(dir, time.Second)
+	wantDamaged(t, err, path)
+	s, err := Open(Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	err = s.View(func(tx *Tx) error {
+		_, err := tx.Receipts(ReceiptFilter{Kind: "test.fill"})
+		return err
+	})
+	ce := wantDamaged(t, err, path)
+	if !strings.Contains(ce.Error(), fmt.Sprintf("page %d", root)) {
+		t.Errorf("the message does not name page %d: %v", root, ce)
+	}
+	readsFailDamaged(t, s, path)
+}
+
+// The walk Open leaves for later finds damage on its own: once it has
+// run, writes fail with a CorruptError naming the page, before any read
+// reached it.
+func TestDamageFoundInBackground(t *testing.T) {
+	defer SetTreeWalkDelay(0)()
+	dir, path := damagedStore(t, 200)
+	storagetest.FlipLeafCount(t, path, 40)
+	s, err := Open(Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	<-BackgroundWalkDone(s)
+	_, err = s.AppendReceipt(Draft{Kind: "test.after", Actor: "local:t"})
+	wantDamaged(t, err, path)
+}
+
+// A sound store walks clean, in the background and on demand, and stays
+// writable.
+func TestCheckTreeSound(t *testing.T) {
+	defer SetTreeWalkDelay(0)()
+	dir, _ := damagedStore(t, 200)
+	s, err := Open(Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	<-BackgroundWalkDone(s)
+	if err := s.CheckTree(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AppendReceipt(Draft{Kind: "test.after", Actor: "local:t"}); err != nil {
+		t.Fatal(err)
 	}
 }
 
