@@ -199,11 +199,10 @@ func checkHeads(f *os.File, m *diskMeta) error {
 	if m.freelist+overflow >= m.pgid {
 		return fmt.Errorf("the freelist page %d runs %d pages past the end of the file's %d", m.freelist, overflow, m.pgid)
 	}
-	room := ((overflow+1)*ps - pageHeaderSize) / 8
-	if count == 0xFFFF { // bbolt's mark for a count stored as the first id
-		if count = le.Uint64(hdr[pageHeaderSize:]); count < room {
-			count++ // the slot holding the count
-		}
+	room := ((overflow+1)*ps - pageHeaderSize) / 8 // ids the pages hold
+	if count == 0xFFFF { // bbolt's mark for a count stored in the first slot
+		count = le.Uint64(hdr[pageHeaderSize:])
+		room-- // that slot
 	}
 	if count > room {
 		return fmt.Errorf("the freelist page %d counts %d ids, more than its %d pages hold", m.freelist, count, overflow+1)
