@@ -199,8 +199,10 @@ func checkHeads(f *os.File, m *diskMeta) error {
 	if m.freelist+overflow >= m.pgid {
 		return fmt.Errorf("the freelist page %d runs %d pages past the end of the file's %d", m.freelist, overflow, m.pgid)
 	}
-	room := ((overflow+1)*ps - pageHeaderSize) / 8 // ids the pages hold
-	if count == 0xFFFF { // bbolt's mark for a count stored in the first slot
+	// The ids the pages hold; a count of 0xFFFF is bbolt's mark for a
+	// count stored in the first slot instead.
+	room := ((overflow+1)*ps - pageHeaderSize) / 8
+	if count == 0xFFFF {
 		count = le.Uint64(hdr[pageHeaderSize:])
 		room-- // that slot
 	}
