@@ -11,33 +11,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/wardenhq/warden/engine/sdk/hookkit"
 )
-
-// logCalls is the hook scenario "log-calls N MS": N one-shot log calls
-// (hookkit.SendLog, what `warden hook log MSG` sends: a connection each),
-// "call 0" to "call N-1", MS milliseconds apart; N 0 for calls until one
-// fails (the engine is gone).
-func logCalls(args []string) int {
-	if len(args) != 2 {
-		say("usage: log-calls N MS")
-		return 2
-	}
-	n, _ := strconv.Atoi(args[0])
-	ms, _ := strconv.Atoi(args[1])
-	for i := 0; n == 0 || i < n; i++ {
-		if err := hookkit.SendLog("info", fmt.Sprintf("call %d", i)); err != nil {
-			if n == 0 {
-				return 0
-			}
-			say("log call %d: %v", i, err)
-			return 1
-		}
-		time.Sleep(time.Duration(ms) * time.Millisecond)
-	}
-	return 0
-}
 
 // Log calls a few milliseconds apart, each its own connection, share
 // commits: with the spacing set to an hour, the first line is written at
