@@ -27,8 +27,8 @@ type LinesEvent struct {
 // at once, and the lines after it wait until streamCommitEvery has
 // passed since that write began, so a run's lines cost at most one
 // commit (and its fsyncs) per streamCommitEvery, however they arrive: in
-// one pipe read, or one `warden hook log` call each, milliseconds apart,
-// which used to cost a commit each. A full batch (maxIngestLines, or half
+// one pipe read, or one `warden hook log` call each, milliseconds apart
+// (a commit each, without the spacing). A full batch (maxIngestLines, or half
 // the budget) is written at once, and close writes what is left: every
 // line is durable before the run's verdict. Lines are published only
 // once written, so a line anyone was shown survives the engine's death;

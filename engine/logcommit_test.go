@@ -16,8 +16,8 @@ import (
 // Log calls a few milliseconds apart, each its own connection, share
 // commits: with the spacing set to an hour, the first line is written at
 // once and the other 199 wait for the run's end, where all are written
-// in one more commit (one lines event each), in order. Before, each call
-// was a commit and two fdatasyncs of its own.
+// in one more commit (one lines event each), in order. Without the
+// spacing each call is a commit, and two fdatasyncs, of its own.
 func TestLogCallsShareCommits(t *testing.T) {
 	e := openEngine(t, Options{streamCommitEvery: time.Hour})
 	if _, err := e.AddModule(testActor, testModule(t, map[string]string{"calls": "    run: [./hook.sh, log-calls, \"200\", \"2\"]\n"})); err != nil {

@@ -237,7 +237,7 @@ var errWalkStopped = errors.New("the store closed during the walk")
 
 // CheckTree walks the page tree of the open store from the file's own
 // bytes (read, not mapped: the walk itself cannot fault), every page in
-// use once: what Open no longer does before a verb answers. It returns a
+// use once, which Open does not do before a verb answers. It returns a
 // *CorruptError naming the first damaged page, and from then on writes
 // fail with it (a commit that copies a damaged page spreads the damage);
 // reads go on, and a read of the damaged page fails on its own. Receipt

@@ -139,8 +139,9 @@ func TestDamageLeafCount(t *testing.T) {
 	}
 }
 
-// A branch page pointing at itself: bbolt's cursor descended through it
-// until the stack overflowed, a fatal error that killed the process. Open
+// A branch page pointing at itself: unbounded, bbolt's cursor descends
+// through it until the stack overflows, a fatal error that kills the
+// process (storage/third_party/bbolt/PATCHED.md). Open
 // answers (it reads no branch of the receipts), and every read through
 // the page is a CorruptError naming the loop.
 func TestDamageBranchLoop(t *testing.T) {

@@ -347,8 +347,8 @@ type checkpoint struct {
 
 func (s *Store) verify(since uint64, full bool) (Verification, error) {
 	var v Verification
-	// The chain is only as sound as the pages under it, and Open no
-	// longer walks them before answering.
+	// The chain is only as sound as the pages under it, and Open does
+	// not walk them.
 	if err := s.CheckTree(); err != nil {
 		return v, err
 	}

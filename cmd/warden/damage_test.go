@@ -45,13 +45,13 @@ func TestDamagedStore(t *testing.T) {
 	}
 }
 
-// TestVerbReadsDamagedPage: open no longer walks the file, so a verb
+// TestVerbReadsDamagedPage: open does not walk the file, so a verb
 // that never reads the damaged page answers, and one that reads it
 // (receipts before seq 3 live on the first leaf, under the receipts
 // root) fails with the corrupt-store message and its fix, not a crash:
 // a leaf whose count runs past the page, and a branch page pointing at
-// itself (bbolt's cursor descended through it until the stack
-// overflowed). Each store gets a data dir of its own: a process whose
+// itself (which an unbounded cursor descends until the stack
+// overflows). Each store gets a data dir of its own: a process whose
 // store panicked keeps the file's lock until it exits.
 func TestVerbReadsDamagedPage(t *testing.T) {
 	for name, damage := range map[string]func(testing.TB, string){
