@@ -28,12 +28,12 @@ type LinesEvent struct {
 // passed since that write began, so a run's lines cost at most one
 // commit (and its fsyncs) per streamCommitEvery, however they arrive: in
 // one pipe read, or one `warden hook log` call each, milliseconds apart
-// (a commit each, without the spacing). A full batch (maxIngestLines, or half
-// the budget) is written at once, and close writes what is left: every
-// line is durable before the run's verdict. Lines are published only
-// once written, so a line anyone was shown survives the engine's death;
-// one still waiting when the engine is killed outright is lost with it,
-// like a line in the hook's pipe.
+// (a commit each, without the spacing). A full batch (maxIngestLines, or
+// half the budget) is written at once, and close writes what is left:
+// every line is durable before the run's verdict. Lines are published
+// only once written, so a line anyone was shown survives the engine's
+// death; one still waiting when the engine is killed outright is lost
+// with it, like a line in the hook's pipe.
 //
 // Memory is bounded per run: the text queued and being written is held
 // to ingestBudget bytes. A producer that would go over it waits in add,
