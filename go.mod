@@ -108,6 +108,8 @@ require (
 
 replace github.com/charmbracelet/bubbletea => ./tui/third_party/bubbletea
 
+replace go.etcd.io/bbolt => ./storage/third_party/bbolt
+
 // The Go SDK is a module of its own (no dependencies), so a hook author's
 // go get brings only it; this repo builds against the checkout's copy.
 require github.com/wardenhq/warden/engine/sdk v0.0.0

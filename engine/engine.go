@@ -98,6 +98,9 @@ type Options struct {
 	// egress: test-only proxy settings (egress_run.go); unexported, so
 	// no CLI flag or config file reaches them.
 	egress egressOptions
+	// streamCommitEvery: test-only; the ingester's commit spacing
+	// (default streamCommitEvery).
+	streamCommitEvery time.Duration
 	// helper: test-only; the binary bound as the jail's warden instead of
 	// jail.FindHelper's pick (benchmarks set warden-hook or the full
 	// binary, built for the purpose, where the test binary runs).

@@ -26,6 +26,9 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 2 && os.Args[1] == "hook-scenario" {
 		os.Exit(hookScenario(os.Args[2]))
 	}
+	if dir := os.Getenv(kill9EngineEnv); dir != "" {
+		os.Exit(kill9Engine(dir, os.Getenv(kill9ModuleEnv)))
+	}
 	// Inside the jail this test binary is "warden": the jail starts the
 	// egress bridge as `warden hook egress-bridge ...`.
 	if len(os.Args) > 2 && os.Args[1] == "hook" && os.Args[2] == "egress-bridge" {
@@ -78,6 +81,8 @@ func hookScenario(name string) int {
 	switch name {
 	case "flood-frames":
 		return floodFrames()
+	case "log-calls":
+		return logCalls(os.Args[3:])
 	case "disk-full":
 		return diskFullScenario()
 	case "frames":

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/wardenhq/warden/storage"
 )
@@ -22,6 +23,18 @@ type LinesEvent struct {
 // whatever has queued into one storage write, which the committer may in
 // turn fold with other writers.
 //
+// Writes are spaced: a line that arrives after a quiet spell is written
+// at once, and the lines after it wait until streamCommitEvery has
+// passed since that write began, so a run's lines cost at most one
+// commit (and its fsyncs) per streamCommitEvery, however they arrive: in
+// one pipe read, or one `warden hook log` call each, milliseconds apart
+// (a commit each, without the spacing). A full batch (maxIngestLines, or
+// half the budget) is written at once, and close writes what is left:
+// every line is durable before the run's verdict. Lines are published
+// only once written, so a line anyone was shown survives the engine's
+// death; one still waiting when the engine is killed outright is lost
+// with it, like a line in the hook's pipe.
+//
 // Memory is bounded per run: the text queued and being written is held
 // to ingestBudget bytes. A producer that would go over it waits in add,
 // which stops it reading the hook's pipe or socket, so the backpressure
@@ -36,6 +49,7 @@ type ingester struct {
 	e     *Engine
 	run   string
 	limit uint64
+	every time.Duration // the least time from one write's start to the next's
 	in    chan ingestBatch
 	done  chan struct{}
 
@@ -71,10 +85,18 @@ const (
 	ingestBudget = 8 << 20
 	// lineOverhead is what a queued line costs beside its text.
 	lineOverhead = 64
+	// streamCommitEvery spaces one run's stream writes (see ingester):
+	// short enough that a console showing the lines keeps up, long
+	// enough that a hook's calls share commits.
+	streamCommitEvery = 50 * time.Millisecond
 )
 
 func (e *Engine) newIngester(run string) *ingester {
-	g := &ingester{e: e, run: run, limit: e.opts.StreamLimit, in: make(chan ingestBatch, ingestQueue), done: make(chan struct{}), budgetCh: make(chan struct{})}
+	every := e.opts.streamCommitEvery
+	if every <= 0 {
+		every = streamCommitEvery
+	}
+	g := &ingester{e: e, run: run, limit: e.opts.StreamLimit, every: every, in: make(chan ingestBatch, ingestQueue), done: make(chan struct{}), budgetCh: make(chan struct{})}
 	go g.loop()
 	return g
 }
@@ -147,24 +169,48 @@ func (g *ingester) failure() (lost uint64, err error) {
 func (g *ingester) loop() {
 	defer close(g.done)
 	var batches []ingestBatch
+	var last time.Time // when the last write began
+	wait := time.NewTimer(time.Hour)
+	wait.Stop()
 	for batch := range g.in {
 		// Collect what has queued, then flatten it once at its exact
 		// size: appending batch after batch to one slice re-copied a
 		// flood's lines several times over.
 		n, size := len(batch.lines), batch.size
 		batches = append(batches[:0], batch)
+		full := func() bool { return n >= maxIngestLines || size >= ingestBudget/2 }
+		var due <-chan time.Time // nil: take only what has queued
+		if left := g.every - time.Since(last); !last.IsZero() && left > 0 {
+			wait.Reset(left)
+			due = wait.C
+		}
 	more:
-		for n < maxIngestLines {
+		for !full() {
 			select {
 			case b, ok := <-g.in:
 				if !ok {
 					break more
 				}
 				batches, n, size = append(batches, b), n+len(b.lines), size+b.size
+				continue
 			default:
+			}
+			if due == nil {
+				break more
+			}
+			select {
+			case b, ok := <-g.in:
+				if !ok {
+					break more
+				}
+				batches, n, size = append(batches, b), n+len(b.lines), size+b.size
+			case <-due:
+				due = nil
 				break more
 			}
 		}
+		wait.Stop() // since Go 1.23 no stale tick is left to drain
+		last = time.Now()
 		pending := batch.lines
 		if len(batches) > 1 {
 			pending = make([]storage.Line, 0, n)

@@ -114,32 +114,10 @@ func BenchmarkVerify100k(b *testing.B) {
 // against written with every commit ("sync").
 func BenchmarkFreelist(b *testing.B) {
 	src := filepath.Join(b.TempDir(), "data")
+	growRuns(b, src, 10_000, 1)
 	s := openStore(b, src)
-	for done := 0; done < 10_000; done += 500 {
-		if _, err := s.Update(func(tx *Tx) error {
-			for i := done; i < done+500; i++ {
-				id := s.NewRunID(time.Now())
-				r := RunRecord{ID: id, Module: "m", Hook: "h", Actor: "local:b", Status: RunSucceeded, JailMode: "off", Started: time.Now(), Ended: new(time.Time)}
-				*r.Ended = r.Started
-				if err := tx.CreateRun(r); err != nil {
-					return err
-				}
-				if _, _, err := tx.AppendLines(id, []Line{{At: time.Now(), Level: LevelInfo, Text: "a line of output"}}, 0); err != nil {
-					return err
-				}
-				for j := 0; j < 4; j++ {
-					if _, err := tx.AppendReceipt(benchDraft(i)); err != nil {
-						return err
-					}
-				}
-			}
-			return nil
-		}); err != nil {
-			b.Fatal(err)
-		}
-	}
 	s.Close()
-	defer func() { noFreelistSync = true }()
+	defer func(was bool) { noFreelistSync = was }(noFreelistSync)
 	for _, mode := range []struct {
 		name string
 		scan bool
@@ -164,6 +142,78 @@ func BenchmarkFreelist(b *testing.B) {
 				i++
 			}
 			reportRate(b, int64(b.N))
+		})
+	}
+}
+
+// growRuns adds n runs' worth of records to the store in dir (a run
+// record, a nested stream bucket of lines lines, four receipts each), 500
+// runs a commit, and closes it.
+func growRuns(b *testing.B, dir string, n, lines int) {
+	s := openStore(b, dir)
+	defer s.Close()
+	for done := 0; done < n; done += 500 {
+		if _, err := s.Update(func(tx *Tx) error {
+			for i := done; i < min(done+500, n); i++ {
+				id := s.NewRunID(time.Now())
+				r := RunRecord{ID: id, Module: "m", Hook: "h", Actor: "local:b", Status: RunSucceeded, JailMode: "off", Started: time.Now(), Ended: new(time.Time)}
+				*r.Ended = r.Started
+				if err := tx.CreateRun(r); err != nil {
+					return err
+				}
+				ls := make([]Line, lines)
+				for j := range ls {
+					ls[j] = Line{At: time.Now(), Level: LevelInfo, Text: fmt.Sprintf("line %d of a hook's output", j)}
+				}
+				if _, _, err := tx.AppendLines(id, ls, 0); err != nil {
+					return err
+				}
+				for j := 0; j < 4; j++ {
+					if _, err := tx.AppendReceipt(benchDraft(i)); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkOpenGrown is what every CLI verb pays for the store: Open,
+// the newest run read (`hook runs --limit 1`), Close, on an empty store
+// and on one grown by 5,000 runs and by 100,000 (16 and 243 MiB, a few
+// seconds to build), alternated in one loop so that both see the same
+// machine. It reports each one's time an op and grown/empty, the
+// figure of issue 39 (goal at most 1.5).
+func BenchmarkOpenGrown(b *testing.B) {
+	empty := filepath.Join(b.TempDir(), "empty")
+	openStore(b, empty).Close()
+	for _, n := range []int{5_000, 100_000} {
+		grown := filepath.Join(b.TempDir(), fmt.Sprint(n))
+		growRuns(b, grown, n, 8)
+		fi, err := os.Stat(filepath.Join(grown, DBFile))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(fmt.Sprintf("runs=%d", n), func(b *testing.B) {
+			var took [2]time.Duration
+			for b.Loop() {
+				for i, dir := range []string{empty, grown} {
+					start := time.Now()
+					s := openStore(b, dir)
+					if err := s.View(func(tx *Tx) error { _, err := tx.Runs(1); return err }); err != nil {
+						b.Fatal(err)
+					}
+					s.Close()
+					took[i] += time.Since(start)
+				}
+			}
+			b.ReportMetric(float64(took[0].Nanoseconds())/float64(b.N), "empty-ns/op")
+			b.ReportMetric(float64(took[1].Nanoseconds())/float64(b.N), "grown-ns/op")
+			b.ReportMetric(float64(took[1])/float64(took[0]), "grown/empty")
+			b.ReportMetric(float64(fi.Size())/(1<<20), "grown-MiB")
 		})
 	}
 }

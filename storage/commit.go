@@ -71,7 +71,11 @@ func (s *Store) committer() {
 // back, that op is run alone so its error reflects only its own effect, and
 // the rest are retried together.
 func (s *Store) runBatch(ops []*commitOp) {
-	if ce := s.broken.Load(); ce != nil {
+	ce := s.broken.Load()
+	if ce == nil {
+		ce = s.damage.Load()
+	}
+	if ce != nil {
 		for _, op := range ops {
 			op.done <- ce
 		}

@@ -59,29 +59,48 @@ func parseMeta(b []byte) diskMeta {
 	return d
 }
 
-// walkAtOpen is the largest warden.db whose page tree Open walks (see
-// walkPages) before bbolt maps it; doctor's Check walks any size.
-// Measured: 10,000 receipts make 8 MiB, walked in about 3 ms.
-const walkAtOpen = 64 << 20
-
 // checkFile holds warden.db to what its own meta pages say, before bbolt
 // maps it: a file shorter than its pages, or with no valid meta page,
-// would fault inside bbolt, and a fault kills the process. An empty file
-// is a new store (bbolt writes its first pages). With walk, or when the
-// file is at most walkAtOpen bytes, its page tree is walked too.
+// would fault inside bbolt, and a fault there kills the process. It reads
+// a few fixed places (both meta pages, the heads of the root and freelist
+// pages), whatever the file's size: damage deeper in the tree is found
+// where it is read (guarded turns bbolt's panic or fault into a
+// *CorruptError) and by the walk of CheckTree. With walk, or when the
+// file has no stored freelist (bbolt then rebuilds it by walking every
+// page on a goroutine of its own, where a damaged page is a panic no
+// recover can reach), the page tree is walked too. An empty file is a new
+// store (bbolt writes its first pages).
 func checkFile(path string, walk bool) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
+	newest, err := newestMeta(f, path)
+	if err != nil || newest == nil {
+		return err
+	}
+	if err := checkHeads(f, newest); err != nil {
+		return &CorruptError{Path: path, Err: err}
+	}
+	if walk || newest.freelist == noFreelist {
+		if err := walkPages(f, newest, nil); err != nil {
+			return &CorruptError{Path: path, Err: err}
+		}
+	}
+	return nil
+}
+
+// newestMeta is the valid meta page of the file with the highest txid,
+// held to the file's size; nil for an empty file.
+func newestMeta(f *os.File, path string) (*diskMeta, error) {
 	fi, err := f.Stat()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	size := fi.Size()
 	if size == 0 {
-		return nil
+		return nil, nil
 	}
 	read := func(off int64) (diskMeta, bool) {
 		buf := make([]byte, pageHeaderSize+metaSize)
@@ -127,24 +146,168 @@ func checkFile(path string, walk bool) error {
 		if len(why) == 0 {
 			why = append(why, fmt.Sprintf("the file is %d bytes, too short for a meta page", size))
 		}
-		return &CorruptError{Path: path, Err: fmt.Errorf("no valid bbolt meta page (%s)", strings.Join(why, "; "))}
+		return nil, &CorruptError{Path: path, Err: fmt.Errorf("no valid bbolt meta page (%s)", strings.Join(why, "; "))}
 	}
 	ps := uint64(newest.pageSize)
 	if newest.pgid < 2 || newest.pgid > uint64(1)<<48/ps {
-		return &CorruptError{Path: path, Err: fmt.Errorf("its newest meta page (txid %d) counts %d pages", newest.txid, newest.pgid)}
+		return nil, &CorruptError{Path: path, Err: fmt.Errorf("its newest meta page (txid %d) counts %d pages", newest.txid, newest.pgid)}
 	}
 	if need := newest.pgid * ps; uint64(size) < need {
-		return &CorruptError{Path: path, Err: fmt.Errorf("the file is %d bytes but its newest meta page (txid %d) counts %d pages of %d bytes (%d bytes): it was truncated", size, newest.txid, newest.pgid, ps, need)}
+		return nil, &CorruptError{Path: path, Err: fmt.Errorf("the file is %d bytes but its newest meta page (txid %d) counts %d pages of %d bytes (%d bytes): it was truncated", size, newest.txid, newest.pgid, ps, need)}
 	}
 	if newest.root < 2 || newest.root >= newest.pgid || newest.freelist != noFreelist && (newest.freelist < 2 || newest.freelist >= newest.pgid) {
-		return &CorruptError{Path: path, Err: fmt.Errorf("its newest meta page (txid %d) points past its %d pages (root %d, freelist %d)", newest.txid, newest.pgid, newest.root, newest.freelist)}
+		return nil, &CorruptError{Path: path, Err: fmt.Errorf("its newest meta page (txid %d) points past its %d pages (root %d, freelist %d)", newest.txid, newest.pgid, newest.root, newest.freelist)}
 	}
-	if walk || size <= walkAtOpen {
-		if err := walkPages(f, newest); err != nil {
-			return &CorruptError{Path: path, Err: err}
+	return newest, nil
+}
+
+// checkHeads reads the headers of the two pages bbolt reads at open, the
+// root's and the freelist's: each must name itself and be of its kind,
+// and the freelist's ids must fit in its pages. bbolt copies the freelist
+// with a length read from that page: a damaged count would have it ask
+// for more memory than there is, which no recover catches.
+func checkHeads(f *os.File, m *diskMeta) error {
+	le := binary.LittleEndian
+	ps := uint64(m.pageSize)
+	hdr := make([]byte, pageHeaderSize+8)
+	head := func(id uint64) (flags uint16, count, overflow uint64, err error) {
+		if _, err := f.ReadAt(hdr, int64(id*ps)); err != nil {
+			return 0, 0, 0, fmt.Errorf("page %d: %v", id, err)
 		}
+		if got := le.Uint64(hdr); got != id {
+			return 0, 0, 0, fmt.Errorf("page %d names itself page %d", id, got)
+		}
+		return le.Uint16(hdr[8:]), uint64(le.Uint16(hdr[10:])), uint64(le.Uint32(hdr[12:])), nil
+	}
+	flags, _, _, err := head(m.root)
+	if err != nil {
+		return err
+	}
+	if flags != branchPage && flags != leafPage {
+		return fmt.Errorf("the root page %d is neither a branch nor a leaf (flags %#x)", m.root, flags)
+	}
+	if m.freelist == noFreelist {
+		return nil
+	}
+	flags, count, overflow, err := head(m.freelist)
+	if err != nil {
+		return err
+	}
+	if flags != freelistPage {
+		return fmt.Errorf("the freelist page %d is not a freelist (flags %#x)", m.freelist, flags)
+	}
+	if m.freelist+overflow >= m.pgid {
+		return fmt.Errorf("the freelist page %d runs %d pages past the end of the file's %d", m.freelist, overflow, m.pgid)
+	}
+	// The ids the pages hold; a count of 0xFFFF is bbolt's mark for a
+	// count stored in the first slot instead.
+	room := ((overflow+1)*ps - pageHeaderSize) / 8
+	if count == 0xFFFF {
+		count = le.Uint64(hdr[pageHeaderSize:])
+		room-- // that slot
+	}
+	if count > room {
+		return fmt.Errorf("the freelist page %d counts %d ids, more than its %d pages hold", m.freelist, count, overflow+1)
 	}
 	return nil
+}
+
+// treeWalkDelay is how long after Open the background walk of the page
+// tree starts: a CLI verb answers and exits well within it, so it never
+// pays for a walk it would not see the end of; a console or serve that
+// stays is walked once.
+var treeWalkDelay = 2 * time.Second
+
+// walkInBackground walks the page tree once treeWalkDelay has passed,
+// unless the store closes first.
+func (s *Store) walkInBackground() {
+	defer s.wg.Done()
+	defer close(s.walked)
+	t := time.NewTimer(treeWalkDelay)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		s.CheckTree()
+	case <-s.stopWalk:
+	}
+}
+
+// errWalkStopped ends a walk the store's Close interrupted.
+var errWalkStopped = errors.New("the store closed during the walk")
+
+// CheckTree walks the page tree of the open store from the file's own
+// bytes (read, not mapped: the walk itself cannot fault), every page in
+// use once, which Open does not do before a verb answers. It returns a
+// *CorruptError naming the first damaged page, and from then on writes
+// fail with it (a commit that copies a damaged page spreads the damage);
+// reads go on, and a read of the damaged page fails on its own. Receipt
+// verification runs it first; Open runs it in the background.
+func (s *Store) CheckTree() error {
+	if ce := s.damage.Load(); ce != nil {
+		return ce
+	}
+	path := s.db.Path()
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	err = walkSettled(f, path, s.stopWalk, func(walk func(*diskMeta) error) error {
+		// The last try holds a read transaction, so that no commit reuses
+		// the pages it reads; it stalls a commit that must grow the map,
+		// which is why it comes last.
+		if s.broken.Load() != nil {
+			return nil // bbolt may hold its locks for good
+		}
+		return s.noteBroken(guarded(path, func() error {
+			return s.db.View(func(tx *bolt.Tx) error {
+				m, err := newestMeta(f, path)
+				if err != nil || m == nil || m.txid != uint64(tx.ID()) {
+					return err // two commits since it began: nothing to conclude
+				}
+				return walk(m)
+			})
+		}))
+	})
+	if errors.Is(err, errWalkStopped) {
+		return nil
+	}
+	var ce *CorruptError
+	if errors.As(err, &ce) {
+		s.damage.CompareAndSwap(nil, ce)
+	}
+	return err
+}
+
+// walkSettled walks the tree of the file's newest meta page until a walk
+// either passes or fails with no commit between its start and end (a
+// commit may reuse the pages of the tree before it, and a walk that read
+// those saw no tree at all). After a few tries spoiled that way it walks
+// inside locked, which holds commits off the pages.
+func walkSettled(f *os.File, path string, stop <-chan struct{}, locked func(func(*diskMeta) error) error) error {
+	walk := func(m *diskMeta) error {
+		if err := walkPages(f, m, stop); err != nil {
+			if errors.Is(err, errWalkStopped) {
+				return err
+			}
+			return &CorruptError{Path: path, Err: err}
+		}
+		return nil
+	}
+	for try := 0; try < 3; try++ {
+		m, err := newestMeta(f, path)
+		if err != nil || m == nil {
+			return err
+		}
+		err = walk(m)
+		if err == nil || errors.Is(err, errWalkStopped) {
+			return err
+		}
+		if now, nerr := newestMeta(f, path); nerr == nil && now != nil && now.txid == m.txid {
+			return err
+		}
+	}
+	return locked(walk)
 }
 
 // guarded runs fn, which reads the mapped store, and turns a panic or a
@@ -276,6 +439,7 @@ func Check(dir string, lockTimeout time.Duration) (CheckResult, error) {
 const (
 	branchPage     = 0x01
 	leafPage       = 0x02
+	freelistPage   = 0x10
 	bucketLeafFlag = 0x01
 	elementSize    = 16
 	maxPageDepth   = 64
@@ -287,13 +451,18 @@ const (
 // and reached once. bbolt trusts all of this: a branch page pointing back
 // up its tree sends its cursor round for ever, and an element past its
 // page into memory that is not there. It costs one read of every page in
-// use.
-func walkPages(f *os.File, m *diskMeta) error {
+// use. It returns errWalkStopped once stop (when not nil) is closed.
+func walkPages(f *os.File, m *diskMeta, stop <-chan struct{}) error {
 	ps := int64(m.pageSize)
 	seen := make(map[uint64]bool)
 	var page func(id uint64, depth int) error
 	var elems func(id uint64, p []byte, depth int) error
 	page = func(id uint64, depth int) error {
+		select {
+		case <-stop:
+			return errWalkStopped
+		default:
+		}
 		if id < 2 || id >= m.pgid {
 			return fmt.Errorf("page %d is outside the %d pages of the file", id, m.pgid)
 		}

@@ -347,6 +347,11 @@ type checkpoint struct {
 
 func (s *Store) verify(since uint64, full bool) (Verification, error) {
 	var v Verification
+	// The chain is only as sound as the pages under it, and Open does
+	// not walk them.
+	if err := s.CheckTree(); err != nil {
+		return v, err
+	}
 	var fresh []checkpoint
 	err := s.View(func(tx *Tx) error {
 		start, prev := uint64(0), GenesisPrev

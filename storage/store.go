@@ -87,6 +87,10 @@ type Store struct {
 	reserveMu sync.Mutex // one release of the reserve at a time
 
 	broken atomic.Pointer[CorruptError] // set by noteBroken: bbolt panicked or faulted
+	damage atomic.Pointer[CorruptError] // set by CheckTree: a damaged page; writes fail with it
+
+	stopWalk chan struct{} // closed by Close: ends the background walk
+	walked   chan struct{} // closed when the background walk has ended
 
 	runIDs runIDs
 
@@ -121,7 +125,9 @@ func Open(opts Options) (*Store, error) {
 		timeout = time.Second
 	}
 	// bbolt trusts the file's meta pages and maps it: a truncated file
-	// faults there, which no recover can catch. Check first.
+	// faults there, which no recover can catch. Check first (a few fixed
+	// reads, whatever the size; the page tree is walked after Open
+	// returns, see CheckTree).
 	if err := checkFile(dbPath, false); err != nil {
 		return nil, err
 	}
@@ -144,7 +150,7 @@ func Open(opts Options) (*Store, error) {
 		}
 		return nil, fmt.Errorf("open %s: %w", dbPath, err)
 	}
-	s := &Store{dir: dir, db: db, commits: make(chan *commitOp, 1024), onCommit: opts.OnCommit}
+	s := &Store{dir: dir, db: db, commits: make(chan *commitOp, 1024), onCommit: opts.OnCommit, stopWalk: make(chan struct{}), walked: make(chan struct{})}
 	fail := func(err error) (*Store, error) {
 		db.Close()
 		if readPID(dir) == os.Getpid() {
@@ -197,8 +203,9 @@ func Open(opts Options) (*Store, error) {
 		return fail(err)
 	}
 	s.ensureReserve()
-	s.wg.Add(1)
+	s.wg.Add(2)
 	go s.committer()
+	go s.walkInBackground()
 	return s, nil
 }
 
@@ -269,6 +276,7 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	close(s.commits)
+	close(s.stopWalk)
 	s.mu.Unlock()
 	s.wg.Wait()
 	if readPID(s.dir) == os.Getpid() {

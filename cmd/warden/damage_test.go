@@ -44,3 +44,31 @@ func TestDamagedStore(t *testing.T) {
 		t.Errorf("the damaged file was changed: %d bytes, was %d", len(got), len(whole)/4)
 	}
 }
+
+// TestVerbReadsDamagedPage: open does not walk the file, so a verb
+// that never reads the damaged page answers, and one that reads it
+// (receipts before seq 3 live on the first leaf, under the receipts
+// root) fails with the corrupt-store message and its fix, not a crash:
+// a leaf whose count runs past the page, and a branch page pointing at
+// itself (which an unbounded cursor descends until the stack
+// overflows). Each store gets a data dir of its own: a process whose
+// store panicked keeps the file's lock until it exits.
+func TestVerbReadsDamagedPage(t *testing.T) {
+	for name, damage := range map[string]func(testing.TB, string){
+		"leaf count":  func(t testing.TB, path string) { storagetest.FlipLeafCount(t, path, 20) },
+		"branch loop": func(t testing.TB, path string) { storagetest.LoopBranch(t, path) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := newCLI(t)
+			path := storagetest.FillReceipts(t, c.dir, 200)
+			damage(t, path)
+			if r := c.run("receipts", "list", "--limit", "5"); r.code != 0 {
+				t.Errorf("a verb that never reads the damaged page: %s", r)
+			}
+			r := c.run("receipts", "list", "--before", "3")
+			if r.code == 0 || !strings.Contains(r.stderr, "storage corrupt: "+path) || !strings.Contains(r.stderr, "backup") || strings.Contains(r.stderr, "goroutine") {
+				t.Errorf("a verb that reads the damaged page: %s", r)
+			}
+		})
+	}
+}

@@ -124,3 +124,38 @@ func LeakPage(t testing.TB, path string) {
 		t.Fatal(err)
 	}
 }
+
+// LoopBranch points the first element of the receipts bucket's root page
+// (a branch: the store must hold enough receipts) of the closed store at
+// path back at that page itself, so bbolt's cursor, which trusts the
+// tree, would descend through it for ever. It returns the page's id.
+func LoopBranch(t testing.TB, path string) uint64 {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := db.Info().PageSize
+	var root uint64
+	db.View(func(tx *bolt.Tx) error {
+		root = uint64(tx.Bucket([]byte("receipts")).Root())
+		if p, err := tx.Page(int(root)); err != nil || p == nil || p.Type != "branch" {
+			t.Fatalf("the receipts root %d is not a branch page (%v): append more receipts", root, err)
+		}
+		return nil
+	})
+	db.Close()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], root)
+	// The first branch element (pos, ksize uint32; pgid uint64) follows
+	// the 16-byte page header.
+	if _, err := f.WriteAt(b[:], int64(root)*int64(ps)+16+8); err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
