@@ -196,6 +196,7 @@ func Open(opts Options) (*Engine, error) {
 		return nil, err
 	}
 	e.store = st
+	e.jails.Cache = &jail.ProbeCache{Path: filepath.Join(st.Dir(), jail.ProbeCacheName)}
 	e.gate = newAskGate(st, e.bus)
 	e.newRunID = st.NewRunID
 	if e.auth, err = caps.Open(st, string(LocalActor())); err != nil {

@@ -50,7 +50,11 @@ func (e *AdmissionError) Error() string {
 // a regular file owned by root and not group- or world-writable; every
 // ancestor a root-owned directory held to the same rule. It then reads the
 // version once.
-func AdmitBwrap(path string) (*Bwrap, error) {
+func AdmitBwrap(path string) (*Bwrap, error) { return AdmitBwrapCached(path, nil) }
+
+// AdmitBwrapCached is AdmitBwrap with the version kept in cache while the
+// binary stays the same (ProbeCache).
+func AdmitBwrapCached(path string, cache *ProbeCache) (*Bwrap, error) {
 	if path == "" {
 		path = DefaultBwrap
 	}
@@ -100,13 +104,21 @@ func AdmitBwrap(path string) (*Bwrap, error) {
 			break
 		}
 	}
+	id, haveID := binaryID(path)
+	if e, ok := cache.get("version|" + id); ok && haveID && e.Version != "" {
+		return &Bwrap{Path: path, Version: e.Version}, nil
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, path, "--version").Output()
 	if err != nil {
 		return refuse("`"+path+" --version` failed: "+err.Error(), "apt-get install --reinstall bubblewrap")
 	}
-	return &Bwrap{Path: path, Version: strings.TrimSpace(string(bytes.TrimPrefix(out, []byte("bubblewrap "))))}, nil
+	b := &Bwrap{Path: path, Version: strings.TrimSpace(string(bytes.TrimPrefix(out, []byte("bubblewrap "))))}
+	if haveID && b.Version != "" {
+		cache.put(probeEntry{Key: "version|" + id, Version: b.Version})
+	}
+	return b, nil
 }
 
 func rootOwnedNotWritable(path string, fi fs.FileInfo) error {

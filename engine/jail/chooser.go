@@ -15,6 +15,8 @@ import (
 // TryUserns keeps the answer of its one real try per process.
 type Chooser struct {
 	bwrapPath string
+	// Cache keeps bwrap's probes for other processes (nil: none).
+	Cache *ProbeCache
 
 	once     sync.Once
 	bwrap    *Jail
@@ -30,7 +32,7 @@ func NewChooser(bwrapPath string) *Chooser {
 // Bwrap is the admitted bubblewrap jail, or why it cannot be admitted,
 // with the fix.
 func (c *Chooser) Bwrap() (*Jail, error) {
-	c.once.Do(func() { c.bwrap, c.bwrapErr = New(c.bwrapPath) })
+	c.once.Do(func() { c.bwrap, c.bwrapErr = newJail(c.bwrapPath, c.Cache) })
 	if c.bwrapErr != nil {
 		return nil, fmt.Errorf("%w\n(or run the hook unjailed with --jail=off; every receipt of that run says so)", c.bwrapErr)
 	}
@@ -69,7 +71,7 @@ func (c *Chooser) Name(mode string) (string, error) {
 		// run with bwrap's own words, explained (ExplainExit).
 		bw.Userns = ProbeUserns("/", c.bwrap.Bwrap.Path)
 		if bw.Userns == nil { // no file refuses: try it (a container's seccomp may)
-			bw.Userns = TryUserns(c.bwrap.Bwrap.Path)
+			bw.Userns = TryUsernsCached(c.bwrap.Bwrap.Path, c.Cache)
 		}
 	}
 	if mode == BackendLandlock {

@@ -113,8 +113,10 @@ func hookNproc(pidMax, hard uint64) (n uint64, source string) {
 }
 
 // New admits bwrap (and setpriv, needed when warden runs as root).
-func New(bwrapPath string) (*Jail, error) {
-	b, err := AdmitBwrap(bwrapPath)
+func New(bwrapPath string) (*Jail, error) { return newJail(bwrapPath, nil) }
+
+func newJail(bwrapPath string, cache *ProbeCache) (*Jail, error) {
+	b, err := AdmitBwrapCached(bwrapPath, cache)
 	if err != nil {
 		return nil, err
 	}

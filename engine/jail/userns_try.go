@@ -14,11 +14,24 @@ import (
 // The child is bwrap --version, run as nobody in the new namespace. The
 // answer is kept for the life of the process (it costs a fork and an
 // exec, and a host does not change it under a running engine).
-func TryUserns(bwrap string) *UsernsRefused {
+func TryUserns(bwrap string) *UsernsRefused { return TryUsernsCached(bwrap, nil) }
+
+// TryUsernsCached is TryUserns with the answer also kept in cache, for
+// other processes, while bwrap, the boot, the user namespace and the uid
+// stay the same (ProbeCache).
+func TryUsernsCached(bwrap string, cache *ProbeCache) *UsernsRefused {
 	usernsTries.Lock()
 	defer usernsTries.Unlock()
 	if r, ok := usernsTries.m[bwrap]; ok {
 		return r
+	}
+	key, haveKey := usernsKey(bwrap)
+	if e, ok := cache.get(key); ok && haveKey {
+		if usernsTries.m == nil {
+			usernsTries.m = map[string]*UsernsRefused{}
+		}
+		usernsTries.m[bwrap] = e.Userns
+		return e.Userns
 	}
 	var refused *UsernsRefused
 	cmd := exec.Command(bwrap, "--version")
@@ -35,6 +48,9 @@ func TryUserns(bwrap string) *UsernsRefused {
 		usernsTries.m = map[string]*UsernsRefused{}
 	}
 	usernsTries.m[bwrap] = refused
+	if haveKey {
+		cache.put(probeEntry{Key: key, Userns: refused})
+	}
 	return refused
 }
 
