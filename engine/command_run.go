@@ -13,6 +13,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -75,6 +76,10 @@ type CommandRun struct {
 
 // Subject is the policy subject of the run's network decisions.
 func (c *CommandRun) Subject() string { return "profile:" + c.hookName() }
+
+// HomeName is the name of the run's kept home under the data dir's
+// homes/ (and its hook name): the profile, or NoProfile.
+func (c *CommandRun) HomeName() string { return c.hookName() }
 
 func (c *CommandRun) hookName() string {
 	if c.Profile == "" {
@@ -213,7 +218,7 @@ func commandDetails(c *CommandRun, jc *jail.Command) map[string]any {
 		binds[i] = b.Path
 	}
 	d := map[string]any{"command": c.Argv, "exe": jc.Exe, "workspace": jc.Workspace, "home": jc.Home, "binds": binds,
-		"freshHome": c.FreshHome, "env": sortedKeys(c.Env), "secretEnv": sortedKeys(c.SecretEnv)}
+		"freshHome": c.FreshHome, "env": namesOf(c.Env), "secretEnv": namesOf(c.SecretEnv)}
 	if c.Profile != "" {
 		d["profile"] = c.Profile
 	}
@@ -223,13 +228,12 @@ func commandDetails(c *CommandRun, jc *jail.Command) map[string]any {
 	return d
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
+// namesOf is m's keys, sorted; [] rather than null when there are none.
+func namesOf(m map[string]string) []string {
+	if len(m) == 0 {
+		return []string{}
 	}
-	slices.Sort(out)
-	return out
+	return slices.Sorted(maps.Keys(m))
 }
 
 // commandEnv sets the run's own variables over env: the CommandRun's Env
@@ -262,8 +266,7 @@ func (e *Engine) commandEnv(env []string, c *CommandRun, jailEnv map[string]stri
 			return nil, err
 		}
 	}
-	spec := jail.RunSpec{Env: set}
-	return spec.ApplyEnv(env), nil
+	return jail.SetEnv(env, set), nil
 }
 
 // what is what a start receipt says was run: module/hook, or for a

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -194,7 +195,7 @@ func (a *app) commandRun(f runFlags, argv []string) (*engine.CommandRun, *resolv
 	cr.Workspace = ws
 	// The engine checks again; refusing here first leaves nothing made.
 	home, _ := os.UserHomeDir()
-	if err := jail.CheckCommand(&jail.Command{Exe: cr.Exe, Binds: cr.Binds, Workspace: cr.Workspace, Home: filepath.Join(dataDir, "homes", "x")}, dataDir, home); err != nil {
+	if err := jail.CheckCommand(&jail.Command{Exe: cr.Exe, Binds: cr.Binds, Workspace: cr.Workspace, Home: filepath.Join(dataDir, "homes", cr.HomeName())}, dataDir, home); err != nil {
 		return nil, nil, err
 	}
 	return cr, rc, nil
@@ -218,12 +219,12 @@ type commandPlan struct {
 
 func (a *app) printCommandRun(cr *engine.CommandRun, rc *resolvedCommand, f runFlags) error {
 	dataDir, _ := engine.ResolveDataDir(a.dataDir)
-	home := filepath.Join(dataDir, "homes", cr.Subject()[len("profile:"):])
+	home := filepath.Join(dataDir, "homes", cr.HomeName())
 	if cr.FreshHome {
 		home = "(fresh: an empty dir in the run's dir, removed at its end)"
 	}
 	p := commandPlan{Command: cr.Argv, Found: rc.Found, Exe: cr.Exe, Binds: cr.Binds, Workspace: cr.Workspace, Home: home,
-		Hosts: cr.Hosts, Loopback: cr.Loopback, Env: sortedNames(cr.Env), SecretEnv: cr.SecretEnv, Profile: cr.Profile}
+		Hosts: cr.Hosts, Loopback: cr.Loopback, Env: slices.Sorted(maps.Keys(cr.Env)), SecretEnv: cr.SecretEnv, Profile: cr.Profile}
 	if err := a.withEngine(func(e engine.Facade) error {
 		var err error
 		if p.Jail, err = e.JailBackend(f.jail); err != nil {
@@ -257,20 +258,11 @@ func (a *app) printCommandRun(cr *engine.CommandRun, rc *resolvedCommand, f runF
 	if len(p.Env) > 0 {
 		fmt.Fprintf(w, "env        %s\n", safe(strings.Join(p.Env, " ")))
 	}
-	for _, k := range sortedNames(cr.SecretEnv) {
+	for _, k := range slices.Sorted(maps.Keys(cr.SecretEnv)) {
 		fmt.Fprintf(w, "secret env %s from secret %s of module run\n", safe(k), safe(cr.SecretEnv[k]))
 	}
 	fmt.Fprintf(w, "jail       %s, with the system's /usr, /bin, /lib*, CA certificates and a private /tmp (see `warden doctor`, docs/jail.md)\n", safe(p.Jail))
 	return nil
-}
-
-func sortedNames[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }
 
 // startCommandRun runs cr and follows its stream here; the process exits

@@ -95,20 +95,23 @@ type RunSpec struct {
 	StampStage bool
 }
 
-// ApplyEnv sets the spec's Env over env (a variable already there is
-// replaced in place) and returns it.
-func (s *RunSpec) ApplyEnv(env []string) []string {
-	done := make(map[string]bool, len(s.Env))
+// ApplyEnv sets the spec's Env over env and returns it (SetEnv).
+func (s *RunSpec) ApplyEnv(env []string) []string { return SetEnv(env, s.Env) }
+
+// SetEnv sets vars over env (a variable already there is replaced in
+// place, the others appended in name order) and returns it.
+func SetEnv(env []string, vars map[string]string) []string {
+	done := make(map[string]bool, len(vars))
 	for i, kv := range env {
 		k, _, _ := strings.Cut(kv, "=")
-		if v, ok := s.Env[k]; ok {
+		if v, ok := vars[k]; ok {
 			env[i] = k + "=" + v
 			done[k] = true
 		}
 	}
-	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
+	for _, k := range slices.Sorted(maps.Keys(vars)) {
 		if !done[k] {
-			env = append(env, k+"="+s.Env[k])
+			env = append(env, k+"="+vars[k])
 		}
 	}
 	return env
