@@ -83,13 +83,29 @@ func LoadProfile(dataDir, name string) (*Profile, error) {
 		return nil, fmt.Errorf("profile %s: %w", name, err)
 	}
 	p := &Profile{Name: name, Source: source}
-	if err := yaml.UnmarshalWithOptions(raw, p, yaml.Strict()); err != nil {
-		return nil, fmt.Errorf("profile %s (%s): %s", name, source, yaml.FormatError(err, false, true))
+	if err := decodeProfile(raw, p); err != nil {
+		return nil, fmt.Errorf("profile %s (%s): %w", name, source, err)
 	}
 	if err := p.check(); err != nil {
 		return nil, fmt.Errorf("profile %s (%s): %w", name, source, err)
 	}
 	return p, nil
+}
+
+// decodeProfile decodes raw strictly into p. The YAML decoder panics on
+// some malformed input (a tag on a scalar where a list belongs,
+// FuzzLoadProfile's corpus): that is a refusal of the file, not a crash
+// of the verb.
+func decodeProfile(raw []byte, p *Profile) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("not a profile's YAML (the decoder gave up: %v); see engine/profiles/claude.yaml for the shape", r)
+		}
+	}()
+	if err := yaml.UnmarshalWithOptions(raw, p, yaml.Strict()); err != nil {
+		return errors.New(yaml.FormatError(err, false, true))
+	}
+	return nil
 }
 
 func readBounded(file string) ([]byte, error) {
