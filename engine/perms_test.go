@@ -524,3 +524,24 @@ func TestPermsNetworkRequest(t *testing.T) {
 		t.Errorf("a run under the rule still asked (%d requests, then %d)", len(before), len(after))
 	}
 }
+
+// TestRequestExpiresBeforeTheRunsDeadline: a request the operator does
+// not answer, asked by a hook whose timeout is shorter than the request's
+// TTL, expires answerMargin before the run's deadline: the hook hears
+// "expired" (permission_denied) and ends on its own, instead of being
+// killed by its timeout mid-question.
+func TestRequestExpiresBeforeTheRunsDeadline(t *testing.T) {
+	e := setupPerms(t, map[string]string{"r": escapeYAML("perms-call", "sleep 1") + "    timeout: 3s\n"})
+	e.requestTTL = 5 * time.Minute
+	h, sub := startPermsRun(t, e, "r")
+	req := nextPending(t, sub)
+	o := h.Wait()
+	deadline := o.Run.Deadline
+	if got, want := deadline.Sub(req.Expires), answerMargin(3*time.Second); got != want {
+		t.Errorf("the request expires %s before the run's deadline, want %s", got, want)
+	}
+	if o.Run.Status != "succeeded" && strings.Contains(o.Run.Error, "timeout") {
+		t.Fatalf("the run hit its timeout before its request expired: %s %s", o.Run.Status, o.Run.Error)
+	}
+	wantCheck(t, checks(t, e, o.Run.ID), "perms-call 0 sleep 1:", "expired")
+}

@@ -44,11 +44,20 @@ type Refusal = perms.Refusal
 // RequestSummary is a one-line description of what a request asks.
 func RequestSummary(r Request) string { return perms.Summary(r.Operation, r.Content) }
 
-// runAsk is the gate's ask for a run's call on op.
+// runAsk is the gate's ask for a run's call on op. Its request expires
+// answerMargin before the run's deadline at the latest, so that a hook
+// whose request nobody answered hears "expired" (and can say so, or go
+// on without) instead of being stopped by its timeout mid-question.
 func (e *Engine) runAsk(r *activeRun, op perms.Op, opened func(Request) askWords) ask {
 	return ask{Ask: perms.Ask{Op: op, Requester: storage.Requester{Run: r.rec.ID, Module: r.rec.Module, Hook: r.rec.Hook},
-		Deadline: r.rec.Deadline, TTL: r.e.requestTTL},
+		Deadline: r.rec.Deadline.Add(-answerMargin(r.hook.Timeout)), TTL: r.e.requestTTL},
 		consumer: r.rec.ID, run: r, withdrawn: "the run ended before a decision", opened: opened}
+}
+
+// answerMargin is how long before its deadline a run's requests expire:
+// a tenth of its timeout, between 1 and 30 seconds.
+func answerMargin(timeout time.Duration) time.Duration {
+	return min(30*time.Second, max(time.Second, timeout/10))
 }
 
 // RequestPermission is what a capability calls before an effect: it
