@@ -50,7 +50,7 @@ func RequestSummary(r Request) string { return perms.Summary(r.Operation, r.Cont
 // on without) instead of being stopped by its timeout mid-question.
 func (e *Engine) runAsk(r *activeRun, op perms.Op, opened func(Request) askWords) ask {
 	return ask{Ask: perms.Ask{Op: op, Requester: storage.Requester{Run: r.rec.ID, Module: r.rec.Module, Hook: r.rec.Hook},
-		Deadline: r.rec.Deadline.Add(-answerMargin(r.hook.Timeout)), TTL: r.e.requestTTL},
+		Deadline: r.rec.Deadline.Add(-answerMargin(r.rec.Deadline.Sub(r.rec.Started))), TTL: r.e.requestTTL},
 		consumer: r.rec.ID, run: r, withdrawn: "the run ended before a decision", opened: opened}
 }
 
