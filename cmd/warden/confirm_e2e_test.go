@@ -75,3 +75,56 @@ func TestHookConfirmShellIfFollowsOperator(t *testing.T) {
 		}
 	}
 }
+
+// TestHookRunSaysWhichRequestWaits: `warden hook run … --json` with no
+// terminal, attached to `warden serve` with a console attached: the
+// hook's question waits for that console, and stderr says so at once,
+// naming the request, where to answer it and the verb that does (before,
+// it printed nothing until the request expired).
+func TestHookRunSaysWhichRequestWaits(t *testing.T) {
+	c := newCLI(t)
+	base := privateDir(t, "warden-waits-")
+	bin := wardenLink(t, base)
+	c.ok("module", "add", mcpModule(t, base, "vault", "store", "    timeout: 1m\n", `warden hook confirm "Store it?" && warden hook log stored
+`))
+	srv := startServe(t, bin, c.dir)
+	ctl, err := control.Dial(c.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctl.Close()
+	detach := ctl.AttachOperator()
+	defer detach()
+	ctl.MCPSessions()
+
+	var stdout, stderr lockedBuffer
+	run := exec.Command(bin, "--data-dir", c.dir, "--json", "hook", "run", "vault", "store", "--jail=off")
+	run.Stdout, run.Stderr = &stdout, &stderr
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer run.Process.Kill()
+	var id uint64
+	waitUntil(t, "the notice on stderr", 20*time.Second, func() bool {
+		rs, _ := ctl.Requests(engine.RequestFilter{})
+		for _, r := range rs {
+			if r.Decision == nil {
+				id = r.ID
+			}
+		}
+		return id != 0 && strings.Contains(stderr.String(), "waits for an operator")
+	}, stderr.String)
+	want := []string{"request " + strconv.FormatUint(id, 10) + " (operator.confirm) waits for an operator", "pid " + strconv.Itoa(srv.Process.Pid),
+		"warden perms approve " + strconv.FormatUint(id, 10)}
+	for _, w := range want {
+		if !strings.Contains(stderr.String(), w) {
+			t.Errorf("stderr lacks %q:\n%s", w, stderr.String())
+		}
+	}
+	if b, err := exec.Command(bin, "--data-dir", c.dir, "perms", "approve", strconv.FormatUint(id, 10)).CombinedOutput(); err != nil {
+		t.Fatalf("perms approve: %v %s", err, b)
+	}
+	if err := run.Wait(); err != nil || !strings.Contains(stdout.String(), `"status": "succeeded"`) {
+		t.Errorf("hook run --json after the approval: %v\n%s", err, stdout.String())
+	}
+}

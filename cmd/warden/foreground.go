@@ -7,7 +7,9 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -57,5 +59,37 @@ func backgroundConfirm(e engine.Facade, w io.Writer, run *atomic.Value) func(con
 		io.WriteString(w, b.String())
 		<-ctx.Done()
 		return false, ctx.Err()
+	}
+}
+
+// waitingNotice says on w, once per request, that a run with no terminal
+// to ask at waits for an operator elsewhere, and where: without it a
+// script's `warden hook run … </dev/null` (stderr even with --json) sat
+// silent until the request expired. A request the engine denies at once
+// (no operator attached at all) says so in the run's stream instead, so
+// a request is named here only if it still waits a moment later.
+func waitingNotice(e engine.Facade, w io.Writer) func(engine.Request) {
+	var mu sync.Mutex
+	said := map[uint64]bool{}
+	where := "in the console"
+	if pid := attachedPID(e); pid != 0 {
+		where = fmt.Sprintf("in the console (the data dir is held by pid %d)", pid)
+	}
+	return func(r engine.Request) {
+		mu.Lock()
+		first := !said[r.ID]
+		said[r.ID] = true
+		mu.Unlock()
+		if !first {
+			return
+		}
+		go func() {
+			time.Sleep(200 * time.Millisecond)
+			if got, err := e.Request(r.ID); err != nil || got.Decision != nil {
+				return
+			}
+			fmt.Fprintf(w, "request %d (%s) waits for an operator: answer it %s, or with `warden perms approve %d` or `warden perms deny %d --reason WHY`; it expires at %s\n",
+				r.ID, termsafe.String(r.Operation), where, r.ID, r.ID, r.Expires.Local().Format("15:04:05"))
+		}()
 	}
 }

@@ -117,7 +117,11 @@ console or ` + "`warden perms approve ID`" + ` answers it.`,
 				} else if prompt != nil {
 					out = breakPrompt{out, prompt}
 				}
-				a.follow(e, sub, h.ID, 0, out, writeLine, h.Done())
+				var asked func(engine.Request)
+				if tty == nil && !background {
+					asked = waitingNotice(e, a.stderr)
+				}
+				a.followAsking(e, sub, h.ID, 0, out, writeLine, h.Done(), asked)
 				o := h.Wait()
 				if stored, ok := a.storedOutcome(e, h.ID); ok {
 					o = stored
@@ -198,6 +202,12 @@ func validJail(j string) bool {
 // (the truth) whenever events say there is more, until stop is closed and
 // the stream is drained.
 func (a *app) follow(e engine.Facade, sub *engine.Subscription, run string, from uint64, out io.Writer, writeLine func(*bufio.Writer, engine.Line), stop <-chan struct{}) {
+	a.followAsking(e, sub, run, from, out, writeLine, stop, nil)
+}
+
+// followAsking is follow that also hands each request the run opens to
+// asked (nil: none).
+func (a *app) followAsking(e engine.Facade, sub *engine.Subscription, run string, from uint64, out io.Writer, writeLine func(*bufio.Writer, engine.Line), stop <-chan struct{}, asked func(engine.Request)) {
 	w := bufio.NewWriterSize(out, 64<<10)
 	defer w.Flush()
 	next := from
@@ -243,6 +253,10 @@ func (a *app) follow(e engine.Facade, sub *engine.Subscription, run string, from
 			}
 		case engine.EventMissed:
 			drain()
+		case engine.EventRequest:
+			if r := ev.Request; asked != nil && r != nil && r.Decision == nil && r.Requester.Run == run {
+				asked(*r)
+			}
 		}
 		if sub.Pending() == 0 {
 			w.Flush()

@@ -335,7 +335,11 @@ func (a *app) startCommandRun(cr *engine.CommandRun, f runFlags) error {
 			if a.json {
 				out = io.Discard
 			}
-			a.follow(e, sub, h.ID, 0, out, writeLine, h.Done())
+			var asked func(engine.Request)
+			if tty == nil && !background {
+				asked = waitingNotice(e, a.stderr)
+			}
+			a.followAsking(e, sub, h.ID, 0, out, writeLine, h.Done(), asked)
 		}
 		o := h.Wait()
 		if stored, ok := a.storedOutcome(e, h.ID); ok {
