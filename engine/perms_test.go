@@ -272,6 +272,11 @@ func TestPermsExpired(t *testing.T) {
 	if d := got.Decision; d == nil || d.Verdict != Deny || d.By != "engine" || d.Reason != "expired" {
 		t.Fatalf("decision %+v", got.Decision)
 	}
+	// One expiry, one receipt: the engine's deny, no refused decision
+	// besides it.
+	if rs := kinds(t, e, storage.KindRequestRefused); len(rs) != 0 {
+		t.Errorf("an expiry left %d request.refused receipts besides its deny: %+v", len(rs), rs)
+	}
 	if _, err := e.Approve(testActor, req.ID, ""); !errors.Is(err, ErrAlreadyDecided) {
 		t.Fatalf("approving an expired request: %v", err)
 	}

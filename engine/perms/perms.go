@@ -439,6 +439,12 @@ func DecideScoped(tx *storage.Tx, id uint64, verdict, actor, reason string, now 
 		if err := record(tx, &req, storage.Deny, EngineActor, ReasonExpired, now, nil); err != nil {
 			return Decided{}, err
 		}
+		if actor == EngineActor && verdict == storage.Deny {
+			// The engine closing an expired request (its waiter woke a
+			// moment past the expiry): that deny is the expiry, one
+			// receipt, not a refused decision besides it.
+			return Decided{Request: req}, nil
+		}
 		return refuse("it expired", &Refusal{Reason: RefusedExpired,
 			Message: fmt.Sprintf("request %d expired at %s without a decision, so it was denied; the hook has to ask again", id, req.Expires.Local().Format("15:04:05"))})
 	}
