@@ -270,7 +270,7 @@ func (er *egressRun) decide(ctx context.Context, host string, port uint16) egres
 	if over {
 		return egress.Verdict{Reason: askLimitReason}
 	}
-	ans, err := e.gate.ask(ctx, e.runAsk(r, op, func(req Request) askWords {
+	a := e.runAsk(r, op, func(req Request) askWords {
 		ask := fmt.Sprintf("Allow %s/%s to connect to %s (request %d)?", r.rec.Module, r.rec.Hook, dest, req.ID)
 		if req.Warning != "" {
 			r.say(storage.LevelWarn, fmt.Sprintf("request %d: network.connect %s needs a decision (`warden perms show %d`); warning: %s", req.ID, dest, req.ID, req.Warning))
@@ -285,7 +285,9 @@ func (er *egressRun) decide(ctx context.Context, host string, port uint16) egres
 		return askWords{prompt: ask,
 			noOperator: fmt.Sprintf("network.connect %s is not allowed by the policy of %s, and no operator is attached (no terminal, no console) to decide request %d, so it is denied (add it to the list with `warden perms policy set %s --network '%s' --revision N`)",
 				dest, subject, req.ID, subject, list)}
-	}))
+	})
+	a.Undeclared = er.undeclared(host, port)
+	ans, err := e.gate.ask(ctx, a)
 	switch {
 	case err != nil:
 		return egress.Verdict{Reason: "the engine could not decide: " + err.Error()}
@@ -355,6 +357,22 @@ func (er *egressRun) check(host string, port uint16) (egress.Verdict, bool) {
 		}
 	}
 	return egress.Verdict{Allow: true, AllowedBy: "rule", Via: via, Exempt: egress.IsAddr(host) && !p.Network}, true
+}
+
+// undeclared says how host:port is not what the run declared ("" when
+// it is): a module's hook lists its destinations in module.yaml; a
+// command run names its hosts by its profile and --allow-host, which
+// check allows before anything asks.
+func (er *egressRun) undeclared(host string, port uint16) string {
+	if er.r.command != nil {
+		return "NOT NAMED by the profile or --allow-host of this warden run"
+	}
+	if l, err := egress.ParseList(er.r.hook.Destinations); err == nil {
+		if _, ok := l.Match(host, port); ok {
+			return ""
+		}
+	}
+	return "NOT DECLARED in module.yaml's network list of " + er.r.rec.Module + "/" + er.r.rec.Hook
 }
 
 // named is check's answer for what warden run was given: a host of its

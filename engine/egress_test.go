@@ -986,11 +986,42 @@ func TestEgressAskForAnAddressWarns(t *testing.T) {
 		t.Fatalf("request 1 %+v %v, want the one for 169.254.169.254; the hook: %v\n%s", req, err, cs, streamText(t, e, o.Run.ID))
 	}
 	rs := []Request{req}
-	const want = "approving lets the hook reach ip:169.254.169.254:80 past the address deny list: 169.254.169.254 is link-local (cloud metadata lives at 169.254.169.254)"
+	const want = "NOT DECLARED in module.yaml's network list of testmod/meta; approving lets the hook reach ip:169.254.169.254:80 past the address deny list: 169.254.169.254 is link-local (cloud metadata lives at 169.254.169.254)"
 	if rs[0].Warning != want {
 		t.Errorf("request warning %q, want %q", rs[0].Warning, want)
 	}
 	if s := streamText(t, e, o.Run.ID); !strings.Contains(s, "needs a decision (`warden perms show 1`); warning: "+want) {
 		t.Errorf("the stream does not warn:\n%s", s)
+	}
+}
+
+// TestEgressMarksUndeclaredHosts: a connection to a host the hook's
+// module.yaml does not list opens a request whose warning says so first;
+// one it lists (but its policy does not) opens a request with none.
+func TestEgressMarksUndeclaredHosts(t *testing.T) {
+	needJail(t)
+	w := newTLSWorld(t)
+	declared := fmt.Sprintf("escape: always.test:%d", w.port)
+	hooks := map[string]string{
+		"undeclared": egressHook("get", fmt.Sprintf("https://always.test:%d/", w.port), "/module/ca.pem"),
+		"declared": escapeYAML("egress", "get", fmt.Sprintf("https://always.test:%d/", w.port), "/module/ca.pem") +
+			fmt.Sprintf("    network: [always.test:%d]\n    timeout: 2m\n", w.port),
+	}
+	e := egressEngine(t, w, true, hooks)
+	defer e.AttachOperator()()
+	for _, tc := range []struct{ hook, want string }{{"undeclared", "NOT DECLARED in module.yaml's network list of testmod/undeclared"}, {"declared", ""}} {
+		var warning string
+		got := decideNext(t, e, func(id uint64) {
+			r, _ := e.Request(id)
+			warning = r.Warning
+			e.Deny(testActor, id, "test")
+		})
+		runEgress(t, e, tc.hook)
+		if _, ok := <-got; !ok {
+			t.Fatalf("%s: no request opened", tc.hook)
+		}
+		if warning != tc.want {
+			t.Errorf("%s: request warning %q, want %q (%s)", tc.hook, warning, tc.want, declared)
+		}
 	}
 }

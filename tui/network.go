@@ -44,7 +44,7 @@ func (p *requestsPane) connectBanner(r engine.Request) []string {
 		return nil
 	}
 	th := p.sh.th
-	out := []string{"", "   " + th.Title.Render("CONNECT  "+dest), "   " + th.Dim.Render(fmt.Sprintf("asked by %s/%s through its egress proxy; a: add it to the module's network list", safe(r.Requester.Module), safe(r.Requester.Hook)))}
+	out := []string{"", "   " + th.Title.Render("CONNECT  "+dest), "   " + th.Dim.Render(fmt.Sprintf("asked by %s/%s through its egress proxy; y: this connection once · a: add it to the policy of %s (module.yaml is not changed) · n: deny", safe(r.Requester.Module), safe(r.Requester.Hook), safe(r.Subject)))}
 	if r.Warning != "" {
 		out = append(out, "   "+th.Denied.Render("warning: "+safe(r.Warning)))
 	}

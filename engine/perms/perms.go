@@ -297,6 +297,10 @@ type Ask struct {
 	// Actor is who the receipts name as asking; "" means the run
 	// ("run:<Requester.Run>").
 	Actor string
+	// Undeclared, for a network.connect, says how the host is not one
+	// the run declared ("" when it is): it leads the request's warning,
+	// so that no one approves it as if it were.
+	Undeclared string
 }
 
 // Open records a new request against the subject's current policy
@@ -349,7 +353,7 @@ func Open(tx *storage.Tx, a Ask, now time.Time) (storage.RequestRecord, error) {
 		return storage.RequestRecord{}, err
 	}
 	req := storage.RequestRecord{ID: id, Subject: op.Subject, Requester: a.Requester, Operation: op.Operation,
-		Content: op.Content, Warning: Warning(op), Digest: op.Digest, Revision: p.Revision, Created: now, Expires: expires}
+		Content: op.Content, Warning: joinWarnings(a.Undeclared, Warning(op)), Digest: op.Digest, Revision: p.Revision, Created: now, Expires: expires}
 	if err := tx.PutRequest(req); err != nil {
 		return req, err
 	}
@@ -543,4 +547,15 @@ func record(tx *storage.Tx, req *storage.RequestRecord, verdict, actor, reason s
 	}
 	_, err := tx.AppendReceipt(storage.Draft{Kind: storage.KindRequestDecide, Actor: actor, Subject: req.Subject, Summary: summary, Details: details})
 	return err
+}
+
+// joinWarnings joins the non-empty warnings with "; ".
+func joinWarnings(ws ...string) string {
+	var out []string
+	for _, w := range ws {
+		if w != "" {
+			out = append(out, w)
+		}
+	}
+	return strings.Join(out, "; ")
 }
