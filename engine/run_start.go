@@ -414,7 +414,9 @@ func (e *Engine) launch(r *activeRun, sp spawned) *RunHandle {
 	// it never will.
 	if sp.planErr != nil {
 		if r.tty != nil {
-			r.tty.pty.Slave.Close() // the master ends with the relay
+			// No reader takes the master: both ends go now.
+			r.tty.pty.Slave.Close()
+			r.tty.pty.Master.Close()
 		}
 		sp.release()
 		go r.finish(h, hooks.Exit{Code: -1, Err: sp.planErr, Reason: sp.planErr.Error()})
@@ -425,6 +427,7 @@ func (e *Engine) launch(r *activeRun, sp spawned) *RunHandle {
 	if err != nil {
 		if r.tty != nil {
 			r.tty.pty.Slave.Close()
+			r.tty.pty.Master.Close()
 		}
 		go r.finish(h, hooks.Exit{Code: -1, Err: err, Reason: "could not start: " + err.Error()})
 		return h

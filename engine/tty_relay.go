@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/wardenhq/warden/engine/hooks"
 )
@@ -34,6 +35,11 @@ const (
 // maxTTYBacklog bounds what the relay keeps of the command's output
 // before the terminal connects (its first screen).
 const maxTTYBacklog = 256 << 10
+
+// ttyWriteTimeout bounds one write to the terminal: a terminal that stops
+// reading (a stopped warden run, a stalled ssh session) is dropped, and
+// the run goes on writing its stream, rather than waiting for it for ever.
+const ttyWriteTimeout = 5 * time.Second
 
 // ttyRelay is one run's terminal.
 type ttyRelay struct {
@@ -74,17 +80,22 @@ func (e *Engine) openTTY(r *activeRun, size TTYSize) (*ttyRelay, error) {
 }
 
 // Write takes the command's output: to the terminal, or kept (bounded)
-// until it connects.
+// until it connects. The write itself is made outside the lock, so that
+// close always gets it and, by closing the socket, ends a write that
+// waits.
 func (t *ttyRelay) Write(b []byte) (int, error) {
 	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.conn != nil {
-		return t.conn.Write(b)
+	conn := t.conn
+	if conn == nil {
+		if t.backlog.Len()+len(b) <= maxTTYBacklog {
+			t.backlog.Write(b)
+		}
+		t.mu.Unlock()
+		return len(b), nil
 	}
-	if t.backlog.Len()+len(b) <= maxTTYBacklog {
-		t.backlog.Write(b)
-	}
-	return len(b), nil
+	t.mu.Unlock()
+	conn.SetWriteDeadline(time.Now().Add(ttyWriteTimeout))
+	return conn.Write(b)
 }
 
 // serve takes the one terminal, gives it the backlog, and relays its
@@ -97,6 +108,7 @@ func (t *ttyRelay) serve() {
 		return
 	}
 	t.mu.Lock()
+	conn.SetWriteDeadline(time.Now().Add(ttyWriteTimeout))
 	_, err = conn.Write(t.backlog.Bytes())
 	t.backlog = bytes.Buffer{}
 	t.conn = conn
@@ -141,8 +153,9 @@ func (t *ttyRelay) close() {
 	t.ln.Close()
 	os.Remove(t.path)
 	t.mu.Lock()
-	if t.conn != nil {
-		t.conn.Close()
-	}
+	conn := t.conn
 	t.mu.Unlock()
+	if conn != nil {
+		conn.Close()
+	}
 }

@@ -68,8 +68,9 @@ func (p *PTY) SetOut(w io.Writer) {
 }
 
 // tee is the master's reader for the executor: every read is copied to
-// Out (a slow or gone Out never holds the stream: its error only drops
-// it).
+// Out. Out bounds each write (ttyRelay's deadline), and its first error
+// drops it: a gone or stalled terminal holds the stream for one bounded
+// write at most.
 type tee struct{ p *PTY }
 
 func (t tee) Read(b []byte) (int, error) {
