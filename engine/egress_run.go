@@ -160,7 +160,8 @@ func (er *egressRun) close() {
 // for a receipt (it is written at the connection's close); the run's end
 // flushes the queue before hook.end, so a run that ends has them all. An
 // engine that dies outright loses at most the receipts of connections
-// closed in the last receiptDelay (and, as before, those still open).
+// closed in the last receiptDelay (and those still open, whose receipt
+// waits for their close).
 const receiptDelay = 10 * time.Millisecond
 
 // queueReceipt hands a closed connection's receipt to the writer.

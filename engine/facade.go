@@ -51,7 +51,6 @@ type Facade interface {
 // Runs starts, stops and lists hook runs.
 type Runs interface {
 	StartRun(actor Actor, req RunRequest) (*RunHandle, error)
-	RunHook(actor Actor, req RunRequest) (Outcome, error)
 	CancelRun(actor Actor, id string) error
 	RunsBefore(before string, limit int) ([]RunRecord, error)
 	LiveRuns() ([]RunRecord, error)

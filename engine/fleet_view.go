@@ -9,8 +9,8 @@ import (
 // fold (engine/fleet) are not the console's business: tui knows only
 // these view types, and cmd adapts the client and its View to them
 // (cmd/warden/fleet_console.go). They are small types of their own, not
-// aliases of engine/fleet's, because engine cannot import engine/fleet
-// while the fleet's host side imports engine.
+// aliases of engine/fleet's, so that nothing in engine imports the fleet
+// client: it is operator-side code, and only cmd uses it.
 
 // Fleet is the fleet a console watches and decides on.
 type Fleet interface {

@@ -15,9 +15,9 @@ import (
 	"github.com/wardenhq/warden/engine/sdk/hookkit"
 )
 
-// The in-jail helper's cost (issue 25), each figure beside its baseline
-// in the same run, for the full warden binary (the old in-jail helper)
-// and warden-hook (the new one), both built here from this checkout:
+// The in-jail helper's cost, each figure beside its baseline in the same
+// run, for the full warden binary (the helper when warden-hook is absent)
+// and warden-hook, both built here from this checkout:
 //
 //	go test ./engine/ -run '^$' -bench 'JailedHookCalls|HelperStart|LogStdin' -benchtime 3x
 //

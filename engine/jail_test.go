@@ -141,8 +141,8 @@ func escapeScenario(name string, args []string) int {
 		return escapeTIOCSTI(name)
 
 	// File metadata outside the grant, on a file the hook's uid owns
-	// (issue 38's high finding): Landlock has no right for these, so
-	// the landlock filter denies the calls by path.
+	// (as root, a setuid-root binary): Landlock has no right for these,
+	// so the landlock filter denies the calls by path.
 	case "escape-chmod": // PATH
 		return escapeSay(name, os.Chmod(arg(0), 0o640), "")
 	case "escape-chown": // PATH: to the ids it already has (the owner may)
@@ -1043,8 +1043,8 @@ func TestJailCmdlineNamesNoHostPath(t *testing.T) {
 	}
 }
 
-// TestJailEscapesPathInput: a path input that names the data dir (the
-// red team's --input p=$DATA/host.secret), the operator's home or
+// TestJailEscapesPathInput: a path input that names the data dir (say
+// --input p=$DATA/host.secret), the operator's home or
 // another module's dir is refused before any run starts, under every
 // backend, jail off included (a path through a symlink is refused
 // before, by the input's own check). The contrast: the same hook given a

@@ -78,9 +78,9 @@ func TestRunFoundDeadAtOpenIsClosedAndItsTokenRevoked(t *testing.T) {
 }
 
 // A dead run's question is closed at the next open, as a cancel closes
-// it: an operator can no longer approve what a run that is gone asked
-// (an SSH operator once did, and it was receipted for a run already
-// failed). And the cgroup its engine left behind, with whatever was still
+// it: an operator cannot approve what a run that is gone asked (the
+// approval would be receipted for a run already failed). And the cgroup
+// its engine left behind, with whatever was still
 // in it, is removed, saying so in the run's hook.end.
 func TestDeadRunsQuestionAndCgroupAreClosed(t *testing.T) {
 	needLimits(t)

@@ -132,17 +132,6 @@ func (e *Engine) confirm(ctx context.Context, r *activeRun, message string) (boo
 // wait for a decision instead of being answered "no" at once.
 func (e *Engine) AttachOperator() (detach func()) { return e.gate.attach() }
 
-// decideRequest records a decision (any verdict) and wakes the waiting call. A decision
-// the rules refuse (the request expired; the policy changed since it was
-// made) is receipted and returned as a *Refusal.
-func (e *Engine) decideRequest(actor Actor, id uint64, verdict, reason string) (Request, error) {
-	if err := e.authorize(actor, fmt.Sprintf("decide request %d (%s)", id, verdict)); err != nil {
-		return Request{}, err
-	}
-	d, err := e.gate.decide(actor, id, verdict, reason)
-	return d.Request, err
-}
-
 // Approve decides a request approve-once: the waiting call goes through,
 // or, with no call waiting any more, one retry claim opens that only the
 // identical operation consumes.

@@ -222,15 +222,6 @@ type activeRun struct {
 	contextGen   uint64
 }
 
-// RunHook starts a run and waits for its outcome.
-func (e *Engine) RunHook(actor Actor, req RunRequest) (Outcome, error) {
-	h, err := e.StartRun(actor, req)
-	if err != nil {
-		return Outcome{}, err
-	}
-	return h.Wait(), nil
-}
-
 // CancelRun cancels a running hook.
 func (e *Engine) CancelRun(actor Actor, id string) error {
 	if err := e.authorize(actor, "cancel run "+id); err != nil {

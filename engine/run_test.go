@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -379,4 +380,24 @@ func TestRunIDCollisionNeverOverwrites(t *testing.T) {
 	if second := runScript(t, e, "hi"); second.Run.ID <= first.Run.ID {
 		t.Errorf("next run id %s does not sort after %s", second.Run.ID, first.Run.ID)
 	}
+}
+
+// decideRequest records a decision (any verdict) and wakes the waiting call. A decision
+// the rules refuse (the request expired; the policy changed since it was
+// made) is receipted and returned as a *Refusal.
+func (e *Engine) decideRequest(actor Actor, id uint64, verdict, reason string) (Request, error) {
+	if err := e.authorize(actor, fmt.Sprintf("decide request %d (%s)", id, verdict)); err != nil {
+		return Request{}, err
+	}
+	d, err := e.gate.decide(actor, id, verdict, reason)
+	return d.Request, err
+}
+
+// RunHook starts a run and waits for its outcome.
+func (e *Engine) RunHook(actor Actor, req RunRequest) (Outcome, error) {
+	h, err := e.StartRun(actor, req)
+	if err != nil {
+		return Outcome{}, err
+	}
+	return h.Wait(), nil
 }

@@ -101,7 +101,7 @@ func (r *activeRun) context() (*protocol.Context, bool) {
 // EncodedContext is Context encoded, kept while the store's config stays
 // as it was (broker.ContextEncoder): a shell hook's every `warden hook`
 // call says hello, and reading the module's config and encoding the
-// frame again was a third of the broker's work for it (issue 25). The
+// frame again for each would be a third of the broker's work for it. The
 // rest of the context is the run's own and never changes.
 func (r *activeRun) EncodedContext() ([]byte, error) {
 	gen := r.e.store.ConfigGeneration() // before the config is read

@@ -329,7 +329,7 @@ func TestStreamBudgetRunningTotal(t *testing.T) {
 
 // A stream record pruning cannot read stops pruning, not the run: the next
 // run starts and succeeds, and a stream.error receipt tells the operator
-// why the budget is not kept (the error used to be dropped).
+// why the budget is not kept, so the failure is never silent.
 func TestStreamBudgetPruneFailureIsReceipted(t *testing.T) {
 	dir := newDataDir(t)
 	mod := scriptModule(t, map[string]string{"count.sh": "#!/bin/sh\nexec seq 1 10\n"}, map[string]string{"count": "    run: [./count.sh]\n"})

@@ -186,7 +186,7 @@ func growRuns(b *testing.B, dir string, n, lines int) {
 // and on one grown by 5,000 runs and by 100,000 (16 and 243 MiB, a few
 // seconds to build), alternated in one loop so that both see the same
 // machine. It reports each one's time an op and grown/empty, the
-// figure of issue 39 (goal at most 1.5).
+// figure the open-time indexes are held to (goal at most 1.5).
 func BenchmarkOpenGrown(b *testing.B) {
 	empty := filepath.Join(b.TempDir(), "empty")
 	openStore(b, empty).Close()

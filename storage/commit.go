@@ -81,58 +81,57 @@ func (s *Store) runBatch(ops []*commitOp) {
 		}
 		return
 	}
-	{
-		failed := -1
-		var failErr error
-		head := s.head
-		// A damaged page must fail the batch, not the committer (and with
-		// it the process): bbolt rolls the transaction back on a panic.
-		err := guarded(s.db.Path(), func() error {
-			return s.db.Update(func(btx *bolt.Tx) error {
-				for i, op := range ops {
-					op.tx = &Tx{s: s, btx: btx, head: &head}
-					if err := op.fn(op.tx); err != nil {
-						failed, failErr = i, err
-						return err
-					}
+	// All of ops in one transaction. head advances as they append
+	// receipts, and is kept only if the transaction commits.
+	failed := -1
+	var failErr error
+	head := s.head
+	// A damaged page must fail the batch, not the committer (and with
+	// it the process): bbolt rolls the transaction back on a panic.
+	err := guarded(s.db.Path(), func() error {
+		return s.db.Update(func(btx *bolt.Tx) error {
+			for i, op := range ops {
+				op.tx = &Tx{s: s, btx: btx, head: &head}
+				if err := op.fn(op.tx); err != nil {
+					failed, failErr = i, err
+					return err
 				}
-				return nil
-			})
+			}
+			return nil
 		})
-		s.noteBroken(err)
-		if err == nil {
-			s.head = head
-			if s.onCommit != nil {
-				var rs []Receipt
-				for _, op := range ops {
-					rs = append(rs, op.tx.appended...)
-				}
-				if len(rs) > 0 {
-					s.onCommit(rs)
-				}
-			}
+	})
+	s.noteBroken(err)
+	if err == nil {
+		s.head = head
+		if s.onCommit != nil {
+			var rs []Receipt
 			for _, op := range ops {
-				for _, fn := range op.tx.after {
-					fn()
-				}
-				op.done <- nil
+				rs = append(rs, op.tx.appended...)
 			}
-			return
-		}
-		if failed < 0 { // the commit itself failed: nobody's writes landed
-			for _, op := range ops {
-				op.done <- err
+			if len(rs) > 0 {
+				s.onCommit(rs)
 			}
-			return
 		}
-		bad := ops[failed]
-		if len(ops) == 1 {
-			bad.done <- failErr
-			return
+		for _, op := range ops {
+			for _, fn := range op.tx.after {
+				fn()
+			}
+			op.done <- nil
 		}
-		rest := append(append([]*commitOp(nil), ops[:failed]...), ops[failed+1:]...)
-		s.runBatch(rest)
-		s.runBatch([]*commitOp{bad})
 		return
 	}
+	if failed < 0 { // the commit itself failed: nobody's writes landed
+		for _, op := range ops {
+			op.done <- err
+		}
+		return
+	}
+	bad := ops[failed]
+	if len(ops) == 1 {
+		bad.done <- failErr
+		return
+	}
+	rest := append(append([]*commitOp(nil), ops[:failed]...), ops[failed+1:]...)
+	s.runBatch(rest)
+	s.runBatch([]*commitOp{bad})
 }

@@ -108,12 +108,6 @@ func equalFoldASCII(a, b []byte) bool {
 	return true
 }
 
-// containsFold reports whether text holds the lower-case q, ignoring case.
-func containsFold(text []byte, q string) bool {
-	f := LineFilter{Query: q, Fold: true}
-	return newMatcher(&f).pass(LevelInfo, text)
-}
-
 // ScanBytes bounds the text of the lines one ScanLines call returns (at
 // least one line is returned whatever its size): a scan's reply crosses
 // the control socket whole, and must stay within one reply's bound.

@@ -151,3 +151,9 @@ func TestScanLinesBoundsItsBytes(t *testing.T) {
 		t.Errorf("backward: %s next %d done %v", nums(bw.Lines), bw.Next, bw.Done)
 	}
 }
+
+// containsFold reports whether text holds the lower-case q, ignoring case.
+func containsFold(text []byte, q string) bool {
+	f := LineFilter{Query: q, Fold: true}
+	return newMatcher(&f).pass(LevelInfo, text)
+}

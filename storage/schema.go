@@ -7,7 +7,7 @@ package storage
 // Schema 2 adds indexes that keep open in time independent of history:
 // runs.live (runs still running), meta streams.bytes (the stream total)
 // and tokens.due (tokens by when they may be pruned). Each is built once
-// here by the walk that open used to do every time.
+// here, by one walk of the history, so that open never walks it.
 //
 // Schema 3 keeps a revoked token as a tombstone (tokens.revoked, by day;
 // see tombstones.go) instead of its whole record, and indexes the records

@@ -2,7 +2,6 @@ package tui
 
 import (
 	"encoding/json"
-	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -106,43 +105,4 @@ func lineRequest(text string) uint64 {
 	}
 	id, _ := strconv.ParseUint(m[1], 10, 64)
 	return id
-}
-
-// copySelected copies what the current tab has selected: a receipt's
-// hash, a run's id or stream line, a request's id.
-func (a *App) copySelected() tea.Cmd {
-	switch a.tab {
-	case tabReceipts:
-		if r, ok := a.receipts.selected(); ok {
-			return a.copyText("receipt "+strconv.FormatUint(r.Seq, 10)+"'s hash", r.Hash)
-		}
-	case tabStreams:
-		if a.streams.focusLog {
-			if l, ok := a.streams.log.selected(); ok {
-				return a.copyText(fmt.Sprintf("line %d", l.N+1), l.Text)
-			}
-			return nil
-		}
-		if id := a.streams.selectedID(); id != "" {
-			return a.copyText("run id", id)
-		}
-	case tabRequests:
-		if r, ok := a.requests.current(); ok {
-			return a.copyText("request id", strconv.FormatUint(r.ID, 10))
-		}
-	case tabModules:
-		if p := a.modules; p.sel < len(p.rows) {
-			r := p.rows[p.sel]
-			text := r.mod.Record.ID
-			if r.hook != "" {
-				text += " " + r.hook
-			}
-			return a.copyText("module/hook", text)
-		}
-	case tabHands:
-		if r, ok := a.hands.current(); ok {
-			return a.copyText("hands root", r.Root)
-		}
-	}
-	return nil
 }

@@ -46,8 +46,8 @@ func TestHandsWizardWithoutAnEngine(t *testing.T) {
 	c.wait("Hands init 1/5 · root")
 	c.keys(dir+"/task1", "enter")
 	c.wait("No Docker Engine or Podman socket found", "sudo systemctl start docker", "Engine socket path", "Podman as root", "drops the container's ulimits")
-	// It used to offer rootless Podman (systemctl --user start
-	// podman.socket), which init then refuses.
+	// Rootless Podman (systemctl --user start podman.socket) is not
+	// offered: init refuses it.
 	c.keys("esc")
 	c.wait("cancelled")
 	c.final()
@@ -304,8 +304,8 @@ func privateParentBase(t *testing.T) string {
 // A root whose parent is missing: enter offers to create it, saying
 // where and with which mode; Back creates nothing and keeps the path,
 // Create makes it 0700 and goes on. Under /tmp (world-writable) nothing
-// is offered, and the refusal says why. It used to be an error that sent
-// the operator to another terminal for mkdir -p.
+// is offered, and the refusal says why. The operator need not go to
+// another terminal for mkdir -p.
 func TestHandsInitWizardCreatesMissingParent(t *testing.T) {
 	base := privateParentBase(t)
 	parent := filepath.Join(base, "hands")

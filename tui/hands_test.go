@@ -465,7 +465,8 @@ func TestHandsFailureViewSmall(t *testing.T) {
 }
 
 // The last step starts on Init: after four filled steps, enter sets the
-// root up (it used to cancel it, said only in a status line that fades).
+// root up, not cancels it (a cancel, said only in a status line that
+// fades, would go unseen).
 func TestHandsInitWizardConfirmEnterInits(t *testing.T) {
 	sock := handsDocker(t)
 	root := handsBase(t, sock) + "/task1"

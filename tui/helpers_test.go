@@ -165,7 +165,7 @@ func addModule(t testing.TB, e engine.Facade, id string, hooks map[string]string
 // runHook runs a hook unjailed to its end.
 func runHook(t testing.TB, e engine.Facade, module, hook string) engine.Outcome {
 	t.Helper()
-	o, err := e.RunHook("local:test", engine.RunRequest{Module: module, Hook: hook, Jail: engine.JailOff})
+	o, err := runToEnd(e, "local:test", engine.RunRequest{Module: module, Hook: hook, Jail: engine.JailOff})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,4 +212,15 @@ func normalize(s string) string {
 		lines[i] = strings.TrimRight(lines[i], " ")
 	}
 	return strings.Join(lines, "\n") + "\n"
+}
+
+// runToEnd starts a run and waits for its outcome.
+func runToEnd(e interface {
+	StartRun(engine.Actor, engine.RunRequest) (*engine.RunHandle, error)
+}, actor engine.Actor, req engine.RunRequest) (engine.Outcome, error) {
+	h, err := e.StartRun(actor, req)
+	if err != nil {
+		return engine.Outcome{}, err
+	}
+	return h.Wait(), nil
 }

@@ -14,7 +14,7 @@ import (
 //
 // An operation is first tried on a copy of the view that cannot read
 // storage: most keys move within the window already held, and change the
-// view at once, as before. If it needed to read, the copy is dropped and
+// view at once. If it needed to read, the copy is dropped and
 // the operation runs again on a fresh copy in a tea.Cmd, off the UI
 // goroutine; its outcome (logDoneMsg) replaces the view when it lands.
 //

@@ -117,8 +117,8 @@ func TestReceiptsStaleFilterReadDropped(t *testing.T) {
 }
 
 // TestReceiptsOlderPageThenMove: up past the first receipt held reads
-// the page above and moves onto its last receipt, as before the read
-// left the UI goroutine.
+// the page above off the UI goroutine, then moves onto its last receipt,
+// as a read in Update would.
 func TestReceiptsOlderPageThenMove(t *testing.T) {
 	e := newEngine(t)
 	addModule(t, e, "m", map[string]string{"quick": "true"}, nil)

@@ -472,26 +472,6 @@ func (v *logView) atLast() bool {
 	return i >= 0 && i == len(v.win)-1
 }
 
-// goTo puts the cursor on line n (or the nearest passing line).
-func (v *logView) goTo(n uint64) {
-	if v.run == "" || v.end == 0 {
-		return
-	}
-	n = min(max(n, v.first), v.end-1)
-	v.follow = false
-	v.loadAround(n)
-	v.cursor = n
-	if v.idx(n) < 0 {
-		if m, ok := v.step(n, 1); ok {
-			v.cursor = m
-		} else if m, ok := v.step(n, -1); ok {
-			v.cursor = m
-		}
-	}
-	v.top, v.topRow = v.cursor, 0
-	v.scrollToCursor()
-}
-
 // home and bottom.
 func (v *logView) home() {
 	v.follow = false

@@ -150,7 +150,7 @@ print("got", urllib.request.urlopen("` + srv.URL + `/", timeout=60).read().decod
 	if _, err := e.SetPolicy("local:test", p, p.Revision); err != nil {
 		t.Fatal(err)
 	}
-	o, err := e.RunHook("local:test", engine.RunRequest{Module: "fetcher", Hook: "fetch", Jail: engine.JailBwrap})
+	o, err := runToEnd(e, "local:test", engine.RunRequest{Module: "fetcher", Hook: "fetch", Jail: engine.JailBwrap})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -61,7 +61,7 @@ hooks:
 // Requests, Streams, Modules and Receipts panes while a hook and a module
 // carry control sequences: the terminal is sent none of them (teatest's
 // output is every byte the console wrote), each pane shows them escaped,
-// and the module's version no longer retitles the terminal.
+// and the module's version does not retitle the terminal.
 func TestHostileTextIsEscapedInEveryPane(t *testing.T) {
 	e := newEngine(t)
 	hostileModule(t, e)

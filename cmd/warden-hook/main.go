@@ -12,11 +12,11 @@
 // so nothing in it needs cgo and it links statically whether cgo is on or
 // not. The README builds it with CGO_ENABLED=0 all the same, so that a
 // dependency that brought cgo back could not make every call pay for
-// loading libc (0.5-1 ms of a call when net's resolver did, issue 25).
+// loading libc (0.5-1 ms of a call, measured with net's resolver linked).
 //
 // The engine binds it into the jail at /opt/warden/bin/warden when it sits
 // next to the warden binary (docs/jail.md); without it, the jail gets the
-// full binary as before.
+// full warden binary, which answers the same verbs.
 package main
 
 import (

@@ -12,7 +12,7 @@ import (
 // TestHelperLinksNoHeavyPackages: every `warden hook ...` call of a jailed
 // shell hook starts this binary, so it must not pay for the console, SSH,
 // MCP, NATS, Docker, cgroups, YAML or the store: their package inits are
-// what made each call cost a whole warden start (issue 25). What it does
+// what would make each call cost a whole warden start. What it does
 // link beyond the protocol client: engine/hookcli's own small argv parser
 // (cobra's and pflag's words, help and usage errors, held to them by
 // FuzzHelperArgvAsWarden in cmd/warden; cobra itself and text/template

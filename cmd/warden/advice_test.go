@@ -59,8 +59,8 @@ func (u *asUserEnv) run(args ...string) result {
 // An ordinary user pointing warden at a system dir (/etc, /root) is
 // refused, and the advice never weakens the machine: no chown of a dir
 // warden did not make, no "(new)" for a dir that exists; the way out is
-// a private dir of the user's own. Before, doctor printed "data dir /etc
-// (new)" and "fix: chown 1000:1000 /etc".
+// a private dir of the user's own, never "data dir /etc (new)" and
+// "fix: chown 1000:1000 /etc".
 func TestDoctorAdviceNeverWeakensTheMachine(t *testing.T) {
 	u := newAsUser(t)
 	own := filepath.Join(u.home, ".state", "warden")
@@ -117,11 +117,10 @@ func TestDataDirIsAFile(t *testing.T) {
 }
 
 // Another user's data dir, behind a dir closed to the ordinary user, is
-// said to be that: doctor said "cannot stat data dir: permission denied"
-// and "fix: create it with mkdir -m 700 …" though it exists. A data dir of
+// said to be that, not "cannot stat data dir: permission denied" with
+// "fix: create it with mkdir -m 700 …", since it exists. A data dir of
 // the user's own whose control.sock is another's names the socket's
-// owner; it used to read "control.sock is not yours (uid 1000)", the uid
-// being the caller's.
+// owner, not the caller's uid, which says nothing about whose it is.
 func TestOtherUsersDataDir(t *testing.T) {
 	u := newAsUser(t)
 	closed := filepath.Join(filepath.Dir(u.home), "rootonly")

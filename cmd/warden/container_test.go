@@ -282,8 +282,8 @@ echo "== doctor"; warden doctor 2>&1 || true`)
 // its landlock hook runs, having left a setsid daemon. The stage's
 // parent-death signal makes it kill its whole tree, so nothing of the
 // run is left, as uid 1000 and as root; the next engine closes the run.
-// (Before, three processes were still running there after a new engine
-// had opened the data dir.)
+// Without that signal, the daemon and the stage would outlive the engine
+// with no cgroup to find them by.
 func TestContainerEngineDeathLeavesNothing(t *testing.T) {
 	mods := privateDir(t, "warden-container-mods-")
 	bashModule(t, mods, "daemon", "d", "( setsid sleep 1000.33 </dev/null >/dev/null 2>&1 & )\necho left-a-daemon\nsleep 600\n")
@@ -319,7 +319,7 @@ echo "== serve"; cat /home/op/serve.log`)
 // In the container there is no cgroup: a fork bomb and a memory bomb
 // are stopped by warden's watch of the run (and the rlimits under it),
 // and the run's record and receipts name the limit, as uid 1000 and as
-// root. (Before, with "limits OFF", both ran to their end.)
+// root: no cgroup is no reason for "limits OFF".
 func TestContainerBombsAreNamed(t *testing.T) {
 	mods := privateDir(t, "warden-container-mods-")
 	bashModule(t, mods, "forkbomb", "f", "for i in $(seq 2000); do sleep 1000.44 & done\necho forked-2000\nwait\n")

@@ -62,7 +62,8 @@ func ptyShell(t *testing.T, script string) (out func() string, done <-chan error
 
 // A verb on a terminal that never answers a query: no OSC 11 or cursor
 // position query reaches it, and the verb does not wait for an answer
-// (Bubble Tea's package init used to ask, in every verb, and wait 5 s).
+// (a package init that queries it, as Bubble Tea's can, would make every
+// verb wait 5 s).
 func TestVerbsNeverQueryTheTerminal(t *testing.T) {
 	c := newCLI(t)
 	bin := wardenLink(t, privateDir(t, "warden-query-"))
@@ -88,7 +89,7 @@ func TestVerbsNeverQueryTheTerminal(t *testing.T) {
 
 // `warden hook run … &` from a job-control shell: the run is in a
 // background process group of the terminal. It neither stops (a terminal
-// read used to stop it with SIGTTIN until fg) nor shows a [y/N]: it says
+// read from there stops it with SIGTTIN until fg) nor shows a [y/N]: it says
 // which request waits, and `warden perms approve ID` from elsewhere
 // answers it; the hook then takes its yes branch.
 func TestHookRunInBackgroundNeverStops(t *testing.T) {
@@ -174,7 +175,7 @@ if warden hook confirm "Store it?"; then warden hook log "branch: stored"; else 
 
 // A foreground run's [y/N] answered elsewhere (`warden perms approve`,
 // or the console): the stream lines that follow, and the note, start on
-// lines of their own (they used to run on after "[y/N] ").
+// lines of their own, not run on after "[y/N] ", which ends no line.
 func TestPromptAnsweredElsewhere(t *testing.T) {
 	c := newCLI(t)
 	base := privateDir(t, "warden-fgprompt-")

@@ -7,7 +7,7 @@ import (
 
 // On a fresh data dir, the first verb's first line says the data dir is
 // new and where it is; the next run on it does not. doctor, serve and mcp
-// serve used to say nothing (doctor created the store silently).
+// serve say it too: each may create the store, and none may do so silently.
 func TestFreshDataDirSaysSoFirst(t *testing.T) {
 	for _, verb := range [][]string{
 		{"doctor"},

@@ -24,7 +24,7 @@ func copyFile(t *testing.T, src, dst string, mode os.FileMode) {
 // a jailed hook's `warden` is warden-hook (the same name and path it had,
 // so the hook changes nothing); the plan and doctor say which binary it
 // is; without warden-hook, or with one that is not admitted, the hook
-// gets the full binary as before and still works.
+// gets the full warden binary and still works.
 func TestJailedHookGetsWardenHook(t *testing.T) {
 	needBwrap(t)
 	bin := privateDir(t, "warden-bin-")
@@ -81,7 +81,7 @@ func TestJailedHookGetsWardenHook(t *testing.T) {
 		t.Errorf("plan binds a writable warden-hook:\n%s", out)
 	}
 
-	// Gone: the full binary, as before warden-hook existed.
+	// Gone: the full warden binary instead.
 	os.Remove(small)
 	if _, out := run("hook", "plan", "who", "who"); !strings.Contains(out, warden) || !strings.Contains(out, "the full warden binary") {
 		t.Errorf("plan without warden-hook:\n%s", out)

@@ -572,15 +572,13 @@ func checkInputs(m *engine.Module, req engine.RunRequest) error {
 	return err
 }
 
-// signalReason is the cancel reason recorded when `warden hook run` is
-// stopped by sig.
 // startCatching starts the run with sigs already caught. The hook may be
-// running before StartRun answers; a SIGTERM or SIGINT in that window
-// used to kill this process, and the run was then cancelled as a hang-up,
-// not by the signal. Now such a signal cancels the run, for that signal,
-// as soon as it has an id. A start that is slow to answer (it may wait on
-// a permission request) does not hold the signal: after startGrace the
-// signal takes its default course, as before.
+// running before StartRun answers; a SIGTERM or SIGINT in that window,
+// uncaught, would kill this process, and the run would be cancelled as a
+// hang-up, not by the signal. Caught, such a signal cancels the run, for
+// that signal, as soon as it has an id. A start that is slow to answer (it
+// may wait on a permission request) does not hold the signal: after
+// startGrace the signal takes its default course.
 func startCatching(e engine.Facade, req engine.RunRequest, sigs chan os.Signal) (*engine.RunHandle, error) {
 	type started struct {
 		h   *engine.RunHandle
@@ -619,6 +617,8 @@ const startGrace = 2 * time.Second
 // to it stops (`warden run` sets its own).
 var signalledVerb = "warden hook run"
 
+// signalReason is the cancel reason recorded when `warden hook run` is
+// stopped by sig.
 func signalReason(sig os.Signal) string {
 	if sig == syscall.SIGINT {
 		return "" // Ctrl-C: the operator's own cancel

@@ -100,15 +100,15 @@ func hostEnv(home string) []string {
 // is below warden's cap (ulimit -u 3000, as an enterprise limits.conf
 // sets) runs a jailed hook. It runs and succeeds, with its RLIMIT_NPROC
 // lowered to that hard limit, soft and hard; doctor names the value and
-// where it comes from. Before, prlimit asked for 8192 and every jailed run
-// failed: "prlimit: failed to set the NPROC resource limit: Operation not
-// permitted".
+// where it comes from. Asking prlimit for more than the hard limit (8192,
+// say) would fail every jailed run: "prlimit: failed to set the NPROC
+// resource limit: Operation not permitted".
 func TestHookRunUnderLowHardNproc(t *testing.T) {
 	needBwrap(t)
 	needRootFor(t, "setpriv to the ordinary user, with a hard RLIMIT_NPROC only root can set for it")
 	needTool(t, "prlimit", "apt-get install util-linux")
-	// Below what today's bound alone would ask for, so that asking for
-	// that bound is refused.
+	// Below what the cap and pid_max bounds alone would ask for, so that
+	// asking for those bounds is refused.
 	pidMax, _ := strconv.Atoi(strings.TrimSpace(string(must(os.ReadFile("/proc/sys/kernel/pid_max")))))
 	hard := min(3000, min(jail.NprocCap, pidMax/4)-1)
 

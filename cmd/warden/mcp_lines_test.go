@@ -10,9 +10,9 @@ import (
 	"time"
 )
 
-// TestMCPServeAnswersBadLines: each line a red team sent that ended
-// `warden mcp serve` (exit 1) is now answered with the JSON-RPC error the
-// spec names, and the session goes on: tools/list still answers after.
+// TestMCPServeAnswersBadLines: each bad line below is answered with the
+// JSON-RPC error the spec names, not by ending `warden mcp serve`, and the
+// session goes on: tools/list still answers after.
 func TestMCPServeAnswersBadLines(t *testing.T) {
 	env := newMCPEnv(t)
 	cmd := exec.Command(env.bin, "--data-dir", env.c.dir, "mcp", "serve")

@@ -7,9 +7,9 @@ import (
 
 // perms policy show puts each list under its own heading: the network's
 // "allow" lines right after "network … through the egress proxy:", and
-// the rules line says what it counts. The allow lines used to follow
-// "rules 0" and "updated", and "rules 0" read as stale after an
-// approve-always of a connection (which joins the network list).
+// the rules line says what it counts. An approve-always of a connection
+// joins the network list, not the rules, so its allow line must not sit
+// after "rules 0" and "updated", where "rules 0" would read as stale.
 func TestPolicyShowListsUnderTheirHeadings(t *testing.T) {
 	c := newCLI(t)
 	c.ok("module", "add", example(t, "ghstars"))

@@ -83,7 +83,7 @@ func BenchmarkScale(b *testing.B) {
 			}
 			b.Run("run", func(b *testing.B) {
 				paired(b, func(st *scaleData) {
-					o, err := engines[st].RunHook("local:bench", engine.RunRequest{Module: "bench", Hook: "noop", Jail: engine.JailOff})
+					o, err := runToEnd(engines[st], "local:bench", engine.RunRequest{Module: "bench", Hook: "noop", Jail: engine.JailOff})
 					if err != nil || !o.OK() {
 						b.Fatalf("run: %+v %v", o, err)
 					}
@@ -211,7 +211,7 @@ func BenchmarkBudgetCliff(b *testing.B) {
 	defer overE.Close()
 	run := func(e *engine.Engine) time.Duration {
 		t0 := time.Now()
-		o, err := e.RunHook("local:bench", engine.RunRequest{Module: "bench", Hook: "noop", Jail: engine.JailOff})
+		o, err := runToEnd(e, "local:bench", engine.RunRequest{Module: "bench", Hook: "noop", Jail: engine.JailOff})
 		if err != nil || !o.OK() {
 			b.Fatalf("run: %+v %v", o, err)
 		}
@@ -318,7 +318,7 @@ func scaleStore(b *testing.B, n int) *scaleData {
 		b.Fatal(err)
 	}
 	before := len(mustReceipts(b, e))
-	o, err := e.RunHook("local:bench", engine.RunRequest{Module: "bench", Hook: "noop", Jail: engine.JailOff})
+	o, err := runToEnd(e, "local:bench", engine.RunRequest{Module: "bench", Hook: "noop", Jail: engine.JailOff})
 	if err != nil || !o.OK() {
 		b.Fatalf("template run: %+v %v", o, err)
 	}
@@ -673,4 +673,15 @@ func procCPU(pid int) time.Duration {
 		}
 	}
 	return time.Duration(ticks) * (time.Second / 100)
+}
+
+// runToEnd starts a run and waits for its outcome.
+func runToEnd(e interface {
+	StartRun(engine.Actor, engine.RunRequest) (*engine.RunHandle, error)
+}, actor engine.Actor, req engine.RunRequest) (engine.Outcome, error) {
+	h, err := e.StartRun(actor, req)
+	if err != nil {
+		return engine.Outcome{}, err
+	}
+	return h.Wait(), nil
 }

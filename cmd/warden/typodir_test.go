@@ -10,7 +10,7 @@ import (
 // A mistyped WARDEN_DATA_DIR (or --data-dir) whose parent does not exist
 // is refused, not made into a new empty store with one "(new)" line on
 // stderr as the only sign; --init makes it. A new dir inside an existing
-// one is made as before.
+// one is made without --init.
 func TestDataDirTypoIsRefusedWithoutInit(t *testing.T) {
 	c := newCLI(t)
 	base := t.TempDir()

@@ -209,8 +209,8 @@ func (b *Broker) serve(c net.Conn) {
 	// or waited for. A one-shot `warden hook log` (hello, its line, then
 	// its half-close, in one write) then gets the context and the close
 	// one after the other, and exits on one wake-up instead of waiting
-	// again for the close (issue 25). A client that waits for the context
-	// before it sends more gets it at once, as before.
+	// again for the close. A client that waits for the context before it
+	// sends more gets it at once too.
 	answered := false
 	answer := func() bool {
 		if answered {

@@ -309,7 +309,7 @@ func TestRevokeSession(t *testing.T) {
 
 // RevokeSessionTx (how the engine revokes a dead run's token at open)
 // finds the session's tokens through storage's index by session: exactly
-// that session's live tokens are revoked (an expired one too, as before),
+// that session's live tokens are revoked (an expired one too),
 // and none of another session, however alike its name, nor a
 // session-less one. The classes hold across a reopen (read back from the
 // tombstones on disk).

@@ -148,8 +148,8 @@ func FuzzParse(f *testing.F) {
 }
 
 // The fix a refusal of a numeric host offers is an entry Parse takes,
-// naming the address the C library would connect to: the hint for
-// 127.1:443 was ip:127.1:443, which is refused too.
+// naming the address the C library would connect to: for 127.1:443,
+// ip:127.0.0.1:443, not ip:127.1:443, which Parse refuses too.
 func TestIPLiteralHintParses(t *testing.T) {
 	for in, want := range map[string]string{
 		"127.1:443":       "ip:127.0.0.1:443",

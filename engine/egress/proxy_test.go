@@ -345,7 +345,7 @@ func stubbornServer(t *testing.T) uint16 {
 }
 
 // A hook that hangs up gets its slots back although the peer never
-// closes its end: the red team's 200 closed connections blocked every
+// closes its end: otherwise 200 hung-up connections would block every
 // new one (503) for the whole 2-minute idle timeout.
 func TestProxyHangupFreesSlot(t *testing.T) {
 	port := stubbornServer(t)

@@ -107,7 +107,7 @@ func LookupTTL(ctx context.Context, host string) ([]netip.Addr, time.Duration, e
 	addrs, err := r.LookupNetIP(ctx, "ip", host)
 	if err != nil && ctx.Err() == nil {
 		// A name only the host's NSS knows (mDNS, LDAP, NIS): ask the
-		// system's resolver as before the cache, and keep nothing.
+		// system's resolver, and cache nothing (its answer has no TTL).
 		if sys, serr := net.DefaultResolver.LookupNetIP(ctx, "ip", host); serr == nil {
 			return sys, 0, nil
 		}

@@ -3,6 +3,7 @@ package fleet
 import (
 	"crypto/ed25519"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -238,3 +239,5 @@ func TestViewBounded(t *testing.T) {
 		t.Errorf("duplicates %d", v.Duplicates())
 	}
 }
+
+func encodeKey(pub ed25519.PublicKey) string { return base64.StdEncoding.EncodeToString(pub) }

@@ -258,5 +258,3 @@ func DecodeDecision(b []byte) (Decision, error) {
 	}
 	return d, nil
 }
-
-func encodeKey(pub ed25519.PublicKey) string { return base64.StdEncoding.EncodeToString(pub) }

@@ -10,8 +10,8 @@ import (
 // binaries: the full warden turns it into a cobra command (cmd/warden),
 // and warden-hook runs it with Execute (execute.go), which parses argv
 // and renders help exactly as cobra and pflag do for these verbs. The
-// helper does not link cobra: with it, each call of a shell hook paid a
-// fifth more start-up (issue 25). TestWardenHookAnswersAsWarden holds
+// helper does not link cobra: with it, each call of a shell hook pays a
+// fifth more start-up. TestWardenHookAnswersAsWarden holds
 // the two to the same stdout, stderr and exit code.
 type Command struct {
 	Use     string // the name, then the arguments: "get NAME"

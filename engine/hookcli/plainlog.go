@@ -10,8 +10,8 @@ import (
 // [--level L] WORD...`, in the one shape whose meaning needs no parser:
 // a known level given first, then words none of which starts with "-".
 // Main sends it at once, without building the verb tree, whose help
-// texts, closures and flag sets were a tenth of such a call's start
-// (issue 25). Anything else, a usage error included, is not plain and
+// texts, closures and flag sets are a tenth of such a call's start.
+// Anything else, a usage error included, is not plain and
 // takes the parser, so what the helper answers is unchanged, which
 // FuzzHelperArgvAsWarden holds it to.
 func plainLog(argv []string) (level, msg string, ok bool) {

@@ -224,7 +224,7 @@ adds the other levels and never mixes with output a script captures.`,
 			if !utf8.ValidString(msg) {
 				return usageError{errors.New("the message is not valid UTF-8")}
 			}
-			// Hello and the line in one write: one round trip (issue 25).
+			// Hello and the line in one write: one round trip.
 			*a.JSON = false // as withHook: errors go to stderr as text
 			return hookErr(hookkit.SendLog(level, msg))
 		},
@@ -248,8 +248,7 @@ func (a *cli) hookStoreCommand(verb, store, example string) *Command {
 	if store == "config" {
 		noun, rule = "config value", "Any of the module's config may be read; only the names it declares\nunder `config:` may be written."
 	}
-	// Plain concatenation, not fmt: every call of the helper builds these
-	// (issue 25).
+	// Plain concatenation, not fmt: every call of the helper builds these.
 	c := &Command{
 		Use:   verb,
 		Short: "Get, set or delete the module's " + noun + "s",

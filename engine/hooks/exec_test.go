@@ -473,3 +473,12 @@ func TestStartMarksInheritedFdsCloseOnExec(t *testing.T) {
 		t.Errorf("inherited fd %d is still inheritable after Start", fd)
 	}
 }
+
+// procStat reads the state and process group of /proc/<pid>/stat.
+func procStat(pid string) (state byte, pgrp int, ok bool) {
+	b, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return 0, 0, false
+	}
+	return parseStat(b)
+}

@@ -131,7 +131,8 @@ func TestManifestErrorFormat(t *testing.T) {
 const mfOKHead = "id: x\nversion: 1.0.0\n"
 
 // A YAML syntax error names the line and the column (goccy/go-yaml knows
-// both); it used to be the line alone, and a console cut it to the message.
+// both), ahead of the message, so that a console that cuts the message
+// keeps where the error is.
 func TestManifestYAMLErrorLineCol(t *testing.T) {
 	_, err := ParseManifest(mfTestFile, []byte("id: x\nhooks:\n  a:\n  - b\n    c: d\n"))
 	if err == nil || !strings.HasPrefix(err.Error(), mfTestFile+":4:5: invalid YAML: unexpected key name") {

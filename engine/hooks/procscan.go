@@ -3,7 +3,6 @@ package hooks
 import (
 	"bytes"
 	"encoding/binary"
-	"os"
 	"syscall"
 	"unsafe"
 )
@@ -56,15 +55,6 @@ func groupHasLive(pgid int) bool {
 			}
 		}
 	}
-}
-
-// procStat reads the state and process group of /proc/<pid>/stat.
-func procStat(pid string) (state byte, pgrp int, ok bool) {
-	b, err := os.ReadFile("/proc/" + pid + "/stat")
-	if err != nil {
-		return 0, 0, false
-	}
-	return parseStat(b)
 }
 
 // parseStat reads the state and process group from the text of a

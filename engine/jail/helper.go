@@ -48,7 +48,7 @@ func HelperCandidates(warden string) []string {
 
 // FindHelper picks the binary to bind as the jail's `warden`: warden-hook
 // from HelperCandidates when one is admitted, else the warden binary
-// itself (as before warden-hook existed). warden is the running warden
+// itself, which answers the same verbs. warden is the running warden
 // binary, symlinks resolved.
 //
 // warden-hook is admitted like bubblewrap, measured against the warden

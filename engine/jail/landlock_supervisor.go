@@ -18,7 +18,7 @@ import (
 //
 // Landlock has no access right for chmod, chown, utimensat by path or
 // the xattr calls, so a landlock hook could change the metadata of any
-// file its uid owns, anywhere (issue 38: as root, a setuid-root binary).
+// file its uid owns, anywhere (as root, a setuid-root binary).
 // Denying the calls outright breaks real tools: git chmods its lock files,
 // tar restores modes. So under landlock the filter hands them to the
 // stage (SECCOMP_RET_USER_NOTIF), and the stage, which is outside the

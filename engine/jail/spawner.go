@@ -25,8 +25,10 @@ const (
 // DefaultSetpriv drops the outer jail's root to the hook's identity.
 const DefaultSetpriv = "/usr/bin/setpriv"
 
-// Jail is the identity hooks run as and, for the bwrap backend, the
-// admitted bubblewrap (nil Bwrap under landlock: NewLandlock).
+// Jail is how hooks are jailed under either backend, bwrap (New) or
+// landlock (NewLandlock): the identity they run as, their RLIMIT_NPROC,
+// and, under bwrap only, the admitted bubblewrap binary (Bwrap is nil
+// under landlock).
 type Jail struct {
 	Bwrap    *Bwrap
 	Setpriv  string

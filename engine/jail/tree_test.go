@@ -11,9 +11,10 @@ import (
 // A hook that fills /tmp and exits at once is seen to have filled it
 // however late warden looks: bwrap holds the hook (--block-fd) until the
 // jail's tmpfs are pinned. pinDelay stands in for a loaded host, or a
-// slow kernel, where the hook used to finish before warden had looked
-// (an ordinary user's single bwrap starts the hook within milliseconds,
-// and the run ended "exit code 1" instead of "tmp limit 8MiB reached").
+// slow kernel, where without the hold the hook could finish before warden
+// had looked (an ordinary user's single bwrap starts the hook within
+// milliseconds, and the run would end "exit code 1" instead of "tmp limit
+// 8MiB reached").
 func TestFastHookFillingTmpIsSeen(t *testing.T) {
 	seccompBwrap(t)
 	j, err := New(DefaultBwrap)

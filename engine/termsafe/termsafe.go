@@ -51,9 +51,9 @@ const Substitute = "\u2426"
 // widths measures a rune's cells as lipgloss does (charmbracelet/x/ansi's
 // grapheme width, from displaywidth, with its RUNEWIDTH_EASTASIAN
 // switch), so that what a pane counts while drawing is what lipgloss
-// pads and cuts (TestCellWidthsAreLipglossWidths). go-runewidth, used
-// before, disagreed on 1,599 runes, and its init compiles a regexp that
-// cost every start of the in-jail helper (issue 25).
+// pads and cuts (TestCellWidthsAreLipglossWidths). Not go-runewidth: it
+// disagrees with lipgloss on 1,599 runes, and its init compiles a regexp
+// that would cost every start of the in-jail helper.
 var widths = displaywidth.Options{EastAsianWidth: eastAsian()}
 
 func eastAsian() bool {

@@ -374,15 +374,6 @@ func (c *Client) StartRun(_ engine.Actor, req engine.RunRequest) (*engine.RunHan
 	return h, nil
 }
 
-// RunHook starts a run and waits for its outcome.
-func (c *Client) RunHook(actor engine.Actor, req engine.RunRequest) (engine.Outcome, error) {
-	h, err := c.StartRun(actor, req)
-	if err != nil {
-		return engine.Outcome{}, err
-	}
-	return h.Wait(), nil
-}
-
 func (c *Client) HandsInit(ctx context.Context, _ engine.Actor, opts hands.InitOptions) (r hands.InitResult, err error) {
 	err = c.do(ctx, &pending{progress: opts.Progress}, "HandsInit", []any{opts, opts.Progress != nil}, &r)
 	return

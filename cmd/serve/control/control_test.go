@@ -49,7 +49,7 @@ func TestMain(m *testing.M) {
 }
 
 // holdSilent opens n connections to the socket and says nothing on any
-// of them, as a red team's process did, until its stdin closes.
+// of them, as a hostile local process may, until its stdin closes.
 func holdSilent(sock, count string) int {
 	n, _ := strconv.Atoi(count)
 	var held []net.Conn

@@ -117,7 +117,7 @@ func TestStreamLinesOverSocketArePaged(t *testing.T) {
 	if _, err := e.AddModule(engine.LocalActor(), testModule(t)); err != nil {
 		t.Fatal(err)
 	}
-	o, err := e.RunHook(engine.LocalActor(), engine.RunRequest{Module: "ctl", Hook: "big", Jail: engine.JailOff})
+	o, err := runToEnd(e, engine.LocalActor(), engine.RunRequest{Module: "ctl", Hook: "big", Jail: engine.JailOff})
 	if err != nil || !o.OK() {
 		t.Fatalf("run: %+v %v", o.Run, err)
 	}
@@ -143,4 +143,15 @@ func TestStreamLinesOverSocketArePaged(t *testing.T) {
 			t.Errorf("StreamLinesBefore(%d): %d lines (%v), want %d", n, len(got), err, len(want))
 		}
 	}
+}
+
+// runToEnd starts a run and waits for its outcome.
+func runToEnd(e interface {
+	StartRun(engine.Actor, engine.RunRequest) (*engine.RunHandle, error)
+}, actor engine.Actor, req engine.RunRequest) (engine.Outcome, error) {
+	h, err := e.StartRun(actor, req)
+	if err != nil {
+		return engine.Outcome{}, err
+	}
+	return h.Wait(), nil
 }

@@ -649,7 +649,7 @@ type handler func(ctx context.Context, e engine.Facade, actor engine.Actor, args
 // local are facade methods a Client answers itself or with an op of its
 // own; they are never called by name.
 var local = map[string]bool{
-	"Close": true, "DataDir": true, "Subscribe": true, "AttachOperator": true, "RunHook": true,
+	"Close": true, "DataDir": true, "Subscribe": true, "AttachOperator": true,
 }
 
 // special are facade methods called by name but served by hand in

@@ -55,7 +55,7 @@ func TestSchemaForEveryType(t *testing.T) {
 
 // The author's description reaches the client escaped by termsafe's
 // rule: controls as their pictures, and the bidi overrides, isolates and
-// zero-width characters (which the old rule, C0, DEL and C1 only, let
+// zero-width characters (which a rule of C0, DEL and C1 only would let
 // through raw) as ␦ (termsafe.Substitute).
 func TestDescribeEscapesTheAuthorsText(t *testing.T) {
 	m := &hooks.Manifest{ID: "m", Version: "1", Description: "nice\x1b[2Jtool\n \u202egnp.exe \u2066x\u2069 a\u200bb \u061c"}

@@ -4,8 +4,8 @@
 // the in-jail helper (cmd/warden-hook) links it without the proxy's HTTP
 // and DNS code. It does not link the net package either: it opens two
 // listeners and dials one Unix socket with plain system calls, and net's
-// inits were a share of every helper start, which every `warden hook`
-// call of a shell hook pays (issue 25).
+// inits would be a share of every helper start, which every `warden hook`
+// call of a shell hook pays.
 package bridge
 
 import (

@@ -119,8 +119,8 @@ func dialEnv() (sockConn, string, error) {
 // sockConn is a connected stream socket as a pollable *os.File: reads and
 // writes park the goroutine, not the thread, and deadlines work as on a
 // net.Conn. Not a net.Conn itself: the net package's inits (net/netip's
-// unique handles, the DNS tables) were a share of every in-jail helper
-// start, and a hook never needs more than a Unix stream (issue 25).
+// unique handles, the DNS tables) would be a share of every in-jail
+// helper start, and a hook never needs more than a Unix stream.
 type sockConn struct{ *os.File }
 
 // CloseWrite half-closes the socket: the engine reads EOF after the

@@ -22,8 +22,8 @@ import (
 //
 // It talks over a blocking socket, not a net.Conn: a process that makes
 // one call then never starts the runtime's network poller (epoll, a
-// parked goroutine and the wakeup that ends it), which was a sixth of a
-// shell hook's helper call (issue 25). The read deadlines are the
+// parked goroutine and the wakeup that ends it), which would be a sixth
+// of a shell hook's helper call. The read deadlines are the
 // socket's own (SO_RCVTIMEO).
 func SendLog(level, message string) error {
 	line, err := protocol.EncodeLog(level, message) // checks the level

@@ -230,7 +230,7 @@ func (w *Writer) WriteEncoded(b []byte) error {
 // valid level and a message that is valid UTF-8 and fits a frame however
 // it escapes. A one-shot helper call (hookkit's SendLog) then never
 // starts encoding/json, whose first use costs a short process more than
-// the rest of the frame's work (issue 25).
+// the rest of the frame's work.
 func EncodeLog(level, message string) ([]byte, error) {
 	if !oneOf(level, levels) || !utf8.ValidString(message) || len(message) > maxPlainString {
 		return Encode(&Log{Level: level, Message: message})
