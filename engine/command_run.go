@@ -36,8 +36,12 @@ const RunModule = "run"
 const NoProfile = "command"
 
 // DefaultCommandTimeout bounds a command run whose profile sets none: an
-// agent session is long, but never unbounded.
-const DefaultCommandTimeout = 24 * time.Hour
+// agent session is long, but never unbounded. MaxCommandTimeout bounds
+// what a profile or --timeout may ask.
+const (
+	DefaultCommandTimeout = 24 * time.Hour
+	MaxCommandTimeout     = 30 * 24 * time.Hour
+)
 
 // CommandRun asks for a run of the operator's own program. The CLI
 // resolves what only it can see (the operator's PATH, working dir and
@@ -63,10 +67,11 @@ type CommandRun struct {
 	Hosts    []string
 	Loopback []uint16
 	// Env is set in the program's environment as given (--env and the
-	// profile's env names, valued from the operator's environment; the
-	// profile's fixed values). "$HOME" and "$TMPDIR" in a value are the
-	// jail's.
+	// profile's env names, valued from the operator's environment).
 	Env map[string]string
+	// SetEnv is the profile's fixed values, set after Env; "$HOME" and
+	// "$TMPDIR" in them are the jail's.
+	SetEnv map[string]string
 	// SecretEnv sets NAME from the secret SECRET of module "run": the
 	// value is read by the engine and appears nowhere but there.
 	SecretEnv map[string]string
@@ -107,6 +112,12 @@ func (e *Engine) preflightCommand(actor Actor, req RunRequest) (pf preflighted, 
 	if c.Profile != "" && !ValidProfileName(c.Profile) {
 		return pf, fmt.Errorf("bad profile name %q: want lower-case letters, digits, - and _", c.Profile)
 	}
+	if c.Profile == "" {
+		// A home kept for every run without a profile would carry what
+		// one command planted (a .bashrc, a .gitconfig) into the next,
+		// unrelated one: without a profile the home is fresh.
+		c.FreshHome = true
+	}
 	home, err := e.commandHome(c, "")
 	if err != nil {
 		return pf, err
@@ -116,9 +127,11 @@ func (e *Engine) preflightCommand(actor Actor, req RunRequest) (pf preflighted, 
 	if err := jail.CheckCommand(jc, e.DataDir(), opHome); err != nil {
 		return pf, err
 	}
-	for k, v := range c.Env {
-		if !validEnvName(k) || strings.ContainsRune(v, 0) {
-			return pf, fmt.Errorf("environment variable %q: want a name of letters, digits and _, and a value with no NUL", k)
+	for _, env := range []map[string]string{c.Env, c.SetEnv} {
+		for k, v := range env {
+			if !validEnvName(k) || strings.ContainsRune(v, 0) {
+				return pf, fmt.Errorf("environment variable %q: want a name of letters, digits and _, and a value with no NUL", k)
+			}
 		}
 	}
 	for k, s := range c.SecretEnv {
@@ -133,6 +146,9 @@ func (e *Engine) preflightCommand(actor Actor, req RunRequest) (pf preflighted, 
 	timeout := c.Timeout
 	if timeout <= 0 {
 		timeout = DefaultCommandTimeout
+	}
+	if timeout > MaxCommandTimeout {
+		return pf, fmt.Errorf("a timeout of %s: at most %s", timeout, MaxCommandTimeout)
 	}
 	hook := &hooks.Hook{Name: c.hookName(), Run: c.Argv, Timeout: timeout, KillGrace: hooks.DefaultKillGrace,
 		Egress: len(hosts) > 0 || len(c.Loopback) > 0, Destinations: hosts.Strings(),
@@ -150,6 +166,9 @@ func (e *Engine) preflightCommand(actor Actor, req RunRequest) (pf preflighted, 
 	}
 	if pf.jail, err = e.jails.Choose(mode); err != nil {
 		return pf, err
+	}
+	if hook.Egress && pf.jail.Name() == JailLandlock {
+		return pf, fmt.Errorf("this warden run names hosts (%s), and the landlock backend cannot hold a network to names: with no network namespace of its own the command shares the host's network stack, and Landlock filters TCP ports, not addresses, so the proxy could not be the only way out. Run it under bwrap (--jail bwrap), or name no host", namesOrNone(append(hosts.Strings(), loopbackNames(c.Loopback)...)))
 	}
 	if uid := pf.jail.UID(); uid != os.Geteuid() && !writableBy(c.Workspace, uid) {
 		return pf, fmt.Errorf("warden runs as root, so the command runs as uid %d, as hooks do, and the workspace %s is not writable by it: run warden as your own user, or give the command a workspace it may write (chown -R %d DIR)", uid, c.Workspace, uid)
@@ -218,7 +237,7 @@ func commandDetails(c *CommandRun, jc *jail.Command) map[string]any {
 		binds[i] = b.Path
 	}
 	d := map[string]any{"command": c.Argv, "exe": jc.Exe, "workspace": jc.Workspace, "home": jc.Home, "binds": binds,
-		"freshHome": c.FreshHome, "env": namesOf(c.Env), "secretEnv": namesOf(c.SecretEnv)}
+		"freshHome": c.FreshHome, "env": namesOf(c.Env, c.SetEnv), "secretEnv": namesOf(c.SecretEnv)}
 	if c.Profile != "" {
 		d["profile"] = c.Profile
 	}
@@ -228,19 +247,25 @@ func commandDetails(c *CommandRun, jc *jail.Command) map[string]any {
 	return d
 }
 
-// namesOf is m's keys, sorted; [] rather than null when there are none.
-func namesOf(m map[string]string) []string {
-	if len(m) == 0 {
-		return []string{}
+// namesOf is the maps' keys, sorted, each once; [] rather than null when
+// there are none.
+func namesOf(ms ...map[string]string) []string {
+	out := []string{}
+	for _, m := range ms {
+		out = append(out, slices.Collect(maps.Keys(m))...)
 	}
-	return slices.Sorted(maps.Keys(m))
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // commandEnv sets the run's own variables over env: the CommandRun's Env
 // (with $HOME and $TMPDIR the jail's) and its secrets, read now.
 func (e *Engine) commandEnv(env []string, c *CommandRun, jailEnv map[string]string) ([]string, error) {
-	set := map[string]string{}
-	for k, v := range c.Env {
+	set := maps.Clone(c.Env)
+	if set == nil {
+		set = map[string]string{}
+	}
+	for k, v := range c.SetEnv {
 		set[k] = os.Expand(v, func(name string) string {
 			switch name {
 			case "HOME", "TMPDIR":
@@ -281,6 +306,15 @@ func (r *activeRun) what() string {
 		line = strings.ToValidUTF8(line[:120], "") + "…"
 	}
 	return fmt.Sprintf("%s/%s: %q", r.rec.Module, r.rec.Hook, line)
+}
+
+// loopbackNames are the loopback ports as --allow-host names them.
+func loopbackNames(ports []uint16) []string {
+	out := make([]string, len(ports))
+	for i, p := range ports {
+		out[i] = fmt.Sprintf("localhost:%d", p)
+	}
+	return out
 }
 
 // commandNote is what a command run's start receipt adds: the loopback

@@ -274,6 +274,7 @@ func (e *Engine) reconcileRuns() error {
 			return err
 		}
 		os.RemoveAll(filepath.Join(e.DataDir(), "runs", r.ID))
+		os.Remove(filepath.Join(e.DataDir(), "runs", r.ID+".tty")) // a warden run's terminal socket
 	}
 	return nil
 }

@@ -139,9 +139,7 @@ func (a *app) commandRun(f runFlags, argv []string) (*engine.CommandRun, *resolv
 				cr.Env[k] = v
 			}
 		}
-		for k, v := range prof.SetEnv {
-			cr.Env[k] = v
-		}
+		cr.SetEnv = prof.SetEnv
 		if prof.Command != "" && filepath.Base(argv[0]) == prof.Command && len(prof.Args) > 0 {
 			cr.Argv = append(append([]string{argv[0]}, prof.Args...), argv[1:]...)
 		}
@@ -160,9 +158,10 @@ func (a *app) commandRun(f runFlags, argv []string) (*engine.CommandRun, *resolv
 		if err != nil {
 			return nil, nil, fmt.Errorf("--ro %s: %w", p, err)
 		}
-		rc.add(abs, "--ro")
+		if rc.add(abs, "--ro") {
+			rc.Binds[len(rc.Binds)-1].Asked = true
+		}
 	}
-	cr.Binds = rc.Binds
 	for _, k := range f.env {
 		v, ok := os.LookupEnv(k)
 		if !ok {
@@ -193,6 +192,14 @@ func (a *app) commandRun(f runFlags, argv []string) (*engine.CommandRun, *resolv
 		return nil, nil, fmt.Errorf("--workspace %s is not a dir", ws)
 	}
 	cr.Workspace = ws
+	// What warden found for the program inside the workspace is part of
+	// it (read-write, as the workspace is); what the operator asked for
+	// stays a bind of its own.
+	for _, b := range rc.Binds {
+		if b.Asked || !(b.Path == ws || strings.HasPrefix(b.Path, ws+"/")) {
+			cr.Binds = append(cr.Binds, b)
+		}
+	}
 	// The engine checks again; refusing here first leaves nothing made.
 	home, _ := os.UserHomeDir()
 	if err := jail.CheckCommand(&jail.Command{Exe: cr.Exe, Binds: cr.Binds, Workspace: cr.Workspace, Home: filepath.Join(dataDir, "homes", cr.HomeName())}, dataDir, home); err != nil {
@@ -277,7 +284,7 @@ func (a *app) startCommandRun(cr *engine.CommandRun, f runFlags) error {
 		// which request waits.
 		tty, background := openTTY(a.stdin)
 		switch {
-		case tty != nil && !a.json:
+		case tty != nil && !a.json && isTerminal(a.stdout): // `> out` gets pipes
 			// The terminal is the command's: a pty of the run's, its
 			// questions go to the console or `warden perms`.
 			defer tty.Close()
@@ -365,21 +372,30 @@ func (a *app) startCommandRun(cr *engine.CommandRun, f runFlags) error {
 				learned.print(a.stderr)
 			}
 		}
-		return commandExit(o)
+		return commandExit(o, a.json)
 	})
 }
 
 // commandExit is the command's own status, or exitRefused when it never
-// ran or warden stopped it.
-func commandExit(o engine.Outcome) error {
+// ran or warden stopped it. The reason was printed with the run's end
+// line; --json, which prints no such line, gets it as the error.
+func commandExit(o engine.Outcome, json bool) error {
 	if o.OK() {
 		return nil
 	}
 	if o.Run.Exit != nil && *o.Run.Exit > 0 && *o.Run.Exit < 256 {
 		return &exitError{code: *o.Run.Exit}
 	}
-	return &exitError{code: exitRefused, err: errors.New("")}
+	why := ""
+	if json {
+		why = o.Run.Error
+		if why == "" {
+			why = "the run " + string(o.Run.Status)
+		}
+	}
+	return &exitError{code: exitRefused, err: errors.New(why)}
 }
+
 
 func loopbackNote(cr *engine.CommandRun) string {
 	var b strings.Builder

@@ -282,9 +282,39 @@ func TestWardenRunUnderLandlock(t *testing.T) {
 	if got, err := os.ReadFile(filepath.Join(h.ws, "out.txt")); err != nil || string(got) != "landed\n" {
 		t.Errorf("the file written in the workspace: %q, %v", got, err)
 	}
+	runsBefore, _, _ := h.warden("", nil, "hook", "runs", "--json")
 	out, errOut, code = h.warden("", nil, "run", "--jail", "landlock", "--allow-host", "localhost:11434", "--", "true")
-	if code != exitRefused || !strings.Contains(out+errOut, "Landlock filters TCP ports, not addresses") {
+	if code != exitRefused || !strings.Contains(out+errOut, "Landlock filters TCP ports, not addresses") || !strings.Contains(out+errOut, "--jail bwrap") {
 		t.Errorf("a session with named hosts under landlock: exit %d, want %d with why\n%s%s", code, exitRefused, out, errOut)
+	}
+	if runsAfter, _, _ := h.warden("", nil, "hook", "runs", "--json"); runsAfter != runsBefore {
+		t.Errorf("the refused session was recorded as a run:\n%s", runsAfter)
+	}
+	// An --ro path inside the workspace: Landlock cannot hold it
+	// read-only beneath the writable workspace, so it is refused.
+	os.Mkdir(filepath.Join(h.ws, "sub"), 0o755)
+	os.Chown(filepath.Join(h.ws, "sub"), ordinaryUID, ordinaryUID)
+	if out, errOut, code = h.warden("", nil, "run", "--jail", "landlock", "--ro", filepath.Join(h.ws, "sub"), "--", "true"); code != exitRefused || !strings.Contains(out+errOut, "cannot hold a path read-only beneath it") {
+		t.Errorf("--ro inside the workspace under landlock: exit %d, want %d with why\n%s%s", code, exitRefused, out, errOut)
+	}
+	// Under bwrap it is mounted read-only over the workspace.
+	out, errOut, code = h.warden("", nil, "run", "--jail", "bwrap", "--ro", filepath.Join(h.ws, "sub"), "--", "sh", "-c", "echo x > sub/f && echo wrote || echo read-only")
+	if code != 0 || !strings.Contains(out, "read-only") {
+		t.Errorf("--ro inside the workspace under bwrap: exit %d, want it read-only\n%s%s", code, out, errOut)
+	}
+
+	// An --env value is the operator's, as is: no $ in it is expanded.
+	out, errOut, code = h.warden("", []string{"FOO=a${b}c$HOME"}, "run", "--env", "FOO", "--", "sh", "-c", `printf 'foo=%s\n' "$FOO"`)
+	if code != 0 || !strings.Contains(out, "foo=a${b}c$HOME") {
+		t.Errorf("--env FOO: exit %d, the value was rewritten\n%s%s", code, out, errOut)
+	}
+	// Without a profile the home is fresh: what one run leaves there is
+	// not the next one's.
+	for i, want := range []string{"clean", "clean"} {
+		out, errOut, code = h.warden("", nil, "run", "--", "sh", "-c", `if [ -e "$HOME/.planted" ]; then echo dirty; else echo clean; fi; touch "$HOME/.planted"`)
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("run %d without a profile: exit %d, want a %s home\n%s%s", i, code, want, out, errOut)
+		}
 	}
 }
 
@@ -303,6 +333,9 @@ func TestWardenRunRefusesBadInput(t *testing.T) {
 		{[]string{"--profile", "nope", "--", "true"}, `no profile "nope" (profiles here: claude, codex`},
 		{[]string{"--", "no-such-program-here"}, `command "no-such-program-here" not found on your PATH`},
 		{[]string{"--env", "WARDEN_TEST_UNSET_VAR", "--", "true"}, "not set in your environment"},
+		// Trees where programs keep their sockets: an ssh-agent's, X11's, D-Bus's.
+		{[]string{"--workspace", "/tmp", "--", "true"}, "is or holds /tmp, where programs keep their sockets"},
+		{[]string{"--ro", "/run", "--", "true"}, "is or holds /run, where programs keep their sockets"},
 	} {
 		r := c.run(append([]string{"run"}, tc.args...)...)
 		if r.code != exitRefused || !strings.Contains(r.stderr, tc.want) || strings.Count(r.stderr, "warden: ") != 1 {

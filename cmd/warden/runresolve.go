@@ -176,6 +176,13 @@ func npmDependencies(dir string) []npmDep {
 	if strings.HasPrefix(filepath.Base(modules), "@") {
 		modules = filepath.Dir(modules)
 	}
+	// A dependency is bound at its real path, and only inside the
+	// node_modules tree it was installed in (a pnpm store is in there
+	// too): a link out of it would bind whatever it points at.
+	tree, err := filepath.EvalSymlinks(modules)
+	if err != nil {
+		return nil
+	}
 	var out []npmDep
 	for _, names := range []map[string]string{pj.Deps, pj.Optional} {
 		for _, name := range slices.Sorted(maps.Keys(names)) {
@@ -183,7 +190,10 @@ func npmDependencies(dir string) []npmDep {
 				continue
 			}
 			for _, base := range []string{filepath.Join(dir, "node_modules"), modules} {
-				d := filepath.Join(base, filepath.FromSlash(name))
+				d, err := filepath.EvalSymlinks(filepath.Join(base, filepath.FromSlash(name)))
+				if err != nil || !(d == tree || strings.HasPrefix(d, tree+"/")) {
+					continue
+				}
 				if st, err := os.Stat(d); err == nil && st.IsDir() {
 					out = append(out, npmDep{dir: d, of: pj.Name})
 					break

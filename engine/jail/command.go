@@ -2,6 +2,7 @@ package jail
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 )
 
@@ -27,20 +28,30 @@ type Command struct {
 type Bind struct {
 	Path   string `json:"path"`
 	Reason string `json:"reason"`
+	// Asked: the operator named it (--ro, a profile's ro:), rather than
+	// warden finding it for the program.
+	Asked bool `json:"asked,omitempty"`
 }
 
 // rows are the command's plan rows, after the system's and the run
-// dir's: each at its own host path.
+// dir's: each at its own host path. The workspace comes first, so that a
+// read-only bind inside it is mounted over it and stays read-only.
 func (c *Command) rows() []Row {
-	var rows []Row
+	rows := []Row{
+		{Source: c.Workspace, Target: c.Workspace, Mode: ModeRW, Absence: Required, Reason: "the workspace"},
+		{Source: c.Home, Target: c.Home, Mode: ModeRW, Absence: Required, Reason: "the session's home (HOME)"},
+	}
 	for _, b := range c.Binds {
 		rows = append(rows, Row{Source: b.Path, Target: b.Path, Mode: ModeRO, Absence: Required, Reason: b.Reason})
 	}
-	return append(rows,
-		Row{Source: c.Workspace, Target: c.Workspace, Mode: ModeRW, Absence: Required, Reason: "the workspace"},
-		Row{Source: c.Home, Target: c.Home, Mode: ModeRW, Absence: Required, Reason: "the session's home (HOME)"},
-	)
+	return rows
 }
+
+// sharedDirs hold what many programs share: sockets above all (an
+// ssh-agent's and X11's in /tmp, D-Bus's in /run/user/UID). A bound
+// tree that holds one reaches them by path, past the jail's empty
+// network namespace.
+var sharedDirs = []string{"/tmp", "/var/tmp", "/dev", "/dev/shm", "/run", "/var/run", "/proc", "/sys"}
 
 // CheckCommand refuses a command whose paths are not absolute and clean,
 // or that reach what no run may see: no path may be or hold a secret (the
@@ -56,6 +67,10 @@ func CheckCommand(c *Command, dataDir, home string) error {
 	for _, b := range c.Binds {
 		paths = append(paths, struct{ path, what string }{b.Path, b.Reason})
 	}
+	shared := sharedDirs
+	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" && filepath.IsAbs(d) {
+		shared = append(append([]string{}, shared...), filepath.Clean(d))
+	}
 	for _, p := range paths {
 		if p.path == "" || !filepath.IsAbs(p.path) || filepath.Clean(p.path) != p.path {
 			return fmt.Errorf("%s %q: want an absolute, clean path", p.what, p.path)
@@ -64,6 +79,16 @@ func CheckCommand(c *Command, dataDir, home string) error {
 			return fmt.Errorf("%s is /: that is the whole host; name a dir of its own", p.what)
 		}
 		rp := realPath(p.path)
+		if p.path != c.Home && rp != p.path {
+			// What is checked is what is mounted: a link swapped in
+			// between would otherwise take the mount elsewhere.
+			return fmt.Errorf("%s %s is reached through a symlink (it is %s): name the real path", p.what, p.path, rp)
+		}
+		for _, d := range shared {
+			if within(realPath(d), rp) {
+				return fmt.Errorf("%s %s is or holds %s, where programs keep their sockets (ssh-agent, X11, D-Bus): the command would reach them by path; name a dir of its own inside it", p.what, p.path, d)
+			}
+		}
 		for _, s := range []Secret{{dataDir, "warden's data dir"}, {home, "the operator's home"}} {
 			if s.Path == "" || s.Path == "/" {
 				continue

@@ -50,6 +50,13 @@ func (b *landlockBackend) Spec(in SpecInput) (*RunSpec, error) {
 	if err != nil {
 		return spec, err
 	}
+	if c := in.Command; c != nil {
+		for _, b := range c.Binds {
+			if b.Asked && within(realPath(b.Path), realPath(c.Workspace)) {
+				return spec, &RefusedError{Reason: fmt.Sprintf("%s (%s) is inside the workspace %s, which is read-write: Landlock grants a whole tree and cannot hold a path read-only beneath it (bwrap mounts it read-only over the workspace). Run under bwrap, or name a path outside the workspace", b.Path, b.Reason, c.Workspace)}
+			}
+		}
+	}
 	lp, err := LandlockFor(plan, LandlockInput{ABI: b.abi, RunDir: in.RunDir, TmpDir: tmp, Network: in.Network, Egress: in.Egress, UID: b.j.UID, RootWhy: b.j.RootWhy, Keeps: b.j.Keeps, Hidden: in.Hidden})
 	if err != nil {
 		return spec, err

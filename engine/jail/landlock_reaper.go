@@ -90,14 +90,15 @@ func reaperStage(argv []string) {
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.ExtraFiles = []*os.File{ruleset, dialer, theirs} // fdRuleset, FdDialer, fdNotify
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	// With a terminal (warden run from one, whose pty is this session's
+	// controlling terminal), the hook's group is made its foreground by
+	// the child itself, before the exec: it reads the terminal without
+	// SIGTTIN from its first instruction, and resizes reach it as SIGWINCH.
+	if pgrp, err := unix.IoctlGetInt(0, unix.TIOCGPGRP); err == nil && pgrp == unix.Getpgrp() {
+		cmd.SysProcAttr.Foreground, cmd.SysProcAttr.Ctty = true, 0
+	}
 	if err := cmd.Start(); err != nil {
 		fail(fmt.Errorf("starting the hook: %w", err))
-	}
-	// With a terminal (warden run from one, whose pty is this session's
-	// controlling terminal), the hook's group is its foreground: it reads
-	// the terminal without SIGTTIN, and resizes reach it as SIGWINCH.
-	if pgrp, err := unix.IoctlGetInt(0, unix.TIOCGPGRP); err == nil && pgrp == unix.Getpgrp() {
-		unix.IoctlSetPointerInt(0, unix.TIOCSPGRP, cmd.Process.Pid)
 	}
 	ruleset.Close()
 	dialer.Close()
