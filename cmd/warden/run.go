@@ -396,7 +396,6 @@ func commandExit(o engine.Outcome, json bool) error {
 	return &exitError{code: exitRefused, err: errors.New(why)}
 }
 
-
 func loopbackNote(cr *engine.CommandRun) string {
 	var b strings.Builder
 	for i, p := range cr.Loopback {
