@@ -213,7 +213,7 @@ func (e *Engine) prepare(r *activeRun) (undo func(), err error) {
 	undo = func() {
 		r.egress.close() // egress mode: its proxy, started by spawnSpec (nil-safe)
 		if r.tty != nil {
-			r.tty.close()
+			r.tty.close(0)
 			r.tty.pty.Master.Close()
 			r.tty.pty.Slave.Close()
 		}

@@ -143,7 +143,7 @@ func (r *activeRun) finish(h *RunHandle, exit hooks.Exit) {
 	// comes before done is closed: Close waits on done, so a run ended by
 	// the shutdown has its socket and dir removed before Close returns.
 	os.Remove(e.stampPath(rec.ID)) // the stage has been waited for
-	r.tty.close()
+	r.tty.close(ttyConnectGrace)
 	if r.command != nil && r.command.FreshHome {
 		os.RemoveAll(r.jc.Home) // the rest of the run dir lingers with its broker
 	}

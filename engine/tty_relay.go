@@ -48,6 +48,9 @@ type ttyRelay struct {
 	path string
 	gone func() // the terminal hung up: the run is cancelled
 
+	// connected is closed once the terminal connected, or will not.
+	connected chan struct{}
+
 	mu      sync.Mutex
 	backlog bytes.Buffer
 	conn    net.Conn
@@ -73,7 +76,7 @@ func (e *Engine) openTTY(r *activeRun, size TTYSize) (*ttyRelay, error) {
 		}
 		return nil, err
 	}
-	t := &ttyRelay{pty: pty, ln: ln, path: path, gone: func() { r.cancel("the terminal of warden run went away") }}
+	t := &ttyRelay{pty: pty, ln: ln, path: path, gone: func() { r.cancel("the terminal of warden run went away") }, connected: make(chan struct{})}
 	pty.SetOut(t)
 	go t.serve()
 	return t, nil
@@ -105,6 +108,7 @@ func (t *ttyRelay) serve() {
 	t.ln.Close()
 	os.Remove(t.path)
 	if err != nil {
+		close(t.connected)
 		return
 	}
 	t.mu.Lock()
@@ -113,6 +117,7 @@ func (t *ttyRelay) serve() {
 	t.backlog = bytes.Buffer{}
 	t.conn = conn
 	t.mu.Unlock()
+	close(t.connected)
 	if err == nil {
 		err = t.relay(conn)
 	}
@@ -145,10 +150,21 @@ func (t *ttyRelay) relay(conn io.Reader) error {
 	}
 }
 
-// close ends the terminal: the run is over.
-func (t *ttyRelay) close() {
+// ttyConnectGrace is how long a run that ended waits for its terminal to
+// connect: a command quicker than warden run's dial still has its output
+// shown, and warden run its socket to dial.
+const ttyConnectGrace = 2 * time.Second
+
+// close ends the terminal: the run is over. grace is how long it waits
+// for a terminal that has not connected yet (0 for a run that never
+// started).
+func (t *ttyRelay) close(grace time.Duration) {
 	if t == nil {
 		return
+	}
+	select {
+	case <-t.connected:
+	case <-time.After(grace):
 	}
 	t.ln.Close()
 	os.Remove(t.path)

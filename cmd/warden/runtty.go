@@ -14,6 +14,11 @@ import (
 	"github.com/wardenhq/warden/engine"
 )
 
+// terminalReset turns off the modes a full-screen program turns on
+// (alternate screen, hidden cursor, mouse tracking, bracketed paste):
+// harmless when they are off already.
+const terminalReset = "\x1b[?1049l\x1b[?25h\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?2004l"
+
 // attachTerminal joins the operator's terminal tty to the run's (h.TTY):
 // raw mode here, keystrokes there, its screen here as it is, and every
 // resize passed on. restore gives the terminal back as it was; it is
@@ -34,6 +39,9 @@ func attachTerminal(tty *os.File, h *engine.RunHandle) (restore func(), drained 
 	restore = func() {
 		once.Do(func() {
 			signal.Stop(winch)
+			// What a TUI that was killed may leave on: the alternate
+			// screen, a hidden cursor, mouse reports, bracketed paste.
+			tty.WriteString(terminalReset)
 			term.Restore(int(tty.Fd()), state)
 			conn.Close()
 		})
