@@ -201,3 +201,34 @@ func TestPromptAnsweredElsewhere(t *testing.T) {
 		t.Errorf("text ran on after the [y/N] prompt:\n%s", got)
 	}
 }
+
+// TestPromptAnsweredElsewhereAttached: the same, with `warden serve`
+// holding the data dir (the usual case with a console open): the prompt
+// closes when the answer arrives, and its note comes then, before the
+// lines the hook writes after the answer, not together at the run's end.
+func TestPromptAnsweredElsewhereAttached(t *testing.T) {
+	c := newCLI(t)
+	base := privateDir(t, "warden-fgprompt-att-")
+	bin := wardenLink(t, base)
+	c.ok("module", "add", mcpModule(t, base, "vault", "store", "    timeout: 1m\n",
+		`if warden hook confirm "Store it?"; then warden hook log "branch: stored"; fi; sleep 2; warden hook log "later"
+`))
+	startServe(t, bin, c.dir)
+	out, done := ptyShell(t, bin+" --data-dir "+c.dir+" hook run vault store --jail=off; echo run-exit=$?")
+	waitUntil(t, "the [y/N] prompt", 20*time.Second, func() bool { return strings.Contains(out(), "[y/N] ") }, out)
+	if b, err := exec.Command(bin, "--data-dir", c.dir, "perms", "approve", "1").CombinedOutput(); err != nil {
+		t.Fatalf("perms approve 1: %v %s", err, b)
+	}
+	waitUntil(t, "the note, while the run goes on", 10*time.Second, func() bool { return strings.Contains(out(), "(answered elsewhere)") }, out)
+	if strings.Contains(out(), "later") || strings.Contains(out(), "run-exit=") {
+		t.Errorf("the note came only at the run's end:\n%s", out())
+	}
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the run did not end:\n%s", out())
+	}
+	if got := out(); !strings.Contains(got, "branch: stored") || !strings.Contains(got, "run-exit=0") {
+		t.Errorf("the approved run did not end well:\n%s", got)
+	}
+}

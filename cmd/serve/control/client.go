@@ -53,6 +53,10 @@ type pending struct {
 	ended    func(engine.Outcome)
 	askCtx   context.Context
 	askStop  context.CancelFunc
+	// asks are the questions open at this terminal, by ask id: each
+	// one's cancel closes its prompt (opUnask).
+	asksMu sync.Mutex
+	asks   map[uint64]context.CancelFunc
 }
 
 // Dial attaches to the engine serving dataDir. It returns an error
@@ -222,10 +226,32 @@ func (c *Client) deliver(m message) {
 			c.w.send(message{Op: opAnswer, ID: m.ID, Ask: m.Ask, OK: false})
 			return
 		}
+		ctx, cancel := context.WithCancel(p.askCtx)
+		p.asksMu.Lock()
+		if p.asks == nil {
+			p.asks = map[uint64]context.CancelFunc{}
+		}
+		p.asks[m.Ask] = cancel
+		p.asksMu.Unlock()
 		go func() {
-			ok, err := p.confirm(p.askCtx, m.Message)
+			defer func() {
+				p.asksMu.Lock()
+				delete(p.asks, m.Ask)
+				p.asksMu.Unlock()
+				cancel()
+			}()
+			ok, err := p.confirm(ctx, m.Message)
 			c.w.send(message{Op: opAnswer, ID: m.ID, Ask: m.Ask, OK: ok && err == nil})
 		}()
+	case opUnask:
+		if p != nil {
+			p.asksMu.Lock()
+			cancel := p.asks[m.Ask]
+			p.asksMu.Unlock()
+			if cancel != nil {
+				cancel()
+			}
+		}
 	case opEnded:
 		if p != nil && p.ended != nil && m.Outcome != nil {
 			if p.askStop != nil {

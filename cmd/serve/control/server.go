@@ -626,6 +626,9 @@ func (c *conn) confirm(id uint64) func(ctx context.Context, message string) (boo
 			c.mu.Lock()
 			delete(c.asks, ask)
 			c.mu.Unlock()
+			// Decided elsewhere (the console, `warden perms`): the
+			// terminal's prompt closes now, not when the run ends.
+			c.w.send(message{Op: opUnask, ID: id, Ask: ask})
 			return false, ctx.Err()
 		}
 	}

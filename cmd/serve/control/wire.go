@@ -53,6 +53,7 @@ const (
 	opEvent    = "event"    // id (the subscription), event
 	opProgress = "progress" // id, step, detail: a hands init or finish step
 	opAsk      = "ask"      // id, ask, message: operator.confirm for the client's terminal
+	opUnask    = "unask"    // id, ask: that question was decided elsewhere; close its prompt
 	opEnded    = "ended"    // id, outcome: the run StartRun (call id) started has ended
 	opBye      = "bye"      // the server is letting go of the data dir; it hangs up next
 )
