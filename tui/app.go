@@ -105,6 +105,8 @@ type shared struct {
 	// messages is every status message of the session, in full (the
 	// status line cuts them to its width): :messages shows them.
 	messages []message
+	// jail is the backend runs started here get ("" when none can run).
+	jail string
 }
 
 // message is one status message, kept for :messages.
@@ -325,7 +327,9 @@ func New(e engine.Facade, opts Options) *App {
 	}
 	if opts.Jail != engine.JailOff {
 		var err error
-		if a.jailName, err = e.JailBackend(opts.Jail); err != nil {
+		a.jailName, err = e.JailBackend(opts.Jail)
+		sh.jail = a.jailName
+		if err != nil {
 			a.jailErr = err.Error()
 		} else if err := e.LimitsReady(); err != nil {
 			a.limitsErr = err.Error()

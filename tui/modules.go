@@ -88,6 +88,12 @@ func (p *modulesPane) refresh(then func()) tea.Cmd {
 
 // apply shows mods (and the newest of runs per hook).
 func (p *modulesPane) apply(mods []engine.Module, runs []engine.RunRecord) {
+	// The cursor stays on the row it was on, by identity: a module added
+	// or removed elsewhere moves the rows, never the operator's choice.
+	var was modRow
+	if p.sel < len(p.rows) {
+		was = p.rows[p.sel]
+	}
 	sort.Slice(mods, func(i, j int) bool { return mods[i].Record.ID < mods[j].Record.ID })
 	p.mods = mods
 	p.rows = p.rows[:0]
@@ -109,6 +115,14 @@ func (p *modulesPane) apply(mods []engine.Module, runs []engine.RunRecord) {
 	// runs are newest first: the first seen of each hook is its last run.
 	for i := len(runs) - 1; i >= 0; i-- {
 		p.last[runs[i].Module+"/"+runs[i].Hook] = runs[i]
+	}
+	if was.mod != nil {
+		for i, r := range p.rows {
+			if r.mod.Record.ID == was.mod.Record.ID && r.hook == was.hook {
+				p.sel = i
+				return
+			}
+		}
 	}
 	if len(p.rows) > 0 {
 		p.sel = landOn(p.sel, 1, len(p.rows), p.isHeader) // start on a hook
@@ -300,9 +314,13 @@ func (p *modulesPane) runSelected() tea.Cmd {
 		p.form = f
 		return cmd
 	}
-	// A run is work with effects: say what starts, and let enter (or
-	// y) confirm it, so a stray enter never starts one.
-	jail := "jailed (bubblewrap)"
+	// A run is work with effects: say what starts, and let only y
+	// confirm it, so a stray enter (or one meant for a row the list
+	// moved away from) never starts one.
+	jail := "jailed (" + p.sh.jail + ")"
+	if p.sh.jail == "" {
+		jail = "jailed"
+	}
 	if p.sh.opts.Jail == engine.JailOff {
 		jail = "UNJAILED (--jail off)"
 	}
@@ -313,7 +331,7 @@ func (p *modulesPane) runSelected() tea.Cmd {
 	if h.Network {
 		extra += ", network"
 	}
-	return ask(fmt.Sprintf("run %s/%s now, %s%s?", safe(r.mod.Record.ID), safe(r.hook), jail, safe(extra)), "", true,
+	return ask(fmt.Sprintf("run %s/%s now, %s%s?", safe(r.mod.Record.ID), safe(r.hook), jail, safe(extra)), "", false,
 		func() tea.Msg { return startRunMsg{module: r.mod.Record.ID, hook: r.hook} })
 }
 

@@ -54,8 +54,8 @@ func TestModulesRunHooks(t *testing.T) {
 	c.keys("4")
 	c.wait("Modules (1)", "never run")
 	c.keys("down", "enter") // lines: no inputs, so enter asks first
-	c.wait("run chatty/lines now, UNJAILED (--jail off)? [Y/n]")
-	c.keys("enter")
+	c.wait("run chatty/lines now, UNJAILED (--jail off)? [y/N]")
+	c.keys("y")
 	c.wait("line 300: disk full", "succeeded")
 	c.keys("4")
 	c.wait("✓ succeeded")
@@ -278,4 +278,21 @@ func TestRunFormKeysSaidOnce(t *testing.T) {
 	if n := strings.Count(view, "enter submit"); n != 1 {
 		t.Errorf("enter submit said %d times:\n%s", n, view)
 	}
+}
+
+// TestModulesCursorKeepsItsHook: a module added from another terminal
+// moves the rows, not the cursor: it stays on the hook the operator
+// chose, so enter asks about that one, and the question's default is no.
+func TestModulesCursorKeepsItsHook(t *testing.T) {
+	e := newEngine(t)
+	addModule(t, e, "alpha", map[string]string{"h": "exec warden greet"}, nil)
+	addModule(t, e, "gamma", map[string]string{"h": "exec warden greet"}, nil)
+	c := startConsole(t, e)
+	c.keys("4")
+	c.wait("Modules (2)")
+	c.keys("down") // gamma/h
+	addModule(t, e, "beta", map[string]string{"h": "exec warden greet"}, nil)
+	c.wait("Modules (3)", "beta")
+	c.keys("enter")
+	c.wait("run gamma/h now", "[y/N]")
 }

@@ -86,8 +86,8 @@ func TestConsoleDailyE2E(t *testing.T) {
 		tm.moveTo(t, "the tick hook", func(s string) bool { return strings.Contains(s, "▸   tick ") })
 		tm.waitRe(t, `▸\s+tick\s+`, 10*time.Second)
 		tm.keys(t, "Enter")
-		tm.waitFor(t, "run tick/tick now, jailed (bubblewrap)? [Y/n]", 10*time.Second)
-		tm.keys(t, "Enter")
+		tm.waitFor(t, "run tick/tick now, jailed (bwrap)? [y/N]", 10*time.Second)
+		tm.keys(t, "y")
 		tm.waitFor(t, "tick/tick · running", 20*time.Second)
 		tm.waitFor(t, "tick 1 of 60", 20*time.Second)
 	}
