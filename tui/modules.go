@@ -72,6 +72,10 @@ func (p *modulesPane) reload(runs []engine.RunRecord) {
 // once they are shown (to select one, say what happened).
 type modulesLoadedMsg struct {
 	mods []engine.Module
+	// runs are the runs the pane showed running, read again: a run that
+	// ended while no event could say so (its engine died, and the one
+	// that took over closed it) shows as it ended.
+	runs []engine.RunRecord
 	err  error
 	then func()
 }
@@ -80,9 +84,21 @@ type modulesLoadedMsg struct {
 // and on every module.* receipt (a module added or removed anywhere).
 func (p *modulesPane) refresh(then func()) tea.Cmd {
 	e := p.eng()
+	var running []string
+	for _, r := range p.last {
+		if r.Ended == nil {
+			running = append(running, r.ID)
+		}
+	}
 	return func() tea.Msg {
 		mods, err := e.Modules()
-		return modulesLoadedMsg{mods: mods, err: err, then: then}
+		var runs []engine.RunRecord
+		for _, id := range running {
+			if r, err := e.Run(id); err == nil {
+				runs = append(runs, r)
+			}
+		}
+		return modulesLoadedMsg{mods: mods, runs: runs, err: err, then: then}
 	}
 }
 
@@ -164,6 +180,9 @@ func (p *modulesPane) update(msg tea.Msg) tea.Cmd {
 			return nil
 		}
 		p.apply(m.mods, nil)
+		for _, r := range m.runs {
+			p.runEvent(r)
+		}
 		if m.then != nil {
 			m.then()
 		}
@@ -479,6 +498,7 @@ func resolvePath(path string) (string, error) {
 type modulesRole interface {
 	engine.Modules
 	StartRun(actor engine.Actor, req engine.RunRequest) (*engine.RunHandle, error)
+	Run(id string) (engine.RunRecord, error)
 }
 
 // eng is the engine as this pane needs it.

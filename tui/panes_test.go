@@ -296,3 +296,20 @@ func TestModulesCursorKeepsItsHook(t *testing.T) {
 	c.keys("enter")
 	c.wait("run gamma/h now", "[y/N]")
 }
+
+// TestModulesRefreshReadsRunsShownRunning: a run the pane shows running
+// whose end no event brought (its engine died and the one that took over
+// closed it) shows as it ended after a refresh (r, or a takeover's).
+func TestModulesRefreshReadsRunsShownRunning(t *testing.T) {
+	e := newEngine(t)
+	addModule(t, e, "tick", map[string]string{"tick": "exec warden greet"}, nil)
+	o := runHook(t, e, "tick", "tick")
+	p := newModulesPane(testShared(e))
+	stale := o.Run
+	stale.Status, stale.Ended = engine.RunRunning, nil
+	p.last["tick/tick"] = stale // what the pane last heard
+	p.update(p.refresh(nil)())
+	if got := p.last["tick/tick"]; got.Status != o.Run.Status || got.Ended == nil {
+		t.Errorf("after a refresh the pane shows the run %s (ended %v), want %s", got.Status, got.Ended, o.Run.Status)
+	}
+}
