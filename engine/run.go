@@ -148,6 +148,21 @@ func (h *RunHandle) CancelFor(reason string) {
 	h.r.cancel(reason)
 }
 
+// RunningHere lists the runs this engine started that have not ended,
+// oldest first: what its Close cancels.
+func (e *Engine) RunningHere() []RunRecord {
+	e.runsMu.Lock()
+	defer e.runsMu.Unlock()
+	out := make([]RunRecord, 0, len(e.active))
+	for _, h := range e.active {
+		if h.r != nil {
+			out = append(out, h.r.rec)
+		}
+	}
+	slices.SortFunc(out, func(a, b RunRecord) int { return strings.Compare(a.ID, b.ID) })
+	return out
+}
+
 // subject is the policy subject of the run's decisions: its module's,
 // or for a command run its profile's.
 func (r *activeRun) subject() string {

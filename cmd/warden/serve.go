@@ -178,6 +178,19 @@ func (a *app) serve(sshAddr, operators string, run *engine.RunRequest, fl fleetJ
 
 	sig := <-sigs
 	fmt.Fprintf(a.stderr, "received %s: shutting down (again to force)\n", sig)
+	// Said before they go: which runs of which terminals this stop
+	// cancels (docs/operating.md).
+	by := map[string]int{}
+	for _, r := range ctl.InFlight() {
+		by[r.ID] = r.PID
+	}
+	for _, r := range e.RunningHere() {
+		from := ""
+		if pid, ok := by[r.ID]; ok {
+			from = fmt.Sprintf(", whose warden (pid %d) is waiting on it", pid)
+		}
+		fmt.Fprintf(a.stderr, "cancelling run %s of %s/%s, started by %s%s\n", r.ID, safe(r.Module), safe(r.Hook), safe(r.Actor), from)
+	}
 	signal.Stop(sigs) // a second signal kills at once
 	if err := shutdown(); err != nil {
 		return fmt.Errorf("shutting down: %w", err)

@@ -134,6 +134,10 @@ func TestServeSIGTERMCancelsRunningHook(t *testing.T) {
 	if !strings.Contains(stderr.String(), "received terminated: shutting down") {
 		t.Errorf("stderr:\n%s", stderr.String())
 	}
+	// It said which run it was cancelling, and whose, before it went.
+	if !regexp.MustCompile(`cancelling run \S+ of sleeper/nap, started by local:`).MatchString(stderr.String()) {
+		t.Errorf("serve did not name the run its stop cancels:\n%s", stderr.String())
+	}
 
 	if left := procsWith(marker); len(left) > 0 {
 		t.Errorf("hook processes survived serve: %v", left)

@@ -167,14 +167,24 @@ func (s *Server) Drain(ctx context.Context, waiting func(n int)) error {
 
 // runsInFlight counts the runs attached processes started here that have
 // not ended.
-func (s *Server) runsInFlight() int {
+func (s *Server) runsInFlight() int { return len(s.InFlight()) }
+
+// InFlightRun is a run an attached process started here, not ended yet.
+type InFlightRun struct {
+	ID  string
+	PID int // the process that started it
+}
+
+// InFlight lists the runs attached processes started here that have not
+// ended: what stopping this server cancels.
+func (s *Server) InFlight() []InFlightRun {
 	s.mu.Lock()
 	conns := make([]*conn, 0, len(s.conns))
 	for c := range s.conns {
 		conns = append(conns, c)
 	}
 	s.mu.Unlock()
-	n := 0
+	var out []InFlightRun
 	for _, c := range conns {
 		c.mu.Lock()
 		for _, cl := range c.calls {
@@ -184,12 +194,12 @@ func (s *Server) runsInFlight() int {
 			select {
 			case <-cl.run.Done():
 			default:
-				n++
+				out = append(out, InFlightRun{ID: cl.run.ID, PID: c.peer.pid})
 			}
 		}
 		c.mu.Unlock()
 	}
-	return n
+	return out
 }
 
 // sayBye tells the client this is on purpose, then hangs up: a console
