@@ -22,6 +22,9 @@ import (
 type agentStep struct {
 	Command string
 	Text    string
+	// Tool, for the Responses API: a call of this function of namespace
+	// Namespace (an MCP server's tools are "mcp__<server>") with Args.
+	Tool, Namespace, Args string
 }
 
 // modelServer serves the script on 127.0.0.1.
@@ -33,6 +36,7 @@ type modelServer struct {
 	mu     sync.Mutex
 	calls  []string // METHOD PATH of every request
 	auth   []string // the x-api-key and Authorization headers it got
+	bodies [][]byte // every request's body
 	seen   []string // every tool result the agent sent back, in order
 }
 
@@ -81,6 +85,9 @@ func (ms *modelServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ms.auth = append(ms.auth, r.Header.Get("X-Api-Key"), r.Header.Get("Authorization"))
 	ms.mu.Unlock()
 	body, _ := io.ReadAll(io.LimitReader(r.Body, 64<<20))
+	ms.mu.Lock()
+	ms.bodies = append(ms.bodies, body)
+	ms.mu.Unlock()
 	switch {
 	case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/v1/messages"):
 		ms.messages(w, body)
@@ -139,11 +146,17 @@ func (ms *modelServer) messages(w http.ResponseWriter, body []byte) {
 	ev("message_start", map[string]any{"type": "message_start", "message": map[string]any{"id": fmt.Sprintf("msg_%d", len(results)), "type": "message", "role": "assistant",
 		"model": req.Model, "content": []any{}, "stop_reason": nil, "stop_sequence": nil, "usage": map[string]int{"input_tokens": 10, "output_tokens": 1}}})
 	stop := "end_turn"
-	if s.Command != "" {
+	if s.Command != "" || s.Tool != "" {
 		stop = "tool_use"
-		input, _ := json.Marshal(map[string]string{"command": s.Command, "description": "scripted step"})
-		ev("content_block_start", map[string]any{"type": "content_block_start", "index": 0, "content_block": map[string]any{"type": "tool_use", "id": fmt.Sprintf("toolu_%d", len(results)), "name": "Bash", "input": map[string]any{}}})
-		ev("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0, "delta": map[string]any{"type": "input_json_delta", "partial_json": string(input)}})
+		name, input := "Bash", s.Args
+		if s.Tool != "" {
+			name = s.Tool // an MCP tool: mcp__<server>__<tool>
+		} else {
+			raw, _ := json.Marshal(map[string]string{"command": s.Command, "description": "scripted step"})
+			input = string(raw)
+		}
+		ev("content_block_start", map[string]any{"type": "content_block_start", "index": 0, "content_block": map[string]any{"type": "tool_use", "id": fmt.Sprintf("toolu_%d", len(results)), "name": name, "input": map[string]any{}}})
+		ev("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0, "delta": map[string]any{"type": "input_json_delta", "partial_json": input}})
 	} else {
 		ev("content_block_start", map[string]any{"type": "content_block_start", "index": 0, "content_block": map[string]any{"type": "text", "text": ""}})
 		ev("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0, "delta": map[string]any{"type": "text_delta", "text": s.Text}})
@@ -184,7 +197,12 @@ func (ms *modelServer) responses(w http.ResponseWriter, body []byte) {
 	resp := map[string]any{"id": id, "object": "response", "model": req.Model, "status": "in_progress", "output": []any{}}
 	ev(map[string]any{"type": "response.created", "response": resp})
 	var item map[string]any
-	if s.Command != "" {
+	if s.Tool != "" {
+		item = map[string]any{"type": "function_call", "id": "fc_" + id, "call_id": "call_" + id, "name": s.Tool, "arguments": s.Args, "status": "completed"}
+		if s.Namespace != "" {
+			item["namespace"] = s.Namespace
+		}
+	} else if s.Command != "" {
 		args, _ := json.Marshal(map[string]string{"cmd": s.Command})
 		item = map[string]any{"type": "function_call", "id": "fc_" + id, "call_id": "call_" + id, "name": "exec_command", "arguments": string(args), "status": "completed"}
 	} else {
@@ -192,7 +210,7 @@ func (ms *modelServer) responses(w http.ResponseWriter, body []byte) {
 			"content": []any{map[string]any{"type": "output_text", "text": s.Text, "annotations": []any{}}}}
 	}
 	ev(map[string]any{"type": "response.output_item.added", "output_index": 0, "item": item})
-	if s.Command == "" {
+	if s.Command == "" && s.Tool == "" {
 		ev(map[string]any{"type": "response.output_text.delta", "output_index": 0, "content_index": 0, "item_id": "msg_" + id, "delta": s.Text})
 	}
 	ev(map[string]any{"type": "response.output_item.done", "output_index": 0, "item": item})

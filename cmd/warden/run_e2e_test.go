@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wardenhq/warden/cmd/serve/control"
 	"github.com/wardenhq/warden/engine"
 	"github.com/wardenhq/warden/engine/jail"
 )
@@ -518,5 +519,112 @@ func TestWardenRunAttached(t *testing.T) {
 	c.json(0, &policy, "perms", "policy", "show", "profile:claude")
 	if policy["exists"] != false {
 		t.Errorf("learning granted something: %v", policy)
+	}
+}
+
+// TestCodexCallsWardenThroughMCP: `warden mcp install --client codex`
+// writes an entry the real Codex calls in its usual non-interactive
+// settings (`codex exec`, approval_policy never, which refuses a server
+// without default_tools_approval_mode = "approve"): the scripted model
+// calls warden's tool, the request opens and waits, an approval from
+// another terminal lets the jailed hook run, and its result reaches the
+// model.
+func TestCodexCallsWardenThroughMCP(t *testing.T) {
+	agents := needAgent(t, "codex")
+	testAgentCallsWardenThroughMCP(t, "codex", agentStep{Tool: "vault__store", Namespace: "mcp__warden", Args: "{}"},
+		func(base string, ms *modelServer) (cfg string, cmd *exec.Cmd) {
+			codexHome := filepath.Join(base, "home", ".codex")
+			if err := os.MkdirAll(codexHome, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			cfg = filepath.Join(codexHome, "config.toml")
+			provider := fmt.Sprintf("model = \"test-model\"\nmodel_provider = \"scripted\"\napproval_policy = \"never\"\nsandbox_mode = \"danger-full-access\"\n[model_providers.scripted]\nname = \"scripted\"\nbase_url = \"%s/v1\"\nwire_api = \"responses\"\nenv_key = \"SCRIPTED_API_KEY\"\n", ms.URL)
+			if err := os.WriteFile(cfg, []byte(provider), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			cmd = exec.Command(filepath.Join(agents, "codex"), "exec", "--skip-git-repo-check", "store it")
+			cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + filepath.Dir(codexHome), "CODEX_HOME=" + codexHome, "SCRIPTED_API_KEY=k"}
+			return cfg, cmd
+		})
+}
+
+// TestClaudeCodeCallsWardenThroughMCP: the same flow with the real Claude
+// Code (`claude -p`), whose entry `warden mcp install --client
+// claude-code` writes in its ~/.claude.json.
+func TestClaudeCodeCallsWardenThroughMCP(t *testing.T) {
+	agents := needAgent(t, "claude")
+	testAgentCallsWardenThroughMCP(t, "claude-code", agentStep{Tool: "mcp__warden__vault__store", Args: "{}"},
+		func(base string, ms *modelServer) (cfg string, cmd *exec.Cmd) {
+			home := filepath.Join(base, "home")
+			if err := os.MkdirAll(home, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			cmd = exec.Command(filepath.Join(agents, "claude"), "-p", "store it", "--dangerously-skip-permissions")
+			cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + home, "ANTHROPIC_BASE_URL=" + ms.URL, "ANTHROPIC_API_KEY=k", "IS_SANDBOX=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1"}
+			return filepath.Join(home, ".claude.json"), cmd
+		})
+}
+
+// testAgentCallsWardenThroughMCP installs warden in client's config (at
+// the path setup gives) and runs the agent setup makes, whose scripted
+// model makes call: the request it opens is approved from another
+// terminal, and the hook's line must reach the model.
+func testAgentCallsWardenThroughMCP(t *testing.T, client string, call agentStep, setup func(base string, ms *modelServer) (string, *exec.Cmd)) {
+	needBwrap(t)
+	c := newCLI(t)
+	base := privateDir(t, "warden-agent-mcp-")
+	bin := filepath.Join(base, "bin", "warden")
+	buildWarden(t, bin)
+	c.ok("module", "add", mcpModule(t, base, "vault", "store", "    timeout: 1m\n", "warden hook log stored-by-the-hook\n"))
+	startServe(t, bin, c.dir)
+	ms := newModelServer(t, []agentStep{call})
+	cfg, agent := setup(base, ms)
+	if out, err := exec.Command(bin, "--data-dir", c.dir, "mcp", "install", "--client", client, "--config", cfg).CombinedOutput(); err != nil {
+		t.Fatalf("mcp install --client %s: %v\n%s", client, err, out)
+	} else if client == "codex" && !strings.Contains(string(out), `default_tools_approval_mode = "approve"`) {
+		t.Fatalf("mcp install --client codex does not say why it approves:\n%s", out)
+	}
+	// The test is the console that answers, from another terminal.
+	ctl, err := control.Dial(c.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctl.Close()
+	detach := ctl.AttachOperator()
+	defer detach()
+	ctl.MCPSessions()
+
+	var out lockedBuffer
+	agent.Dir = base
+	agent.Stdout, agent.Stderr = &out, &out
+	if err := agent.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- agent.Wait() }()
+	defer agent.Process.Kill()
+	var id uint64
+	waitUntil(t, "the tool call's request", 60*time.Second, func() bool {
+		rs, _ := ctl.Requests(engine.RequestFilter{})
+		for _, r := range rs {
+			if r.Decision == nil && r.Operation == "mcp.call" {
+				id = r.ID
+			}
+		}
+		return id != 0
+	}, out.String)
+	if b, err := exec.Command(bin, "--data-dir", c.dir, "perms", "approve", strconv.FormatUint(id, 10)).CombinedOutput(); err != nil {
+		t.Fatalf("perms approve: %v %s", err, b)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", client, err, out.String())
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("%s still running 60s after the approval\n%s", client, out.String())
+	}
+	if rs := ms.ToolResults(); len(rs) != 1 || !strings.Contains(rs[0], "stored-by-the-hook") {
+		t.Errorf("the hook's result did not reach the model: %q\n%s", rs, out.String())
 	}
 }
