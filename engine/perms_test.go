@@ -536,13 +536,13 @@ func TestPermsNetworkRequest(t *testing.T) {
 // "expired" (permission_denied) and ends on its own, instead of being
 // killed by its timeout mid-question.
 func TestRequestExpiresBeforeTheRunsDeadline(t *testing.T) {
-	e := setupPerms(t, map[string]string{"r": escapeYAML("perms-call", "sleep 1") + "    timeout: 3s\n"})
+	e := setupPerms(t, map[string]string{"r": escapeYAML("perms-call", "sleep 1") + "    timeout: 6s\n"})
 	e.requestTTL = 5 * time.Minute
 	h, sub := startPermsRun(t, e, "r")
 	req := nextPending(t, sub)
 	o := h.Wait()
 	deadline := o.Run.Deadline
-	if got, want := deadline.Sub(req.Expires), answerMargin(3*time.Second); got != want {
+	if got, want := deadline.Sub(req.Expires), answerMargin(6*time.Second); got != want {
 		t.Errorf("the request expires %s before the run's deadline, want %s", got, want)
 	}
 	if o.Run.Status != "succeeded" && strings.Contains(o.Run.Error, "timeout") {

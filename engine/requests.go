@@ -55,9 +55,10 @@ func (e *Engine) runAsk(r *activeRun, op perms.Op, opened func(Request) askWords
 }
 
 // answerMargin is how long before its deadline a run's requests expire:
-// a tenth of its timeout, between 1 and 30 seconds.
+// a tenth of its timeout, between 2 and 30 seconds (time enough for a
+// loaded host to tell the hook, and the hook to say so and end).
 func answerMargin(timeout time.Duration) time.Duration {
-	return min(30*time.Second, max(time.Second, timeout/10))
+	return min(30*time.Second, max(2*time.Second, timeout/10))
 }
 
 // RequestPermission is what a capability calls before an effect: it
