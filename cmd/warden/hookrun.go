@@ -85,32 +85,18 @@ console or ` + "`warden perms approve ID`" + ` answers it.`,
 				case background:
 					req.Confirm = backgroundConfirm(e, a.stderr, &runID)
 				}
-				sub := e.Subscribe()
-				defer sub.Close()
-				sigs := make(chan os.Signal, 1)
-				signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-				defer signal.Stop(sigs)
-				h, err := startCatching(e, req, sigs)
+				w, err := startWatched(e, req, &runID)
 				if err != nil {
 					return err
 				}
-				runID.Store(h.ID)
+				defer w.close()
+				h, sub := w.h, w.sub
 				if !a.json {
 					// The backend the run got (auto chose one) and how its
 					// limits stand, as its start receipt says.
 					fmt.Fprintf(a.stderr, "run %s of %s/%s started (%s)\n", h.ID, argv[0], argv[1], engine.RunNote(h.Jail, h.Limits))
 				}
-				go func() {
-					select {
-					case sig := <-sigs:
-						noteStop()
-						// The record says what stopped the run: Ctrl-C is
-						// the operator's; a SIGTERM (timeout, kill, a
-						// supervisor) is not.
-						h.CancelFor(signalReason(sig))
-					case <-h.Done():
-					}
-				}()
+				w.cancelOnSignal(func() {})
 				var out io.Writer = a.stdout
 				if a.json {
 					out = io.Discard
@@ -608,6 +594,50 @@ func startCatching(e engine.Facade, req engine.RunRequest, sigs chan os.Signal) 
 			return nil, fmt.Errorf("%s while the run was starting", sig)
 		}
 	}
+}
+
+// watchedRun is a run started by a foreground verb: its events, and the
+// stop signals that cancel it.
+type watchedRun struct {
+	h    *engine.RunHandle
+	sub  *engine.Subscription
+	sigs chan os.Signal
+}
+
+// startWatched subscribes to e's events, catches the stop signals and
+// starts req (startCatching); the run's id goes into runID for the
+// questions it asks.
+func startWatched(e engine.Facade, req engine.RunRequest, runID *atomic.Value) (*watchedRun, error) {
+	w := &watchedRun{sub: e.Subscribe(), sigs: make(chan os.Signal, 1)}
+	signal.Notify(w.sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	h, err := startCatching(e, req, w.sigs)
+	if err != nil {
+		w.close()
+		return nil, err
+	}
+	runID.Store(h.ID)
+	w.h = h
+	return w, nil
+}
+
+// cancelOnSignal cancels the run on the first stop signal, for that
+// signal (the record says what stopped it: Ctrl-C is the operator's; a
+// SIGTERM from a timeout, kill or supervisor is not), then calls after.
+func (w *watchedRun) cancelOnSignal(after func()) {
+	go func() {
+		select {
+		case sig := <-w.sigs:
+			noteStop()
+			w.h.CancelFor(signalReason(sig))
+			after()
+		case <-w.h.Done():
+		}
+	}()
+}
+
+func (w *watchedRun) close() {
+	signal.Stop(w.sigs)
+	w.sub.Close()
 }
 
 // startGrace is how long a signal waits for a run's start to answer.

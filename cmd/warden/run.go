@@ -6,12 +6,10 @@ import (
 	"io"
 	"maps"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -299,16 +297,12 @@ func (a *app) startCommandRun(cr *engine.CommandRun, f runFlags) error {
 		case background:
 			req.Confirm = backgroundConfirm(e, a.stderr, &runID)
 		}
-		sub := e.Subscribe()
-		defer sub.Close()
-		sigs := make(chan os.Signal, 1)
-		signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-		defer signal.Stop(sigs)
-		h, err := startCatching(e, req, sigs)
+		w, err := startWatched(e, req, &runID)
 		if err != nil {
 			return &exitError{code: exitRefused, err: err}
 		}
-		runID.Store(h.ID)
+		defer w.close()
+		h, sub := w.h, w.sub
 		if !a.json {
 			fmt.Fprintf(a.stderr, "run %s of %s started (%s%s)\n", h.ID, safe(strings.Join(cr.Argv, " ")), engine.RunNote(h.Jail, h.Limits), loopbackNote(cr))
 		}
@@ -321,15 +315,7 @@ func (a *app) startCommandRun(cr *engine.CommandRun, f runFlags) error {
 				return &exitError{code: exitRefused, err: err}
 			}
 		}
-		go func() {
-			select {
-			case sig := <-sigs:
-				noteStop()
-				h.CancelFor(signalReason(sig))
-				restore() // the operator's terminal is theirs again at once
-			case <-h.Done():
-			}
-		}()
+		w.cancelOnSignal(func() { restore() }) // the operator's terminal is theirs again at once
 		if req.TTY != nil {
 			<-h.Done()
 			select {
