@@ -12,6 +12,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/wardenhq/warden/engine"
+	"github.com/wardenhq/warden/engine/termsafe"
 )
 
 // terminalReset turns off the modes a full-screen program turns on
@@ -77,11 +78,14 @@ func attachTerminal(tty *os.File, h *engine.RunHandle) (restore func(), drained 
 			}
 		}
 	}()
-	// The command's screen, as it draws it: this is its terminal. The
-	// engine hangs up once the run has ended and all of it was sent.
+	// The command's screen, as it draws it: this is its terminal. What
+	// drawing does not need (OSC: the clipboard, the title; DCS queries
+	// whose replies would reach the shell after it; C1 controls) is
+	// dropped on the way (termsafe.Screen). The engine hangs up once the
+	// run has ended and all of it was sent.
 	done := make(chan struct{})
 	go func() {
-		io.Copy(tty, conn)
+		io.Copy(termsafe.NewScreen(tty), conn)
 		close(done)
 	}()
 	return restore, done, nil
